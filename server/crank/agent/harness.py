@@ -1,0 +1,377 @@
+"""The Harness: one transcript, one writer (principle 6).
+
+The Harness owns the record and drives the loop. Outsiders get read-only snapshots and
+events. Listeners hear every event after the record changed and before the consumer
+(principle 4); they may add keys to an event (the session saver adds ``entryId``). A
+listener that raises ends the run loudly: a saver that cannot save must not be silent.
+
+Every run ends with exactly one ``agent_settled``, after ``agent_end`` and after whatever
+the run caused afterwards (``after_run``, e.g. compaction). Events are balanced on every
+exit: if the loop is cut short (a listener failed), the pairs it opened are closed.
+
+System prompt, tools and model are captured when a run starts; changing them while a
+run is active takes effect at the next run, never mid-run (principle 9).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass
+
+from .loop import BuildRequest, Event, LoopConfig, agent_loop
+from .messages import Message, UserMessage, assistant_message, user_message
+from .model import AbortSignal, Model
+from .tools import Tool
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[[Event], Awaitable[None] | None]
+AfterRun = Callable[["Harness", str], Awaitable[None]]
+
+_CLOSES = {
+    "agent_start": "agent_end",
+    "turn_start": "turn_end",
+    "message_start": "message_end",
+    "tool_execution_start": "tool_execution_end",
+}
+_OPENS = {end: start for start, end in _CLOSES.items()}
+
+
+class HarnessBusy(RuntimeError):
+    """Refused because a run is active (protocol codes 1001 and 1006)."""
+
+
+class ListenerFailed(RuntimeError):
+    """A listener raised; the run was ended and the original error is the cause."""
+
+
+@dataclass
+class Queues:
+    steering: list[str]
+    follow_up: list[str]
+
+    def as_dict(self) -> dict[str, list[str]]:
+        return {"steering": list(self.steering), "followUp": list(self.follow_up)}
+
+
+class Run:
+    """One accepted run: its id, its events (if you iterate at once) and its end."""
+
+    def __init__(self, run_id: str) -> None:
+        self.id = run_id
+        self.settled = asyncio.Event()
+        self.stop_reason: str | None = None
+        self.error: BaseException | None = None
+        self._queue: asyncio.Queue[Event | None] | None = None
+        self.task: asyncio.Task[None] | None = None
+
+    def events(self) -> AsyncIterator[Event]:
+        """Every event of the run, ``agent_settled`` last. Call before the first await
+        after the run was started, or events already sent are not seen."""
+        if self._queue is None:
+            self._queue = asyncio.Queue()
+        queue = self._queue
+
+        async def iterate() -> AsyncIterator[Event]:
+            while True:
+                event = await queue.get()
+                if event is None:
+                    return
+                yield event
+
+        return iterate()
+
+    def _deliver(self, event: Event | None) -> None:
+        if self._queue is not None:
+            self._queue.put_nowait(event)
+
+    async def wait(self) -> str:
+        """Wait for ``agent_settled``; returns the stop reason, raises if a listener failed."""
+        await self.settled.wait()
+        if self.error is not None:
+            raise ListenerFailed(str(self.error)) from self.error
+        return self.stop_reason or "stop"
+
+
+class Harness:
+    """See the module docstring. Usable with no disk, project or editor."""
+
+    def __init__(
+        self,
+        *,
+        system: str,
+        tools: Sequence[Tool],
+        model: Model,
+        messages: Sequence[Message] = (),
+        max_turns: int | None = None,
+        build_request: BuildRequest | None = None,
+        at_safe_point: Callable[[Harness], Awaitable[None]] | None = None,
+        after_run: AfterRun | None = None,
+    ) -> None:
+        self.system = system
+        self.tools: list[Tool] = list(tools)
+        self.model = model
+        self.max_turns = max_turns
+        self.build_request = build_request
+        self.at_safe_point = at_safe_point
+        self.after_run = after_run
+        self._record: list[Message] = list(messages)
+        self._listeners: list[Listener] = []
+        self._queues = Queues([], [])
+        self._run: Run | None = None
+        self._signal = AbortSignal()
+        self._run_counter = 0
+        self._pending_queue_events: list[Event] = []
+        self._background: set[asyncio.Task[None]] = set()
+        self._failing_listener: Listener | None = None
+
+    # -- reading ---------------------------------------------------------------------
+
+    @property
+    def messages(self) -> tuple[Message, ...]:
+        """A snapshot of the transcript; the Harness is its only writer."""
+        return tuple(self._record)
+
+    @property
+    def is_running(self) -> bool:
+        return self._run is not None
+
+    @property
+    def current_run(self) -> Run | None:
+        return self._run
+
+    @property
+    def queues(self) -> Queues:
+        return Queues(list(self._queues.steering), list(self._queues.follow_up))
+
+    # -- listeners ---------------------------------------------------------------------
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Hear every event, before the consumer. Returns an unsubscribe (safe to call twice)."""
+        self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            if listener in self._listeners:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    async def _tell(self, event: Event, skip: Listener | None = None) -> None:
+        for listener in list(self._listeners):
+            if listener is skip:
+                continue
+            outcome = listener(event)
+            if inspect.isawaitable(outcome):
+                await outcome
+
+    # -- changing the transcript and config ----------------------------------------------
+
+    def replace_messages(self, messages: Sequence[Message]) -> None:
+        """Swap the whole transcript (resume, branch, compaction). Refused during a run."""
+        if self._run is not None:
+            raise HarnessBusy("cannot replace the transcript while a run is active")
+        self._record = list(messages)
+
+    def set_system(self, system: str) -> None:
+        """Takes effect at the next run (a running run keeps the prompt it started with)."""
+        self.system = system
+
+    def set_tools(self, tools: Sequence[Tool]) -> None:
+        self.tools = list(tools)
+
+    def set_model(self, model: Model) -> None:
+        self.model = model
+
+    # -- queues -----------------------------------------------------------------------
+
+    def steer(self, text: str) -> Queues:
+        """Queue a message for the next safe point of the active run (or of the next run)."""
+        self._queues.steering.append(text)
+        self._queue_changed()
+        return self.queues
+
+    def follow_up(self, text: str) -> Queues:
+        """Queue a message for when the active run would otherwise end."""
+        self._queues.follow_up.append(text)
+        self._queue_changed()
+        return self.queues
+
+    def clear_queue(self) -> Queues:
+        """Empty both queues and return what was removed (for the client's input box)."""
+        removed = self.queues
+        self._queues = Queues([], [])
+        if removed.steering or removed.follow_up:
+            self._queue_changed()
+        return removed
+
+    def _queue_changed(self) -> None:
+        event: Event = {"type": "queue_update", **self._queues.as_dict()}
+        if self._run is not None:
+            # Inside a run the event joins the run's stream in order.
+            self._pending_queue_events.append(event)
+            return
+        task = asyncio.get_running_loop().create_task(self._tell(event))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def _take(self, which: str) -> list[UserMessage]:
+        texts = self._queues.steering if which == "steering" else self._queues.follow_up
+        if not texts:
+            return []
+        taken = list(texts)
+        texts.clear()
+        self._pending_queue_events.append({"type": "queue_update", **self._queues.as_dict()})
+        return [user_message(text) for text in taken]
+
+    # -- runs -------------------------------------------------------------------------
+
+    def prompt(self, text: str) -> Run:
+        """Start a run with a new user message. Raises HarnessBusy at once if one is active."""
+        return self._start([user_message(text)])
+
+    def continue_(self) -> Run:
+        """Start a run from the transcript as it stands (no new message), e.g. a retry."""
+        return self._start([])
+
+    def _start(self, new_messages: list[Message]) -> Run:
+        if self._run is not None:
+            raise HarnessBusy("a run is already active; steer, queue a follow-up, or abort it")
+        self._run_counter += 1
+        run = Run(f"run-{self._run_counter}")
+        self._run = run
+        self._signal = AbortSignal()
+        run.task = asyncio.get_running_loop().create_task(self._drive(run, new_messages))
+        return run
+
+    async def abort(self) -> str:
+        """Stop the active run and return once it has settled: "aborted", or "idle"."""
+        run = self._run
+        if run is None:
+            return "idle"
+        self._signal.abort()
+        await run.settled.wait()
+        return "aborted"
+
+    async def _drive(self, run: Run, new_messages: list[Message]) -> None:
+        async def safe_point() -> None:
+            await self._flush_queue_events(run)
+            if self.at_safe_point is not None:
+                await self.at_safe_point(self)
+
+        config = LoopConfig(
+            model=self.model,
+            system=self.system,
+            tools=list(self.tools),
+            max_turns=self.max_turns,
+            build_request=self.build_request,
+            take_steering=lambda: self._take("steering"),
+            take_follow_up=lambda: self._take("follow_up"),
+            at_safe_point=safe_point,
+        )
+        open_pairs: list[str] = []
+        failed_listener: Listener | None = None
+        loop = agent_loop(self._record, new_messages, config, self._signal)
+        try:
+            async for event in loop:
+                self._track(open_pairs, event)
+                try:
+                    await self._emit(run, event)
+                except Exception as exc:
+                    failed_listener, self._failing_listener = self._failing_listener, None
+                    run.error = exc
+                    log.error("a listener failed; ending the run: %s", exc)
+                    break
+                if event["type"] == "agent_end":
+                    run.stop_reason = event["stopReason"]
+                await self._flush_queue_events(run)
+        finally:
+            await loop.aclose()
+        if run.error is not None:
+            await self._close_after_failure(run, open_pairs, failed_listener)
+        try:
+            if self.after_run is not None and run.error is None:
+                await self.after_run(self, run.stop_reason or "stop")
+        except Exception as exc:  # after_run must not leave the run unsettled
+            log.exception("after_run failed")
+            run.error = run.error or exc
+        finally:
+            self._run = None
+            settled: Event = {"type": "agent_settled"}
+            try:
+                await self._tell(settled, skip=failed_listener)
+            except Exception:
+                log.exception("a listener failed on agent_settled")
+            run._deliver(settled)
+            run._deliver(None)
+            run.settled.set()
+
+    async def _emit(self, run: Run, event: Event) -> None:
+        """Tell every listener, then the consumer. If one raises, the rest still hear this
+        event (so pairs stay balanced for them) and the first failure is re-raised."""
+        failure: Exception | None = None
+        for listener in list(self._listeners):
+            if listener is self._failing_listener:
+                continue
+            try:
+                outcome = listener(event)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception as exc:
+                if failure is None:
+                    failure, self._failing_listener = exc, listener
+        run._deliver(event)
+        if failure is not None:
+            raise failure
+
+    async def _flush_queue_events(self, run: Run) -> None:
+        while self._pending_queue_events:
+            event = self._pending_queue_events.pop(0)
+            await self._emit(run, event)
+
+    @staticmethod
+    def _track(open_pairs: list[str], event: Event) -> None:
+        kind = event["type"]
+        if kind in _CLOSES:
+            open_pairs.append(kind)
+        elif kind in _OPENS and open_pairs and open_pairs[-1] == _OPENS[kind]:
+            open_pairs.pop()
+
+    async def _close_after_failure(
+        self, run: Run, open_pairs: list[str], failed: Listener | None
+    ) -> None:
+        """Record the failure and close every pair the loop opened, for the listeners
+        that still work and the consumer."""
+        notice = assistant_message(
+            [],
+            stop_reason="error",
+            model=self.model.id,
+            error_message=f"Run stopped: a listener failed: {run.error}",
+        )
+        closing: list[Event] = []
+        for kind in reversed(open_pairs):
+            end = _CLOSES[kind]
+            if end == "message_end":
+                closing.append({"type": "message_end", "message": notice})
+            elif end == "tool_execution_end":
+                closing.append(
+                    {
+                        "type": "tool_execution_end",
+                        "toolCallId": "",
+                        "result": {"content": "interrupted", "isError": True},
+                    }
+                )
+            elif end == "turn_end":
+                closing.append({"type": "turn_end", "message": notice})
+            else:
+                closing.append({"type": "agent_end", "stopReason": "error"})
+        self._record.append(notice)
+        run.stop_reason = "error"
+        for event in closing:
+            try:
+                await self._tell(event, skip=failed)
+            except Exception:
+                log.exception("another listener failed while closing a failed run")
+            run._deliver(event)

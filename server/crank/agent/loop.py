@@ -1,0 +1,335 @@
+"""The loop: a model call in a while loop, as an async generator of events.
+
+It goes round iff the reply holds tool calls (principle 1); a stop is written into the
+record as an assistant message, never raised (principle 3); every message is appended
+to the record before its ``message_end`` is yielded (principle 4). Event names and
+fields are those of docs/protocol.md, so a frontend can forward them unchanged.
+
+Abort is delivered through the ``AbortSignal``. The model stream and each tool run in a
+task of their own that the loop cancels, so a silent stream or a stuck tool stops at
+once; nothing polls. The loop's own generator is never cancelled by abort, which is what
+lets it record the partial reply and close every pair of events it opened.
+
+Streaming cost is linear: deltas are kept as lists of chunks and joined once; an update
+event carries only its delta, never a copy of the message so far.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import deque
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, cast
+
+from .messages import (
+    AssistantMessage,
+    ContentBlock,
+    Message,
+    StopReason,
+    ToolCallBlock,
+    ToolResultMessage,
+    UserMessage,
+    assistant_message,
+    tool_calls,
+    tool_result,
+)
+from .model import AbortSignal, Model, ModelRequest, StreamEvent
+from .tools import Tool, run_tool, spec_of
+from .view import build_view
+
+Event = dict[str, Any]
+BuildRequest = Callable[[Sequence[Message]], Awaitable[ModelRequest]]
+ABORTED_TEXT = "Aborted by the user."
+_BLOCK_OF = {"text_delta": "text", "thinking_delta": "thinking", "toolcall_delta": "toolCall"}
+
+
+@dataclass
+class LoopConfig:
+    """Everything one run needs, fixed for the run's whole length (principle 9)."""
+
+    model: Model
+    system: str
+    tools: Sequence[Tool] = ()
+    max_turns: int | None = None
+    build_request: BuildRequest | None = None
+    """Turns the record into a request (view, policies, cache marks). Default: the view."""
+    take_steering: Callable[[], list[UserMessage]] = field(default=lambda: [])
+    take_follow_up: Callable[[], list[UserMessage]] = field(default=lambda: [])
+    at_safe_point: Callable[[], Awaitable[None]] | None = None
+    """Awaited after a turn's whole tool batch is answered (e.g. compaction)."""
+
+
+class _Feed:
+    """Items produced by a side task, and one wake-up for "items, done or aborted"."""
+
+    def __init__(self, signal: AbortSignal) -> None:
+        self.items: deque[Any] = deque()
+        self.wake = asyncio.Event()
+        self._remove = signal.on_abort(self.wake.set)
+
+    def push(self, item: Any) -> None:
+        self.items.append(item)
+        self.wake.set()
+
+    def watch(self, task: asyncio.Task[Any]) -> None:
+        task.add_done_callback(lambda _: self.wake.set())
+
+    async def wait(self) -> None:
+        await self.wake.wait()
+        self.wake.clear()
+
+    def close(self) -> None:
+        self._remove()
+
+
+async def _stop_task(task: asyncio.Task[Any]) -> None:
+    if not task.done():
+        task.cancel()
+    await asyncio.wait([task])
+
+
+class _Partial:
+    """A reply under construction from deltas, for when no final message arrives."""
+
+    def __init__(self, model_id: str) -> None:
+        self.model_id = model_id
+        self.blocks: dict[int, dict[str, Any]] = {}
+
+    def apply(self, stream_event: StreamEvent) -> Event:
+        event = cast(dict[str, Any], stream_event)
+        kind, index = event["type"], event["contentIndex"]
+        if kind == "toolcall_start":
+            self.blocks[index] = {
+                "type": "toolCall",
+                "chunks": [],
+                "id": event["id"],
+                "name": event["name"],
+            }
+            return {
+                "kind": "toolCall",
+                "contentIndex": index,
+                "text": "",
+                "toolCallId": event["id"],
+                "toolName": event["name"],
+            }
+        block_type = _BLOCK_OF[kind]
+        block = self.blocks.setdefault(index, {"type": block_type, "chunks": []})
+        block["chunks"].append(event["text"])
+        return {"kind": block_type, "contentIndex": index, "text": event["text"]}
+
+    def finish(self, stop_reason: StopReason, error_message: str) -> AssistantMessage:
+        content: list[ContentBlock] = []
+        for index in sorted(self.blocks):
+            block = self.blocks[index]
+            joined = "".join(block["chunks"])
+            if block["type"] == "text":
+                content.append({"type": "text", "text": joined})
+            elif block["type"] == "thinking":
+                content.append({"type": "thinking", "thinking": joined})
+            else:
+                try:
+                    arguments = json.loads(joined) if joined else {}
+                except json.JSONDecodeError:
+                    arguments = {}
+                if not isinstance(arguments, dict):
+                    arguments = {}
+                content.append(
+                    {
+                        "type": "toolCall",
+                        "id": block.get("id", f"partial_{index}"),
+                        "name": block.get("name", ""),
+                        "arguments": arguments,
+                    }
+                )
+        return assistant_message(
+            content, stop_reason=stop_reason, model=self.model_id, error_message=error_message
+        )
+
+
+def _announce(record: list[Message], message: Message) -> list[Event]:
+    record.append(message)
+    return [{"type": "message_end", "message": message}]
+
+
+async def _default_request(config: LoopConfig, record: Sequence[Message]) -> ModelRequest:
+    return ModelRequest(
+        system=config.system,
+        messages=build_view(record),
+        tools=[spec_of(tool) for tool in config.tools],
+    )
+
+
+async def agent_loop(
+    record: list[Message],
+    new_messages: Sequence[Message],
+    config: LoopConfig,
+    signal: AbortSignal,
+) -> AsyncGenerator[Event, None]:
+    """Run until the model stops calling tools, an error, ``max_turns`` or an abort.
+
+    ``record`` is the caller's transcript and is appended to in place. ``new_messages``
+    (the prompt; empty for a continue) are added first. Yields ``agent_start`` first and
+    ``agent_end`` last; ``agent_settled`` is the Harness's to send.
+    """
+    yield {"type": "agent_start"}
+    for message in new_messages:
+        yield {"type": "message_start", "message": message}
+        for event in _announce(record, message):
+            yield event
+
+    turn = 0
+    stop_reason: StopReason = "stop"
+    while True:
+        if signal.aborted:
+            stop_reason = "aborted"
+            break
+        if config.max_turns is not None and turn >= config.max_turns:
+            notice = assistant_message(
+                [],
+                stop_reason="error",
+                model=config.model.id,
+                error_message=f"Stopped after {config.max_turns} turns (max_turns); the task may be unfinished.",
+            )
+            yield {"type": "message_start", "message": notice}
+            for event in _announce(record, notice):
+                yield event
+            stop_reason = "error"
+            break
+        turn += 1
+        yield {"type": "turn_start", "turn": turn}
+
+        build = config.build_request or (lambda r: _default_request(config, r))
+        request = await build(record)
+        reply: AssistantMessage | None = None
+        partial = _Partial(config.model.id)
+        feed = _Feed(signal)
+
+        async def pump(request: ModelRequest = request, feed: _Feed = feed) -> None:
+            async for item in config.model.stream(request, signal):
+                feed.push(item)
+
+        task = asyncio.create_task(pump())
+        feed.watch(task)
+        placeholder = assistant_message([], model=config.model.id)
+        yield {"type": "message_start", "message": placeholder}
+        try:
+            while reply is None:
+                while feed.items and reply is None:
+                    item: StreamEvent = feed.items.popleft()
+                    if item["type"] == "done":
+                        reply = item["message"]
+                    elif item["type"] in ("retry_start", "retry_end"):
+                        yield dict(item)
+                    else:
+                        yield {"type": "message_update", "delta": partial.apply(item)}
+                if reply is not None or task.done():
+                    break
+                if signal.aborted:
+                    await _stop_task(task)
+                    continue
+                await feed.wait()
+        finally:
+            feed.close()
+            await _stop_task(task)
+        if reply is None:
+            if signal.aborted:
+                reply = partial.finish("aborted", ABORTED_TEXT)
+            else:
+                failure = task.exception() if not task.cancelled() else None
+                detail = (
+                    f"{type(failure).__name__}: {failure}"
+                    if failure
+                    else "the stream ended without a final message"
+                )
+                reply = partial.finish("error", f"The model failed: {detail}")
+        for event in _announce(record, reply):
+            yield event
+
+        calls = tool_calls(reply)
+        failed = reply["stopReason"] in ("error", "aborted")
+        for call in calls:
+            if failed or signal.aborted:
+                why = (
+                    ABORTED_TEXT
+                    if reply["stopReason"] == "aborted" or signal.aborted
+                    else "Not run: the reply failed before it was complete."
+                )
+                result = tool_result(call["id"], call["name"], why, is_error=True)
+                yield {"type": "message_start", "message": result}
+                for event in _announce(record, result):
+                    yield event
+                continue
+            async for event in _run_one_tool(record, call, config.tools, signal):
+                yield event
+        yield {"type": "turn_end", "message": reply}
+
+        if failed:
+            stop_reason = reply["stopReason"]
+            break
+        if signal.aborted:
+            stop_reason = "aborted"
+            break
+        if calls:
+            for message in config.take_steering():
+                yield {"type": "message_start", "message": message}
+                for event in _announce(record, message):
+                    yield event
+            if config.at_safe_point is not None:
+                await config.at_safe_point()
+            continue
+        queued = config.take_steering() or config.take_follow_up()
+        if not queued:
+            stop_reason = reply["stopReason"]
+            break
+        for message in queued:
+            yield {"type": "message_start", "message": message}
+            for event in _announce(record, message):
+                yield event
+    yield {"type": "agent_end", "stopReason": stop_reason}
+
+
+async def _run_one_tool(
+    record: list[Message], call: ToolCallBlock, tools: Sequence[Tool], signal: AbortSignal
+) -> AsyncIterator[Event]:
+    yield {
+        "type": "tool_execution_start",
+        "toolCallId": call["id"],
+        "toolName": call["name"],
+        "arguments": call["arguments"],
+    }
+    feed = _Feed(signal)
+    task = asyncio.create_task(run_tool(tools, call, signal, feed.push))
+    feed.watch(task)
+    try:
+        while True:
+            while feed.items:
+                yield {
+                    "type": "tool_execution_update",
+                    "toolCallId": call["id"],
+                    "output": feed.items.popleft(),
+                }
+            if task.done():
+                break
+            if signal.aborted:
+                await _stop_task(task)
+                continue
+            await feed.wait()
+    finally:
+        feed.close()
+        await _stop_task(task)
+    details: dict[str, Any] | None = None
+    if task.cancelled() or task.exception() is not None:
+        result: ToolResultMessage = tool_result(
+            call["id"], call["name"], ABORTED_TEXT, is_error=True
+        )
+    else:
+        result, details = task.result()
+    outcome: dict[str, Any] = {"content": result["content"], "isError": result["isError"]}
+    if details is not None:
+        outcome["details"] = details
+    yield {"type": "tool_execution_end", "toolCallId": call["id"], "result": outcome}
+    yield {"type": "message_start", "message": result}
+    for event in _announce(record, result):
+        yield event

@@ -1,0 +1,212 @@
+"""The Harness: one transcript, one writer; queues; abort; listeners (DESIGN.md 3, 4, 6)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import Any
+
+import pytest
+
+from crank.agent.harness import Harness, HarnessBusy, ListenerFailed
+from crank.agent.messages import user_message
+from crank.agent.scripted import Reply, ScriptedModel, call, say
+from crank.agent.view import build_view, is_valid_view
+
+from .helpers import assert_balanced, echo_tool, gated_tool, slow_tool
+
+
+async def test_prompt_while_running_is_refused_on_the_callers_line() -> None:
+    model = ScriptedModel([say("slow", delay=0.01)])
+    harness = Harness(system="s", tools=[], model=model)
+    run = harness.prompt("one")
+    with pytest.raises(HarnessBusy):
+        harness.prompt("two")
+    await run.wait()
+    assert [m["content"] for m in harness.messages if m["role"] == "user"] == ["one"]
+
+
+async def test_replace_messages_is_refused_while_running_and_allowed_after() -> None:
+    model = ScriptedModel([say("slow", delay=0.01)])
+    harness = Harness(system="s", tools=[], model=model)
+    run = harness.prompt("one")
+    with pytest.raises(HarnessBusy):
+        harness.replace_messages([])
+    await run.wait()
+    harness.replace_messages([user_message("fresh")])
+    assert [m["role"] for m in harness.messages] == ["user"]
+
+
+async def test_the_snapshot_cannot_change_the_record() -> None:
+    harness = Harness(system="s", tools=[], model=ScriptedModel([say("hi")]))
+    await harness.prompt("go").wait()
+    snapshot = harness.messages
+    assert isinstance(snapshot, tuple)
+    assert len(harness.messages) == 2
+
+
+async def test_steering_enters_only_after_the_whole_tool_batch_is_answered() -> None:
+    gate, entered = asyncio.Event(), asyncio.Event()
+    model = ScriptedModel(
+        [Reply(calls=(("gated", {"text": "a"}), ("echo", {"text": "b"}))), say("ok")]
+    )
+    harness = Harness(system="s", tools=[gated_tool(gate, entered), echo_tool()], model=model)
+    run = harness.prompt("go")
+    events = run.events()
+    await entered.wait()
+    harness.steer("change of plan")
+    gate.set()
+    seen = [e async for e in events]
+    await run.wait()
+    roles = [
+        (m["role"], m.get("content") if m["role"] == "user" else None) for m in harness.messages
+    ]
+    assert roles == [
+        ("user", "go"),
+        ("assistant", None),
+        ("toolResult", None),
+        ("toolResult", None),
+        ("user", "change of plan"),
+        ("assistant", None),
+    ]
+    assert model.requests[1].messages[-1]["content"] == "change of plan"
+    assert any(e["type"] == "queue_update" and e["steering"] == [] for e in seen)
+    assert_balanced(seen)
+
+
+async def test_follow_up_waits_until_the_run_would_otherwise_end() -> None:
+    gate, entered = asyncio.Event(), asyncio.Event()
+    model = ScriptedModel([call("gated", {"text": "a"}), say("first answer"), say("second answer")])
+    harness = Harness(system="s", tools=[gated_tool(gate, entered)], model=model)
+    run = harness.prompt("go")
+    await entered.wait()
+    harness.follow_up("and then this")
+    gate.set()
+    await run.wait()
+    texts = [m["role"] if m["role"] != "user" else m["content"] for m in harness.messages]
+    assert texts == ["go", "assistant", "toolResult", "assistant", "and then this", "assistant"]
+    assert len(model.requests) == 3
+
+
+async def test_abort_during_a_silent_stream_is_prompt_and_keeps_the_partial_reply() -> None:
+    model = ScriptedModel([Reply(text="Hello there, I was saying", hang_after=2)], chunk_size=5)
+    harness = Harness(system="s", tools=[], model=model)
+    run = harness.prompt("go")
+    events = run.events()
+    collected: list[dict[str, Any]] = []
+    async for event in events:
+        collected.append(event)
+        if sum(1 for e in collected if e["type"] == "message_update") == 2:
+            break
+    started = time.monotonic()
+    assert await harness.abort() == "aborted"
+    elapsed = time.monotonic() - started
+    collected += [e async for e in events]
+    assert elapsed < 0.2, elapsed
+    last = harness.messages[-1]
+    assert last["role"] == "assistant" and last["stopReason"] == "aborted"
+    assert last["content"] == [{"type": "text", "text": "Hello ther"}]
+    assert_balanced(collected)
+    assert [e["stopReason"] for e in collected if e["type"] == "agent_end"] == ["aborted"]
+    assert not harness.is_running
+
+
+async def test_abort_during_a_slow_tool_gives_an_aborted_result() -> None:
+    started = asyncio.Event()
+    model = ScriptedModel([call("slow", {"text": "x"}), say("never")])
+    harness = Harness(system="s", tools=[slow_tool(started=started)], model=model)
+    run = harness.prompt("go")
+    events = run.events()
+    await started.wait()
+    t0 = time.monotonic()
+    await harness.abort()
+    assert time.monotonic() - t0 < 0.2
+    collected = [e async for e in events]
+    result = harness.messages[-1]
+    assert result["role"] == "toolResult" and result["isError"] and "Aborted" in result["content"]
+    assert is_valid_view(build_view(harness.messages))
+    assert_balanced(collected)
+    assert len(model.requests) == 1
+
+
+async def test_queues_survive_abort_until_cleared() -> None:
+    model = ScriptedModel([Reply(text="...", hang_after=0)])
+    harness = Harness(system="s", tools=[], model=model)
+    run = harness.prompt("go")
+    harness.steer("steer me")
+    harness.follow_up("later")
+    await asyncio.sleep(0.01)
+    await harness.abort()
+    await run.wait()
+    assert harness.queues.steering == ["steer me"] and harness.queues.follow_up == ["later"]
+    removed = harness.clear_queue()
+    assert (removed.steering, removed.follow_up) == (["steer me"], ["later"])
+    assert harness.queues.steering == [] and harness.queues.follow_up == []
+
+
+async def test_abort_when_idle_says_idle() -> None:
+    harness = Harness(system="s", tools=[], model=ScriptedModel([]))
+    assert await harness.abort() == "idle"
+
+
+async def test_a_listener_that_raises_ends_the_run_loudly_and_balanced() -> None:
+    model = ScriptedModel([call("echo", {"text": "a"}), say("never reached")])
+    harness = Harness(system="s", tools=[echo_tool()], model=model)
+    heard: list[dict[str, Any]] = []
+
+    def broken(event: dict[str, Any]) -> None:
+        if event["type"] == "tool_execution_start":
+            raise OSError("disk full")
+
+    harness.subscribe(broken)
+    harness.subscribe(heard.append)
+    run = harness.prompt("go")
+    consumed = [e async for e in run.events()]
+    with pytest.raises(ListenerFailed, match="disk full"):
+        await run.wait()
+    assert_balanced(consumed)
+    assert [e["type"] for e in heard].count("agent_settled") == 1
+    assert harness.messages[-1]["role"] == "assistant"
+    assert "disk full" in harness.messages[-1].get("errorMessage", "")  # type: ignore[union-attr]
+    assert len(model.requests) == 1
+    assert not harness.is_running
+
+
+async def test_unsubscribing_twice_is_harmless() -> None:
+    harness = Harness(system="s", tools=[], model=ScriptedModel([say("hi")]))
+    heard: list[dict[str, Any]] = []
+    unsubscribe = harness.subscribe(heard.append)
+    unsubscribe()
+    unsubscribe()
+    await harness.prompt("go").wait()
+    assert heard == []
+
+
+async def test_queue_updates_reach_listeners_when_idle() -> None:
+    harness = Harness(system="s", tools=[], model=ScriptedModel([]))
+    heard: list[dict[str, Any]] = []
+    harness.subscribe(heard.append)
+    harness.steer("a")
+    harness.follow_up("b")
+    await asyncio.sleep(0)
+    await asyncio.sleep(0)
+    assert heard[-1] == {"type": "queue_update", "steering": ["a"], "followUp": ["b"]}
+
+
+async def test_a_crash_between_call_and_result_is_repaired_on_resume() -> None:
+    first = ScriptedModel([call("echo", {"text": "a"})])
+    harness = Harness(system="s", tools=[echo_tool()], model=first)
+    run = harness.prompt("go")
+    async for event in run.events():
+        if event["type"] == "tool_execution_start":
+            break
+    await harness.abort()
+    record = [
+        m for m in harness.messages if m["role"] != "toolResult"
+    ]  # as if the result never hit disk
+    model = ScriptedModel([say("resumed")])
+    resumed = Harness(system="s", tools=[echo_tool()], model=model, messages=record)
+    await resumed.prompt("continue").wait()
+    sent = model.requests[0].messages
+    assert is_valid_view(sent)
+    assert sent[2]["role"] == "toolResult" and "Interrupted" in sent[2]["content"]

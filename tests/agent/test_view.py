@@ -1,0 +1,108 @@
+"""The view (principle 5): pure, idempotent, always valid; nothing else moved."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from crank.agent.messages import Message, assistant_message, tool_result, user_message
+from crank.agent.view import INTERRUPTED, build_view, is_valid_view
+
+
+def reply_with_calls(*ids: str, stop: Any = "toolUse") -> Message:
+    blocks: list[Any] = [{"type": "toolCall", "id": i, "name": "t", "arguments": {}} for i in ids]
+    return assistant_message(blocks, stop_reason=stop)
+
+
+def test_a_missing_result_becomes_an_honest_interrupted_result() -> None:
+    record = [user_message("go"), reply_with_calls("a", "b"), tool_result("a", "t", "ok")]
+    view = build_view(record)
+    assert [m["role"] for m in view] == ["user", "assistant", "toolResult", "toolResult"]
+    assert view[3]["content"] == INTERRUPTED and view[3]["isError"]  # type: ignore[typeddict-item]
+
+
+def test_a_late_result_is_moved_into_place_and_a_duplicate_dropped() -> None:
+    record = [
+        user_message("go"),
+        reply_with_calls("a"),
+        user_message("steer"),
+        tool_result("a", "t", "first"),
+        tool_result("a", "t", "second"),
+    ]
+    view = build_view(record)
+    assert [m["role"] for m in view] == ["user", "assistant", "toolResult", "user"]
+    assert view[2]["content"] == "first"  # type: ignore[typeddict-item]
+
+
+def test_orphan_results_and_empty_failures_are_left_out() -> None:
+    record = [
+        user_message("go"),
+        tool_result("ghost", "t", "orphan"),
+        assistant_message([], stop_reason="error", error_message="boom"),
+        assistant_message([{"type": "text", "text": "partial"}], stop_reason="aborted"),
+    ]
+    view = build_view(record)
+    assert [m["role"] for m in view] == ["user", "assistant"]
+    assert view[1]["content"][0]["text"] == "partial"  # type: ignore[index,typeddict-item]
+
+
+def test_the_record_is_not_changed() -> None:
+    record = [user_message("go"), reply_with_calls("a"), user_message("x")]
+    before = copy.deepcopy(record)
+    build_view(record)
+    assert record == before
+
+
+# -- property tests ------------------------------------------------------------------
+
+call_ids = st.sampled_from(["a", "b", "c", "d"])
+
+
+@st.composite
+def records(draw: st.DrawFn) -> list[Message]:
+    out: list[Message] = []
+    for _ in range(draw(st.integers(0, 12))):
+        kind = draw(st.sampled_from(["user", "calls", "text", "result", "failed"]))
+        if kind == "user":
+            out.append(user_message(draw(st.text(max_size=3))))
+        elif kind == "calls":
+            out.append(reply_with_calls(*draw(st.lists(call_ids, max_size=3))))
+        elif kind == "text":
+            out.append(assistant_message([{"type": "text", "text": "hi"}]))
+        elif kind == "result":
+            out.append(tool_result(draw(call_ids), "t", draw(st.text(max_size=3))))
+        else:
+            stop = draw(st.sampled_from(["error", "aborted"]))
+            out.append(assistant_message([], stop_reason=stop))
+    return out
+
+
+@settings(max_examples=300)
+@given(records())
+def test_view_is_valid_idempotent_and_moves_nothing_else(record: list[Message]) -> None:
+    before = copy.deepcopy(record)
+    view = build_view(record)
+    assert record == before
+    assert is_valid_view(view)
+    assert build_view(view) == view
+    non_results = [m for m in view if m["role"] != "toolResult"]
+    expected = [
+        m
+        for m in record
+        if m["role"] != "toolResult"
+        and not (
+            m["role"] == "assistant"
+            and m["stopReason"] in ("error", "aborted")
+            and not m["content"]
+        )
+    ]
+    assert non_results == expected
+    recorded_results = {
+        (m["toolCallId"], m["content"]) for m in record if m["role"] == "toolResult"
+    }
+    for message in view:
+        if message["role"] == "toolResult" and message["content"] != INTERRUPTED:
+            assert (message["toolCallId"], message["content"]) in recorded_results
