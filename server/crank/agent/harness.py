@@ -65,6 +65,7 @@ class Run:
         self.settled = asyncio.Event()
         self.stop_reason: str | None = None
         self.error: BaseException | None = None
+        self.failed_listener: Listener | None = None
         self._queue: asyncio.Queue[Event | None] | None = None
         self.task: asyncio.Task[None] | None = None
 
@@ -126,7 +127,6 @@ class Harness:
         self._run_counter = 0
         self._pending_queue_events: list[Event] = []
         self._background: set[asyncio.Task[None]] = set()
-        self._failing_listener: Listener | None = None
 
     # -- reading ---------------------------------------------------------------------
 
@@ -159,13 +159,24 @@ class Harness:
 
         return unsubscribe
 
-    async def _tell(self, event: Event, skip: Listener | None = None) -> None:
+    async def _tell(
+        self, event: Event, skip: Listener | None = None
+    ) -> tuple[Exception, Listener] | None:
+        """Every listener but ``skip`` hears the event, even if an earlier one raised (so
+        pairs stay balanced for them). Returns the first failure and who raised it."""
+        failure: tuple[Exception, Listener] | None = None
         for listener in list(self._listeners):
             if listener is skip:
                 continue
-            outcome = listener(event)
-            if inspect.isawaitable(outcome):
-                await outcome
+            try:
+                outcome = listener(event)
+                if inspect.isawaitable(outcome):
+                    await outcome
+            except Exception as exc:
+                log.error("a listener failed on %s: %s", event.get("type"), exc)
+                if failure is None:
+                    failure = (exc, listener)
+        return failure
 
     # -- changing the transcript and config ----------------------------------------------
 
@@ -213,9 +224,12 @@ class Harness:
             # Inside a run the event joins the run's stream in order.
             self._pending_queue_events.append(event)
             return
-        task = asyncio.get_running_loop().create_task(self._tell(event))
+        task = asyncio.get_running_loop().create_task(self._tell_quietly(event))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    async def _tell_quietly(self, event: Event) -> None:
+        await self._tell(event)
 
     def _take(self, which: str) -> list[UserMessage]:
         texts = self._queues.steering if which == "steering" else self._queues.follow_up
@@ -272,64 +286,50 @@ class Harness:
             at_safe_point=safe_point,
         )
         open_pairs: list[str] = []
-        failed_listener: Listener | None = None
         loop = agent_loop(self._record, new_messages, config, self._signal)
         try:
             async for event in loop:
                 self._track(open_pairs, event)
-                try:
-                    await self._emit(run, event)
-                except Exception as exc:
-                    failed_listener, self._failing_listener = self._failing_listener, None
-                    run.error = exc
-                    log.error("a listener failed; ending the run: %s", exc)
+                if not await self._emit(run, event):
                     break
                 if event["type"] == "agent_end":
                     run.stop_reason = event["stopReason"]
-                await self._flush_queue_events(run)
+                if not await self._flush_queue_events(run):
+                    break
         finally:
             await loop.aclose()
         if run.error is not None:
-            await self._close_after_failure(run, open_pairs, failed_listener)
+            await self._close_after_failure(run, open_pairs)
         try:
             if self.after_run is not None and run.error is None:
                 await self.after_run(self, run.stop_reason or "stop")
         except Exception as exc:  # after_run must not leave the run unsettled
             log.exception("after_run failed")
-            run.error = run.error or exc
+            run.error = exc
         finally:
             self._run = None
             settled: Event = {"type": "agent_settled"}
-            try:
-                await self._tell(settled, skip=failed_listener)
-            except Exception:
-                log.exception("a listener failed on agent_settled")
+            failure = await self._tell(settled, skip=run.failed_listener)
+            if failure is not None and run.error is None:
+                run.error = failure[0]
             run._deliver(settled)
             run._deliver(None)
             run.settled.set()
 
-    async def _emit(self, run: Run, event: Event) -> None:
-        """Tell every listener, then the consumer. If one raises, the rest still hear this
-        event (so pairs stay balanced for them) and the first failure is re-raised."""
-        failure: Exception | None = None
-        for listener in list(self._listeners):
-            if listener is self._failing_listener:
-                continue
-            try:
-                outcome = listener(event)
-                if inspect.isawaitable(outcome):
-                    await outcome
-            except Exception as exc:
-                if failure is None:
-                    failure, self._failing_listener = exc, listener
+    async def _emit(self, run: Run, event: Event) -> bool:
+        """Tell the listeners, then the consumer. False once a listener has failed."""
+        failure = await self._tell(event, skip=run.failed_listener)
         run._deliver(event)
         if failure is not None:
-            raise failure
+            run.error, run.failed_listener = failure
+            return False
+        return True
 
-    async def _flush_queue_events(self, run: Run) -> None:
+    async def _flush_queue_events(self, run: Run) -> bool:
         while self._pending_queue_events:
-            event = self._pending_queue_events.pop(0)
-            await self._emit(run, event)
+            if not await self._emit(run, self._pending_queue_events.pop(0)):
+                return False
+        return True
 
     @staticmethod
     def _track(open_pairs: list[str], event: Event) -> None:
@@ -339,9 +339,7 @@ class Harness:
         elif kind in _OPENS and open_pairs and open_pairs[-1] == _OPENS[kind]:
             open_pairs.pop()
 
-    async def _close_after_failure(
-        self, run: Run, open_pairs: list[str], failed: Listener | None
-    ) -> None:
+    async def _close_after_failure(self, run: Run, open_pairs: list[str]) -> None:
         """Record the failure and close every pair the loop opened, for the listeners
         that still work and the consumer."""
         notice = assistant_message(
@@ -370,8 +368,5 @@ class Harness:
         self._record.append(notice)
         run.stop_reason = "error"
         for event in closing:
-            try:
-                await self._tell(event, skip=failed)
-            except Exception:
-                log.exception("another listener failed while closing a failed run")
+            await self._tell(event, skip=run.failed_listener)
             run._deliver(event)
