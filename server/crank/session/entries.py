@@ -83,11 +83,15 @@ def split_lines(path: Path, data: bytes) -> list[bytes]:
 def parse_header(path: Path, line: bytes) -> Header:
     record = _parse_object(path, 1, line)
     if record.get("type") != "session":
-        raise SessionUnreadable(path, "line 1", 'the first line is not a session header ("type": "session")')
+        raise SessionUnreadable(
+            path, "line 1", 'the first line is not a session header ("type": "session")'
+        )
     version = record.get("version")
     if version != VERSION:
         raise SessionUnreadable(
-            path, "line 1", f"session format version {version!r} is not supported (this is version {VERSION})"
+            path,
+            "line 1",
+            f"session format version {version!r} is not supported (this is version {VERSION})",
         )
     for key in ("id", "cwd", "created"):
         if not isinstance(record.get(key), str):
@@ -113,10 +117,16 @@ def parse_entry(path: Path, number: int, line: bytes) -> Entry:
     if kind == "message":
         message = entry.get("message")
         if not isinstance(message, dict) or message.get("role") not in MESSAGE_ROLES:
-            raise SessionUnreadable(path, where, "a message entry needs a 'message' with a known role")
+            raise SessionUnreadable(
+                path, where, "a message entry needs a 'message' with a known role"
+            )
     elif kind == "compaction":
-        if not isinstance(entry.get("summary"), str) or not isinstance(entry.get("firstKeptId"), str):
-            raise SessionUnreadable(path, where, "a compaction entry needs 'summary' and 'firstKeptId'")
+        if not isinstance(entry.get("summary"), str) or not isinstance(
+            entry.get("firstKeptId"), str
+        ):
+            raise SessionUnreadable(
+                path, where, "a compaction entry needs 'summary' and 'firstKeptId'"
+            )
     elif kind == "branchSummary":
         if not isinstance(entry.get("summary"), str):
             raise SessionUnreadable(path, where, "a branchSummary entry needs a 'summary'")

@@ -53,7 +53,7 @@ def read_tree(path: Path | str) -> SessionTree:
     return SessionTree.load(path, path.read_bytes())
 
 
-def _fsync_dir(directory: Path) -> None:
+def fsync_dir(directory: Path) -> None:
     fd = os.open(directory, os.O_RDONLY)
     try:
         os.fsync(fd)
@@ -95,7 +95,7 @@ class SessionLog:
         try:
             _write_all(fd, encode(header))
             os.fsync(fd)
-            _fsync_dir(directory)
+            fsync_dir(directory)
         except BaseException:
             os.close(fd)
             raise

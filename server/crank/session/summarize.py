@@ -84,14 +84,19 @@ def render_quote(messages: list[Message], limit: int = MAX_INPUT_CHARS) -> str:
     return "\n\n".join(reversed(parts))
 
 
-async def summarize_branch(model: Model, messages: list[Message], signal: AbortSignal | None = None) -> str:
+async def summarize_branch(
+    model: Model, messages: list[Message], signal: AbortSignal | None = None
+) -> str:
     """One model call, no tools; raises ``SummaryFailed`` (nothing written) on failure."""
     files = changed_files(messages)
     prompt = "The abandoned attempt:\n\n" + render_quote(messages)
     if files:
         prompt += "\n\nFiles it changed: " + ", ".join(files)
     request = ModelRequest(
-        system=SYSTEM, messages=[user_message(prompt)], tools=[], max_output_tokens=MAX_OUTPUT_TOKENS
+        system=SYSTEM,
+        messages=[user_message(prompt)],
+        tools=[],
+        max_output_tokens=MAX_OUTPUT_TOKENS,
     )
     reply = None
     async for event in model.stream(request, signal or AbortSignal()):

@@ -69,7 +69,9 @@ class SessionTree:
             if parent is None:
                 if position > 0:
                     raise SessionUnreadable(
-                        self.path, self.where(entry["id"]), "parentId is null but it is not the first entry"
+                        self.path,
+                        self.where(entry["id"]),
+                        "parentId is null but it is not the first entry",
                     )
             elif parent not in self.by_id:
                 raise SessionUnreadable(
@@ -114,7 +116,9 @@ class SessionTree:
             seen.add(current)
             entry = self.by_id.get(current)
             if entry is None:
-                raise SessionUnreadable(self.path, f"entry {current}", "the entry is not in the file")
+                raise SessionUnreadable(
+                    self.path, f"entry {current}", "the entry is not in the file"
+                )
             walked.append(entry)
             current = entry["parentId"]
         walked.reverse()
