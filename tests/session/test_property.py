@@ -60,7 +60,9 @@ def apply(log: SessionLog, rows: list[dict[str, Any]], op: tuple[str, Any]) -> N
         rows.append({"id": new, "parent": tip, "kind": "message", "message": message})
     elif kind == "branch" and rows:
         target = rows[value % len(rows)]["id"]
-        rows.append({"id": log.append_sync("branch", {}, parent=target), "parent": target, "kind": "b"})
+        rows.append(
+            {"id": log.append_sync("branch", {}, parent=target), "parent": target, "kind": "b"}
+        )
     elif kind == "compact" and rows:
         on_path = [r for r in log.tree.path_to(tip) if r["type"] == "message"]
         if not on_path:
@@ -98,7 +100,9 @@ def test_a_fresh_process_replays_identically(tmp_path: Path) -> None:
         for op in script:
             apply(log, rows, op)
         here = log.replay()
-    code = "import json,sys\nfrom crank.session import resume\nprint(json.dumps(resume(sys.argv[1])))"
+    code = (
+        "import json,sys\nfrom crank.session import resume\nprint(json.dumps(resume(sys.argv[1])))"
+    )
     child = subprocess.run(
         [sys.executable, "-c", code, str(log.path)],
         capture_output=True,

@@ -32,7 +32,13 @@ def write_session(path: Path, *entries: dict[str, object] | str) -> bytes:
 
 def entry(entry_id: str, parent: str | None, text: str = "x") -> dict[str, object]:
     message = {"role": "user", "content": text, "timestamp": 1}
-    return {"type": "message", "id": entry_id, "parentId": parent, "timestamp": 1, "message": message}
+    return {
+        "type": "message",
+        "id": entry_id,
+        "parentId": parent,
+        "timestamp": 1,
+        "message": message,
+    }
 
 
 def refused(path: Path, data: bytes) -> SessionUnreadable:

@@ -35,10 +35,8 @@ async def test_going_back_is_one_new_line_and_the_old_attempt_stays_readable(
     assert log.replay() == old[:4]
 
     await log.append_message(ask("No global, please."))
-    assert [m["role"] for m in log.replay()] == ["user", "assistant", "toolResult"] + [
-        "assistant",
-        "user",
-    ]
+    roles = [m["role"] for m in log.replay()]
+    assert roles == ["user", "assistant", "toolResult", "assistant", "user"]
     assert log.replay(ids[-1]) == old
     assert resume(log.path) == log.replay()
 

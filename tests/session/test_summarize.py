@@ -27,7 +27,9 @@ class RecordingModel:
         self.fail = fail
         self.requests: list[ModelRequest] = []
 
-    async def stream(self, request: ModelRequest, signal: AbortSignal) -> AsyncIterator[StreamEvent]:
+    async def stream(
+        self, request: ModelRequest, signal: AbortSignal
+    ) -> AsyncIterator[StreamEvent]:
         self.requests.append(request)
         stop = "error" if self.fail else "stop"
         message = assistant_message(
