@@ -17,9 +17,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 
-from crank.agent.messages import assistant_message, tool_result, user_message  # noqa: E402
-from crank.session import SessionLog, SessionStore  # noqa: E402
-from crank.session.entries import encode, make_header  # noqa: E402
+from crank.agent.messages import assistant_message, tool_result, user_message
+from crank.session import SessionLog, SessionStore
+from crank.session.entries import encode, make_header
 
 
 def median_of(runs: int, work: object) -> float:
@@ -78,15 +78,11 @@ def main() -> None:
     small, large = (200, 2000) if quick else (1000, 10000)
     t_small = median_of(runs, lambda: time_appends(small))
     t_large = median_of(1, lambda: time_appends(large))
-    print(
-        f"append {small:>6} messages: {t_small * 1000:8.1f} ms  ({t_small / small * 1e6:.0f} us each)"
-    )
-    print(
-        f"append {large:>6} messages: {t_large * 1000:8.1f} ms  ({t_large / large * 1e6:.0f} us each)"
-    )
-    print(
-        f"ratio {t_large / t_small:.2f} for {large // small}x the messages (linear = {large // small})"
-    )
+    for count, took in ((small, t_small), (large, t_large)):
+        each = took / count * 1e6
+        print(f"append {count:>6} messages: {took * 1000:8.1f} ms  ({each:.0f} us each)")
+    factor = large // small
+    print(f"ratio {t_large / t_small:.2f} for {factor}x the messages (linear = {factor})")
 
     with tempfile.TemporaryDirectory() as directory:
         path = Path(directory) / "big.jsonl"
