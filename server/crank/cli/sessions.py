@@ -7,14 +7,13 @@ plugs the commands into ``crank``'s argparse; each handler returns the exit code
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from pathlib import Path
 from typing import TextIO
 
-from crank.agent.messages import Message, text_of, tool_calls
 from crank.session import SessionError, SessionStore, read_tree, repair, transcript
+from crank.session.summarize import render_message
 
 PREVIEW_CHARS = 240
 
@@ -79,29 +78,8 @@ def _show(store: SessionStore, session: str, out: TextIO) -> int:
     print(f"file    {path}  ({len(tree)} entries, tip {tree.tip})", file=out)
     for message in transcript(path, tree.path_to(tree.tip)):
         print(file=out)
-        print(_render(message), file=out)
+        print(render_message(message, PREVIEW_CHARS), file=out)
     return 0
-
-
-def _render(message: Message) -> str:
-    if message["role"] == "user":
-        return f"user: {_clip(message['content'])}"
-    if message["role"] == "toolResult":
-        flag = " (error)" if message["isError"] else ""
-        return f"result {message['toolName']}{flag}: {_clip(message['content'])}"
-    lines = [f"assistant: {_clip(text_of(message))}"]
-    lines += [
-        f"  call {call['name']} {_clip(json.dumps(call['arguments']))}"
-        for call in tool_calls(message)
-    ]
-    if message.get("errorMessage"):
-        lines.append(f"  [{message['stopReason']}: {message.get('errorMessage')}]")
-    return "\n".join(lines)
-
-
-def _clip(text: str) -> str:
-    text = text.strip()
-    return text if len(text) <= PREVIEW_CHARS else f"{text[:PREVIEW_CHARS]}..."
 
 
 def _repair(path: Path, out: TextIO) -> int:

@@ -51,22 +51,25 @@ def abandoned_messages(old_branch: list[Entry], new_branch: list[Entry]) -> list
     return [entry["message"] for entry in old_branch[fork + 1 :] if entry["type"] == "message"]
 
 
-def _clip(text: str, limit: int = MAX_PART_CHARS) -> str:
+def clip(text: str, limit: int = MAX_PART_CHARS) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]}\n[... {len(text) - limit} more characters cut]"
 
 
-def _render(message: Message) -> str:
+def render_message(message: Message, limit: int = MAX_PART_CHARS) -> str:
+    """One message as plain text for people and for summary prompts, each part clipped."""
     if message["role"] == "user":
-        return f"USER: {_clip(message['content'])}"
+        return f"user: {clip(message['content'], limit)}"
     if message["role"] == "toolResult":
         status = " (error)" if message["isError"] else ""
-        return f"TOOL RESULT {message['toolName']}{status}: {_clip(message['content'])}"
-    lines = [f"ASSISTANT: {_clip(text_of(message))}"]
+        return f"result {message['toolName']}{status}: {clip(message['content'], limit)}"
+    lines = [f"assistant: {clip(text_of(message), limit)}"]
     for call in tool_calls(message):
-        arguments = _clip(json.dumps(call["arguments"], ensure_ascii=False), 500)
-        lines.append(f"  CALL {call['name']} {arguments}")
+        arguments = clip(json.dumps(call["arguments"], ensure_ascii=False), min(limit, 500))
+        lines.append(f"  call {call['name']} {arguments}")
+    if message.get("errorMessage"):
+        lines.append(f"  [{message['stopReason']}: {message.get('errorMessage')}]")
     return "\n".join(lines)
 
 
@@ -75,7 +78,7 @@ def render_quote(messages: list[Message], limit: int = MAX_INPUT_CHARS) -> str:
     parts: list[str] = []
     total = 0
     for message in reversed(messages):
-        part = _render(message)
+        part = render_message(message)
         if total + len(part) > limit:
             parts.append(f"[... {len(messages) - len(parts)} earlier messages left out]")
             break
