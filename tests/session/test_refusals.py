@@ -193,3 +193,11 @@ def test_repair_refuses_other_damage_and_writes_nothing(tmp_path: Path) -> None:
         repair(path)
     assert path.read_bytes() == before
     assert list(tmp_path.glob("*.torn-*")) == []
+
+
+async def test_an_append_under_an_unknown_parent_writes_nothing(log: SessionLog) -> None:
+    await log.append_message(ask("a"))
+    before = log.path.read_bytes()
+    with pytest.raises(UnknownEntry, match="cafebabe"):
+        await log.append("label", {"targetId": "x"}, parent="cafebabe")
+    assert log.path.read_bytes() == before and len(log.tree) == 1

@@ -151,6 +151,8 @@ class SessionLog:
         with self._write_lock:
             fd = self._writable()
             parent_id = self._tree.tip if parent is None else parent
+            if parent is not None:
+                self._require(parent)
             entry: Entry = {
                 "type": kind,
                 "id": new_entry_id(self._tree.by_id),
