@@ -1,0 +1,95 @@
+"""``crank sessions list | show ID | repair FILE``: the session files, for people.
+
+Plain text on stdout, errors on stderr with a non-zero exit. ``add_sessions_parser``
+plugs the commands into ``crank``'s argparse; each handler returns the exit code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from pathlib import Path
+from typing import TextIO
+
+from crank.session import SessionError, SessionStore, read_tree, repair, transcript
+from crank.session.summarize import render_message
+
+PREVIEW_CHARS = 240
+
+
+def add_sessions_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser("sessions", help="list, show and repair session files")
+    parser.add_argument(
+        "--workspace", default=None, help="workspace folder (default: the current directory)"
+    )
+    parser.add_argument(
+        "--session-dir", default=None, help="sessions root (default: the per-user data directory)"
+    )
+    commands = parser.add_subparsers(dest="sessions_command", required=True)
+    commands.add_parser("list", help="this workspace's sessions, newest first")
+    show = commands.add_parser("show", help="print a session's active branch")
+    show.add_argument("session", metavar="ID", help="a session id (or a unique prefix) or a file")
+    fix = commands.add_parser("repair", help="move a torn last line into a sidecar file")
+    fix.add_argument("file", metavar="FILE")
+    parser.set_defaults(handler=run_sessions)
+
+
+def run_sessions(
+    args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr
+) -> int:
+    store = SessionStore(args.workspace or os.getcwd(), args.session_dir)
+    try:
+        if args.sessions_command == "list":
+            return _list(store, out)
+        if args.sessions_command == "show":
+            return _show(store, args.session, out)
+        return _repair(Path(args.file), out)
+    except SessionError as error:
+        print(f"crank: {error}", file=err)
+        return 1
+    except OSError as error:
+        print(f"crank: {error.strerror or error}: {error.filename}", file=err)
+        return 1
+
+
+def _list(store: SessionStore, out: TextIO) -> int:
+    sessions = store.list()
+    if not sessions:
+        print(f"no sessions for {store.workspace} (looked in {store.directory})", file=out)
+        return 0
+    for session in sessions:
+        notes = "  [torn: run crank sessions repair]" if session.get("torn") else ""
+        if "error" in session:
+            notes = f"  [unreadable: {session['error']}]"
+        print(
+            f"{session['sessionId']}  {session['modified']}  "
+            f"{session['messageCount']:>5} messages  {session['title']}{notes}",
+            file=out,
+        )
+    return 0
+
+
+def _show(store: SessionStore, session: str, out: TextIO) -> int:
+    path = Path(session) if session.endswith(".jsonl") else store.path_of(session)
+    tree = read_tree(path)
+    header = tree.header
+    print(f"session {header['id']}  created {header['created']}  cwd {header['cwd']}", file=out)
+    print(f"file    {path}  ({len(tree)} entries, tip {tree.tip})", file=out)
+    for message in transcript(path, tree.path_to(tree.tip)):
+        print(file=out)
+        print(render_message(message, PREVIEW_CHARS), file=out)
+    return 0
+
+
+def _repair(path: Path, out: TextIO) -> int:
+    result = repair(path)
+    if result.sidecar is None:
+        print(f"{path}: nothing to repair ({result.entries} entries, all intact)", file=out)
+    else:
+        print(
+            f"{path}: moved {result.moved_bytes} torn bytes, untouched, to {result.sidecar}; "
+            f"the session has {result.entries} intact entries and can be written again",
+            file=out,
+        )
+    return 0

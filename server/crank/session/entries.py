@@ -1,0 +1,147 @@
+"""The session file format: one header line, then one entry per line.
+
+This module is the only place that knows how a line is spelled. Writing: entries are
+compact JSON with ``type`` first (``{"type":"message",...``), so a byte scan can count
+message lines without parsing them (see ``index.py``). Reading: every line is checked,
+and anything that breaks the format is refused by name (file, line, entry); nothing is
+skipped or guessed. Timestamps of entries are milliseconds since the epoch, like
+message timestamps; the header's ``created`` is an ISO 8601 string for people.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable, Container
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .errors import SessionUnreadable, TornSession
+
+VERSION = 1
+ENTRY_TYPES = (
+    "message",
+    "branch",
+    "compaction",
+    "branchSummary",
+    "modelChange",
+    "label",
+    "sessionInfo",
+)
+MESSAGE_ROLES = ("user", "assistant", "toolResult")
+MESSAGE_LINE_PREFIX = b'{"type":"message",'
+SESSION_INFO_LINE_PREFIX = b'{"type":"sessionInfo",'
+
+Entry = dict[str, Any]
+Header = dict[str, Any]
+
+
+def iso_now() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def new_entry_id(taken: Container[str], token: Callable[[int], str] = secrets.token_hex) -> str:
+    """Eight random hex characters not already used in this file."""
+    while True:
+        candidate = token(4)
+        if candidate not in taken:
+            return candidate
+
+
+def make_header(session_id: str, cwd: str, created: str | None = None) -> Header:
+    return {
+        "type": "session",
+        "version": VERSION,
+        "id": session_id,
+        "cwd": cwd,
+        "created": created or iso_now(),
+    }
+
+
+def encode(record: dict[str, Any]) -> bytes:
+    """One line, ending in a newline. Raises ValueError for data JSON cannot hold."""
+    try:
+        text = json.dumps(record, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as error:
+        kind = record.get("type", "?")
+        raise ValueError(f"a {kind} entry cannot be written as JSON: {error}") from error
+    return text.encode("ascii") + b"\n"
+
+
+def split_lines(path: Path, data: bytes) -> list[bytes]:
+    """The complete lines of a file. A last line with no newline is a torn write."""
+    if not data:
+        raise SessionUnreadable(path, "line 1", "the file is empty (no session header)")
+    lines = data.split(b"\n")
+    tail = lines.pop()
+    if tail:
+        raise TornSession(path, len(lines) + 1, len(tail))
+    return lines
+
+
+def parse_header(path: Path, line: bytes) -> Header:
+    record = _parse_object(path, 1, line)
+    if record.get("type") != "session":
+        raise SessionUnreadable(
+            path, "line 1", 'the first line is not a session header ("type": "session")'
+        )
+    version = record.get("version")
+    if version != VERSION:
+        raise SessionUnreadable(
+            path,
+            "line 1",
+            f"session format version {version!r} is not supported (this is version {VERSION})",
+        )
+    for key in ("id", "cwd", "created"):
+        if not isinstance(record.get(key), str):
+            raise SessionUnreadable(path, "line 1", f"the header has no string {key!r}")
+    return record
+
+
+def parse_entry(path: Path, number: int, line: bytes) -> Entry:
+    """Check one entry line's own shape (not yet how it relates to the others)."""
+    entry = _parse_object(path, number, line)
+    entry_id = entry.get("id")
+    if not isinstance(entry_id, str) or not entry_id:
+        raise SessionUnreadable(path, f"line {number}", "the entry has no string 'id'")
+    where = f"line {number} (entry {entry_id})"
+    kind = entry.get("type")
+    if not isinstance(kind, str):
+        raise SessionUnreadable(path, where, "the entry has no string 'type'")
+    if "parentId" not in entry:
+        raise SessionUnreadable(path, where, "the entry has no 'parentId' key")
+    parent = entry["parentId"]
+    if parent is not None and not isinstance(parent, str):
+        raise SessionUnreadable(path, where, f"'parentId' must be a string or null, not {parent!r}")
+    if kind == "message":
+        message = entry.get("message")
+        if not isinstance(message, dict) or message.get("role") not in MESSAGE_ROLES:
+            raise SessionUnreadable(
+                path, where, "a message entry needs a 'message' with a known role"
+            )
+    elif kind == "compaction":
+        if not isinstance(entry.get("summary"), str) or not isinstance(
+            entry.get("firstKeptId"), str
+        ):
+            raise SessionUnreadable(
+                path, where, "a compaction entry needs 'summary' and 'firstKeptId'"
+            )
+    elif kind == "branchSummary":
+        if not isinstance(entry.get("summary"), str):
+            raise SessionUnreadable(path, where, "a branchSummary entry needs a 'summary'")
+    elif kind not in ENTRY_TYPES and "message" in entry:
+        raise SessionUnreadable(
+            path, where, f"unknown entry type {kind!r} carries a message; refusing to skip it"
+        )
+    return entry
+
+
+def _parse_object(path: Path, number: int, line: bytes) -> dict[str, Any]:
+    try:
+        record = json.loads(line)
+    except (ValueError, UnicodeDecodeError) as error:
+        raise SessionUnreadable(path, f"line {number}", f"not JSON ({error})") from None
+    if not isinstance(record, dict):
+        raise SessionUnreadable(path, f"line {number}", "not a JSON object")
+    return record

@@ -1,0 +1,180 @@
+"""Listing a workspace's sessions without parsing the files.
+
+For each file the listing needs the header (id, created), the first user message, the
+newest ``sessionInfo`` name, a message count and the modification time. None of that
+needs the messages parsed: the writer spells every entry line with ``type`` first, so
+``\\n{"type":"message",`` starts exactly the message lines (a newline inside a JSON
+string is always escaped), and ``bytes.count`` finds them at memory speed. Only the
+header line, the first user message's line and the newest ``sessionInfo`` line are
+parsed.
+
+A small cache, ``.index.json`` in the folder, remembers what was learned per file with
+its inode, size and mtime. An unchanged file costs one ``stat``; a file that grew (they
+only ever grow) is scanned from where the last scan stopped. The cache is only a cache:
+lose it, or let it go stale, and the next listing rebuilds it from the files.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import mmap
+import os
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, NotRequired, TypedDict
+
+from .entries import MESSAGE_LINE_PREFIX, SESSION_INFO_LINE_PREFIX
+
+INDEX_NAME = ".index.json"
+INDEX_VERSION = 1
+MAX_HEADER_BYTES = 64 * 1024
+TITLE_CHARS = 80
+FIRST_MESSAGE_CHARS = 200
+_USER_MARK = b'"message":{"role":"user",'
+_MESSAGE_AT = b"\n" + MESSAGE_LINE_PREFIX
+_INFO_AT = b"\n" + SESSION_INFO_LINE_PREFIX
+
+
+class SessionSummary(TypedDict):
+    sessionId: str
+    title: str
+    created: str
+    modified: str
+    messageCount: int
+    firstMessage: str
+    torn: NotRequired[bool]
+    """The last line is incomplete; ``crank sessions repair`` the file before writing."""
+    error: NotRequired[str]
+    """The file cannot be listed (bad header); it is shown, never silently left out."""
+
+
+def list_sessions(directory: Path) -> list[SessionSummary]:
+    """Every ``*.jsonl`` in ``directory``, newest first."""
+    if not directory.is_dir():
+        return []
+    cache = _load_cache(directory)
+    fresh: dict[str, dict[str, Any]] = {}
+    summaries: list[tuple[int, SessionSummary]] = []
+    for path in directory.glob("*.jsonl"):
+        try:
+            stat = path.stat()
+        except FileNotFoundError:
+            continue
+        state = _scan(path, stat, cache.get(path.name))
+        fresh[path.name] = state
+        summaries.append((stat.st_mtime_ns, _summary(path, stat, state)))
+    if fresh != cache:
+        _save_cache(directory, fresh)
+    summaries.sort(key=lambda pair: pair[0], reverse=True)
+    return [summary for _, summary in summaries]
+
+
+def _summary(path: Path, stat: os.stat_result, state: dict[str, Any]) -> SessionSummary:
+    first = state.get("first") or ""
+    name = state.get("name")
+    title = name if name else first.strip().split("\n", 1)[0][:TITLE_CHARS]
+    summary: SessionSummary = {
+        "sessionId": state.get("id") or path.name[: -len(".jsonl")],
+        "title": title,
+        "created": state.get("created") or "",
+        "modified": datetime.fromtimestamp(stat.st_mtime, UTC).isoformat(timespec="seconds"),
+        "messageCount": int(state.get("count", 0)),
+        "firstMessage": first[:FIRST_MESSAGE_CHARS],
+    }
+    if state.get("scanned", 0) < stat.st_size:
+        summary["torn"] = True
+    if "error" in state:
+        summary["error"] = state["error"]
+    return summary
+
+
+def _scan(path: Path, stat: os.stat_result, old: dict[str, Any] | None) -> dict[str, Any]:
+    same_file = old is not None and old.get("ino") == stat.st_ino and "error" not in old
+    if same_file and old is not None:
+        if old.get("size") == stat.st_size and old.get("mtimeNs") == stat.st_mtime_ns:
+            return old
+        if stat.st_size >= old.get("scanned", 0):
+            state = dict(old)
+            return _scan_from(path, stat, state, int(old["scanned"]))
+    state = {"ino": stat.st_ino, "count": 0, "first": None, "name": None}
+    return _scan_from(path, stat, state, 0)
+
+
+def _scan_from(
+    path: Path, stat: os.stat_result, state: dict[str, Any], start: int
+) -> dict[str, Any]:
+    state.update(size=stat.st_size, mtimeNs=stat.st_mtime_ns)
+    if stat.st_size == 0:
+        state.update(scanned=0, error="the file is empty (no session header)")
+        return state
+    with open(path, "rb") as file, mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) as data:
+        end = data.rfind(b"\n") + 1
+        if start == 0:
+            header_end = data.find(b"\n", 0, MAX_HEADER_BYTES)
+            if header_end < 0:
+                state.update(scanned=0, error="no complete header line")
+                return state
+            header = _parse(data[:header_end])
+            if header is None or header.get("type") != "session":
+                state.update(scanned=0, error="line 1 is not a session header")
+                return state
+            state.update(id=str(header.get("id", "")), created=str(header.get("created", "")))
+            start = header_end + 1
+        state["scanned"] = end
+        if end <= start:
+            return state
+        region_start = start - 1
+        state["count"] += data[region_start:end].count(_MESSAGE_AT)
+        if state.get("first") is None:
+            state["first"] = _first_user_text(data, region_start, end)
+        info_at = data.rfind(_INFO_AT, region_start, end)
+        if info_at >= 0:
+            info = _parse(_line_at(data, info_at + 1))
+            if info is not None and isinstance(info.get("name"), str):
+                state["name"] = info["name"]
+    return state
+
+
+def _first_user_text(data: mmap.mmap, start: int, end: int) -> str | None:
+    at = data.find(_MESSAGE_AT, start, end)
+    while at >= 0:
+        if data.find(_USER_MARK, at, min(at + 256, end)) >= 0:
+            entry = _parse(_line_at(data, at + 1))
+            message = entry.get("message") if entry else None
+            if isinstance(message, dict) and isinstance(message.get("content"), str):
+                return str(message["content"])
+        at = data.find(_MESSAGE_AT, at + 1, end)
+    return None
+
+
+def _line_at(data: mmap.mmap, start: int) -> bytes:
+    return data[start : data.find(b"\n", start)]
+
+
+def _parse(line: bytes) -> dict[str, Any] | None:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _load_cache(directory: Path) -> dict[str, dict[str, Any]]:
+    try:
+        cache = json.loads((directory / INDEX_NAME).read_bytes())
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(cache, dict) or cache.get("version") != INDEX_VERSION:
+        return {}
+    files = cache.get("files")
+    return files if isinstance(files, dict) else {}
+
+
+def _save_cache(directory: Path, files: dict[str, dict[str, Any]]) -> None:
+    """Best effort, atomic: a failed save only means the next listing scans again."""
+    target = directory / INDEX_NAME
+    temporary = directory / f"{INDEX_NAME}.{os.getpid()}.tmp"
+    with contextlib.suppress(OSError):
+        temporary.write_text(json.dumps({"version": INDEX_VERSION, "files": files}))
+        os.replace(temporary, target)

@@ -1,0 +1,287 @@
+"""SessionLog: the one writer of one session file.
+
+Promises:
+- Appending never re-reads the file: ids and the tree are kept in memory, and a line is
+  written with one ``O_APPEND`` write, then ``fsync``ed before the append returns. The
+  cost of an append does not depend on the size of the file.
+- The blocking write runs in a worker thread (``append``), and appends are kept in the
+  order they were asked for; ``append_sync`` is the same thing for the command line.
+- One writer: opening for writing takes an advisory ``flock`` on the file; a second
+  process is refused with ``SessionLocked`` (1007) and may still ``read`` it.
+- If a write fails half way the log refuses every later append (the file may end in a
+  torn line that only ``crank sessions repair`` may touch).
+- The process's view is the file's view: ``replay()`` on the live log and on a freshly
+  read file give the same transcript, because both come from the same tree.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import fcntl
+import json
+import os
+import secrets
+import threading
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+
+from crank.agent.messages import Message, now_ms
+from crank.agent.model import Model
+
+from .entries import Entry, encode, make_header, new_entry_id
+from .errors import SessionBusy, SessionClosed, SessionLocked, UnknownEntry
+from .replay import transcript
+from .summarize import abandoned_messages, summarize_branch
+from .tree import SessionTree
+
+Listener = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+def new_session_id() -> str:
+    """Sortable by creation time and unique: ``20250131-142501-1a2b3c4d``."""
+    return f"{datetime.now(UTC):%Y%m%d-%H%M%S}-{secrets.token_hex(4)}"
+
+
+def read_tree(path: Path | str) -> SessionTree:
+    """Read and check a whole session file without locking it (readers never need to)."""
+    path = Path(path)
+    return SessionTree.load(path, path.read_bytes())
+
+
+def fsync_dir(directory: Path) -> None:
+    fd = os.open(directory, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def _lock(fd: int, path: Path) -> None:
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as error:
+        os.close(fd)
+        if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
+            raise SessionLocked(path) from None
+        raise
+
+
+class SessionLog:
+    """An open, locked, writable session. Build it with ``create`` or ``open``."""
+
+    def __init__(self, tree: SessionTree, fd: int) -> None:
+        self._tree = tree
+        self._fd: int | None = fd
+        self._write_lock = threading.Lock()
+        self._order: asyncio.Lock | None = None
+        self._broken: str | None = None
+        self.running = False
+
+    @classmethod
+    def create(cls, directory: Path | str, cwd: str, session_id: str | None = None) -> SessionLog:
+        """A new session file in ``directory`` (made if needed), header on disk and synced."""
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        session_id = session_id or new_session_id()
+        path = directory / f"{session_id}.jsonl"
+        header = make_header(session_id, cwd)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
+        _lock(fd, path)
+        try:
+            _write_all(fd, encode(header))
+            os.fsync(fd)
+            fsync_dir(directory)
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(SessionTree(path, header), fd)
+
+    @classmethod
+    def open(cls, path: Path | str) -> SessionLog:
+        """Lock an existing session for writing, then read and check it in full."""
+        path = Path(path)
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND)
+        _lock(fd, path)
+        try:
+            tree = read_tree(path)
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(tree, fd)
+
+    @property
+    def path(self) -> Path:
+        return self._tree.path
+
+    @property
+    def session_id(self) -> str:
+        return str(self._tree.header["id"])
+
+    @property
+    def header(self) -> dict[str, Any]:
+        return dict(self._tree.header)
+
+    @property
+    def tree(self) -> SessionTree:
+        """The live tree. Read it; do not change it (only this log appends)."""
+        return self._tree
+
+    @property
+    def tip(self) -> str | None:
+        return self._tree.tip
+
+    def entries(self) -> list[Entry]:
+        return list(self._tree.entries)
+
+    def replay(self, entry_id: str | None = None) -> list[Message]:
+        """The transcript at the tip, or at ``entry_id`` (an abandoned attempt's last entry)."""
+        if entry_id is not None and entry_id not in self._tree.by_id:
+            raise UnknownEntry(entry_id, self.path)
+        return transcript(self.path, self._tree.path_to(entry_id or self._tree.tip))
+
+    # -- appending -----------------------------------------------------------------
+
+    def append_sync(self, kind: str, fields: dict[str, Any], parent: str | None = None) -> str:
+        """Append one entry under ``parent`` (default: the tip); return its id once synced."""
+        with self._write_lock:
+            fd = self._writable()
+            parent_id = self._tree.tip if parent is None else parent
+            if parent is not None:
+                self._require(parent)
+            entry: Entry = {
+                "type": kind,
+                "id": new_entry_id(self._tree.by_id),
+                "parentId": parent_id,
+                "timestamp": now_ms(),
+                **fields,
+            }
+            line = encode(entry)
+            try:
+                _write_all(fd, line)
+                os.fsync(fd)
+            except BaseException as error:
+                self._broken = f"an earlier write failed ({error!r})"
+                raise
+            self._tree.add(json.loads(line))
+            return str(entry["id"])
+
+    async def append(self, kind: str, fields: dict[str, Any], parent: str | None = None) -> str:
+        """``append_sync`` off the event loop, in call order."""
+        if self._order is None:
+            self._order = asyncio.Lock()
+        async with self._order:
+            return await anyio.to_thread.run_sync(self.append_sync, kind, fields, parent)
+
+    async def append_message(self, message: Message) -> str:
+        return await self.append("message", {"message": _role_first(message)})
+
+    def append_message_sync(self, message: Message) -> str:
+        return self.append_sync("message", {"message": _role_first(message)})
+
+    async def append_model_change(self, api: str, model_id: str) -> str:
+        return await self.append("modelChange", {"api": api, "modelId": model_id})
+
+    async def set_label(self, entry_id: str, label: str | None) -> str:
+        """Label an entry (``None`` clears it). The label is an entry of its own."""
+        self._require(entry_id)
+        return await self.append("label", {"targetId": entry_id, "label": label})
+
+    async def set_name(self, name: str) -> str:
+        """Name the session; the newest name is its title."""
+        return await self.append("sessionInfo", {"name": name})
+
+    async def append_compaction(self, summary: str, first_kept_id: str, tokens_before: int) -> str:
+        """Record a compaction (its policy lives elsewhere); the cut must be on this branch."""
+        self._require(first_kept_id)
+        if all(entry["id"] != first_kept_id for entry in self._tree.path_to(self._tree.tip)):
+            raise UnknownEntry(first_kept_id, self.path)
+        fields = {"summary": summary, "firstKeptId": first_kept_id, "tokensBefore": tokens_before}
+        return await self.append("compaction", fields)
+
+    async def branch_to(self, entry_id: str, *, summarize: Model | None = None) -> str:
+        """Go back: append one ``branch`` entry whose parent is ``entry_id``; return the tip.
+
+        With ``summarize``, the messages of the attempt being left (after the fork) are
+        first summarised by that model and the summary is appended as a ``branchSummary``
+        on the new branch. An unknown id, an active run or a failed summary write nothing.
+        """
+        self._check_can_branch(entry_id)
+        if summarize is None:
+            return await self.append("branch", {}, parent=entry_id)
+        old_tip = self._tree.tip
+        left = abandoned_messages(self._tree.path_to(old_tip), self._tree.path_to(entry_id))
+        summary = await summarize_branch(summarize, left) if left else None
+        self._check_can_branch(entry_id)
+        branch_id = await self.append("branch", {}, parent=entry_id)
+        if summary is None:
+            return branch_id
+        fields = {"summary": summary, "fromId": old_tip}
+        return await self.append("branchSummary", fields, parent=branch_id)
+
+    def _check_can_branch(self, entry_id: str) -> None:
+        if self.running:
+            raise SessionBusy("going back to an earlier entry")
+        self._require(entry_id)
+
+    def _require(self, entry_id: str) -> None:
+        if entry_id not in self._tree.by_id:
+            raise UnknownEntry(entry_id, self.path)
+
+    def _writable(self) -> int:
+        if self._broken is not None:
+            raise SessionClosed(f"session {self.path} refuses appends: {self._broken}")
+        if self._fd is None:
+            raise SessionClosed(f"session {self.path} is closed")
+        return self._fd
+
+    # -- the Harness listener ----------------------------------------------------
+
+    def listener(self) -> Listener:
+        """A Harness listener: saves every finished message and tells the event its id.
+
+        On ``message_end`` the message is appended and synced before the listener
+        returns, and ``event["entryId"]`` is set, so whoever hears the event next can
+        trust that the entry is on disk. A failed write raises and ends the run loudly.
+        ``agent_start`` / ``agent_settled`` mark a run as active, which refuses branching.
+        """
+
+        async def on_event(event: dict[str, Any]) -> None:
+            kind = event.get("type")
+            if kind == "message_end":
+                event["entryId"] = await self.append_message(event["message"])
+            elif kind == "agent_start":
+                self.running = True
+            elif kind == "agent_settled":
+                self.running = False
+
+        return on_event
+
+    def close(self) -> None:
+        """Release the lock. Idempotent; appends after this raise ``SessionClosed``."""
+        with self._write_lock:
+            if self._fd is not None:
+                os.close(self._fd)
+                self._fd = None
+
+    def __enter__(self) -> SessionLog:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _role_first(message: Message) -> dict[str, Any]:
+    """The same message with ``role`` as its first key, so a byte scan can see it."""
+    return {"role": message["role"], **message}
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        view = view[written:]

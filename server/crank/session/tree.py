@@ -1,0 +1,131 @@
+"""The entries of one session held in memory, as a tree, and the walks over it.
+
+Every entry names its parent, so the file is a tree; the tip is the last entry in the
+file; a branch is the path from the root to one entry. ``load`` checks the whole file
+against the rules a reader must refuse by name: duplicate ids, a missing ``parentId``
+key (in ``entries.parse_entry``), a parent that is not in the file, a second root, and a
+cycle, named where it is. ``add`` keeps the same rules for entries written live, so the
+process and the file can never disagree.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+from .entries import Entry, Header, parse_entry, parse_header, split_lines
+from .errors import SessionUnreadable
+
+
+class SessionTree:
+    """Header plus entries in file order, indexed by id. Never reorders or forgets."""
+
+    def __init__(self, path: Path, header: Header) -> None:
+        self.path = path
+        self.header = header
+        self.entries: list[Entry] = []
+        self.by_id: dict[str, Entry] = {}
+        self.line_of: dict[str, int] = {}
+
+    @classmethod
+    def load(cls, path: Path, data: bytes) -> SessionTree:
+        lines = split_lines(path, data)
+        tree = cls(path, parse_header(path, lines[0]))
+        for number, line in enumerate(lines[1:], start=2):
+            entry = parse_entry(path, number, line)
+            entry_id = entry["id"]
+            if entry_id in tree.by_id:
+                raise SessionUnreadable(
+                    path,
+                    f"line {number} (entry {entry_id})",
+                    f"duplicate id: line {tree.line_of[entry_id]} already has id {entry_id}",
+                )
+            tree._index(entry, number)
+        tree._check_links()
+        return tree
+
+    def _index(self, entry: Entry, line: int) -> None:
+        self.entries.append(entry)
+        self.by_id[entry["id"]] = entry
+        self.line_of[entry["id"]] = line
+
+    def add(self, entry: Entry) -> None:
+        """Index an entry about to be (or just) appended; its parent must already exist."""
+        entry_id, parent = entry["id"], entry["parentId"]
+        if entry_id in self.by_id:
+            raise ValueError(f"entry id {entry_id} is already in {self.path}")
+        if parent is None and self.entries:
+            raise ValueError("only the first entry of a session may have no parent")
+        if parent is not None and parent not in self.by_id:
+            raise ValueError(f"parent {parent} is not an entry of {self.path}")
+        self._index(entry, len(self.entries) + 2)
+
+    def where(self, entry_id: str) -> str:
+        return f"line {self.line_of[entry_id]} (entry {entry_id})"
+
+    def _check_links(self) -> None:
+        for position, entry in enumerate(self.entries):
+            parent = entry["parentId"]
+            if parent is None:
+                if position > 0:
+                    raise SessionUnreadable(
+                        self.path,
+                        self.where(entry["id"]),
+                        "parentId is null but it is not the first entry",
+                    )
+            elif parent not in self.by_id:
+                raise SessionUnreadable(
+                    self.path, self.where(entry["id"]), f"parent {parent} is not in the file"
+                )
+        self._check_cycles()
+
+    def _check_cycles(self) -> None:
+        """Refuse a cycle, naming its members starting from the first in file order."""
+        settled: set[str] = set()
+        for entry in self.entries:
+            trail: list[str] = []
+            on_trail: set[str] = set()
+            current: str | None = entry["id"]
+            while current is not None and current not in settled:
+                if current in on_trail:
+                    cycle = trail[trail.index(current) :]
+                    first = min(cycle, key=self.line_of.__getitem__)
+                    start = cycle.index(first)
+                    ordered = cycle[start:] + cycle[:start]
+                    chain = " -> ".join([*ordered, first])
+                    raise SessionUnreadable(
+                        self.path, self.where(first), f"parent links form a cycle: {chain}"
+                    )
+                trail.append(current)
+                on_trail.add(current)
+                current = self.by_id[current]["parentId"]
+            settled.update(trail)
+
+    @property
+    def tip(self) -> str | None:
+        return self.entries[-1]["id"] if self.entries else None
+
+    def path_to(self, entry_id: str | None) -> list[Entry]:
+        """The entries from the root down to ``entry_id`` (empty for ``None``)."""
+        walked: list[Entry] = []
+        seen: set[str] = set()
+        current = entry_id
+        while current is not None:
+            if current in seen:
+                raise SessionUnreadable(self.path, self.where(current), "parent links form a cycle")
+            seen.add(current)
+            entry = self.by_id.get(current)
+            if entry is None:
+                raise SessionUnreadable(
+                    self.path, f"entry {current}", "the entry is not in the file"
+                )
+            walked.append(entry)
+            current = entry["parentId"]
+        walked.reverse()
+        return walked
+
+    def __iter__(self) -> Iterator[Entry]:
+        return iter(self.entries)
+
+    def __len__(self) -> int:
+        return len(self.entries)

@@ -1,0 +1,112 @@
+"""Replay: the path to the tip, branches kept readable, compaction and summaries applied."""
+
+from __future__ import annotations
+
+from crank.session import BRANCH_SUMMARY_PREFIX, COMPACTION_PREFIX, SessionLog, resume
+
+from .conftest import ask, call, result, say
+
+
+async def build_first_attempt(log: SessionLog) -> list[str]:
+    messages = [
+        ask("Make main.py faster."),
+        call("read", {"path": "main.py"}, "c1"),
+        result("c1", "read", "def slow(n): ..."),
+        say("Cache the results in a global dict."),
+        ask("Do it, then."),
+        call("write", {"path": "main.py", "content": "CACHE = {}"}, "c2"),
+        result("c2", "write", "ok"),
+        say("Done."),
+    ]
+    return [await log.append_message(m) for m in messages]
+
+
+async def test_going_back_is_one_new_line_and_the_old_attempt_stays_readable(
+    log: SessionLog,
+) -> None:
+    ids = await build_first_attempt(log)
+    old = log.replay()
+    before = log.path.read_bytes()
+    branch = await log.branch_to(ids[3])
+    after = log.path.read_bytes()
+    assert after.startswith(before) and after[len(before) :].count(b"\n") == 1
+    assert log.tip == branch and log.tree.by_id[branch]["parentId"] == ids[3]
+    assert log.tree.by_id[branch]["type"] == "branch"
+    assert log.replay() == old[:4]
+
+    await log.append_message(ask("No global, please."))
+    roles = [m["role"] for m in log.replay()]
+    assert roles == ["user", "assistant", "toolResult", "assistant", "user"]
+    assert log.replay(ids[-1]) == old
+    assert resume(log.path) == log.replay()
+
+
+async def test_going_back_twice_to_the_same_entry_keeps_three_attempts(log: SessionLog) -> None:
+    ids = await build_first_attempt(log)
+    await log.branch_to(ids[3])
+    second_tip = await log.append_message(ask("second"))
+    await log.branch_to(ids[3])
+    await log.append_message(ask("third"))
+    assert log.replay()[-1]["content"] == "third"
+    assert log.replay(second_tip)[-1]["content"] == "second"
+    assert "second" not in str(log.replay())
+
+
+async def test_a_fresh_process_resumes_at_the_branch_even_before_anything_is_typed(
+    log: SessionLog,
+) -> None:
+    ids = await build_first_attempt(log)
+    await log.branch_to(ids[0])
+    path = log.path
+    log.close()
+    with SessionLog.open(path) as again:
+        assert [m["content"] for m in again.replay()] == ["Make main.py faster."]
+        new = await again.append_message(ask("retry"))
+        assert again.tree.by_id[new]["parentId"] == again.tree.entries[-2]["id"]
+
+
+async def test_compaction_reads_the_rows_before_the_cut_as_one_summary(log: SessionLog) -> None:
+    ids = await build_first_attempt(log)
+    await log.append_compaction("They asked for speed; main.py has a CACHE.", ids[4], 1234)
+    await log.append_message(ask("next"))
+    messages = log.replay()
+    assert messages[0]["role"] == "user"
+    assert isinstance(messages[0]["content"], str)
+    assert messages[0]["content"].startswith(COMPACTION_PREFIX)
+    assert "main.py has a CACHE" in messages[0]["content"]
+    assert [m.get("content") for m in messages[1:2]] == ["Do it, then."]
+    assert messages[-1]["content"] == "next"
+    assert len(messages) == 1 + 4 + 1
+    assert resume(log.path) == messages
+    compaction = log.tree.entries[-2]
+    assert (compaction["firstKeptId"], compaction["tokensBefore"]) == (ids[4], 1234)
+
+
+async def test_branching_to_before_a_compaction_leaves_it_off_the_path(log: SessionLog) -> None:
+    ids = await build_first_attempt(log)
+    await log.append_compaction("summary", ids[4], 10)
+    await log.branch_to(ids[-1])
+    assert not str(log.replay()).count(COMPACTION_PREFIX)
+    assert len(log.replay()) == 8
+
+
+async def test_labels_names_and_model_changes_carry_no_message(log: SessionLog) -> None:
+    ids = await build_first_attempt(log)
+    before = log.replay()
+    await log.set_label(ids[0], "start")
+    await log.set_name("speed work")
+    await log.append_model_change("anthropic", "claude-x")
+    assert log.replay() == before
+    kinds = [e["type"] for e in log.tree.entries[-3:]]
+    assert kinds == ["label", "sessionInfo", "modelChange"]
+    assert log.tree.entries[-3]["targetId"] == ids[0]
+
+
+async def test_a_branch_summary_reads_as_a_user_message_on_the_new_branch(log: SessionLog) -> None:
+    ids = await build_first_attempt(log)
+    await log.append("branch", {}, parent=ids[3])
+    await log.append("branchSummary", {"summary": "wrote main.py", "fromId": ids[-1]})
+    last = log.replay()[-1]
+    assert last["role"] == "user" and isinstance(last["content"], str)
+    assert last["content"].startswith(BRANCH_SUMMARY_PREFIX)
+    assert last["content"].endswith("wrote main.py")
