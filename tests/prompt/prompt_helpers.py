@@ -13,7 +13,9 @@ from crank.agent.tools import OnUpdate, Tool, ToolOutput
 SHARED = "Show file paths clearly when working with files."
 
 
-async def _not_run(arguments: dict[str, Any], signal: AbortSignal, on_update: OnUpdate) -> ToolOutput:
+async def _not_run(
+    arguments: dict[str, Any], signal: AbortSignal, on_update: OnUpdate
+) -> ToolOutput:
     raise AssertionError("the prompt builder must never run a tool")
 
 
@@ -30,7 +32,9 @@ def tool(name: str, snippet: str | None = None, *guidelines: str, mutates: bool 
 
 
 def read_tool() -> Tool:
-    return tool("read", "Read file contents", "Use read to examine files instead of cat or sed.", SHARED)
+    return tool(
+        "read", "Read file contents", "Use read to examine files instead of cat or sed.", SHARED
+    )
 
 
 def write_tool() -> Tool:
@@ -44,11 +48,19 @@ def write_tool() -> Tool:
 
 
 def edit_tool() -> Tool:
-    return tool("edit", "Make precise edits to files", "Use edit for targeted changes.", SHARED, mutates=True)
+    return tool(
+        "edit",
+        "Make precise edits to files",
+        "Use edit for targeted changes.",
+        SHARED,
+        mutates=True,
+    )
 
 
 def bash_tool() -> Tool:
-    return tool("bash", "Run shell commands", "Say what a command is for before you run bash.", mutates=True)
+    return tool(
+        "bash", "Run shell commands", "Say what a command is for before you run bash.", mutates=True
+    )
 
 
 def full_tools() -> list[Tool]:

@@ -22,13 +22,17 @@ CONTEXT = [
     ContextFile("/work/shop/AGENTS.md", "Use uv, never pip.\n"),
 ]
 SKILLS = [
-    Skill("release", "How to cut a release of the shop.", "/work/shop/.crank/skills/release/SKILL.md"),
+    Skill(
+        "release", "How to cut a release of the shop.", "/work/shop/.crank/skills/release/SKILL.md"
+    ),
     Skill("db-migration", "Steps for changing the schema.", "/work/shop/.crank/skills/db/SKILL.md"),
 ]
 
 
 def build(tools=None, context=CONTEXT, skills=SKILLS, cwd="/work/shop", today=DAY):  # type: ignore[no-untyped-def]
-    return build_system_prompt(full_tools() if tools is None else tools, context, skills, cwd, today)
+    return build_system_prompt(
+        full_tools() if tools is None else tools, context, skills, cwd, today
+    )
 
 
 def test_two_builds_are_equal_and_hash_is_sha256_of_text() -> None:
@@ -48,8 +52,14 @@ sys.stdout.write(build().hash)
 """
     hashes = set()
     for seed in ("1", "4242"):
-        env = {**os.environ, "PYTHONHASHSEED": seed, "PYTHONPATH": str(Path(__file__).parents[2] / "server")}
-        done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True)
+        env = {
+            **os.environ,
+            "PYTHONHASHSEED": seed,
+            "PYTHONPATH": str(Path(__file__).parents[2] / "server"),
+        }
+        done = subprocess.run(
+            [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
+        )
         hashes.add(done.stdout)
     assert hashes == {here.hash}
 
@@ -58,7 +68,11 @@ def test_arguments_are_unchanged_by_a_build() -> None:
     tools = full_tools()
     context = list(CONTEXT)
     skills = list(SKILLS)
-    before = (copy.deepcopy([(t.name, t.snippet, t.guidelines) for t in tools]), list(context), list(skills))
+    before = (
+        copy.deepcopy([(t.name, t.snippet, t.guidelines) for t in tools]),
+        list(context),
+        list(skills),
+    )
     build(tools, context, skills)
     assert ([(t.name, t.snippet, t.guidelines) for t in tools], context, skills) == before
 
@@ -86,7 +100,9 @@ def test_one_line_per_tool_with_a_snippet_in_the_order_given() -> None:
     silent = tool("proofread")  # no snippet, no guidelines: adds nothing, breaks nothing
     tools = [bash_tool(), silent, read_tool()]
     lines = build(tools).text.splitlines()
-    tool_lines = [line for line in lines if line.startswith("- ") and ": " in line and "(file:" not in line]
+    tool_lines = [
+        line for line in lines if line.startswith("- ") and ": " in line and "(file:" not in line
+    ]
     assert tool_lines == ["- bash: Run shell commands", "- read: Read file contents"]
     assert "proofread" not in build(tools).text
 
@@ -101,7 +117,9 @@ def test_guidelines_are_deduplicated_in_first_seen_order() -> None:
     lines = build(tools).text.splitlines()
     start = lines.index("Guidelines:") + 1
     got = lines[start : start + 9]
-    assert got == [f"- {g}" for g in ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine")]
+    assert got == [
+        f"- {g}" for g in ("one", "two", "three", "four", "five", "six", "seven", "eight", "nine")
+    ]
     assert lines[start + 9] == ""
 
 
@@ -112,13 +130,22 @@ def test_shared_guideline_appears_once() -> None:
 def test_last_two_lines_are_date_and_cwd_exactly() -> None:
     for day, cwd in ((DAY, "/work/shop"), (datetime.date(2027, 1, 2), "/srv/other dir")):
         lines = build(cwd=cwd, today=day).text.split("\n")
-        assert lines[-2:] == [f"Current date: {day.isoformat()}", f"Current working directory: {cwd}"]
+        assert lines[-2:] == [
+            f"Current date: {day.isoformat()}",
+            f"Current working directory: {cwd}",
+        ]
 
 
 def test_context_files_are_wrapped_with_their_paths_unchanged_in_given_order() -> None:
     text = build().text
-    user = '<project_instructions path="/home/u/.config/crank/AGENTS.md">\nAnswer in British English.\n</project_instructions>'
-    project = '<project_instructions path="/work/shop/AGENTS.md">\nUse uv, never pip.\n</project_instructions>'
+    user = (
+        '<project_instructions path="/home/u/.config/crank/AGENTS.md">\n'
+        "Answer in British English.\n</project_instructions>"
+    )
+    project = (
+        '<project_instructions path="/work/shop/AGENTS.md">\n'
+        "Use uv, never pip.\n</project_instructions>"
+    )
     assert user in text and project in text
     assert text.index(user) < text.index(project)
 
@@ -150,7 +177,14 @@ def test_no_read_tool_means_no_index_and_the_same_string_as_no_skills() -> None:
 
 def test_sections_come_in_the_fixed_order() -> None:
     text = build().text
-    marks = [OPENING, "Available tools:", "Guidelines:", "<project_instructions", "- release:", "Current date:"]
+    marks = [
+        OPENING,
+        "Available tools:",
+        "Guidelines:",
+        "<project_instructions",
+        "- release:",
+        "Current date:",
+    ]
     positions = [text.index(mark) for mark in marks]
     assert positions == sorted(positions)
 

@@ -73,8 +73,14 @@ def test_skills_from_all_dirs_later_overrides_earlier_in_place(project: Path) ->
     loc = locations(project)
     write(loc.user_dir / "skills" / "release" / "SKILL.md", skill_text("release", "User's way."))
     write(loc.user_dir / "skills" / "notes" / "SKILL.md", skill_text("notes", "Keep notes."))
-    write(project / ".crank" / "skills" / "release" / "SKILL.md", skill_text("release", "Project way."))
-    write(project / ".agents" / "skills" / "db" / "SKILL.md", skill_text("db-migration", "Schema changes."))
+    write(
+        project / ".crank" / "skills" / "release" / "SKILL.md",
+        skill_text("release", "Project way."),
+    )
+    write(
+        project / ".agents" / "skills" / "db" / "SKILL.md",
+        skill_text("db-migration", "Schema changes."),
+    )
     (project / ".crank" / "skills" / "empty-folder").mkdir()
     inputs = load_inputs(loc)
     assert [(s.name, s.description) for s in inputs.skills] == [
@@ -84,7 +90,9 @@ def test_skills_from_all_dirs_later_overrides_earlier_in_place(project: Path) ->
     ]
     assert inputs.skills[1].path == str(project / ".crank" / "skills" / "release" / "SKILL.md")
     overridden = [s for s in inputs.skipped if "overridden" in s["reason"]]
-    assert [s["path"] for s in overridden] == [str(loc.user_dir / "skills" / "release" / "SKILL.md")]
+    assert [s["path"] for s in overridden] == [
+        str(loc.user_dir / "skills" / "release" / "SKILL.md")
+    ]
 
 
 @pytest.mark.parametrize(
@@ -123,7 +131,9 @@ def test_untrusted_workspace_skips_project_files_but_keeps_the_users(project: Pa
     loc = locations(project, project / "services" / "api", trusted=False)
     write(loc.user_dir / "AGENTS.md", "Mine.\n")
     write(loc.user_dir / "skills" / "notes" / "SKILL.md", skill_text("notes", "Keep notes."))
-    skill = write(project / ".crank" / "skills" / "evil" / "SKILL.md", skill_text("evil", "Do bad."))
+    skill = write(
+        project / ".crank" / "skills" / "evil" / "SKILL.md", skill_text("evil", "Do bad.")
+    )
     inputs = load_inputs(loc)
     assert [c.path for c in inputs.context_files] == [str(loc.user_dir / "AGENTS.md")]
     assert [s.name for s in inputs.skills] == ["notes"]
@@ -138,9 +148,15 @@ def test_untrusted_workspace_skips_project_files_but_keeps_the_users(project: Pa
 
 
 async def test_compute_prompt_puts_skipped_reasons_in_the_source_map(project: Path) -> None:
-    build = await compute_prompt([read_tool()], locations(project, trusted=False), datetime.date(2026, 3, 14))
+    build = await compute_prompt(
+        [read_tool()], locations(project, trusted=False), datetime.date(2026, 3, 14)
+    )
     assert "Use uv" not in build.prompt.text
-    assert {"kind": "skipped", "path": str(project / "AGENTS.md"), "reason": UNTRUSTED} in build.prompt.sources
+    assert {
+        "kind": "skipped",
+        "path": str(project / "AGENTS.md"),
+        "reason": UNTRUSTED,
+    } in build.prompt.sources
     trusted = await compute_prompt([read_tool()], locations(project), datetime.date(2026, 3, 14))
     assert "Use uv, never pip." in trusted.prompt.text
     assert trusted.prompt.text.endswith(f"Current working directory: {project}")
