@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import datetime
-import os
 import statistics
 import tempfile
 import time
@@ -26,22 +25,9 @@ from pathlib import Path
 from watchfiles import awatch
 
 from crank.prompt import PromptLocations, PromptWatcher, SystemPrompt, compute_prompt
+from crank.prompt.watcher import inotify_watch_count
 
 DAY = datetime.date(2026, 3, 14)
-
-
-def inotify_watches() -> int:
-    """Inotify watches held by this process, summed over its inotify descriptors."""
-    total = 0
-    for fd in os.listdir("/proc/self/fd"):
-        try:
-            if os.readlink(f"/proc/self/fd/{fd}") != "anon_inode:inotify":
-                continue
-            with open(f"/proc/self/fdinfo/{fd}") as info:
-                total += sum(1 for line in info if line.startswith("inotify wd:"))
-        except OSError:
-            continue
-    return total
 
 
 def generate_tree(root: Path, files: int) -> Path:
@@ -101,11 +87,11 @@ async def latency(root: Path, cwd: Path, writes: int) -> list[float]:
 
 
 async def footprint(root: Path, cwd: Path) -> tuple[float, int, float, int]:
-    before = inotify_watches()
+    before = inotify_watch_count()
     began = time.perf_counter()
     watcher, _ = await start_watcher(root, cwd)
     ours_ms = (time.perf_counter() - began) * 1000
-    ours = inotify_watches() - before
+    ours = inotify_watch_count() - before
     await watcher.stop()
 
     stop = asyncio.Event()
@@ -114,7 +100,7 @@ async def footprint(root: Path, cwd: Path) -> tuple[float, int, float, int]:
     pending = asyncio.ensure_future(anext(changes, None))
     await asyncio.sleep(0)
     naive_ms = (time.perf_counter() - began) * 1000
-    naive = inotify_watches() - before
+    naive = inotify_watch_count() - before
     stop.set()
     await pending
     return ours_ms, ours, naive_ms, naive

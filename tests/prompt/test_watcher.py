@@ -12,6 +12,8 @@ import pytest
 from prompt_helpers import bash_tool, read_tool
 
 from crank.prompt import PromptLocations, PromptWatcher, SystemPrompt, compute_prompt
+from crank.prompt.loader import UNTRUSTED
+from crank.prompt.watcher import inotify_watch_count
 
 DAY = datetime.date(2026, 3, 14)
 QUIET = 0.3
@@ -229,5 +231,41 @@ async def test_a_failing_rebuild_or_callback_keeps_the_last_prompt(root: Path) -
         while "Two." not in prompt.text:
             prompt = await recorder.next()
         assert watcher.running
+    finally:
+        await watcher.stop()
+
+
+async def test_inotify_watches_stay_few_however_big_node_modules_is(tmp_path: Path) -> None:
+    root = tmp_path / "big"
+    for n in range(300):
+        (root / "node_modules" / f"pkg{n}" / "lib").mkdir(parents=True)
+    (root / ".git" / "objects" / "ab").mkdir(parents=True)
+    write(root / "AGENTS.md", "Rules.\n")
+    locations = PromptLocations(root, root, True, user_dir=tmp_path / "user-config")
+    recorder = Recorder(locations)
+    before = inotify_watch_count()
+    watcher = PromptWatcher(locations, recorder.rebuild, recorder.on_change)
+    await watcher.start()
+    try:
+        held = inotify_watch_count() - before
+    finally:
+        await watcher.stop()
+    assert 1 <= held <= 3  # root and tmp_path (nearest parent of the missing user dir)
+    assert inotify_watch_count() == before
+
+
+async def test_granting_trust_announces_the_project_files(root: Path) -> None:
+    untrusted = PromptLocations(root, root, False, user_dir=root.parent / "user-config")
+    recorder = Recorder(untrusted)
+    watcher = PromptWatcher(untrusted, recorder.rebuild, recorder.on_change)
+    await watcher.start()
+    try:
+        first = await recorder.next()
+        assert "Use uv" not in first.text
+        skipped = {"kind": "skipped", "path": str(root / "AGENTS.md"), "reason": UNTRUSTED}
+        assert skipped in first.sources
+        recorder.locations = PromptLocations(root, root, True, user_dir=untrusted.user_dir)
+        await watcher.set_locations(recorder.locations)
+        assert "Use uv, never pip." in (await recorder.next()).text
     finally:
         await watcher.stop()
