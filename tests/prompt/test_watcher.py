@@ -43,6 +43,17 @@ class Recorder:
         async with asyncio.timeout(1.0):
             return await self.announced.get()
 
+    async def until(self, fragment: str) -> SystemPrompt:
+        """The first announced prompt holding ``fragment`` (a write may be seen in parts)."""
+        prompt = await self.next()
+        while fragment not in prompt.text:
+            prompt = await self.next()
+        return prompt
+
+
+def skill_md(name: str, description: str) -> str:
+    return f"---\nname: {name}\ndescription: {description}\n---\nSteps.\n"
+
 
 def write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -121,13 +132,8 @@ async def test_deleting_and_breaking_inputs_never_stops_the_watcher(
     prompt = await recorder.next()
     assert "Use uv" not in prompt.text
     write(root / ".crank" / "skills" / "bad" / "SKILL.md", "---\nname: [broken\n---\n")
-    write(
-        root / ".crank" / "skills" / "good" / "SKILL.md",
-        "---\nname: good\ndescription: Fine.\n---\n",
-    )
-    prompt = await recorder.next()
-    while "- good: Fine." not in prompt.text:
-        prompt = await recorder.next()
+    write(root / ".crank" / "skills" / "good" / "SKILL.md", skill_md("good", "Fine."))
+    await recorder.until("- good: Fine.")
     assert any("not valid YAML" in problem for problem in recorder.problems)
     shutil.rmtree(root / ".crank")
     prompt = await recorder.next()
@@ -142,17 +148,9 @@ async def test_a_skills_directory_created_later_is_noticed(
 ) -> None:
     _, recorder = started
     assert not (root / ".agents").exists()
-    write(
-        root / ".agents" / "skills" / "release" / "SKILL.md",
-        "---\nname: release\ndescription: Ship it.\n---\n",
-    )
-    prompt = await recorder.next()
-    while "- release: Ship it." not in prompt.text:
-        prompt = await recorder.next()
-    write(
-        root / ".agents" / "skills" / "release" / "SKILL.md",
-        "---\nname: release\ndescription: Ship v2.\n---\n",
-    )
+    write(root / ".agents" / "skills" / "release" / "SKILL.md", skill_md("release", "Ship it."))
+    await recorder.until("- release: Ship it.")
+    write(root / ".agents" / "skills" / "release" / "SKILL.md", skill_md("release", "Ship v2."))
     prompt = await recorder.next()
     assert "- release: Ship v2." in prompt.text
 
@@ -162,9 +160,7 @@ async def test_the_user_config_dir_is_watched_even_before_it_exists(
 ) -> None:
     _, recorder = started
     write(root.parent / "user-config" / "AGENTS.md", "Answer briefly.\n")
-    prompt = await recorder.next()
-    while "Answer briefly." not in prompt.text:
-        prompt = await recorder.next()
+    prompt = await recorder.until("Answer briefly.")
     assert prompt.text.index("Answer briefly.") < prompt.text.index("Use uv")
 
 
@@ -227,9 +223,7 @@ async def test_a_failing_rebuild_or_callback_keeps_the_last_prompt(root: Path) -
         await asyncio.sleep(QUIET)
         assert watcher.current == first
         write(root / "AGENTS.md", "Two.\n")
-        prompt = await recorder.next()
-        while "Two." not in prompt.text:
-            prompt = await recorder.next()
+        await recorder.until("Two.")
         assert watcher.running
     finally:
         await watcher.stop()
