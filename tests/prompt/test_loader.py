@@ -168,3 +168,16 @@ def test_unreadable_context_file_is_reported_not_raised(project: Path) -> None:
     target.mkdir()  # a directory named AGENTS.md: not a file, so CLAUDE.md rules apply
     write(project / "CLAUDE.md", "Fallback.\n")
     assert [c.text for c in load_inputs(locations(project)).context_files] == ["Fallback.\n"]
+
+
+def test_locations_are_normalised_to_absolute_paths(
+    project: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(project.parent)
+    loc = PromptLocations(
+        Path("shop"), Path("shop/services/../services/api"), True, user_dir=Path("u")
+    )
+    assert loc.workspace_root == project
+    assert loc.path_dirs() == [project, project / "services", project / "services" / "api"]
+    assert loc.user_dir == project.parent / "u"
+    assert load_inputs(loc).context_files[0].path == str(project / "AGENTS.md")

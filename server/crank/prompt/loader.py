@@ -24,6 +24,7 @@ few stats and small reads); ``compute_prompt`` runs it in a worker thread.
 from __future__ import annotations
 
 import datetime
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,13 +53,18 @@ class PromptLocations:
     """Where the prompt's inputs live for one workspace.
 
     ``cwd`` should be inside ``workspace_root``; if it is not, only the root's context
-    file is read (nothing outside the workspace is walked).
+    file is read (nothing outside the workspace is walked). Paths are made absolute and
+    normalised (``..`` folded) so they compare equal to the paths the watcher reports.
     """
 
     workspace_root: Path
     cwd: Path
     trusted: bool
     user_dir: Path = field(default_factory=default_user_dir)
+
+    def __post_init__(self) -> None:
+        for name in ("workspace_root", "cwd", "user_dir"):
+            object.__setattr__(self, name, Path(os.path.abspath(getattr(self, name))))
 
     def path_dirs(self) -> list[Path]:
         """The workspace root, then each directory down to ``cwd``."""
