@@ -1,1 +1,24 @@
-"""crank.prompt"""
+"""crank.prompt: the system prompt, computed from what is really there, and its watcher.
+
+- ``builder``: the pure function (tools, context files, skills, cwd, date) -> prompt.
+- ``loader``: reads context files and skills from disk, honouring workspace trust.
+- ``watcher``: rebuilds the prompt when one of its inputs changes on disk.
+"""
+
+from .builder import ContextFile, Skill, Source, SystemPrompt, build_system_prompt
+from .loader import LoadedInputs, PromptBuild, PromptLocations, compute_prompt, load_inputs
+from .watcher import PromptWatcher
+
+__all__ = [
+    "ContextFile",
+    "LoadedInputs",
+    "PromptBuild",
+    "PromptLocations",
+    "PromptWatcher",
+    "Skill",
+    "Source",
+    "SystemPrompt",
+    "build_system_prompt",
+    "compute_prompt",
+    "load_inputs",
+]

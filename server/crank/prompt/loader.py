@@ -1,0 +1,265 @@
+"""The loader: reads from disk everything the builder needs, and nothing else.
+
+What feeds the prompt (``PromptLocations`` names every place):
+
+- context files: the user's own (``AGENTS.md``, else ``CLAUDE.md``, in the user config
+  directory), then, from the workspace root down to the working directory, each
+  directory's ``AGENTS.md`` (or its ``CLAUDE.md`` when it has no ``AGENTS.md``); broad
+  to specific, each resolved path once, so a symlink cannot bring a file in twice;
+- skills: ``<dir>/<folder>/SKILL.md`` with YAML front matter (``name``,
+  ``description``) in the user skills directory, then the project's ``.crank/skills``
+  and ``.agents/skills``; folders in name order; a later skill overrides an earlier one
+  of the same name (in the earlier one's place in the index).
+
+Trust: project-local files are whoever wrote the repository talking to the model, so
+for an untrusted workspace they are not read at all; each is listed as a skipped
+source with the reason. The user's own files load either way.
+
+Nothing here raises for a bad file: a broken skill, an unreadable or non-UTF-8 file is
+left out, listed as skipped with the reason, and described in ``problems`` (one
+sentence each, for a log message to the client). Loading is synchronous and cheap (a
+few stats and small reads); ``compute_prompt`` runs it in a worker thread.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import anyio.to_thread
+import platformdirs
+import yaml
+
+from crank.agent.tools import Tool
+
+from .builder import ContextFile, Skill, Source, SystemPrompt, build_system_prompt, one_line
+
+CONTEXT_NAMES = ("AGENTS.md", "CLAUDE.md")
+"""Per directory, the first of these that exists is the directory's context file."""
+SKILL_FILE = "SKILL.md"
+PROJECT_SKILL_DIRS = (Path(".crank") / "skills", Path(".agents") / "skills")
+UNTRUSTED = "the workspace is not trusted, so project-local files are not loaded"
+
+
+def default_user_dir() -> Path:
+    return Path(platformdirs.user_config_dir("crank"))
+
+
+@dataclass(frozen=True)
+class PromptLocations:
+    """Where the prompt's inputs live for one workspace.
+
+    ``cwd`` should be inside ``workspace_root``; if it is not, only the root's context
+    file is read (nothing outside the workspace is walked). Paths are made absolute and
+    normalised (``..`` folded) so they compare equal to the paths the watcher reports.
+    """
+
+    workspace_root: Path
+    cwd: Path
+    trusted: bool
+    user_dir: Path = field(default_factory=default_user_dir)
+
+    def __post_init__(self) -> None:
+        for name in ("workspace_root", "cwd", "user_dir"):
+            object.__setattr__(self, name, Path(os.path.abspath(getattr(self, name))))
+
+    def path_dirs(self) -> list[Path]:
+        """The workspace root, then each directory down to ``cwd``."""
+        root = self.workspace_root
+        try:
+            relative = self.cwd.relative_to(root)
+        except ValueError:
+            return [root]
+        dirs = [root]
+        for part in relative.parts:
+            if part in ("", "."):
+                continue
+            if part == "..":
+                return [root]
+            dirs.append(dirs[-1] / part)
+        return dirs
+
+    def user_skills_dir(self) -> Path:
+        return self.user_dir / "skills"
+
+    def project_skills_dirs(self) -> list[Path]:
+        return [self.workspace_root / sub for sub in PROJECT_SKILL_DIRS]
+
+    def skills_dirs(self) -> list[tuple[Path, bool]]:
+        """Every skills directory in override order, with whether it is project-local."""
+        return [(self.user_skills_dir(), False)] + [
+            (path, True) for path in self.project_skills_dirs()
+        ]
+
+
+@dataclass(frozen=True)
+class LoadedInputs:
+    context_files: tuple[ContextFile, ...]
+    skills: tuple[Skill, ...]
+    skipped: tuple[Source, ...]
+    problems: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class PromptBuild:
+    """A built prompt and the problems met while loading its inputs."""
+
+    prompt: SystemPrompt
+    problems: tuple[str, ...]
+
+
+class _Collector:
+    def __init__(self) -> None:
+        self.skipped: list[Source] = []
+        self.problems: list[str] = []
+
+    def skip(self, path: Path, reason: str, problem: str | None = None) -> None:
+        self.skipped.append({"kind": "skipped", "path": str(path), "reason": reason})
+        if problem is not None:
+            self.problems.append(problem)
+
+
+def _read_text(path: Path, what: str, out: _Collector) -> str | None:
+    """The file's text, or None (with the reason recorded) if it cannot be used."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None  # removed between listing and reading: it is simply not there
+    except OSError as exc:
+        reason = f"unreadable: {exc.strerror or type(exc).__name__}"
+        out.skip(path, reason, f"{what} {path} left out: {reason}")
+        return None
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        reason = f"not UTF-8 text (byte {exc.start})"
+        out.skip(path, reason, f"{what} {path} left out: {reason}")
+        return None
+
+
+def _context_file_in(directory: Path) -> Path | None:
+    for name in CONTEXT_NAMES:
+        candidate = directory / name
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def _identity(path: Path) -> Path:
+    try:
+        return path.resolve()
+    except OSError:
+        return path
+
+
+def load_context_files(locations: PromptLocations, out: _Collector) -> list[ContextFile]:
+    found: list[tuple[Path, bool]] = []
+    user_file = _context_file_in(locations.user_dir)
+    if user_file is not None:
+        found.append((user_file, False))
+    for directory in locations.path_dirs():
+        project_file = _context_file_in(directory)
+        if project_file is not None:
+            found.append((project_file, True))
+    files: list[ContextFile] = []
+    seen: set[Path] = set()
+    for path, project_local in found:
+        identity = _identity(path)
+        if identity in seen:
+            continue
+        seen.add(identity)
+        if project_local and not locations.trusted:
+            out.skip(path, UNTRUSTED)
+            continue
+        text = _read_text(path, "context file", out)
+        if text is not None:
+            files.append(ContextFile(path=str(path), text=text))
+    return files
+
+
+def parse_skill(path: Path, text: str) -> Skill | str:
+    """The skill its front matter describes, or a sentence saying what is wrong."""
+    lines = text.removeprefix("\ufeff").splitlines()
+    if not lines or lines[0].strip() != "---":
+        return "no YAML front matter (the file must start with a '---' line)"
+    try:
+        end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
+    except StopIteration:
+        return "front matter is not closed by a '---' line"
+    try:
+        data = yaml.safe_load("\n".join(lines[1:end]))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 2}" if mark is not None else ""
+        return f"front matter is not valid YAML{where}"
+    if not isinstance(data, dict):
+        return "front matter must be a mapping with 'name' and 'description'"
+    fields: dict[str, str] = {}
+    for key in ("name", "description"):
+        value = data.get(key)
+        if not isinstance(value, str) or not one_line(value):
+            return f"front matter has no '{key}' (a non-empty string is required)"
+        fields[key] = one_line(value)
+    return Skill(name=fields["name"], description=fields["description"], path=str(path))
+
+
+def _skill_files(directory: Path) -> list[Path]:
+    try:
+        entries = sorted(directory.iterdir(), key=lambda p: p.name)
+    except OSError:
+        return []
+    return [entry / SKILL_FILE for entry in entries if (entry / SKILL_FILE).is_file()]
+
+
+def load_skills(locations: PromptLocations, out: _Collector) -> list[Skill]:
+    by_name: dict[str, Skill] = {}
+    for directory, project_local in locations.skills_dirs():
+        for path in _skill_files(directory):
+            if project_local and not locations.trusted:
+                out.skip(path, UNTRUSTED)
+                continue
+            text = _read_text(path, "skill", out)
+            if text is None:
+                continue
+            parsed = parse_skill(path, text)
+            if isinstance(parsed, str):
+                out.skip(path, f"broken skill: {parsed}", f"skill {path} left out: {parsed}")
+                continue
+            earlier = by_name.get(parsed.name)
+            if earlier is not None:
+                out.skip(Path(earlier.path), f"skill '{parsed.name}' is overridden by {path}")
+            by_name[parsed.name] = parsed
+    return list(by_name.values())
+
+
+def load_inputs(locations: PromptLocations) -> LoadedInputs:
+    """Read every input of the prompt for these locations (blocking; never raises for
+    a bad file)."""
+    out = _Collector()
+    context_files = load_context_files(locations, out)
+    skills = load_skills(locations, out)
+    return LoadedInputs(
+        context_files=tuple(context_files),
+        skills=tuple(skills),
+        skipped=tuple(out.skipped),
+        problems=tuple(out.problems),
+    )
+
+
+async def compute_prompt(
+    tools: Sequence[Tool], locations: PromptLocations, today: datetime.date
+) -> PromptBuild:
+    """Load the inputs in a worker thread and build the prompt for ``locations.cwd``."""
+    inputs = await anyio.to_thread.run_sync(load_inputs, locations)
+    prompt = build_system_prompt(
+        tools,
+        inputs.context_files,
+        inputs.skills,
+        str(locations.cwd),
+        today,
+        skipped=inputs.skipped,
+    )
+    return PromptBuild(prompt=prompt, problems=inputs.problems)
