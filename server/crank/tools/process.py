@@ -69,7 +69,8 @@ def _live_member(pgid: int) -> bool:
 
 
 async def kill_group(process: asyncio.subprocess.Process) -> None:
-    """SIGTERM the whole group, then SIGKILL it if anything is left after the grace."""
+    """SIGTERM the whole group, then SIGKILL it if anything is left after the grace;
+    returns once nothing in the group is running (SIGKILL is not instant)."""
     pgid = process.pid
     try:
         os.killpg(pgid, signal.SIGTERM)
@@ -83,5 +84,7 @@ async def kill_group(process: asyncio.subprocess.Process) -> None:
         await asyncio.sleep(POLL_SECONDS)
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGKILL)
-    with contextlib.suppress(ProcessLookupError):
-        await process.wait()
+    await process.wait()
+    deadline = loop.time() + KILL_GRACE_SECONDS
+    while _live_member(pgid) and loop.time() < deadline:
+        await asyncio.sleep(POLL_SECONDS)
