@@ -23,10 +23,16 @@ def alive(pid: int) -> bool:
     return stat[stat.rfind(")") + 2] != "Z"
 
 
+def text_of(path: Path) -> str:
+    return path.read_text().strip() if path.exists() else ""
+
+
 async def wait_for_file(path: Path) -> str:
-    while not path.exists() or not path.read_text().strip():
+    for _ in range(1000):
+        if text := text_of(path):
+            return text
         await asyncio.sleep(0.01)
-    return path.read_text().strip()
+    raise AssertionError(f"{path} never appeared")
 
 
 async def test_output_and_exit_code(root: Path, tools: list[Tool]) -> None:
@@ -98,7 +104,7 @@ async def test_long_output_keeps_tail_and_saves_all(tmp_path: Path, tools: list[
     saved = result.details and result.details["fullOutputPath"]
     assert saved and f"Full output saved to {saved}" in result.content
     assert Path(saved).parent == tmp_path / "outputs"
-    assert Path(saved).read_text() == "".join(f"{n}\n" for n in range(1, 5001))
+    assert text_of(Path(saved)) == "".join(f"{n}\n" for n in range(1, 5001)).strip()
     assert "of 5000 lines" in result.content
 
 

@@ -57,7 +57,7 @@ async def test_tolerant_of_trailing_whitespace(root: Path, tools: list[Tool]) ->
 
 async def test_tolerant_of_typographic_quotes(root: Path, tools: list[Tool]) -> None:
     (root / "a.md").write_text("He said \u201chello\u201d and it\u2019s fine.\n")
-    old = "said \"hello\" and it's"
+    old = 'said "hello" and it\'s'
     result = await call(tools, "edit", {"path": "a.md", "oldText": old, "newText": "said hi and"})
     assert not result.is_error, result.content
     assert (root / "a.md").read_text() == "He said hi and fine.\n"

@@ -13,6 +13,7 @@ import contextlib
 import os
 import shutil
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 KILL_GRACE_SECONDS = 2.0
@@ -68,6 +69,17 @@ def _live_member(pgid: int) -> bool:
     return False
 
 
+async def _within(seconds: float, done: Callable[[], bool]) -> bool:
+    """Poll ``done`` until it holds (True) or ``seconds`` pass (False)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while loop.time() < deadline:
+        if done():
+            return True
+        await asyncio.sleep(POLL_SECONDS)
+    return done()
+
+
 async def kill_group(process: asyncio.subprocess.Process) -> None:
     """SIGTERM the whole group, then SIGKILL it if anything is left after the grace;
     returns once nothing in the group is running (SIGKILL is not instant)."""
@@ -76,15 +88,11 @@ async def kill_group(process: asyncio.subprocess.Process) -> None:
         os.killpg(pgid, signal.SIGTERM)
     except ProcessLookupError:
         return
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + KILL_GRACE_SECONDS
-    while loop.time() < deadline:
-        if process.returncode is not None and not _live_member(pgid):
-            return
-        await asyncio.sleep(POLL_SECONDS)
+    if await _within(
+        KILL_GRACE_SECONDS, lambda: process.returncode is not None and not _live_member(pgid)
+    ):
+        return
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGKILL)
     await process.wait()
-    deadline = loop.time() + KILL_GRACE_SECONDS
-    while _live_member(pgid) and loop.time() < deadline:
-        await asyncio.sleep(POLL_SECONDS)
+    await _within(KILL_GRACE_SECONDS, lambda: not _live_member(pgid))

@@ -142,8 +142,6 @@ def _rg_args(rg: str, query: Query, base: Path) -> list[str]:
         args.append("--fixed-strings")
     if query.context:
         args += ["--context", str(query.context)]
-    if query.glob:
-        args += ["--glob", query.glob]
     return [*args, "--regexp", query.pattern, "--", str(base)]
 
 
@@ -165,7 +163,11 @@ def _hit_of(line: bytes) -> Hit | None:
 
 
 async def rg_search(rg: str, query: Query, base: Path, skip: set[Path]) -> list[Hit]:
-    """Run ripgrep over the disk, leaving out ``skip`` (files searched elsewhere)."""
+    """Run ripgrep over the disk, leaving out ``skip`` (files searched elsewhere).
+
+    The file glob is applied here rather than with ``--glob``, because ripgrep lets a
+    ``--glob`` override .gitignore and the two engines must agree.
+    """
     process = await asyncio.create_subprocess_exec(
         *_rg_args(rg, query, base),
         stdin=asyncio.subprocess.DEVNULL,
@@ -179,7 +181,7 @@ async def rg_search(rg: str, query: Query, base: Path, skip: set[Path]) -> list[
     try:
         async for line in process.stdout:
             hit = _hit_of(line)
-            if hit is None or hit.path in skip:
+            if hit is None or hit.path in skip or not wanted(query, base, hit.path):
                 continue
             hits.append(hit)
             matches += hit.match
