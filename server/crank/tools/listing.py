@@ -18,6 +18,12 @@ LS_LIMIT = 500
 FIND_LIMIT = 1000
 
 
+def capped(items: list[str], limit: int, note: str) -> str:
+    """One item a line, at most ``limit`` of them, and ``note`` if some were left out."""
+    text = "\n".join(items[:limit])
+    return f"{text}\n\n[{note}]" if len(items) > limit else text
+
+
 def _entries(directory: Path, display: str) -> list[str]:
     try:
         with os.scandir(directory) as scan:
@@ -48,10 +54,8 @@ def make_ls(ctx: ToolContext) -> Tool:
         names = await anyio.to_thread.run_sync(_entries, path, display)
         if not names:
             return ToolOutput(f"({display} is empty)")
-        text = "\n".join(names[:limit])
-        if len(names) > limit:
-            text += f"\n\n[Showing {limit} of {len(names)} entries. Raise limit to see more.]"
-        return ToolOutput(text)
+        note = f"Showing {limit} of {len(names)} entries. Raise limit to see more."
+        return ToolOutput(capped(names, limit, note))
 
     return Tool(
         name="ls",
@@ -99,10 +103,8 @@ def make_find(ctx: ToolContext) -> Tool:
             stop[0] = True
         if not found:
             return ToolOutput(f"No files match {pattern!r} under {ctx.display(base)}.")
-        text = "\n".join(found[:limit])
-        if len(found) > limit:
-            text += f"\n\n[Showing the first {limit} matches. Narrow the pattern or the path.]"
-        return ToolOutput(text)
+        note = f"Showing the first {limit} matches. Narrow the pattern or the path."
+        return ToolOutput(capped(found, limit, note))
 
     return Tool(
         name="find",
