@@ -1,1 +1,60 @@
-"""crank.tools"""
+"""crank.tools: the standard tools over a workspace (disk plus open editor buffers).
+
+``standard_tools(ctx)`` gives read, write, edit, bash, ls, grep and find;
+``read_only_tools(ctx)`` gives read, ls, grep and find. ``ToolContext`` carries what
+the tools need from the editor (see ``context``); its defaults need no editor.
+"""
+
+from __future__ import annotations
+
+from crank.agent.tools import Tool
+
+from .bash import make_bash
+from .context import (
+    ApplyEdit,
+    ApprovalRequest,
+    Approve,
+    Decision,
+    Documents,
+    EditRefused,
+    MemoryDocuments,
+    NoDocuments,
+    Outside,
+    ToolContext,
+)
+from .edit import make_edit
+from .grep import make_grep
+from .listing import make_find, make_ls
+from .read import make_read
+from .write import make_write
+
+__all__ = [
+    "ApplyEdit",
+    "ApprovalRequest",
+    "Approve",
+    "Decision",
+    "Documents",
+    "EditRefused",
+    "MemoryDocuments",
+    "NoDocuments",
+    "Outside",
+    "ToolContext",
+    "read_only_tools",
+    "standard_tools",
+]
+
+
+def read_only_tools(ctx: ToolContext) -> list[Tool]:
+    return [make_read(ctx), make_ls(ctx), make_grep(ctx), make_find(ctx)]
+
+
+def standard_tools(ctx: ToolContext) -> list[Tool]:
+    return [
+        make_read(ctx),
+        make_write(ctx),
+        make_edit(ctx),
+        make_bash(ctx),
+        make_ls(ctx),
+        make_grep(ctx),
+        make_find(ctx),
+    ]

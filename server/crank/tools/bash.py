@@ -1,0 +1,171 @@
+"""bash: run a shell command in the workspace, streaming its output.
+
+Output (stdout and stderr merged, in arrival order) goes to ``on_update`` as it
+arrives. The result keeps the end of the output, where errors and summaries are; when
+that is not all of it, the whole output is saved in ``output_dir`` and the last line
+says where. A timeout or an abort (the task is cancelled) kills the whole process
+group; the cancellation is then re-raised for the caller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import codecs
+import signal as signals
+from dataclasses import dataclass
+from typing import Any
+
+from crank.agent.tools import MAX_BYTES, MAX_LINES, OnUpdate, Tool, ToolOutput, truncate
+
+from .capture import Capture
+from .change import declined
+from .context import ToolContext
+from .process import kill_group, start
+
+DEFAULT_TIMEOUT = 120.0
+DRAIN_SECONDS = 0.5
+READ_CHUNK = 65536
+
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "command": {"type": "string", "minLength": 1, "description": "Shell command to run."},
+        "timeout": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "description": f"Seconds before the command is killed (default {DEFAULT_TIMEOUT:g}).",
+        },
+    },
+    "required": ["command"],
+    "additionalProperties": False,
+}
+
+
+@dataclass
+class Finished:
+    exit_code: int | None
+    timed_out: bool
+    left_running: bool
+    capture: Capture
+
+
+async def _pump(stream: asyncio.StreamReader, capture: Capture, on_update: OnUpdate) -> None:
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    while chunk := await stream.read(READ_CHUNK):
+        text = decoder.decode(chunk)
+        if text:
+            capture.add(text)
+            on_update(text)
+    rest = decoder.decode(b"", final=True)
+    if rest:
+        capture.add(rest)
+        on_update(rest)
+
+
+async def run_command(
+    ctx: ToolContext, command: str, seconds: float, on_update: OnUpdate
+) -> Finished:
+    capture = Capture(ctx.output_dir)
+    process = await start(command, ctx.root)
+    assert process.stdout is not None
+    reader = asyncio.create_task(_pump(process.stdout, capture, on_update))
+    timed_out = False
+    try:
+        try:
+            async with asyncio.timeout(seconds):
+                await process.wait()
+        except TimeoutError:
+            timed_out = True
+            await kill_group(process)
+        done, _ = await asyncio.wait({reader}, timeout=DRAIN_SECONDS)
+        left_running = not done
+        if left_running:
+            reader.cancel()
+        else:
+            reader.result()
+    except asyncio.CancelledError:
+        await kill_group(process)
+        reader.cancel()
+        capture.close()
+        raise
+    return Finished(process.returncode, timed_out, left_running, capture)
+
+
+def _status(done: Finished, timeout: float) -> str | None:
+    code = done.exit_code
+    if done.timed_out:
+        return f"Command timed out after {timeout:g} seconds; it and its children were killed."
+    if code is not None and code < 0:
+        try:
+            name = signals.Signals(-code).name
+        except ValueError:
+            name = str(-code)
+        return f"Command was killed by signal {name}."
+    if code:
+        return f"Command exited with code {code}."
+    return None
+
+
+def report(done: Finished, timeout: float) -> ToolOutput:
+    capture = done.capture
+    cut = truncate(capture.tail(), "tail", max_lines=MAX_LINES - 6, max_bytes=MAX_BYTES - 1024)
+    notes: list[str] = []
+    saved = None
+    if cut.truncated or capture.path is not None:
+        saved = capture.spill()
+        notes.append(
+            f"[Output truncated: showing the last {cut.kept_lines} of {capture.lines} lines. "
+            f"Full output saved to {saved}]"
+        )
+    capture.close()
+    if done.left_running:
+        notes.append(
+            "[Background processes still hold the output open; later output is not shown.]"
+        )
+    status = _status(done, timeout)
+    if status:
+        notes.append(status)
+    body = cut.text if capture.total_chars else "(no output)"
+    content = "\n\n".join([body.rstrip("\n"), *notes])
+    details = {
+        "exitCode": done.exit_code,
+        "timedOut": done.timed_out,
+        "fullOutputPath": str(saved) if saved else None,
+    }
+    return ToolOutput(content, is_error=status is not None, details=details)
+
+
+def make_bash(ctx: ToolContext) -> Tool:
+    async def execute(args: dict[str, Any], signal: object, on_update: OnUpdate) -> ToolOutput:
+        command: str = args["command"]
+        timeout = float(args.get("timeout", DEFAULT_TIMEOUT))
+        decision = await ctx.approve(
+            {
+                "toolName": "bash",
+                "arguments": args,
+                "preview": {"kind": "command", "command": command},
+            }
+        )
+        if not decision.allowed:
+            return declined(f"running the command `{command}`", decision)
+        done = await run_command(ctx, command, timeout, on_update)
+        return report(done, timeout)
+
+    return Tool(
+        name="bash",
+        description=(
+            "Run a shell command (bash -c) in the workspace folder. stdout and stderr are merged; "
+            "the last part of the output is returned and, when it is long, the whole output is "
+            f"saved to a file whose path is given. Killed after timeout seconds (default "
+            f"{DEFAULT_TIMEOUT:g}). A non-zero exit code is reported as an error."
+        ),
+        parameters=PARAMETERS,
+        execute=execute,
+        snippet="Run a shell command in the workspace",
+        guidelines=(
+            "Say what a command is for before you run it.",
+            "Give long-running commands a timeout, and do not start commands that wait for input.",
+        ),
+        keep="tail",
+        mutates=True,
+    )

@@ -1,0 +1,178 @@
+"""What the tools need from their surroundings, as small interfaces.
+
+The workspace layer (an editor session) implements these: the overlay of unsaved
+buffers, ``workspace/applyEdit`` for open documents, the approval prompt, and the
+question of whether a path outside the folder may be touched. Every field has a plain
+in-process default so the tools work with no editor at all (``crank run``).
+
+Paths handed to ``documents``, ``apply_edit`` and ``outside`` are absolute and fully
+resolved (symlinks followed), so an implementation can key documents by
+``Path(uri_to_path(uri)).resolve()``.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Literal, Protocol, TypedDict
+
+from crank.agent.tools import ToolError
+
+
+class Documents(Protocol):
+    """The editor's open documents: their current (possibly unsaved) text."""
+
+    def text_of(self, path: Path) -> str | None:
+        """The buffer's text if ``path`` is open in the editor, else None."""
+        ...
+
+    def paths(self) -> Iterable[Path]:
+        """Every open document's path (so a search can see buffers that differ from disk)."""
+        ...
+
+
+class EditRefused(Exception):
+    """Raised by an ``apply_edit`` when the editor did not apply the edit; the message
+    (the client's failureReason) is shown to the model."""
+
+
+ApplyEdit = Callable[[Path, str, str], Awaitable[None]]
+"""``(path, old_text, new_text)``: replace the whole text of an open document.
+``old_text`` is the buffer text the change was computed from, so an implementation can
+refuse if the buffer moved on. Raises EditRefused when the editor says no."""
+
+
+class DiffPreview(TypedDict):
+    kind: Literal["diff"]
+    path: str
+    oldText: str
+    newText: str
+
+
+class CommandPreview(TypedDict):
+    kind: Literal["command"]
+    command: str
+
+
+class ApprovalRequest(TypedDict):
+    toolName: str
+    arguments: dict[str, Any]
+    preview: DiffPreview | CommandPreview
+
+
+@dataclass(frozen=True)
+class Decision:
+    allowed: bool
+    reason: str | None = None
+
+    @classmethod
+    def allow(cls) -> Decision:
+        return cls(True)
+
+    @classmethod
+    def reject(cls, reason: str | None = None) -> Decision:
+        return cls(False, reason)
+
+
+Approve = Callable[[ApprovalRequest], Awaitable[Decision]]
+Outside = Callable[[Path], Awaitable[bool]]
+
+
+class NoDocuments:
+    """No editor: nothing is open."""
+
+    def text_of(self, path: Path) -> str | None:
+        return None
+
+    def paths(self) -> Iterable[Path]:
+        return ()
+
+
+class MemoryDocuments:
+    """Open documents held in memory: a stand-in editor for ``crank run`` and tests.
+
+    ``apply_edit`` follows the editor contract: it refuses an edit computed from text
+    that is no longer the buffer's.
+    """
+
+    def __init__(self, texts: dict[Path, str] | None = None) -> None:
+        self.texts: dict[Path, str] = {p.resolve(): t for p, t in (texts or {}).items()}
+
+    def open(self, path: Path, text: str) -> None:
+        self.texts[path.resolve()] = text
+
+    def text_of(self, path: Path) -> str | None:
+        return self.texts.get(path)
+
+    def paths(self) -> Iterable[Path]:
+        return list(self.texts)
+
+    async def apply_edit(self, path: Path, old_text: str, new_text: str) -> None:
+        current = self.texts.get(path)
+        if current is None:
+            raise EditRefused(f"{path} is not open")
+        if current != old_text:
+            raise EditRefused(f"{path} changed since the edit was computed")
+        self.texts[path] = new_text
+
+
+async def allow_all(request: ApprovalRequest) -> Decision:
+    return Decision.allow()
+
+
+async def refuse_outside(path: Path) -> bool:
+    return False
+
+
+async def no_editor(path: Path, old_text: str, new_text: str) -> None:
+    raise EditRefused(f"no editor is connected to apply the edit to {path}")
+
+
+def _default_output_dir() -> Path:
+    return Path(tempfile.gettempdir()) / f"crank-tool-output-{os.getuid()}"
+
+
+def absolute(root: Path, raw: str) -> Path:
+    """``raw`` made absolute against ``root``, ``~`` expanded, symlinks followed."""
+    given = Path(raw).expanduser()
+    return (given if given.is_absolute() else root / given).resolve()
+
+
+@dataclass(frozen=True)
+class ToolContext:
+    """Everything a tool may touch. ``root`` is the workspace folder; relative paths in
+    tool arguments resolve against it."""
+
+    root: Path
+    documents: Documents = field(default_factory=NoDocuments)
+    apply_edit: ApplyEdit = no_editor
+    approve: Approve = allow_all
+    outside: Outside = refuse_outside
+    output_dir: Path = field(default_factory=_default_output_dir)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", self.root.resolve())
+
+    async def resolve(self, raw: str) -> Path:
+        """The absolute, symlink-free path for a tool argument, after asking ``outside``
+        if it leaves the workspace; ToolError names the path when that is refused."""
+        if not raw.strip():
+            raise ToolError("path must not be empty")
+        resolved = absolute(self.root, raw)
+        if resolved == self.root or resolved.is_relative_to(self.root):
+            return resolved
+        if await self.outside(resolved):
+            return resolved
+        raise ToolError(
+            f"Path '{raw}' resolves to {resolved}, which is outside the workspace "
+            f"{self.root}; access was refused."
+        )
+
+    def display(self, path: Path) -> str:
+        """How a path is shown to the model: relative to the root when inside it."""
+        if path.is_relative_to(self.root):
+            return path.relative_to(self.root).as_posix() or "."
+        return str(path)

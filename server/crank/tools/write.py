@@ -1,0 +1,70 @@
+"""write: create a file or replace all of it.
+
+Parent directories are created. An existing file keeps its line endings and BOM (the
+content is converted to them); a file open in the editor is changed through the
+editor, so the user can undo it there.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from crank.agent.tools import Tool, ToolError, ToolOutput
+
+from .change import apply_change, declined, unified_diff
+from .context import ToolContext
+from .textfile import Text, load_text
+
+PARAMETERS: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "path": {"type": "string", "description": "File to write, relative to the workspace."},
+        "content": {"type": "string", "description": "The complete new content of the file."},
+    },
+    "required": ["path", "content"],
+    "additionalProperties": False,
+}
+
+
+def make_write(ctx: ToolContext) -> Tool:
+    async def execute(args: dict[str, Any], signal: object, on_update: object) -> ToolOutput:
+        path = await ctx.resolve(args["path"])
+        display = ctx.display(path)
+        if path.is_dir():
+            raise ToolError(f"{display} is a directory; give a file path.")
+        before: Text | None = None
+        if ctx.documents.text_of(path) is not None or path.exists():
+            before = await load_text(path, ctx.documents, display)
+        content = args["content"]
+        if before is not None:
+            content = content.removeprefix("\ufeff").replace("\r\n", "\n")
+        decision = await apply_change(
+            ctx, tool_name="write", arguments=args, path=path, before=before, new_body=content
+        )
+        if not decision.allowed:
+            return declined(f"writing {display}", decision)
+        old = before.body if before else ""
+        diff = unified_diff(display, old, content)
+        size = len(content.encode("utf-8"))
+        verb = "Overwrote" if before else "Created"
+        return ToolOutput(
+            f"{verb} {display} ({size} bytes).",
+            details={"path": str(path), "oldText": old, "newText": content, "diff": diff},
+        )
+
+    return Tool(
+        name="write",
+        description=(
+            "Write a file with the given content, creating parent directories. Replaces the "
+            "whole file if it exists (its line endings and BOM are kept)."
+        ),
+        parameters=PARAMETERS,
+        execute=execute,
+        snippet="Create or overwrite a file",
+        guidelines=(
+            "Use write only for new files or complete rewrites.",
+            "Show file paths clearly when working with files.",
+        ),
+        keep="head",
+        mutates=True,
+    )

@@ -1,0 +1,122 @@
+"""bash against real subprocesses. Process-group checks look at /proc: a killed
+grandchild may linger as a zombie if nothing reaps it, which counts as gone."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from crank.agent.model import AbortSignal
+from crank.agent.tools import Tool
+from crank.tools import Decision, ToolContext, standard_tools
+
+from .conftest import Approvals, call
+
+
+def alive(pid: int) -> bool:
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except FileNotFoundError:
+        return False
+    return stat[stat.rfind(")") + 2] != "Z"
+
+
+def text_of(path: Path) -> str:
+    return path.read_text().strip() if path.exists() else ""
+
+
+async def wait_for_file(path: Path) -> str:
+    for _ in range(1000):
+        if text := text_of(path):
+            return text
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"{path} never appeared")
+
+
+async def test_output_and_exit_code(root: Path, tools: list[Tool]) -> None:
+    ok = await call(tools, "bash", {"command": "echo out; echo err >&2; pwd"})
+    assert not ok.is_error
+    assert ok.content == f"out\nerr\n{root}"
+    assert ok.details is not None and ok.details["exitCode"] == 0
+    bad = await call(tools, "bash", {"command": "echo nope; exit 3"})
+    assert bad.is_error
+    assert bad.content == "nope\n\nCommand exited with code 3."
+
+
+async def test_no_output(tools: list[Tool]) -> None:
+    result = await call(tools, "bash", {"command": "true"})
+    assert result.content == "(no output)"
+
+
+async def test_streams_before_the_command_ends(root: Path, tools: list[Tool]) -> None:
+    seen: list[str] = []
+
+    def on_update(text: str) -> None:
+        seen.append(text)
+        if "first" in "".join(seen):
+            (root / "go").touch()
+
+    command = "echo first; while [ ! -f go ]; do sleep 0.02; done; echo second"
+    result = await call(tools, "bash", {"command": command}, on_update=on_update)
+    assert result.content == "first\nsecond"
+    assert "".join(seen) == "first\nsecond\n"
+    assert seen[0].startswith("first")
+
+
+async def test_timeout_kills_the_group(root: Path, tools: list[Tool]) -> None:
+    command = "sleep 300 & echo $! > child.pid; echo started; wait"
+    result = await call(tools, "bash", {"command": command, "timeout": 0.5})
+    assert result.is_error
+    assert "timed out after 0.5 seconds" in result.content
+    assert result.content.startswith("started")
+    assert not alive(int((root / "child.pid").read_text()))
+
+
+async def test_cancellation_kills_the_group(root: Path, tools: list[Tool]) -> None:
+    signal = AbortSignal()
+    command = "sh -c 'trap \"\" TERM; sleep 300' & echo $! > child.pid; wait"
+    task = asyncio.create_task(call(tools, "bash", {"command": command}, signal=signal))
+    pid = int(await wait_for_file(root / "child.pid"))
+    assert alive(pid)
+    signal.abort()
+    task.cancel()
+    result = await task
+    assert result.is_error and "Aborted" in result.content
+    assert not alive(pid)
+
+
+async def test_cancellation_propagates_when_not_an_abort(root: Path, tools: list[Tool]) -> None:
+    task = asyncio.create_task(call(tools, "bash", {"command": "echo $$ > p.pid; sleep 300"}))
+    pid = int(await wait_for_file(root / "p.pid"))
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert not alive(pid)
+
+
+async def test_long_output_keeps_tail_and_saves_all(tmp_path: Path, tools: list[Tool]) -> None:
+    result = await call(tools, "bash", {"command": "seq 1 5000"})
+    assert not result.is_error
+    assert result.content.split("\n\n")[0].endswith("4999\n5000")
+    assert "1\n2\n" not in result.content
+    saved = result.details and result.details["fullOutputPath"]
+    assert saved and f"Full output saved to {saved}" in result.content
+    assert Path(saved).parent == tmp_path / "outputs"
+    assert text_of(Path(saved)) == "".join(f"{n}\n" for n in range(1, 5001)).strip()
+    assert "of 5000 lines" in result.content
+
+
+async def test_rejected_command_does_not_run(root: Path) -> None:
+    approvals = Approvals(Decision.reject("too risky"))
+    tools = standard_tools(ToolContext(root, approve=approvals))
+    result = await call(tools, "bash", {"command": "touch ran"})
+    assert result.is_error and "too risky" in result.content
+    assert not (root / "ran").exists()
+    assert approvals.requests[0]["preview"] == {"kind": "command", "command": "touch ran"}
+
+
+async def test_pager_is_disabled(tools: list[Tool]) -> None:
+    result = await call(tools, "bash", {"command": "echo $PAGER $GIT_PAGER"})
+    assert result.content == "cat cat"

@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from crank.agent.tools import Tool
+from crank.tools import Decision, MemoryDocuments, ToolContext, standard_tools
+
+from .conftest import Approvals, call
+
+
+async def test_creates_parents_and_leaves_no_temp_files(root: Path, tools: list[Tool]) -> None:
+    result = await call(tools, "write", {"path": "deep/er/new.txt", "content": "hi\n"})
+    assert not result.is_error, result.content
+    assert (root / "deep/er/new.txt").read_text() == "hi\n"
+    assert sorted(p.name for p in (root / "deep/er").iterdir()) == ["new.txt"]
+    assert "Created deep/er/new.txt" in result.content
+
+
+async def test_overwrite_keeps_crlf_bom_and_mode(root: Path, tools: list[Tool]) -> None:
+    target = root / "run.sh"
+    target.write_bytes(b"\xef\xbb\xbfold\r\n")
+    target.chmod(0o755)
+    result = await call(tools, "write", {"path": "run.sh", "content": "a\nb\n"})
+    assert not result.is_error, result.content
+    assert target.read_bytes() == b"\xef\xbb\xbfa\r\nb\r\n"
+    assert target.stat().st_mode & 0o777 == 0o755
+    assert result.details is not None and result.details["oldText"] == "old\n"
+
+
+async def test_new_file_content_is_written_as_given(root: Path, tools: list[Tool]) -> None:
+    await call(tools, "write", {"path": "w.bat", "content": "echo\r\n"})
+    assert (root / "w.bat").read_bytes() == b"echo\r\n"
+
+
+async def test_open_document_written_through_editor(
+    root: Path, docs: MemoryDocuments, tools: list[Tool]
+) -> None:
+    (root / "a.py").write_text("disk\n")
+    docs.open(root / "a.py", "buffer\n")
+    result = await call(tools, "write", {"path": "a.py", "content": "new\n"})
+    assert not result.is_error, result.content
+    assert docs.texts[root / "a.py"] == "new\n"
+    assert (root / "a.py").read_text() == "disk\n"
+
+
+async def test_rejected_write_creates_nothing(root: Path) -> None:
+    approvals = Approvals(Decision.reject())
+    tools = standard_tools(ToolContext(root, approve=approvals))
+    result = await call(tools, "write", {"path": "x.txt", "content": "x"})
+    assert result.is_error and "The user declined writing x.txt." in result.content
+    assert not (root / "x.txt").exists()
+    assert approvals.requests[0]["preview"]["kind"] == "diff"
+
+
+async def test_directory_and_escape_refused(root: Path, tools: list[Tool]) -> None:
+    (root / "sub").mkdir()
+    folder = await call(tools, "write", {"path": "sub", "content": "x"})
+    escape = await call(tools, "write", {"path": "../evil.txt", "content": "x"})
+    assert folder.is_error and "directory" in folder.content
+    assert escape.is_error and "outside the workspace" in escape.content
+    assert not (root.parent / "evil.txt").exists()
