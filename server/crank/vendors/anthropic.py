@@ -77,7 +77,8 @@ def render_messages(
     Returns the rendered list and how many breakpoints were placed.
     """
     rendered: list[dict[str, Any]] = []
-    where: dict[int, int] = {}
+    where: dict[int, tuple[int, int]] = {}
+    """Message index -> (turn, position of its last block in that turn)."""
     for index, message in enumerate(messages):
         role, blocks = _blocks_of(message)
         if not blocks:
@@ -86,13 +87,13 @@ def render_messages(
             rendered[-1]["content"].extend(blocks)
         else:
             rendered.append({"role": role, "content": blocks})
-        where[index] = len(rendered) - 1
+        where[index] = (len(rendered) - 1, len(rendered[-1]["content"]) - 1)
     placed = 0
     for index in marks:
-        turn = where.get(index)
-        if turn is None:
+        if index not in where:
             continue
-        for block in reversed(rendered[turn]["content"]):
+        turn, last = where[index]
+        for block in reversed(rendered[turn]["content"][: last + 1]):
             if block["type"] != "thinking":
                 if "cache_control" not in block:
                     block["cache_control"] = dict(_EPHEMERAL)
