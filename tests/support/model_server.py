@@ -118,83 +118,110 @@ def anthropic_events(reply: Reply, model: str) -> Iterator[tuple[str, dict[str, 
     """The (event name, data) pairs of one Anthropic Messages stream."""
     chunks = int(reply.get("chunks", 3))
     usage = reply.get("usage", {})
-    yield "message_start", {
-        "type": "message_start",
-        "message": {
-            "id": "msg_loopback",
-            "type": "message",
-            "role": "assistant",
-            "model": model,
-            "content": [],
-            "stop_reason": None,
-            "stop_sequence": None,
-            "usage": {
-                "input_tokens": usage.get("input", 10),
-                "cache_creation_input_tokens": usage.get("cacheWrite", 0),
-                "cache_read_input_tokens": usage.get("cacheRead", 0),
-                "output_tokens": 1,
+    yield (
+        "message_start",
+        {
+            "type": "message_start",
+            "message": {
+                "id": "msg_loopback",
+                "type": "message",
+                "role": "assistant",
+                "model": model,
+                "content": [],
+                "stop_reason": None,
+                "stop_sequence": None,
+                "usage": {
+                    "input_tokens": usage.get("input", 10),
+                    "cache_creation_input_tokens": usage.get("cacheWrite", 0),
+                    "cache_read_input_tokens": usage.get("cacheRead", 0),
+                    "output_tokens": 1,
+                },
             },
         },
-    }
+    )
     index = 0
     if "thinking" in reply:
-        yield "content_block_start", {
-            "type": "content_block_start",
-            "index": index,
-            "content_block": {"type": "thinking", "thinking": ""},
-        }
+        yield (
+            "content_block_start",
+            {
+                "type": "content_block_start",
+                "index": index,
+                "content_block": {"type": "thinking", "thinking": ""},
+            },
+        )
         for piece in _pieces(reply["thinking"], chunks):
-            yield "content_block_delta", {
+            yield (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "thinking_delta", "thinking": piece},
+                },
+            )
+        yield (
+            "content_block_delta",
+            {
                 "type": "content_block_delta",
                 "index": index,
-                "delta": {"type": "thinking_delta", "thinking": piece},
-            }
-        yield "content_block_delta", {
-            "type": "content_block_delta",
-            "index": index,
-            "delta": {"type": "signature_delta", "signature": reply.get("signature", "sig")},
-        }
+                "delta": {"type": "signature_delta", "signature": reply.get("signature", "sig")},
+            },
+        )
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
         index += 1
     if reply.get("text"):
-        yield "content_block_start", {
-            "type": "content_block_start",
-            "index": index,
-            "content_block": {"type": "text", "text": ""},
-        }
-        for piece in _pieces(reply["text"], chunks):
-            yield "content_block_delta", {
-                "type": "content_block_delta",
+        yield (
+            "content_block_start",
+            {
+                "type": "content_block_start",
                 "index": index,
-                "delta": {"type": "text_delta", "text": piece},
-            }
+                "content_block": {"type": "text", "text": ""},
+            },
+        )
+        for piece in _pieces(reply["text"], chunks):
+            yield (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "text_delta", "text": piece},
+                },
+            )
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
         index += 1
     for number, call in enumerate(reply.get("toolCalls", [])):
-        yield "content_block_start", {
-            "type": "content_block_start",
-            "index": index,
-            "content_block": {
-                "type": "tool_use",
-                "id": call.get("id", f"toolu_{number:02d}"),
-                "name": call["name"],
-                "input": {},
-            },
-        }
-        for piece in _pieces(_arguments_text(call), chunks):
-            yield "content_block_delta", {
-                "type": "content_block_delta",
+        yield (
+            "content_block_start",
+            {
+                "type": "content_block_start",
                 "index": index,
-                "delta": {"type": "input_json_delta", "partial_json": piece},
-            }
+                "content_block": {
+                    "type": "tool_use",
+                    "id": call.get("id", f"toolu_{number:02d}"),
+                    "name": call["name"],
+                    "input": {},
+                },
+            },
+        )
+        for piece in _pieces(_arguments_text(call), chunks):
+            yield (
+                "content_block_delta",
+                {
+                    "type": "content_block_delta",
+                    "index": index,
+                    "delta": {"type": "input_json_delta", "partial_json": piece},
+                },
+            )
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
         index += 1
     stop = reply.get("stopReason") or ("tool_use" if reply.get("toolCalls") else "end_turn")
-    yield "message_delta", {
-        "type": "message_delta",
-        "delta": {"stop_reason": stop, "stop_sequence": None},
-        "usage": {"output_tokens": usage.get("output", 5)},
-    }
+    yield (
+        "message_delta",
+        {
+            "type": "message_delta",
+            "delta": {"stop_reason": stop, "stop_sequence": None},
+            "usage": {"output_tokens": usage.get("output", 5)},
+        },
+    )
     yield "message_stop", {"type": "message_stop"}
 
 
@@ -278,7 +305,9 @@ def _stream_error(api: str, error: dict[str, Any]) -> bytes:
 class ModelServer:
     """A loopback server that answers model requests from a script; see the module doc."""
 
-    def __init__(self, script: list[Reply] | dict[str, Any], host: str = "127.0.0.1", port: int = 0):
+    def __init__(
+        self, script: list[Reply] | dict[str, Any], host: str = "127.0.0.1", port: int = 0
+    ):
         if isinstance(script, list):
             script = {"replies": script}
         self.replies: list[Reply] = list(script.get("replies", []))
@@ -354,7 +383,10 @@ class ModelServer:
         if self._served < len(self.replies):
             self._served += 1
             return self.replies[self._served - 1]
-        return {"status": 500, "errorMessage": f"loopback script exhausted after {self._served} replies"}
+        return {
+            "status": 500,
+            "errorMessage": f"loopback script exhausted after {self._served} replies",
+        }
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writers.add(writer)
@@ -377,7 +409,9 @@ class ModelServer:
                 await self._send_json(writer, 404, {"error": {"message": f"no route {path}"}})
                 return
             body = json.loads(raw or b"{}")
-            self.requests.append({"path": path, "headers": headers, "body": body, "at": time.monotonic()})
+            self.requests.append(
+                {"path": path, "headers": headers, "body": body, "at": time.monotonic()}
+            )
             reply = self._choose(api, body)
             if "status" in reply:
                 extra = {}
@@ -393,11 +427,19 @@ class ModelServer:
             writer.close()
 
     async def _send_json(
-        self, writer: asyncio.StreamWriter, status: int, payload: Any, extra: dict[str, str] | None = None
+        self,
+        writer: asyncio.StreamWriter,
+        status: int,
+        payload: Any,
+        extra: dict[str, str] | None = None,
     ) -> None:
         data = json.dumps(payload).encode()
-        head = [f"HTTP/1.1 {status} Loopback", "Content-Type: application/json",
-                f"Content-Length: {len(data)}", "Connection: close"]
+        head = [
+            f"HTTP/1.1 {status} Loopback",
+            "Content-Type: application/json",
+            f"Content-Length: {len(data)}",
+            "Connection: close",
+        ]
         head += [f"{k}: {v}" for k, v in (extra or {}).items()]
         writer.write(("\r\n".join(head) + "\r\n\r\n").encode() + data)
         await writer.drain()
@@ -426,10 +468,17 @@ class ModelServer:
         return out
 
     async def _stream(
-        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, api: str, reply: Reply, model: str
+        self,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+        api: str,
+        reply: Reply,
+        model: str,
     ) -> None:
-        head = ("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-                "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n")
+        head = (
+            "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
+            "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+        )
         writer.write(head.encode())
         await writer.drain()
         delay = float(reply.get("delayMs", 0)) / 1000
@@ -469,7 +518,9 @@ class ModelServer:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description="Scripted loopback model server (SSE).")
-    parser.add_argument("--script", required=True, help="JSON file: a list of replies or {replies, rules}")
+    parser.add_argument(
+        "--script", required=True, help="JSON file: a list of replies or {replies, rules}"
+    )
     parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args()
     with open(args.script, encoding="utf-8") as handle:

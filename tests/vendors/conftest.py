@@ -6,11 +6,11 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from tests.support.model_server import ModelServer
 from vendor_helpers import KEY, MakeModel
 
 from crank.vendors import AnthropicModel, OpenAIModel, ProviderConfig, Secret
 from crank.vendors.transport import StreamingModel
-from tests.support.model_server import ModelServer
 
 
 @pytest.fixture
@@ -35,5 +35,3 @@ def make_model(server: ModelServer) -> MakeModel:
         return AnthropicModel(config) if api == "anthropic" else OpenAIModel(config)
 
     return make
-
-

@@ -3,11 +3,11 @@
 import asyncio
 import json
 
+from tests.support.model_server import ModelServer
 from vendor_helpers import FIXTURES, KEY, MakeModel, collect, done_message, joined, simple_request
 
 from crank.agent.messages import assistant_message, tool_result, user_message
 from crank.agent.model import AbortSignal, ModelRequest
-from tests.support.model_server import ModelServer
 
 TOOLS = [
     {"name": "read", "description": "Read a file", "parameters": {"type": "object"}},
@@ -15,27 +15,46 @@ TOOLS = [
 ]
 
 
-async def test_thinking_text_and_tool_call_are_assembled(server: ModelServer, make_model: MakeModel) -> None:
-    server.add({
-        "thinking": "Plan: read it.", "signature": "sig-abc", "text": "Reading now.",
-        "toolCalls": [{"id": "toolu_1", "name": "read", "arguments": {"path": "a.py", "n": [1, 2]}}],
-        "chunks": 5, "pings": True,
-        "usage": {"input": 100, "output": 20, "cacheRead": 1000, "cacheWrite": 50},
-    })
+async def test_thinking_text_and_tool_call_are_assembled(
+    server: ModelServer, make_model: MakeModel
+) -> None:
+    server.add(
+        {
+            "thinking": "Plan: read it.",
+            "signature": "sig-abc",
+            "text": "Reading now.",
+            "toolCalls": [
+                {"id": "toolu_1", "name": "read", "arguments": {"path": "a.py", "n": [1, 2]}}
+            ],
+            "chunks": 5,
+            "pings": True,
+            "usage": {"input": 100, "output": 20, "cacheRead": 1000, "cacheWrite": 50},
+        }
+    )
     events = await collect(make_model())
     message = done_message(events)
     assert message["stopReason"] == "toolUse"
     assert message["content"] == [
         {"type": "thinking", "thinking": "Plan: read it.", "signature": "sig-abc"},
         {"type": "text", "text": "Reading now."},
-        {"type": "toolCall", "id": "toolu_1", "name": "read", "arguments": {"path": "a.py", "n": [1, 2]}},
+        {
+            "type": "toolCall",
+            "id": "toolu_1",
+            "name": "read",
+            "arguments": {"path": "a.py", "n": [1, 2]},
+        },
     ]
     assert joined(events, "thinking_delta", 0) == "Plan: read it."
     assert joined(events, "text_delta", 1) == "Reading now."
     assert json.loads(joined(events, "toolcall_delta", 2)) == {"path": "a.py", "n": [1, 2]}
     assert {"type": "toolcall_start", "contentIndex": 2, "id": "toolu_1", "name": "read"} in events
     usage = message["usage"]
-    assert (usage["input"], usage["output"], usage["cacheRead"], usage["cacheWrite"]) == (100, 20, 1000, 50)
+    assert (usage["input"], usage["output"], usage["cacheRead"], usage["cacheWrite"]) == (
+        100,
+        20,
+        1000,
+        50,
+    )
     assert usage["cost"] == round((100 * 3 + 20 * 15 + 1000 * 0.3 + 50 * 3.75) / 1e6, 6)
 
 
@@ -54,7 +73,11 @@ def _transcript() -> list:
     call2 = {"type": "toolCall", "id": "toolu_10", "name": "bash", "arguments": {"cmd": "ls"}}
     return [
         user_message("first", 1),
-        assistant_message([thinking, {"type": "text", "text": "ok"}, call, call2], stop_reason="toolUse", timestamp=2),
+        assistant_message(
+            [thinking, {"type": "text", "text": "ok"}, call, call2],
+            stop_reason="toolUse",
+            timestamp=2,
+        ),
         tool_result("toolu_9", "read", "contents"),
         tool_result("toolu_10", "bash", "boom", is_error=True),
         user_message("second", 3),
@@ -66,7 +89,9 @@ def _breakpoints(body: dict) -> int:
     return text.count('"cache_control"')
 
 
-async def test_request_shape_cache_marks_and_signature(server: ModelServer, make_model: MakeModel) -> None:
+async def test_request_shape_cache_marks_and_signature(
+    server: ModelServer, make_model: MakeModel
+) -> None:
     server.add({"text": "a"}, {"text": "b"})
     request = ModelRequest(system="SYS", messages=_transcript(), tools=TOOLS)
     model = make_model()
@@ -77,7 +102,9 @@ async def test_request_shape_cache_marks_and_signature(server: ModelServer, make
     body = first["body"]
     assert body == second["body"], "same request, same bytes"
     assert body["stream"] is True and body["model"] == "claude-sonnet-4-5"
-    assert body["system"] == [{"type": "text", "text": "SYS", "cache_control": {"type": "ephemeral"}}]
+    assert body["system"] == [
+        {"type": "text", "text": "SYS", "cache_control": {"type": "ephemeral"}}
+    ]
     assert [t["name"] for t in body["tools"]] == ["read", "bash"]
     assert "cache_control" not in body["tools"][0] and body["tools"][1]["cache_control"]
     roles = [m["role"] for m in body["messages"]]
@@ -113,7 +140,9 @@ async def test_retry_after_429_then_success(server: ModelServer, make_model: Mak
     assert len(server.requests) == 2
 
 
-async def test_overloaded_529_and_500_are_retried_then_give_up(server: ModelServer, make_model: MakeModel) -> None:
+async def test_overloaded_529_and_500_are_retried_then_give_up(
+    server: ModelServer, make_model: MakeModel
+) -> None:
     server.add({"status": 529}, {"status": 500}, {"status": 500})
     events = await collect(make_model(max_retries=2))
     message = done_message(events)
@@ -127,7 +156,9 @@ async def test_overloaded_529_and_500_are_retried_then_give_up(server: ModelServ
 async def test_error_event_after_content_keeps_content_and_does_not_retry(
     server: ModelServer, make_model: MakeModel
 ) -> None:
-    server.add({"rawFile": str(FIXTURES / "anthropic_overloaded_midstream.sse")}, {"text": "unused"})
+    server.add(
+        {"rawFile": str(FIXTURES / "anthropic_overloaded_midstream.sse")}, {"text": "unused"}
+    )
     message = done_message(await collect(make_model()))
     assert message["stopReason"] == "error" and message["errorKind"] == "overloaded"
     assert "Overloaded" in message["errorMessage"]
@@ -135,8 +166,12 @@ async def test_error_event_after_content_keeps_content_and_does_not_retry(
     assert len(server.requests) == 1
 
 
-async def test_error_event_before_content_is_retried(server: ModelServer, make_model: MakeModel) -> None:
-    server.add({"text": "x", "errorAfter": 1, "error": {"type": "overloaded_error"}}, {"text": "second"})
+async def test_error_event_before_content_is_retried(
+    server: ModelServer, make_model: MakeModel
+) -> None:
+    server.add(
+        {"text": "x", "errorAfter": 1, "error": {"type": "overloaded_error"}}, {"text": "second"}
+    )
     message = done_message(await collect(make_model()))
     assert message["content"] == [{"type": "text", "text": "second"}]
 
@@ -154,7 +189,9 @@ async def test_dropped_connection(server: ModelServer, make_model: MakeModel) ->
 
 
 async def test_overflow_401_are_not_retried(server: ModelServer, make_model: MakeModel) -> None:
-    server.add({"status": 400, "errorMessage": "prompt is too long: 210000 tokens > 200000 maximum"})
+    server.add(
+        {"status": 400, "errorMessage": "prompt is too long: 210000 tokens > 200000 maximum"}
+    )
     message = done_message(await collect(make_model()))
     assert message["errorKind"] == "overflow" and "210000 tokens" in message["errorMessage"]
     server.add({"status": 401, "errorMessage": "invalid x-api-key"})
@@ -214,11 +251,16 @@ async def test_signal_abort_between_events_ends_aborted_with_partial(
             signal.abort("user pressed stop")
     message = done_message(events)
     assert message["stopReason"] == "aborted" and message["errorMessage"] == "user pressed stop"
-    assert message["content"][0]["text"].startswith("ab") and message["content"][0]["text"] != "abcdefghij"
+    assert (
+        message["content"][0]["text"].startswith("ab")
+        and message["content"][0]["text"] != "abcdefghij"
+    )
     await model.aclose()
 
 
-async def test_abort_during_retry_wait_ends_at_once(server: ModelServer, make_model: MakeModel) -> None:
+async def test_abort_during_retry_wait_ends_at_once(
+    server: ModelServer, make_model: MakeModel
+) -> None:
     server.add({"status": 429, "retryAfter": 30})
     signal = AbortSignal()
     model = make_model()
@@ -233,7 +275,9 @@ async def test_abort_during_retry_wait_ends_at_once(server: ModelServer, make_mo
     await model.aclose()
 
 
-async def test_retry_after_beyond_the_limit_is_an_error_now(server: ModelServer, make_model: MakeModel) -> None:
+async def test_retry_after_beyond_the_limit_is_an_error_now(
+    server: ModelServer, make_model: MakeModel
+) -> None:
     server.add({"status": 429, "retryAfter": 3600})
     events = await collect(make_model())
     message = done_message(events)
@@ -241,7 +285,9 @@ async def test_retry_after_beyond_the_limit_is_an_error_now(server: ModelServer,
     assert "asked to wait 3600s" in message["errorMessage"]
 
 
-async def test_usage_beyond_the_window_is_overflow(server: ModelServer, make_model: MakeModel) -> None:
+async def test_usage_beyond_the_window_is_overflow(
+    server: ModelServer, make_model: MakeModel
+) -> None:
     server.add({"text": "hi", "usage": {"input": 900, "cacheRead": 200}})
     message = done_message(await collect(make_model(context_window=1000)))
     assert message["stopReason"] == "error" and message["errorKind"] == "overflow"

@@ -16,7 +16,12 @@ def test_unknown_model_gets_defaults_and_config_overrides() -> None:
 
 
 def test_cost_counts_every_kind_of_token() -> None:
-    usage: Usage = {"input": 1_000_000, "output": 100_000, "cacheRead": 2_000_000, "cacheWrite": 10_000}
+    usage: Usage = {
+        "input": 1_000_000,
+        "output": 100_000,
+        "cacheRead": 2_000_000,
+        "cacheWrite": 10_000,
+    }
     prices = lookup("anthropic", "claude-sonnet-4-5").prices
     assert cost_of(usage, prices) == round(3.0 + 1.5 + 0.6 + 0.0375, 6)
 

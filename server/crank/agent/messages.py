@@ -88,7 +88,11 @@ def empty_usage() -> Usage:
 
 
 def user_message(text: str, timestamp: int | None = None) -> UserMessage:
-    return {"role": "user", "content": text, "timestamp": now_ms() if timestamp is None else timestamp}
+    return {
+        "role": "user",
+        "content": text,
+        "timestamp": now_ms() if timestamp is None else timestamp,
+    }
 
 
 def assistant_message(

@@ -93,7 +93,9 @@ class Done(TypedDict):
     message: AssistantMessage
 
 
-StreamEvent = TextDelta | ThinkingDelta | ToolCallStart | ToolCallDelta | RetryStart | RetryEnd | Done
+StreamEvent = (
+    TextDelta | ThinkingDelta | ToolCallStart | ToolCallDelta | RetryStart | RetryEnd | Done
+)
 
 
 class AbortSignal:

@@ -87,8 +87,13 @@ def _utf8_len(line: str) -> int:
     return len(line.encode("utf-8", "surrogatepass"))
 
 
-def truncate(text: str, keep: Literal["head", "tail"], *, max_lines: int = MAX_LINES,
-             max_bytes: int = MAX_BYTES) -> Truncation:
+def truncate(
+    text: str,
+    keep: Literal["head", "tail"],
+    *,
+    max_lines: int = MAX_LINES,
+    max_bytes: int = MAX_BYTES,
+) -> Truncation:
     """Keep whole lines from one end until either budget would be exceeded.
 
     A single line longer than the byte budget is cut at a character boundary so that
@@ -177,7 +182,9 @@ async def run_tool(
     except asyncio.CancelledError:
         if not signal.aborted:
             raise
-        return tool_result(call["id"], name, "Aborted by the user before it finished.", is_error=True), None
+        return tool_result(
+            call["id"], name, "Aborted by the user before it finished.", is_error=True
+        ), None
     except ToolError as exc:
         return tool_result(call["id"], name, str(exc) or type(exc).__name__, is_error=True), None
     except Exception as exc:  # the boundary: a tool bug must become a result, not a crash
