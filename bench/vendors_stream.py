@@ -24,23 +24,32 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "server"), str(ROOT)]
 
+from tests.support.model_server import ModelServer  # noqa: E402
+
 from crank.agent.messages import user_message  # noqa: E402
 from crank.agent.model import AbortSignal, ModelRequest  # noqa: E402
 from crank.vendors import AnthropicModel, OpenAIModel, ProviderConfig, Secret  # noqa: E402
-from tests.support.model_server import ModelServer  # noqa: E402
+
+
+def _event(name: str, data: dict[str, object]) -> str:
+    return f"event: {name}\ndata: {json.dumps(data)}\n\n"
 
 
 def anthropic_body(n: int) -> bytes:
+    usage = {"input_tokens": 5, "output_tokens": 1}
+    block = {"type": "text", "text": ""}
+    delta = {"type": "text_delta", "text": "tok "}
     parts = [
-        'event: message_start\ndata: {"type":"message_start","message":{"usage":{"input_tokens":5,"output_tokens":1}}}\n\n',
-        'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n',
+        _event("message_start", {"type": "message_start", "message": {"usage": usage}}),
+        _event(
+            "content_block_start",
+            {"type": "content_block_start", "index": 0, "content_block": block},
+        ),
+        _event("content_block_delta", {"type": "content_block_delta", "index": 0, "delta": delta})
+        * n,
+        _event("message_delta", {"type": "message_delta", "delta": {"stop_reason": "end_turn"}}),
+        _event("message_stop", {"type": "message_stop"}),
     ]
-    delta = 'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"tok "}}\n\n'
-    parts.append(delta * n)
-    parts.append(
-        'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}}\n\n'
-    )
-    parts.append('event: message_stop\ndata: {"type":"message_stop"}\n\n')
     return "".join(parts).encode()
 
 
@@ -75,7 +84,8 @@ class BlobServer:
             )
             await reader.readexactly(length)
             writer.write(
-                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+                b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n"
+                b"Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
             )
             body = self.body
             for start in range(0, len(body), 65536):
@@ -138,7 +148,7 @@ async def abort_latency(runs: int) -> list[float]:
             before = len(server.disconnects)
             cancelled_at = time.monotonic()
             task.cancel()
-            while len(server.disconnects) == before:
+            while len(server.disconnects) == before:  # noqa: ASYNC110 - polling the server's record
                 await asyncio.sleep(0.001)
             out.append(server.disconnects[-1] - cancelled_at)
             await model.aclose()
@@ -165,7 +175,8 @@ def main() -> None:
                 f"{api:9s} n={n:>7,}  median {medians[n]:.3f}s  {n / medians[n]:>10,.0f} deltas/s"
             )
         print(
-            f"{api:9s} ratio 100k/10k = {medians[100_000] / medians[10_000]:.2f} (linear ~10, budget 12)"
+            f"{api:9s} ratio 100k/10k = {medians[100_000] / medians[10_000]:.2f}"
+            " (linear ~10, budget 12)"
         )
     latencies = asyncio.run(abort_latency(20))
     print(
