@@ -139,80 +139,35 @@ def anthropic_events(reply: Reply, model: str) -> Iterator[tuple[str, dict[str, 
             },
         },
     )
-    index = 0
+    blocks: list[tuple[dict[str, Any], str, str, str]] = []
     if "thinking" in reply:
-        yield (
-            "content_block_start",
-            {
-                "type": "content_block_start",
-                "index": index,
-                "content_block": {"type": "thinking", "thinking": ""},
-            },
+        blocks.append(
+            ({"type": "thinking", "thinking": ""}, "thinking_delta", "thinking", reply["thinking"])
         )
-        for piece in _pieces(reply["thinking"], chunks):
-            yield (
-                "content_block_delta",
-                {
-                    "type": "content_block_delta",
-                    "index": index,
-                    "delta": {"type": "thinking_delta", "thinking": piece},
-                },
-            )
-        yield (
-            "content_block_delta",
-            {
-                "type": "content_block_delta",
-                "index": index,
-                "delta": {"type": "signature_delta", "signature": reply.get("signature", "sig")},
-            },
-        )
-        yield "content_block_stop", {"type": "content_block_stop", "index": index}
-        index += 1
     if reply.get("text"):
-        yield (
-            "content_block_start",
-            {
-                "type": "content_block_start",
-                "index": index,
-                "content_block": {"type": "text", "text": ""},
-            },
-        )
-        for piece in _pieces(reply["text"], chunks):
-            yield (
-                "content_block_delta",
-                {
-                    "type": "content_block_delta",
-                    "index": index,
-                    "delta": {"type": "text_delta", "text": piece},
-                },
-            )
-        yield "content_block_stop", {"type": "content_block_stop", "index": index}
-        index += 1
+        blocks.append(({"type": "text", "text": ""}, "text_delta", "text", reply["text"]))
     for number, call in enumerate(reply.get("toolCalls", [])):
+        head = {
+            "type": "tool_use",
+            "id": call.get("id", f"toolu_{number:02d}"),
+            "name": call["name"],
+            "input": {},
+        }
+        blocks.append((head, "input_json_delta", "partial_json", _arguments_text(call)))
+    for index, (head, delta_type, key, text) in enumerate(blocks):
         yield (
             "content_block_start",
-            {
-                "type": "content_block_start",
-                "index": index,
-                "content_block": {
-                    "type": "tool_use",
-                    "id": call.get("id", f"toolu_{number:02d}"),
-                    "name": call["name"],
-                    "input": {},
-                },
-            },
+            {"type": "content_block_start", "index": index, "content_block": head},
         )
-        for piece in _pieces(_arguments_text(call), chunks):
+        deltas = [{"type": delta_type, key: piece} for piece in _pieces(text, chunks)]
+        if head["type"] == "thinking":
+            deltas.append({"type": "signature_delta", "signature": reply.get("signature", "sig")})
+        for delta in deltas:
             yield (
                 "content_block_delta",
-                {
-                    "type": "content_block_delta",
-                    "index": index,
-                    "delta": {"type": "input_json_delta", "partial_json": piece},
-                },
+                {"type": "content_block_delta", "index": index, "delta": delta},
             )
         yield "content_block_stop", {"type": "content_block_stop", "index": index}
-        index += 1
     stop = reply.get("stopReason") or ("tool_use" if reply.get("toolCalls") else "end_turn")
     yield (
         "message_delta",

@@ -292,3 +292,11 @@ async def test_usage_beyond_the_window_is_overflow(
     message = done_message(await collect(make_model(context_window=1000)))
     assert message["stopReason"] == "error" and message["errorKind"] == "overflow"
     assert message["content"] == [{"type": "text", "text": "hi"}]
+
+
+async def test_already_aborted_sends_nothing(server: ModelServer, make_model: MakeModel) -> None:
+    signal = AbortSignal()
+    signal.abort("stopped before start")
+    events = await collect(make_model(), signal=signal)
+    assert done_message(events)["stopReason"] == "aborted" and len(events) == 1
+    assert server.requests == []

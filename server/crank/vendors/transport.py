@@ -35,7 +35,7 @@ from crank.agent.model import AbortSignal, ModelRequest, StreamEvent
 
 from .catalog import ModelInfo, cost_of, lookup
 from .config import ProviderConfig
-from .errors import ProviderError, classify
+from .errors import ProviderError, body_of, classify
 from .reply import ReplyBuilder
 
 log = logging.getLogger("crank.vendors")
@@ -149,6 +149,10 @@ class StreamingModel:
         payload = json.dumps(self.body(request), ensure_ascii=False).encode("utf-8")
         retries = 0
         retrying = False
+        if signal.aborted:
+            message = ReplyBuilder(self.api, self.id).finish("aborted", note=signal.reason)
+            yield {"type": "done", "message": self._priced(message)}
+            return
         while True:
             builder = ReplyBuilder(self.api, self.id)
             parser = self.parser(builder, request, payload)
@@ -251,8 +255,6 @@ class StreamingModel:
             return
 
     def _http_error(self, response: httpx.Response, raw: bytes) -> ProviderError:
-        from .errors import body_of
-
         retry_after = response.headers.get("retry-after")
         retry_after_ms = response.headers.get("retry-after-ms")
         if retry_after_ms:
