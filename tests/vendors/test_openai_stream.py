@@ -1,7 +1,9 @@
 """The OpenAI-compatible model against a real loopback server."""
 
 import json
+import logging
 
+import pytest
 from tests.support.model_server import ModelServer
 from vendor_helpers import FIXTURES, KEY, MakeModel, collect, done_message, joined
 
@@ -146,8 +148,9 @@ async def test_request_shape(server: ModelServer, make_model: MakeModel) -> None
 
 
 async def test_errors_classified_and_key_scrubbed(
-    server: ModelServer, make_model: MakeModel
+    server: ModelServer, make_model: MakeModel, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG)
     server.add(
         {"status": 429, "retryAfter": 0},
         {"text": "after"},
@@ -175,6 +178,7 @@ async def test_errors_classified_and_key_scrubbed(
     assert midstream["errorKind"] == "server" and "backend crashed" in midstream["errorMessage"]
     assert midstream["content"] == [{"type": "text", "text": "ab"}]
     assert len(server.requests) == 5
+    assert caplog.records and KEY not in caplog.text
 
 
 async def test_connection_refused_is_a_network_error(make_model: MakeModel) -> None:
