@@ -1,0 +1,32 @@
+"""``create_model``: a configured provider in, a ``Model`` out."""
+
+from __future__ import annotations
+
+import httpx
+
+from crank.agent.model import Model
+
+from .anthropic import AnthropicModel
+from .config import ConfigError, ProviderConfig
+from .openai import OpenAIModel
+from .transport import StreamingModel
+
+
+def create_model(config: ProviderConfig, *, client: httpx.AsyncClient | None = None) -> Model:
+    """The HTTP model for ``config.api``.
+
+    ``scripted`` is refused here on purpose: the caller supplies the scripted model
+    (``crank.agent``), since only it knows the script.
+    """
+    model: StreamingModel
+    if config.api == "anthropic":
+        model = AnthropicModel(config, client=client)
+    elif config.api == "openai":
+        model = OpenAIModel(config, client=client)
+    elif config.api == "scripted":
+        raise ConfigError(
+            'api "scripted" is served by the caller\'s scripted model, not by vendors'
+        )
+    else:
+        raise ConfigError(f"unknown provider api {config.api!r} (anthropic, openai or scripted)")
+    return model

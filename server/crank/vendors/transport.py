@@ -1,0 +1,309 @@
+"""The shared HTTP machinery: one streamed POST, retries, timeouts, abort.
+
+An API family (``anthropic.py``, ``openai.py``) supplies three things: the request
+body, the headers, and a parser that turns each server-sent event into neutral stream
+events. Everything a flaky provider needs is here, once:
+
+- retries with exponential backoff and jitter for rate limits, overload, server errors
+  and connections that drop before anything streamed, honouring ``Retry-After``;
+  never after content has streamed, never for overflow; each retry announced with
+  ``retry_start`` / ``retry_end``; the wait ends at once on abort;
+- connect and read timeouts (a stream silent past the read timeout ends as an error);
+- abort: cancellation of the iterating task closes the HTTP stream at once (the
+  ``async with`` unwinds) and propagates; ``signal.aborted`` seen between events ends
+  the reply with ``stopReason: "aborted"`` and its partial content;
+- the reply's usage priced from the catalog, and overflow detected from usage.
+
+The API key is only ever placed in a header; any error text that echoes it is scrubbed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import random
+from collections.abc import AsyncIterator
+from contextlib import suppress
+from typing import Any, Protocol
+
+import httpx
+from httpx_sse import EventSource
+
+from crank.agent.messages import AssistantMessage, StopReason
+from crank.agent.model import AbortSignal, ModelRequest, StreamEvent
+
+from .catalog import ModelInfo, cost_of, lookup
+from .config import ProviderConfig
+from .errors import ProviderError, body_of, classify
+from .reply import ReplyBuilder
+
+log = logging.getLogger("crank.vendors")
+
+
+class StreamFailure(Exception):
+    """Raised by a parser for an error the provider reported inside the stream."""
+
+    def __init__(self, error: ProviderError) -> None:
+        super().__init__(error.message)
+        self.error = error
+
+
+class Parser(Protocol):
+    complete: bool
+    """True once the provider said the reply is finished."""
+    stop_reason: StopReason
+
+    def feed(self, event: str, data: str) -> list[StreamEvent]: ...
+
+    def finalize(self) -> None:
+        """Called once after a complete stream (e.g. to estimate missing usage)."""
+
+    def ended_cleanly(self) -> bool:
+        """Whether a stream that has ended held a whole reply."""
+
+
+class StreamingModel:
+    """Base for the HTTP models; implements ``crank.agent.model.Model``."""
+
+    api_name = ""
+
+    def __init__(self, config: ProviderConfig, *, client: httpx.AsyncClient | None = None) -> None:
+        self.config = config
+        self.info: ModelInfo = lookup(
+            self.api_name,
+            config.model,
+            context_window=config.context_window,
+            max_output_tokens=config.max_output_tokens,
+        )
+        self._client = client
+        self._own_client = client is None
+
+    @property
+    def api(self) -> str:
+        return self.api_name
+
+    @property
+    def id(self) -> str:
+        return self.config.model
+
+    @property
+    def context_window(self) -> int:
+        return self.info.context_window
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.config.public()!r})"
+
+    # -- supplied by an API family ---------------------------------------------------
+    def url(self) -> str:
+        raise NotImplementedError
+
+    def headers(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def body(self, request: ModelRequest) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def parser(self, builder: ReplyBuilder, request: ModelRequest, payload: bytes) -> Parser:
+        raise NotImplementedError
+
+    # -- shared ----------------------------------------------------------------------
+    def client(self) -> httpx.AsyncClient:
+        if self._client is None:
+            timeout = httpx.Timeout(
+                connect=self.config.connect_timeout,
+                read=self.config.read_timeout,
+                write=self.config.read_timeout,
+                pool=self.config.connect_timeout,
+            )
+            self._client = httpx.AsyncClient(timeout=timeout)
+        return self._client
+
+    async def aclose(self) -> None:
+        if self._client is not None and self._own_client:
+            await self._client.aclose()
+            self._client = None
+
+    def _scrub(self, text: str) -> str:
+        key = self.config.api_key
+        if key is not None and key.reveal():
+            text = text.replace(key.reveal(), "***")
+        return text
+
+    def _error(self, error: ProviderError) -> ProviderError:
+        scrubbed = self._scrub(error.message)
+        if scrubbed == error.message:
+            return error
+        return ProviderError(error.kind, scrubbed, error.status, error.retry_after, error.retryable)
+
+    def backoff(self, attempt: int) -> float:
+        """Exponential backoff with jitter: about base * 2^(attempt-1), +-25%."""
+        delay: float = min(
+            self.config.max_retry_delay, self.config.retry_base_delay * 2.0 ** (attempt - 1)
+        )
+        return delay * random.uniform(0.75, 1.25)
+
+    async def stream(
+        self, request: ModelRequest, signal: AbortSignal
+    ) -> AsyncIterator[StreamEvent]:
+        payload = json.dumps(self.body(request), ensure_ascii=False).encode("utf-8")
+        retries = 0
+        retrying = False
+        if signal.aborted:
+            message = ReplyBuilder(self.api, self.id).finish("aborted", note=signal.reason)
+            yield {"type": "done", "message": self._priced(message)}
+            return
+        while True:
+            builder = ReplyBuilder(self.api, self.id)
+            parser = self.parser(builder, request, payload)
+            error: ProviderError | None = None
+            aborted = False
+            try:
+                async with self.client().stream(
+                    "POST", self.url(), content=payload, headers=self.headers()
+                ) as response:
+                    if response.status_code >= 400:
+                        raw = await response.aread()
+                        error = self._http_error(response, raw)
+                    else:
+                        async for sse in EventSource(response).aiter_sse():
+                            for event in parser.feed(sse.event, sse.data):
+                                if retrying:
+                                    retrying = False
+                                    yield {"type": "retry_end", "attempt": retries, "success": True}
+                                yield event
+                            if parser.complete:
+                                break
+                            if signal.aborted:
+                                aborted = True
+                                break
+                        if not aborted and not parser.ended_cleanly():
+                            error = ProviderError(
+                                "network", "the connection closed before the reply finished"
+                            )
+            except StreamFailure as failure:
+                error = failure.error
+            except httpx.TimeoutException as exc:
+                error = self._timeout(exc)
+            except httpx.HTTPError as exc:
+                error = ProviderError(
+                    "network", f"{type(exc).__name__}: {exc or 'connection failed'}"
+                )
+
+            if aborted:
+                if retrying:
+                    yield {"type": "retry_end", "attempt": retries, "success": False}
+                yield {
+                    "type": "done",
+                    "message": self._priced(
+                        builder.finish("aborted", note=signal.reason or "aborted")
+                    ),
+                }
+                return
+            if error is None:
+                parser.finalize()
+                if retrying:
+                    yield {"type": "retry_end", "attempt": retries, "success": True}
+                yield {"type": "done", "message": self._checked(builder.finish(parser.stop_reason))}
+                return
+
+            error = self._error(error)
+            if retrying:
+                retrying = False
+                yield {"type": "retry_end", "attempt": retries, "success": False}
+            can_retry = error.should_retry and not builder.streamed and not signal.aborted
+            if can_retry and retries < self.config.max_retries:
+                delay = (
+                    error.retry_after
+                    if error.retry_after is not None
+                    else self.backoff(retries + 1)
+                )
+                if delay <= self.config.max_retry_delay:
+                    retries += 1
+                    retrying = True
+                    log.info("retry %d in %.2fs after: %s", retries, delay, error.message)
+                    yield {
+                        "type": "retry_start",
+                        "attempt": retries,
+                        "delayMs": round(delay * 1000),
+                        "error": error.message,
+                    }
+                    if await _sleep(delay, signal):
+                        yield {"type": "retry_end", "attempt": retries, "success": False}
+                        message = builder.finish("aborted", note=signal.reason or "aborted")
+                        yield {"type": "done", "message": self._priced(message)}
+                        return
+                    continue
+                error = ProviderError(
+                    error.kind,
+                    f"{error.message} (the provider asked to wait {delay:.0f}s, longer than "
+                    f"maxRetryDelayMs allows)",
+                    error.status,
+                    error.retry_after,
+                    False,
+                )
+            elif can_retry:
+                error = ProviderError(
+                    error.kind,
+                    f"{error.message} (gave up after {retries + 1} attempts)",
+                    error.status,
+                    error.retry_after,
+                    False,
+                )
+            log.warning("model request failed: %s", error.message)
+            yield {"type": "done", "message": self._priced(builder.finish("error", error))}
+            return
+
+    def _http_error(self, response: httpx.Response, raw: bytes) -> ProviderError:
+        retry_after = response.headers.get("retry-after")
+        retry_after_ms = response.headers.get("retry-after-ms")
+        if retry_after_ms:
+            with suppress(ValueError):
+                retry_after = str(float(retry_after_ms) / 1000)
+        return classify(
+            response.status_code, body_of(raw), retry_after=retry_after, provider=self.api
+        )
+
+    def _timeout(self, exc: httpx.TimeoutException) -> ProviderError:
+        if isinstance(exc, httpx.ConnectTimeout):
+            return ProviderError(
+                "timeout",
+                f"could not connect within {self.config.connect_timeout:g}s",
+                retryable=False,
+            )
+        return ProviderError(
+            "timeout",
+            f"the provider sent nothing for {self.config.read_timeout:g}s (read timeout)",
+            retryable=False,
+        )
+
+    def _priced(self, message: AssistantMessage) -> AssistantMessage:
+        message["usage"]["cost"] = cost_of(message["usage"], self.info.prices)
+        return message
+
+    def _checked(self, message: AssistantMessage) -> AssistantMessage:
+        """Price the reply and flag a context overflow the server did not report."""
+        usage = message["usage"]
+        used = usage["input"] + usage["cacheRead"] + usage["cacheWrite"]
+        if self.info.known and used > self.info.context_window:
+            message["stopReason"] = "error"
+            message["errorKind"] = "overflow"
+            message["errorMessage"] = (
+                f"context overflow: the request used {used} input tokens, more than the "
+                f"{self.info.context_window}-token window of {self.id}"
+            )
+        return self._priced(message)
+
+
+async def _sleep(delay: float, signal: AbortSignal) -> bool:
+    """Wait ``delay`` seconds or until abort; True if aborted."""
+    if signal.aborted:
+        return True
+    woken = asyncio.Event()
+    remove = signal.on_abort(woken.set)
+    try:
+        with suppress(TimeoutError):
+            await asyncio.wait_for(woken.wait(), delay)
+    finally:
+        remove()
+    return signal.aborted
