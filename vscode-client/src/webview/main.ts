@@ -375,7 +375,10 @@ function renderPermission(p: PermissionItem): HTMLElement {
     return card;
   }
   const reason = h("input", { type: "text", class: "reason", placeholder: "Reason (optional, sent with Reject)", "aria-label": "Reason for rejecting" }) as HTMLInputElement;
-  const answer = (decision: PermissionDecision) => post({ type: "permission", id: p.id, decision, reason: decision === "reject" && reason.value.trim() ? reason.value.trim() : undefined });
+  const answer = (decision: PermissionDecision) => {
+    const why = decision === "reject" ? reason.value.trim() : "";
+    post(why ? { type: "permission", id: p.id, decision, reason: why } : { type: "permission", id: p.id, decision });
+  };
   reason.addEventListener("keydown", (e) => {
     if (e.key === "Enter") answer("reject");
   });
@@ -394,7 +397,7 @@ function renderPermission(p: PermissionItem): HTMLElement {
 }
 
 function formatTokens(n: number): string {
-  return n >= 1000 ? `${(n / 1000).toFixed(n >= 10000 ? 0 : 1)}k` : String(n);
+  return n >= 1000 ? `${(n / 1000).toFixed(n >= 100000 ? 0 : 1)}k` : String(n);
 }
 
 function renderFooter(): void {
