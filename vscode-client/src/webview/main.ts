@@ -98,6 +98,7 @@ function send(alternate: boolean): void {
   if (state.running) mode = alternate ? "followUp" : "steer";
   post({ type: "send", text, mode });
   input.value = "";
+  scroller.scrollTop = scroller.scrollHeight;
   persist();
 }
 
@@ -320,7 +321,7 @@ function renderTool(t: ToolItem): HTMLElement {
   card.append(toolHeader(t, t.name, keyArg(t)));
   if (t.output && t.status === "running") card.append(h("pre", { class: "live" }, tail(t.output, 40)));
   if (t.result !== undefined) {
-    const body = t.output && t.output.length > t.result.length ? t.output : t.result;
+    const body = t.result || t.output;
     card.append(
       h("details", { class: "result", open: t.status === "failed" }, h("summary", {}, t.status === "failed" ? "Error" : "Output"), h("pre", {}, tail(body || "(no output)", 200))),
     );
@@ -362,6 +363,12 @@ function renderPermission(p: PermissionItem): HTMLElement {
   const card = h("div", { class: `card permission${p.decision ? " answered" : ""}`, "data-id": p.id, role: "group", "aria-label": `Permission for ${r.toolName}` });
   card.append(h("div", { class: "card-head" }, h("span", { class: "tool-name" }, `Allow ${r.toolName}?`)));
   const pv = r.preview;
+  if (p.decision) {
+    const what = pv?.kind === "diff" ? pv.path : pv?.kind === "command" ? pv.command : keyArg({ args: r.arguments } as ToolItem);
+    card.querySelector(".card-head")!.append(h("code", { class: "tool-arg", title: what }, what));
+    card.append(h("div", { class: `decision ${p.decision}` }, `${decisionLabel[p.decision]}${p.reason ? `: ${p.reason}` : ""}`));
+    return card;
+  }
   if (pv?.kind === "command") card.append(h("pre", { class: "command" }, pv.command));
   else if (pv?.kind === "diff") {
     card.append(h("div", { class: "path" }, pv.path));
@@ -370,10 +377,6 @@ function renderPermission(p: PermissionItem): HTMLElement {
       diff.append(h("div", { class: `line ${l.sign === "+" ? "add" : l.sign === "-" ? "del" : "ctx"}` }, `${l.sign} ${l.text}`));
     card.append(diff);
   } else card.append(h("pre", { class: "command" }, keyArg({ args: r.arguments } as ToolItem)));
-  if (p.decision) {
-    card.append(h("div", { class: `decision ${p.decision}` }, `${decisionLabel[p.decision]}${p.reason ? `: ${p.reason}` : ""}`));
-    return card;
-  }
   const reason = h("input", { type: "text", class: "reason", placeholder: "Reason (optional, sent with Reject)", "aria-label": "Reason for rejecting" }) as HTMLInputElement;
   const answer = (decision: PermissionDecision) => {
     const why = decision === "reject" ? reason.value.trim() : "";
@@ -426,7 +429,8 @@ function renderFooter(): void {
 function renderComposer(): void {
   const down = state.server.status !== "running";
   stopButton.hidden = !state.running;
-  sendButton.textContent = state.running ? "Queue" : "Send";
+  sendButton.textContent = state.running ? "Steer" : "Send";
+  sendButton.title = state.running ? "Steer the running agent (Enter); Alt+Enter queues a follow-up instead" : "Send (Enter)";
   sendButton.disabled = down;
   input.placeholder = down ? "The server is not running." : state.running ? "Steer the agent (Enter) or queue a follow-up (Alt+Enter)…" : "Ask Crank… (Enter to send, Shift+Enter for a new line)";
   hint.textContent = state.running ? "Enter: steer · Alt+Enter: follow-up · Esc: stop" : "";

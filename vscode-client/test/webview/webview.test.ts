@@ -180,6 +180,7 @@ test("live bash output and the queue show while running; Enter steers, Alt+Enter
   await live.waitFor();
   assert.match(await live.innerText(), /\[100%\]/);
   assert.match(await page.locator(".queue .queued-text").innerText(), /negative numbers/);
+  await page.evaluate(() => document.querySelector(".scroller")!.scrollTo(0, 1e9));
   await shot("3-running");
   const input = page.locator("textarea.input");
   await input.fill("focus on add only");
