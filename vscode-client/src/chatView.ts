@@ -213,6 +213,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     const workspace = this.workspace();
     switch (m.type) {
       case "ready":
+      case "resync":
         return this.refresh();
       case "restartServer":
         return this.server.restart();

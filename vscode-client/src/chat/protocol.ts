@@ -15,6 +15,7 @@ export type HostMessage =
 /** Webview to host. */
 export type ViewMessage =
   | { type: "ready" }
+  | { type: "resync" }
   | { type: "send"; text: string; mode: "prompt" | "steer" | "followUp" }
   | { type: "abort" }
   | { type: "removeQueued"; kind: "steering" | "followUp"; index: number }

@@ -111,7 +111,16 @@ input.addEventListener("keydown", (e) => {
     post({ type: "abort" });
   }
 });
-input.addEventListener("input", () => persist());
+input.addEventListener("input", (e) => {
+  persist();
+  // "@" typed at the start or after a space opens the context picker (files, selection).
+  const pos = input.selectionStart ?? 0;
+  if ((e as InputEvent).data === "@" && (pos === 1 || /\s/.test(input.value.charAt(pos - 2)))) {
+    input.value = input.value.slice(0, pos - 1) + input.value.slice(pos);
+    input.setSelectionRange(pos - 1, pos - 1);
+    post({ type: "addContext" });
+  }
+});
 
 // ---- messages from the host ----------------------------------------------------------
 
@@ -157,7 +166,14 @@ function persist(): void {
 
 // ---- rendering -----------------------------------------------------------------------
 
+let resyncAsked = false;
 function render(): void {
+  // A missed event means the transcript on screen may be wrong: ask the host to re-read it.
+  if (state.gap && !resyncAsked && state.server.status === "running") {
+    resyncAsked = true;
+    post({ type: "resync" });
+  }
+  if (!state.gap) resyncAsked = false;
   renderBanner();
   renderToolbar();
   renderSessions();

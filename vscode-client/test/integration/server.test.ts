@@ -65,11 +65,15 @@ function startModelServer(scriptFile: string): Promise<number> {
   });
 }
 
+/** The first event from index `from` on that matches; a hang guard (not a speed check) fails after 60 s. */
 function waitFor(pred: (e: CrankEvent, p: EventParams) => boolean, from = 0): Promise<EventParams> {
-  return new Promise((resolve) => {
+  const deadline = Date.now() + 60_000;
+  return new Promise((resolve, reject) => {
     const check = () => {
       const hit = events.slice(from).find((p) => pred(p.event, p));
       if (hit) resolve(hit);
+      else if (Date.now() > deadline)
+        reject(new Error(`event never came; saw ${events.slice(from).map((p) => p.event.type).join(", ")}\nserver log:\n${stderr.slice(-4000)}`));
       else setTimeout(check, 20);
     };
     check();

@@ -226,3 +226,24 @@ test("a dead server gets a banner with Restart, not a blank screen", async () =>
   await shot("4-server-down");
   assert.deepEqual(violations, []);
 });
+
+test("a gap in seq makes the page ask the host to re-read the transcript, once", async () => {
+  await host({ type: "action", action: { type: "server", status: "running" } });
+  const base = { workspace: run.workspace, sessionId: run.sessionId, runId: "r-2" };
+  await host(
+    { type: "action", action: { type: "event", params: { ...base, seq: 500, event: { type: "agent_start" } } } },
+    { type: "action", action: { type: "event", params: { ...base, seq: 502, event: { type: "turn_start", turn: 1 } } } },
+  );
+  await page.waitForFunction(() => (window as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === "resync"));
+  assert.equal((await posted()).filter((m) => m.type === "resync").length, 1);
+});
+
+test("typing @ after a space opens the context picker and leaves the text alone", async () => {
+  const input = page.locator("textarea.input");
+  await input.fill("");
+  await input.pressSequentially("look at @");
+  assert.deepEqual((await posted()).at(-1), { type: "addContext" });
+  assert.equal(await input.inputValue(), "look at ");
+  await input.pressSequentially("me@home");
+  assert.equal((await posted()).filter((m) => m.type === "addContext").length, 1, "an @ inside a word does not open the picker");
+});
