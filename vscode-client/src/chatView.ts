@@ -47,6 +47,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
         }
       }),
       vscode.workspace.registerTextDocumentContentProvider(DIFF_SCHEME, this),
+      vscode.workspace.onDidChangeConfiguration((e) => {
+        if (e.affectsConfiguration("crank.chat")) void this.refresh();
+      }),
     );
   }
 
@@ -121,6 +124,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     const folders = vscode.workspace.workspaceFolders ?? [];
     this.post({ type: "workspace", name: this.folder()?.name, folders: folders.length });
     this.post({ type: "context", items: this.context });
+    this.post({ type: "prefs", enterWhileRunning: vscode.workspace.getConfiguration("crank").get("chat.enterWhileRunning", "steer") });
     const st = this.server.currentStatus;
     this.dispatch({ type: "server", status: st.status, message: st.message });
     const client = this.server.client;

@@ -10,7 +10,8 @@ export type HostMessage =
   | { type: "action"; action: ChatAction }
   | { type: "restoreInput"; text: string }
   | { type: "context"; items: { label: string; item: ContextItem }[] }
-  | { type: "workspace"; name?: string; folders: number; hidden?: boolean };
+  | { type: "workspace"; name?: string; folders: number; hidden?: boolean }
+  | { type: "prefs"; enterWhileRunning: "steer" | "followUp" };
 
 /** Webview to host. */
 export type ViewMessage =

@@ -27,6 +27,7 @@ let state: ChatState = saved?.chat ?? initialState();
 let contextChips: { label: string }[] = [];
 let workspaceInfo: { name?: string; folders: number } = { folders: 0 };
 let showSessions = false;
+let enterWhileRunning: "steer" | "followUp" = "steer";
 let renderQueued = false;
 const itemCache = new Map<string, { ref: ChatItem; el: HTMLElement }>();
 
@@ -95,7 +96,7 @@ function send(alternate: boolean): void {
   const text = input.value.trim();
   if (!text) return;
   let mode: "prompt" | "steer" | "followUp" = "prompt";
-  if (state.running) mode = alternate ? "followUp" : "steer";
+  if (state.running) mode = alternate === (enterWhileRunning === "steer") ? "followUp" : "steer";
   post({ type: "send", text, mode });
   input.value = "";
   scroller.scrollTop = scroller.scrollHeight;
@@ -140,6 +141,9 @@ window.addEventListener("message", (e: MessageEvent<HostMessage>) => {
       break;
     case "workspace":
       workspaceInfo = m;
+      break;
+    case "prefs":
+      enterWhileRunning = m.enterWhileRunning;
       break;
   }
   schedule();
@@ -445,11 +449,18 @@ function renderFooter(): void {
 function renderComposer(): void {
   const down = state.server.status !== "running";
   stopButton.hidden = !state.running;
-  sendButton.textContent = state.running ? "Steer" : "Send";
-  sendButton.title = state.running ? "Steer the running agent (Enter); Alt+Enter queues a follow-up instead" : "Send (Enter)";
+  sendButton.textContent = state.running ? (enterWhileRunning === "steer" ? "Steer" : "Queue") : "Send";
+  sendButton.title = state.running ? "While the agent runs: Enter and this button do the same; Alt+Enter does the other" : "Send (Enter)";
   sendButton.disabled = down;
-  input.placeholder = down ? "The server is not running." : state.running ? "Steer the agent (Enter) or queue a follow-up (Alt+Enter)…" : "Ask Crank… (Enter to send, Shift+Enter for a new line)";
-  hint.textContent = state.running ? "Enter: steer · Alt+Enter: follow-up · Esc: stop" : "";
+  const steerFirst = enterWhileRunning === "steer";
+  input.placeholder = down
+    ? "The server is not running."
+    : state.running
+      ? steerFirst
+        ? "Steer the agent (Enter) or queue a follow-up (Alt+Enter)…"
+        : "Queue a follow-up (Enter) or steer the agent (Alt+Enter)…"
+      : "Ask Crank… (Enter to send, Shift+Enter for a new line)";
+  hint.textContent = state.running ? (steerFirst ? "Enter: steer · Alt+Enter: follow-up · Esc: stop" : "Enter: follow-up · Alt+Enter: steer · Esc: stop") : "";
   const q = state.queue;
   queueList.textContent = "";
   queueList.hidden = q.steering.length + q.followUp.length === 0;

@@ -247,3 +247,20 @@ test("typing @ after a space opens the context picker and leaves the text alone"
   await input.pressSequentially("me@home");
   assert.equal((await posted()).filter((m) => m.type === "addContext").length, 1, "an @ inside a word does not open the picker");
 });
+
+test("with enterWhileRunning = followUp, Enter queues and Alt+Enter steers", async () => {
+  const base = { workspace: run.workspace, sessionId: run.sessionId, runId: "r-3" };
+  await host(
+    { type: "prefs", enterWhileRunning: "followUp" },
+    { type: "action", action: { type: "transcript", messages: [], sessionId: run.sessionId } },
+    { type: "action", action: { type: "event", params: { ...base, seq: 600, event: { type: "agent_start" } } } },
+  );
+  await page.waitForSelector("button.stop:not([hidden])");
+  const input = page.locator("textarea.input");
+  await input.fill("later");
+  await input.press("Enter");
+  assert.deepEqual((await posted()).at(-1), { type: "send", text: "later", mode: "followUp" });
+  await input.fill("now");
+  await input.press("Alt+Enter");
+  assert.deepEqual((await posted()).at(-1), { type: "send", text: "now", mode: "steer" });
+});
