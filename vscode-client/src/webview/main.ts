@@ -349,15 +349,20 @@ function renderTool(t: ToolItem): HTMLElement {
   return card;
 }
 
+/** A line diff of two snippets, cut at `max` lines with a note saying how many were left out. */
+function diffView(oldText: string, newText: string, path: string, max: number): HTMLElement {
+  const diff = h("pre", { class: "diff", "aria-label": `Change to ${path}` });
+  const lines = snippetDiff(oldText, newText);
+  for (const l of lines.slice(0, max)) diff.append(h("div", { class: `line ${l.sign === "+" ? "add" : l.sign === "-" ? "del" : "ctx"}` }, `${l.sign} ${l.text}`));
+  if (lines.length > max) diff.append(h("div", { class: "line ctx" }, `… ${lines.length - max} more lines`));
+  return diff;
+}
+
 function renderEdit(t: ToolItem): HTMLElement {
   const e = t.edit!;
   const card = h("div", { class: `card tool edit ${t.status}`, "data-tool": t.name, "data-id": t.id });
   card.append(toolHeader(t, e.mode === "write" ? "Write" : "Edit", e.path));
-  const diff = h("pre", { class: "diff", "aria-label": `Change to ${e.path}` });
-  const lines = snippetDiff(e.oldText, e.newText);
-  for (const l of lines.slice(0, 80)) diff.append(h("div", { class: `line ${l.sign === "+" ? "add" : l.sign === "-" ? "del" : "ctx"}` }, `${l.sign} ${l.text}`));
-  if (lines.length > 80) diff.append(h("div", { class: "line ctx" }, `… ${lines.length - 80} more lines`));
-  card.append(diff);
+  card.append(diffView(e.oldText, e.newText, e.path, 80));
   if (t.status === "failed" && t.result) card.append(h("div", { class: "note error" }, t.result));
   card.append(
     h(
@@ -392,10 +397,7 @@ function renderPermission(p: PermissionItem): HTMLElement {
   if (pv?.kind === "command") card.append(h("pre", { class: "command" }, pv.command));
   else if (pv?.kind === "diff") {
     card.append(h("div", { class: "path" }, pv.path));
-    const diff = h("pre", { class: "diff" });
-    for (const l of snippetDiff(pv.oldText, pv.newText).slice(0, 60))
-      diff.append(h("div", { class: `line ${l.sign === "+" ? "add" : l.sign === "-" ? "del" : "ctx"}` }, `${l.sign} ${l.text}`));
-    card.append(diff);
+    card.append(diffView(pv.oldText, pv.newText, pv.path, 60));
   } else card.append(h("pre", { class: "command" }, keyArg({ args: r.arguments } as ToolItem)));
   const reason = h("input", { type: "text", class: "reason", placeholder: "Reason (optional, sent with Reject)", "aria-label": "Reason for rejecting" }) as HTMLInputElement;
   const answer = (decision: PermissionDecision) => {
