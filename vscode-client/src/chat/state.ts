@@ -1,0 +1,366 @@
+/**
+ * The chat's state: protocol events and host facts in, a view model out.
+ *
+ * `reduce` is pure: it never mutates its input, and an item that did not change keeps
+ * its identity, so the renderer can redraw only the items whose reference changed.
+ * It does not import `vscode` (it runs inside the webview and under node --test).
+ */
+import type {
+  AssistantBlock,
+  EventParams,
+  Message,
+  ModelInfo,
+  ModelRef,
+  PermissionDecision,
+  PermissionMode,
+  PermissionRequest,
+  Queue,
+  SessionInfo,
+  StateResult,
+  UsageUpdate,
+} from "../protocol/types";
+import { editOf, type EditInfo } from "./edits";
+
+export interface UserItem { kind: "user"; id: string; text: string }
+export interface AssistantItem {
+  kind: "assistant";
+  id: string;
+  blocks: AssistantBlock[];
+  streaming: boolean;
+  stopReason?: string;
+  errorMessage?: string;
+}
+export interface ToolItem {
+  kind: "tool";
+  id: string; // the toolCallId
+  name: string;
+  args: Record<string, unknown>;
+  output: string;
+  status: "pending" | "running" | "done" | "failed";
+  result?: string;
+  edit?: EditInfo;
+}
+export interface PermissionItem {
+  kind: "permission";
+  id: string; // the host's request id
+  request: PermissionRequest;
+  decision?: PermissionDecision;
+  reason?: string;
+}
+export interface NoticeItem { kind: "notice"; id: string; level: "info" | "warning" | "error"; text: string }
+export type ChatItem = UserItem | AssistantItem | ToolItem | PermissionItem | NoticeItem;
+
+export type ServerStatus = "starting" | "running" | "down" | "notInstalled";
+
+export interface ChatState {
+  workspace?: string;
+  sessionId?: string;
+  runId?: string;
+  running: boolean;
+  items: ChatItem[];
+  queue: Queue;
+  usage?: UsageUpdate;
+  lastSeq: number;
+  /** True when an event was missed; the host should re-read the transcript. */
+  gap: boolean;
+  server: { status: ServerStatus; message?: string };
+  model?: ModelRef;
+  models: ModelInfo[];
+  permissionMode?: PermissionMode;
+  trusted?: boolean;
+  sessions: SessionInfo[];
+  compacting: boolean;
+  retry?: { attempt: number; delayMs: number; error: string };
+}
+
+export type ChatAction =
+  | { type: "event"; params: EventParams }
+  | { type: "transcript"; messages: Message[]; sessionId?: string; workspace?: string }
+  | { type: "state"; state: StateResult; workspace?: string }
+  | { type: "permissionRequest"; id: string; request: PermissionRequest }
+  | { type: "permissionResolved"; id: string; decision: PermissionDecision; reason?: string }
+  | { type: "server"; status: ServerStatus; message?: string }
+  | { type: "sessions"; sessions: SessionInfo[] }
+  | { type: "models"; models: ModelInfo[] }
+  | { type: "queue"; queue: Queue }
+  | { type: "notice"; level: NoticeItem["level"]; text: string };
+
+export function initialState(): ChatState {
+  return {
+    running: false,
+    items: [],
+    queue: { steering: [], followUp: [] },
+    lastSeq: -1,
+    gap: false,
+    server: { status: "starting" },
+    models: [],
+    sessions: [],
+    compacting: false,
+  };
+}
+
+let noticeCounter = 0;
+function notice(level: NoticeItem["level"], text: string): NoticeItem {
+  noticeCounter += 1;
+  return { kind: "notice", id: `notice-${Date.now().toString(36)}-${noticeCounter}`, level, text };
+}
+
+function replaceItem(items: ChatItem[], id: string, kind: ChatItem["kind"], f: (it: any) => ChatItem): ChatItem[] {
+  const i = findLast(items, (it) => it.kind === kind && it.id === id);
+  if (i < 0) return items;
+  const copy = items.slice();
+  copy[i] = f(items[i]);
+  return copy;
+}
+
+function findLast<T>(xs: T[], p: (x: T) => boolean): number {
+  for (let i = xs.length - 1; i >= 0; i--) if (p(xs[i])) return i;
+  return -1;
+}
+
+function blockText(b: AssistantBlock): string {
+  return b.type === "text" ? b.text : b.type === "thinking" ? b.thinking : "";
+}
+
+/** Tool cards for the calls in a finished assistant message, skipping ones already shown. */
+function toolCardsFor(items: ChatItem[], m: Message): ChatItem[] {
+  if (m.role !== "assistant") return items;
+  let out = items;
+  for (const b of m.content) {
+    if (b.type !== "toolCall") continue;
+    if (out.some((it) => it.kind === "tool" && it.id === b.id)) continue;
+    out = [...out, toolItem(b.id, b.name, b.arguments)];
+  }
+  return out;
+}
+
+function toolItem(id: string, name: string, args: Record<string, unknown>): ToolItem {
+  return { kind: "tool", id, name, args: args ?? {}, output: "", status: "pending", edit: editOf(name, args ?? {}) };
+}
+
+function assistantFinal(id: string, m: Extract<Message, { role: "assistant" }>): AssistantItem {
+  return { kind: "assistant", id, blocks: m.content, streaming: false, stopReason: m.stopReason, errorMessage: m.errorMessage };
+}
+
+/** Rebuild the items from a transcript (resume, session switch, or after a gap). */
+export function itemsFromMessages(messages: Message[]): ChatItem[] {
+  let items: ChatItem[] = [];
+  messages.forEach((m, i) => {
+    if (m.role === "user") items = [...items, { kind: "user", id: `m${i}`, text: m.content }];
+    else if (m.role === "assistant") items = toolCardsFor([...items, assistantFinal(`m${i}`, m)], m);
+    else
+      items = replaceItem(items, m.toolCallId, "tool", (t: ToolItem) => ({
+        ...t,
+        status: m.isError ? "failed" : "done",
+        result: m.content,
+      }));
+  });
+  return items;
+}
+
+function onEvent(s: ChatState, p: EventParams): ChatState {
+  const ev = p.event;
+  if (ev.type === "session_changed") {
+    return { ...s, sessionId: ev.sessionId, items: [], lastSeq: -1, running: false, gap: true, queue: { steering: [], followUp: [] } };
+  }
+  if (s.sessionId !== undefined && p.sessionId !== s.sessionId) return s;
+  if (p.seq <= s.lastSeq) return s; // a duplicate or a stale event: already applied
+  const gap = s.gap || (s.lastSeq >= 0 && p.seq !== s.lastSeq + 1);
+  s = { ...s, sessionId: p.sessionId, workspace: s.workspace ?? p.workspace, lastSeq: p.seq, gap };
+  const items = s.items;
+  switch (ev.type) {
+    case "agent_start":
+      return { ...s, running: true, runId: p.runId, retry: undefined };
+    case "turn_start":
+      return s;
+    case "message_start": {
+      const m = ev.message;
+      if (m.role === "user") return { ...s, items: [...items, { kind: "user", id: `u${p.seq}`, text: m.content }] };
+      if (m.role === "assistant")
+        return { ...s, items: [...items, { kind: "assistant", id: `a${p.seq}`, blocks: m.content ?? [], streaming: true }] };
+      return s;
+    }
+    case "message_update": {
+      const i = findLast(items, (it) => it.kind === "assistant" && it.streaming);
+      if (i < 0) return s;
+      const a = items[i] as AssistantItem;
+      const { kind, contentIndex, text } = ev.delta;
+      const blocks = a.blocks.slice();
+      while (blocks.length <= contentIndex) blocks.push({ type: "text", text: "" });
+      const prev = blocks[contentIndex];
+      if (kind === "text") blocks[contentIndex] = { type: "text", text: blockText(prev) + text };
+      else if (kind === "thinking") blocks[contentIndex] = { type: "thinking", thinking: blockText(prev) + text };
+      else {
+        const partial = prev.type === "toolCall" ? String(prev.arguments?.__partial ?? "") : "";
+        const name = prev.type === "toolCall" ? prev.name : "";
+        const id = prev.type === "toolCall" ? prev.id : "";
+        blocks[contentIndex] = { type: "toolCall", id, name, arguments: { __partial: partial + text } };
+      }
+      const copy = items.slice();
+      copy[i] = { ...a, blocks };
+      return { ...s, items: copy };
+    }
+    case "message_end": {
+      const m = ev.message;
+      if (m.role === "assistant") {
+        const i = findLast(items, (it) => it.kind === "assistant" && it.streaming);
+        const copy = items.slice();
+        if (i >= 0) copy[i] = assistantFinal(copy[i].id, m);
+        else copy.push(assistantFinal(`a${p.seq}`, m));
+        return { ...s, items: toolCardsFor(copy, m) };
+      }
+      if (m.role === "user") {
+        const last = items[items.length - 1];
+        if (last && last.kind === "user" && last.text === m.content) return s;
+        return { ...s, items: [...items, { kind: "user", id: `u${p.seq}`, text: m.content }] };
+      }
+      return s;
+    }
+    case "tool_execution_start": {
+      const exists = items.some((it) => it.kind === "tool" && it.id === ev.toolCallId);
+      const base = exists ? items : [...items, toolItem(ev.toolCallId, ev.toolName, ev.arguments)];
+      return {
+        ...s,
+        items: replaceItem(base, ev.toolCallId, "tool", (t: ToolItem) => ({
+          ...t,
+          name: ev.toolName,
+          args: ev.arguments ?? t.args,
+          edit: editOf(ev.toolName, ev.arguments ?? t.args) ?? t.edit,
+          status: "running",
+        })),
+      };
+    }
+    case "tool_execution_update":
+      return { ...s, items: replaceItem(items, ev.toolCallId, "tool", (t: ToolItem) => ({ ...t, output: t.output + ev.output })) };
+    case "tool_execution_end":
+      return {
+        ...s,
+        items: replaceItem(items, ev.toolCallId, "tool", (t: ToolItem) => ({
+          ...t,
+          status: ev.result.isError ? "failed" : "done",
+          result: ev.result.content,
+        })),
+      };
+    case "turn_end":
+      return s;
+    case "agent_end":
+      return s;
+    case "agent_settled": {
+      // Anything still marked as streaming or running was cut off: say so instead of spinning forever.
+      const settled = items.map((it) =>
+        it.kind === "assistant" && it.streaming
+          ? { ...it, streaming: false }
+          : it.kind === "tool" && (it.status === "running" || it.status === "pending")
+            ? { ...it, status: "failed" as const, result: it.result ?? "(interrupted)" }
+            : it,
+      );
+      return { ...s, running: false, items: settled, compacting: false, retry: undefined };
+    }
+    case "queue_update":
+      return { ...s, queue: { steering: ev.steering, followUp: ev.followUp } };
+    case "compaction_start":
+      return {
+        ...s,
+        compacting: true,
+        items: [...items, notice("info", `Compacting the conversation (${ev.reason})…`)],
+      };
+    case "compaction_end":
+      return {
+        ...s,
+        compacting: false,
+        items: [
+          ...items,
+          ev.compacted
+            ? notice("info", "The conversation was compacted: older messages were replaced by a summary.")
+            : notice(ev.error ? "error" : "info", `Compaction did not happen${ev.error ? `: ${ev.error}` : "."}`),
+        ],
+      };
+    case "retry_start":
+      return {
+        ...s,
+        retry: { attempt: ev.attempt, delayMs: ev.delayMs, error: ev.error },
+        items: [...items, notice("warning", `Retrying (attempt ${ev.attempt}) in ${Math.round(ev.delayMs / 100) / 10}s: ${ev.error}`)],
+      };
+    case "retry_end":
+      return {
+        ...s,
+        retry: undefined,
+        items: ev.success ? items : [...items, notice("error", `Gave up after attempt ${ev.attempt}.`)],
+      };
+    case "usage_update": {
+      const { type: _t, ...usage } = ev;
+      return { ...s, usage };
+    }
+    case "system_prompt_changed":
+      return { ...s, items: [...items, notice("info", "The system prompt changed; the next run uses the new one.")] };
+    default:
+      return s;
+  }
+}
+
+export function reduce(s: ChatState, a: ChatAction): ChatState {
+  switch (a.type) {
+    case "event":
+      return onEvent(s, a.params);
+    case "transcript":
+      return {
+        ...s,
+        items: itemsFromMessages(a.messages),
+        sessionId: a.sessionId ?? s.sessionId,
+        workspace: a.workspace ?? s.workspace,
+        gap: false,
+      };
+    case "state": {
+      const st = a.state;
+      const changed = s.sessionId !== undefined && s.sessionId !== st.sessionId;
+      return {
+        ...s,
+        workspace: a.workspace ?? s.workspace,
+        sessionId: st.sessionId,
+        running: st.running,
+        runId: st.runId,
+        model: st.model,
+        permissionMode: st.permissionMode,
+        trusted: st.trusted,
+        queue: st.queue,
+        usage: st.usage,
+        items: changed ? [] : s.items,
+        lastSeq: changed ? -1 : s.lastSeq,
+      };
+    }
+    case "permissionRequest":
+      return { ...s, items: [...s.items, { kind: "permission", id: a.id, request: a.request }] };
+    case "permissionResolved":
+      return {
+        ...s,
+        items: replaceItem(s.items, a.id, "permission", (p: PermissionItem) => ({ ...p, decision: a.decision, reason: a.reason })),
+      };
+    case "server": {
+      const down = a.status === "down" || a.status === "notInstalled";
+      // A dead server answers no permission request: close open cards so no button lies.
+      const items = down
+        ? s.items.map((it) => (it.kind === "permission" && !it.decision ? { ...it, decision: "reject" as const, reason: "server stopped" } : it))
+        : s.items;
+      return { ...s, server: { status: a.status, message: a.message }, running: down ? false : s.running, items };
+    }
+    case "sessions":
+      return { ...s, sessions: a.sessions };
+    case "models":
+      return { ...s, models: a.models };
+    case "queue":
+      return { ...s, queue: a.queue };
+    case "notice":
+      return { ...s, items: [...s.items, notice(a.level, a.text)] };
+  }
+}
+
+/** Pending permission requests, oldest first. */
+export function pendingPermissions(s: ChatState): PermissionItem[] {
+  return s.items.filter((it): it is PermissionItem => it.kind === "permission" && !it.decision);
+}
+
+/** Context use as a fraction in [0, 1], or undefined before the first usage report. */
+export function contextFraction(s: ChatState): number | undefined {
+  if (!s.usage || !s.usage.contextWindow) return undefined;
+  return Math.min(1, Math.max(0, s.usage.contextTokens / s.usage.contextWindow));
+}

@@ -1,0 +1,415 @@
+/**
+ * The sidebar chat: a WebviewViewProvider that forwards protocol events to the page and
+ * turns the page's messages into protocol requests. The chat state itself lives in the
+ * page (the pure reducer); this side keeps only what VS Code must act on: the workspace
+ * the chat is on, pending permission requests, the edits (for diff and undo), and the
+ * context chips for the next prompt.
+ */
+import * as vscode from "vscode";
+import type { HostMessage, ViewMessage } from "./chat/protocol";
+import type { ChatAction } from "./chat/state";
+import { chatPageHtml, makeNonce } from "./chat/html";
+import { diffSides, editOf, planUndo, type EditInfo } from "./chat/edits";
+import { ErrorCodes, type ContextItem, type EventParams, type PermissionRequest, type PermissionResponse, type Queue } from "./protocol/types";
+import type { ServerManager } from "./server";
+import { INSTALL_HELP } from "./protocol/launch";
+
+interface TrackedEdit { edit: EditInfo; workspace: string; previousFile?: string }
+
+const DIFF_SCHEME = "crank-diff";
+
+export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.TextDocumentContentProvider {
+  static readonly viewId = "crank.chat";
+  private view: vscode.WebviewView | undefined;
+  private pinnedWorkspace: vscode.WorkspaceFolder | undefined;
+  private lastFolder: vscode.WorkspaceFolder | undefined;
+  private readonly pending = new Map<string, { request: PermissionRequest; resolve: (r: PermissionResponse) => void }>();
+  private readonly edits = new Map<string, TrackedEdit>();
+  private readonly diffDocs = new Map<string, string>();
+  private context: { label: string; item: ContextItem }[] = [];
+  private nextPermissionId = 1;
+
+  constructor(private readonly ext: vscode.ExtensionContext, private readonly server: ServerManager) {
+    server.permissionHandler = (p) => this.askPermission(p);
+    server.beforeServerCommand = () => void this.reveal();
+    ext.subscriptions.push(
+      server.onEvent((p) => this.onEvent(p)),
+      server.onStatus((s) => {
+        this.dispatch({ type: "server", status: s.status, message: s.message });
+        if (s.status === "running") void this.refresh();
+        if (s.status === "down" || s.status === "notInstalled") this.rejectAllPending("the server stopped");
+      }),
+      vscode.window.onDidChangeActiveTextEditor((ed) => {
+        const f = ed && vscode.workspace.getWorkspaceFolder(ed.document.uri);
+        if (f && !this.pinnedWorkspace && f.uri.toString() !== this.lastFolder?.uri.toString()) {
+          this.lastFolder = f;
+          void this.refresh();
+        }
+      }),
+      vscode.workspace.registerTextDocumentContentProvider(DIFF_SCHEME, this),
+      vscode.workspace.onDidChangeConfiguration((e) => {
+        if (e.affectsConfiguration("crank.chat")) void this.refresh();
+      }),
+    );
+  }
+
+  // ---- the workspace the chat is on --------------------------------------------------
+
+  /** The pinned folder, else the active editor's, else the last used, else the first. */
+  folder(): vscode.WorkspaceFolder | undefined {
+    if (this.pinnedWorkspace) return this.pinnedWorkspace;
+    const ed = vscode.window.activeTextEditor;
+    const f = ed && vscode.workspace.getWorkspaceFolder(ed.document.uri);
+    if (f) this.lastFolder = f;
+    return this.lastFolder ?? vscode.workspace.workspaceFolders?.[0];
+  }
+  private workspace(): string | undefined {
+    return this.folder()?.uri.toString();
+  }
+
+  async pickWorkspace(): Promise<void> {
+    const folders = vscode.workspace.workspaceFolders ?? [];
+    if (folders.length < 2) return;
+    const pick = await vscode.window.showQuickPick(
+      [
+        { label: "$(file) Follow the active editor", folder: undefined as vscode.WorkspaceFolder | undefined },
+        ...folders.map((f) => ({ label: f.name, description: f.uri.fsPath, folder: f as vscode.WorkspaceFolder | undefined })),
+      ],
+      { title: "Crank: which workspace folder should the chat work on?" },
+    );
+    if (!pick) return;
+    this.pinnedWorkspace = pick.folder;
+    await this.refresh();
+  }
+
+  // ---- webview plumbing --------------------------------------------------------------
+
+  resolveWebviewView(view: vscode.WebviewView): void {
+    this.view = view;
+    const dist = vscode.Uri.joinPath(this.ext.extensionUri, "dist", "webview");
+    view.webview.options = { enableScripts: true, localResourceRoots: [dist] };
+    view.webview.html = chatPageHtml({
+      cspSource: view.webview.cspSource,
+      nonce: makeNonce(),
+      scriptUri: view.webview.asWebviewUri(vscode.Uri.joinPath(dist, "chat.js")).toString(),
+      styleUri: view.webview.asWebviewUri(vscode.Uri.joinPath(dist, "chat.css")).toString(),
+    });
+    view.webview.onDidReceiveMessage((m: ViewMessage) => this.onMessage(m).catch((err) => this.showError(err)));
+    view.onDidDispose(() => (this.view = undefined));
+  }
+
+  async reveal(): Promise<void> {
+    await vscode.commands.executeCommand(`${ChatViewProvider.viewId}.focus`);
+  }
+
+  private post(m: HostMessage): void {
+    void this.view?.webview.postMessage(m);
+  }
+  private dispatch(action: ChatAction): void {
+    this.post({ type: "action", action });
+  }
+  private notice(level: "info" | "warning" | "error", text: string): void {
+    this.dispatch({ type: "notice", level, text });
+  }
+
+  private showError(err: unknown): void {
+    const e = err as { code?: number; message?: string };
+    let text = e?.message ?? String(err);
+    if (e?.code === ErrorCodes.NoProvider) text += " Use “Crank: Set API Key” or set crank.provider.baseUrl.";
+    this.notice("error", text);
+  }
+
+  /** Re-read everything about the current workspace: used on ready, restart, folder change and after a gap. */
+  async refresh(): Promise<void> {
+    const folders = vscode.workspace.workspaceFolders ?? [];
+    this.post({ type: "workspace", name: this.folder()?.name, folders: folders.length });
+    this.post({ type: "context", items: this.context });
+    this.post({ type: "prefs", enterWhileRunning: vscode.workspace.getConfiguration("crank").get("chat.enterWhileRunning", "steer") });
+    const st = this.server.currentStatus;
+    this.dispatch({ type: "server", status: st.status, message: st.message });
+    const client = this.server.client;
+    const workspace = this.workspace();
+    if (!client) return;
+    try {
+      let state = await client.state({ workspace });
+      const key = `crank.lastSession.${workspace}`;
+      const last = this.ext.workspaceState.get<string>(key);
+      if (last && last !== state.sessionId && !state.running) {
+        try {
+          await client.openSession({ workspace, sessionId: last });
+          state = await client.state({ workspace });
+        } catch {
+          // The session is gone or locked; stay on the server's active one.
+        }
+      }
+      await this.ext.workspaceState.update(key, state.sessionId);
+      const { messages } = await client.messages({ workspace, sessionId: state.sessionId });
+      this.dispatch({ type: "state", state, workspace });
+      this.dispatch({ type: "transcript", messages, sessionId: state.sessionId, workspace });
+      const { models } = await client.models({ workspace });
+      this.dispatch({ type: "models", models });
+    } catch (err) {
+      this.showError(err);
+    }
+  }
+
+  // ---- events from the server --------------------------------------------------------
+
+  private onEvent(p: EventParams): void {
+    const ev = p.event;
+    if (ev.type === "tool_execution_start") {
+      const edit = editOf(ev.toolName, ev.arguments ?? {});
+      if (edit) this.edits.set(ev.toolCallId, { ...this.edits.get(ev.toolCallId), edit, workspace: p.workspace });
+    }
+    if (ev.type === "session_changed" && p.workspace === this.workspace()) {
+      void this.ext.workspaceState.update(`crank.lastSession.${p.workspace}`, ev.sessionId);
+      void this.refresh();
+    }
+    if (p.workspace !== this.workspace()) return;
+    this.dispatch({ type: "event", params: p });
+  }
+
+  // ---- permission requests -----------------------------------------------------------
+
+  private askPermission(request: PermissionRequest): Promise<PermissionResponse> {
+    const id = `perm-${this.nextPermissionId++}`;
+    if (request.preview?.kind === "diff") {
+      // Remember the file's previous text: it is what "Undo this edit" restores after a write.
+      const edit = editOf(request.toolName, request.arguments) ?? {
+        path: request.preview.path,
+        mode: "write" as const,
+        oldText: request.preview.oldText,
+        newText: request.preview.newText,
+      };
+      this.edits.set(request.toolCallId, { edit, workspace: request.workspace, previousFile: edit.mode === "write" ? request.preview.oldText : undefined });
+    }
+    return new Promise((resolve) => {
+      this.pending.set(id, { request, resolve });
+      this.dispatch({ type: "permissionRequest", id, request });
+      if (!this.view?.visible || request.workspace !== this.workspace()) void this.notifyPermission(id, request);
+    });
+  }
+
+  private async notifyPermission(id: string, r: PermissionRequest): Promise<void> {
+    const what = r.preview?.kind === "command" ? r.preview.command : r.preview?.kind === "diff" ? r.preview.path : r.toolName;
+    const pick = await vscode.window.showWarningMessage(`Crank wants to run ${r.toolName}: ${what}`, "Allow", "Allow for Session", "Always Allow", "Reject", "Show");
+    const map: Record<string, PermissionResponse["decision"]> = { Allow: "allow", "Allow for Session": "allowSession", "Always Allow": "allowAlways", Reject: "reject" };
+    if (pick === "Show") await this.reveal();
+    else if (pick && map[pick]) this.resolvePermission(id, { decision: map[pick] });
+  }
+
+  private resolvePermission(id: string, response: PermissionResponse): void {
+    const p = this.pending.get(id);
+    if (!p) return; // already answered elsewhere (card or notification)
+    this.pending.delete(id);
+    p.resolve(response);
+    this.dispatch({ type: "permissionResolved", id, decision: response.decision, reason: response.reason });
+  }
+
+  private rejectAllPending(reason: string): void {
+    for (const id of Array.from(this.pending.keys())) this.resolvePermission(id, { decision: "reject", reason });
+  }
+
+  // ---- messages from the page --------------------------------------------------------
+
+  private async onMessage(m: ViewMessage): Promise<void> {
+    const client = this.server.client;
+    const workspace = this.workspace();
+    switch (m.type) {
+      case "ready":
+      case "resync":
+        return this.refresh();
+      case "restartServer":
+        return this.server.restart();
+      case "showLog":
+        return this.server.output.show(true);
+      case "installHelp":
+        return showInstallHelp();
+      case "copy":
+        await vscode.env.clipboard.writeText(m.text);
+        void vscode.window.setStatusBarMessage("Copied", 1500);
+        return;
+      case "permission":
+        return this.resolvePermission(m.id, { decision: m.decision, reason: m.reason });
+      case "pickWorkspace":
+        return this.pickWorkspace();
+      case "addContext":
+        return this.addContextInteractive();
+      case "removeContext":
+        this.context.splice(m.index, 1);
+        this.post({ type: "context", items: this.context });
+        return;
+      case "openDiff":
+        return this.openDiff(m.toolCallId);
+      case "undoEdit":
+        return this.undoEdit(m.toolCallId);
+      case "openFile":
+        await vscode.window.showTextDocument(this.resolvePath(m.path, workspace));
+        return;
+      case "showSystemPrompt":
+        return vscode.commands.executeCommand("crank.showSystemPrompt") as Promise<void>;
+    }
+    if (!client) {
+      this.notice("error", "The Crank server is not running.");
+      return;
+    }
+    switch (m.type) {
+      case "send": {
+        const context = this.context.map((c) => c.item);
+        const res = await client.prompt({ workspace, text: m.text, context: context.length ? context : undefined, whileRunning: m.mode === "prompt" ? undefined : m.mode });
+        if (!res.queued) {
+          this.context = [];
+          this.post({ type: "context", items: this.context });
+        }
+        return;
+      }
+      case "abort":
+        return this.stop();
+      case "removeQueued": {
+        const queue = await client.removeQueued({ workspace }, m.kind, m.index);
+        this.dispatch({ type: "queue", queue });
+        return;
+      }
+      case "newSession":
+        await client.newSession({ workspace });
+        return this.refresh();
+      case "openSession":
+        await client.openSession({ workspace, sessionId: m.sessionId });
+        return this.refresh();
+      case "listSessions": {
+        const { sessions } = await client.sessions({ workspace });
+        this.dispatch({ type: "sessions", sessions });
+        return;
+      }
+      case "setModel": {
+        await client.setModel({ workspace, api: m.api, id: m.id });
+        this.dispatch({ type: "state", state: await client.state({ workspace }), workspace });
+        return;
+      }
+      case "setPermissionMode": {
+        await client.setPermissionMode({ workspace, mode: m.mode });
+        this.dispatch({ type: "state", state: await client.state({ workspace }), workspace });
+        return;
+      }
+    }
+  }
+
+  /**
+   * Stop always stops: clear the queues first (so nothing starts after the abort), put
+   * what was cleared back in the input box, then abort. If the server does not settle
+   * the run within 10 s, say so and offer a restart rather than leaving a spinner.
+   */
+  async stop(): Promise<void> {
+    const client = this.server.client;
+    if (!client) return;
+    const workspace = this.workspace();
+    let cleared: Queue = { steering: [], followUp: [] };
+    try {
+      cleared = await client.clearQueue({ workspace });
+    } catch (err) {
+      this.showError(err);
+    }
+    const back = [...cleared.steering, ...cleared.followUp];
+    if (back.length) this.post({ type: "restoreInput", text: back.join("\n\n") });
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<"timeout">((r) => (timer = setTimeout(() => r("timeout"), 10_000)));
+    const result = await Promise.race([client.abort({ workspace }), timeout]).finally(() => clearTimeout(timer));
+    if (result === "timeout") {
+      const pick = await vscode.window.showErrorMessage("Crank did not stop the run within 10 seconds.", "Restart Server");
+      if (pick) await this.server.restart();
+    }
+  }
+
+  // ---- context -----------------------------------------------------------------------
+
+  addSelection(editor = vscode.window.activeTextEditor): void {
+    if (!editor) return;
+    const sel = editor.selection;
+    const name = vscode.workspace.asRelativePath(editor.document.uri);
+    const item: ContextItem = { uri: editor.document.uri.toString() };
+    if (!sel.isEmpty) item.range = { start: { line: sel.start.line, character: sel.start.character }, end: { line: sel.end.line, character: sel.end.character } };
+    const label = sel.isEmpty ? name : `${name}:${sel.start.line + 1}-${sel.end.line + 1}`;
+    this.context.push({ label, item });
+    this.post({ type: "context", items: this.context });
+    void this.reveal();
+  }
+
+  addFile(uri: vscode.Uri): void {
+    this.context.push({ label: vscode.workspace.asRelativePath(uri), item: { uri: uri.toString() } });
+    this.post({ type: "context", items: this.context });
+    void this.reveal();
+  }
+
+  private async addContextInteractive(): Promise<void> {
+    const ed = vscode.window.activeTextEditor;
+    const choices: { label: string; run: () => Promise<void> | void }[] = [];
+    if (ed && !ed.selection.isEmpty) choices.push({ label: "$(selection) Current selection", run: () => this.addSelection(ed) });
+    if (ed) choices.push({ label: `$(file) ${vscode.workspace.asRelativePath(ed.document.uri)}`, run: () => this.addFile(ed.document.uri) });
+    choices.push({
+      label: "$(search) Pick a file…",
+      run: async () => {
+        const files = await vscode.workspace.findFiles("**/*", "**/{node_modules,.git,.venv}/**", 2000);
+        const pick = await vscode.window.showQuickPick(files.map((u) => ({ label: vscode.workspace.asRelativePath(u), uri: u })), { matchOnDescription: true, title: "Add a file to the next prompt" });
+        if (pick) this.addFile(pick.uri);
+      },
+    });
+    const pick = await vscode.window.showQuickPick(choices, { title: "Crank: add context" });
+    if (pick) await pick.run();
+  }
+
+  // ---- edits: diff and undo ----------------------------------------------------------
+
+  private resolvePath(p: string, workspace: string | undefined): vscode.Uri {
+    if (p.startsWith("file:")) return vscode.Uri.parse(p);
+    if (p.startsWith("/") || /^[A-Za-z]:[\\/]/.test(p)) return vscode.Uri.file(p);
+    const base = workspace ? vscode.Uri.parse(workspace) : this.folder()?.uri;
+    return base ? vscode.Uri.joinPath(base, p) : vscode.Uri.file(p);
+  }
+
+  provideTextDocumentContent(uri: vscode.Uri): string {
+    return this.diffDocs.get(uri.toString()) ?? "";
+  }
+
+  private async currentText(uri: vscode.Uri): Promise<string | undefined> {
+    try {
+      return (await vscode.workspace.openTextDocument(uri)).getText();
+    } catch {
+      return undefined;
+    }
+  }
+
+  private async openDiff(toolCallId: string): Promise<void> {
+    const t = this.edits.get(toolCallId);
+    if (!t) return this.notice("warning", "This edit's details are not available any more (the window was reloaded).");
+    const uri = this.resolvePath(t.edit.path, t.workspace);
+    const current = await this.currentText(uri);
+    const { before, after } = diffSides(current, t.edit, t.previousFile);
+    const left = vscode.Uri.from({ scheme: DIFF_SCHEME, path: `/${toolCallId}/before/${t.edit.path}` });
+    this.diffDocs.set(left.toString(), before);
+    let right = uri;
+    if (current === undefined || after !== current) {
+      right = vscode.Uri.from({ scheme: DIFF_SCHEME, path: `/${toolCallId}/after/${t.edit.path}` });
+      this.diffDocs.set(right.toString(), after);
+    }
+    await vscode.commands.executeCommand("vscode.diff", left, right, `${t.edit.path} (Crank edit)`);
+  }
+
+  private async undoEdit(toolCallId: string): Promise<void> {
+    const t = this.edits.get(toolCallId);
+    if (!t) return this.notice("warning", "This edit's details are not available any more (the window was reloaded).");
+    const uri = this.resolvePath(t.edit.path, t.workspace);
+    const doc = await vscode.workspace.openTextDocument(uri);
+    const plan = planUndo(doc.getText(), t.edit, t.previousFile);
+    if (!plan.ok) return this.notice("error", `Cannot undo this edit: ${plan.reason}`);
+    const we = new vscode.WorkspaceEdit();
+    we.replace(uri, new vscode.Range(doc.positionAt(plan.offset), doc.positionAt(plan.offset + plan.length)), plan.replacement);
+    if (!(await vscode.workspace.applyEdit(we))) return this.notice("error", `VS Code refused to revert the edit to ${t.edit.path}.`);
+    await doc.save();
+    this.notice("info", `Reverted the edit to ${t.edit.path}.`);
+  }
+}
+
+export async function showInstallHelp(): Promise<void> {
+  const doc = await vscode.workspace.openTextDocument({ language: "markdown", content: INSTALL_HELP });
+  await vscode.commands.executeCommand("markdown.showPreview", doc.uri).then(undefined, () => vscode.window.showTextDocument(doc));
+}

@@ -1,0 +1,120 @@
+/**
+ * Entry point: wires the server manager, the chat view and the commands together.
+ * Command ids differ from the server's executeCommand ids (crank.fixFile, crank.abort,
+ * crank.newSession), which vscode-languageclient registers itself for code actions.
+ */
+import * as vscode from "vscode";
+import { ChatViewProvider, showInstallHelp } from "./chatView";
+import { ServerManager } from "./server";
+import type { FixFileArgs, PermissionMode } from "./protocol/types";
+
+export async function activate(context: vscode.ExtensionContext): Promise<void> {
+  const server = new ServerManager(context);
+  const chat = new ChatViewProvider(context, server);
+  context.subscriptions.push(server);
+  context.subscriptions.push(vscode.window.registerWebviewViewProvider(ChatViewProvider.viewId, chat, { webviewOptions: { retainContextWhenHidden: true } }));
+
+  const needClient = () => {
+    const c = server.client;
+    if (!c) void vscode.window.showErrorMessage("The Crank server is not running.", "Restart Server").then((p) => p && server.restart());
+    return c;
+  };
+  const workspace = () => chat.folder()?.uri.toString();
+
+  const fix = async (uri: vscode.Uri | undefined, withSelection: boolean) => {
+    const editor = vscode.window.activeTextEditor;
+    const target = uri instanceof vscode.Uri ? uri : editor?.document.uri;
+    const lc = server.languageClient;
+    if (!target) return void vscode.window.showWarningMessage("Crank: open a file to fix first.");
+    if (!lc || !server.client) return void needClient();
+    let diagnostics = vscode.languages.getDiagnostics(target);
+    const args: FixFileArgs = { uri: target.toString() };
+    if (withSelection && editor && !editor.selection.isEmpty && editor.document.uri.toString() === target.toString()) {
+      const sel = editor.selection;
+      args.range = lc.code2ProtocolConverter.asRange(sel);
+      diagnostics = diagnostics.filter((d) => d.range.intersection(sel) !== undefined);
+    }
+    if (diagnostics.length) args.diagnostics = await lc.code2ProtocolConverter.asDiagnostics(diagnostics);
+    await chat.reveal();
+    try {
+      await lc.sendRequest("workspace/executeCommand", { command: "crank.fixFile", arguments: [args] });
+    } catch (err) {
+      void vscode.window.showErrorMessage(`Crank: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  };
+
+  const register = (id: string, fn: (...args: any[]) => unknown) => context.subscriptions.push(vscode.commands.registerCommand(id, fn));
+  register("crank.focusChat", () => chat.reveal());
+  register("crank.fixThisFile", (uri?: vscode.Uri) => fix(uri, false));
+  register("crank.fixSelection", () => fix(undefined, true));
+  register("crank.addSelection", () => chat.addSelection());
+  register("crank.addFile", (uri?: vscode.Uri) => {
+    const u = uri instanceof vscode.Uri ? uri : vscode.window.activeTextEditor?.document.uri;
+    if (u) chat.addFile(u);
+  });
+  register("crank.chat.stop", () => chat.stop());
+  register("crank.chat.newSession", async () => {
+    const c = needClient();
+    if (!c) return;
+    await c.newSession({ workspace: workspace() }).catch((e: Error) => vscode.window.showErrorMessage(`Crank: ${e.message}`));
+    await chat.refresh();
+  });
+  register("crank.chat.openSession", async () => {
+    const c = needClient();
+    if (!c) return;
+    const { sessions } = await c.sessions({ workspace: workspace() });
+    const pick = await vscode.window.showQuickPick(
+      sessions.map((s) => ({ label: s.title || s.firstMessage || s.sessionId, description: s.modified ? new Date(s.modified).toLocaleString() : "", sessionId: s.sessionId })),
+      { title: "Crank: open a session", matchOnDescription: true },
+    );
+    if (!pick) return;
+    await c.openSession({ workspace: workspace(), sessionId: pick.sessionId }).catch((e: Error) => vscode.window.showErrorMessage(`Crank: ${e.message}`));
+    await chat.refresh();
+  });
+  register("crank.setApiKey", () => server.setApiKey());
+  register("crank.clearApiKey", () => server.clearApiKey());
+  register("crank.restartServer", () => server.restart());
+  register("crank.showLog", () => server.output.show(true));
+  register("crank.installHelp", () => showInstallHelp());
+  register("crank.pickWorkspace", () => chat.pickWorkspace());
+  register("crank.showSystemPrompt", async () => {
+    const c = needClient();
+    if (!c) return;
+    const p = await c.systemPrompt({ workspace: workspace() });
+    const sources = p.sources.map((s) => `- ${s.kind}${s.path ? `: \`${s.path}\`` : ""}`).join("\n") || "- (none)";
+    const content = `<!-- Crank system prompt, hash ${p.hash} -->\n# Sources\n\n${sources}\n\n# Prompt\n\n${p.text}\n`;
+    await vscode.window.showTextDocument(await vscode.workspace.openTextDocument({ language: "markdown", content }));
+  });
+  register("crank.selectModel", async () => {
+    const c = needClient();
+    if (!c) return;
+    const { models } = await c.models({ workspace: workspace() });
+    const pick = await vscode.window.showQuickPick(
+      models.map((m) => ({ label: m.id, description: `${m.api}${m.contextWindow ? ` · ${m.contextWindow} tokens` : ""}`, m })),
+      { title: "Crank: model" },
+    );
+    if (pick) {
+      await c.setModel({ workspace: workspace(), api: pick.m.api, id: pick.m.id });
+      await chat.refresh();
+    }
+  });
+  register("crank.setPermissionMode", async () => {
+    const c = needClient();
+    if (!c) return;
+    const modes: { label: string; detail: string; mode: PermissionMode }[] = [
+      { label: "Ask", detail: "Ask before every edit and command", mode: "ask" },
+      { label: "Auto-edit", detail: "Edit files without asking; ask before commands", mode: "autoEdit" },
+      { label: "Auto", detail: "Never ask", mode: "auto" },
+      { label: "Read-only", detail: "No edits, no commands", mode: "readOnly" },
+    ];
+    const pick = await vscode.window.showQuickPick(modes, { title: "Crank: permission mode" });
+    if (pick) {
+      await c.setPermissionMode({ workspace: workspace(), mode: pick.mode });
+      await chat.refresh();
+    }
+  });
+
+  await server.start();
+}
+
+export function deactivate(): void {}

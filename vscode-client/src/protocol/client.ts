@@ -1,0 +1,140 @@
+/**
+ * A thin typed wrapper over a JSON-RPC connection speaking Crank's protocol.
+ *
+ * It needs only three capabilities (send a request, listen to a notification, answer a
+ * request), which both a vscode-jsonrpc MessageConnection and vscode-languageclient's
+ * LanguageClient provide. So the extension and the Node integration test drive the
+ * server through this same code. It does not import `vscode`.
+ */
+import type {
+  ContextItem,
+  EventParams,
+  ModelInfo,
+  ModelRef,
+  Message,
+  PermissionMode,
+  PermissionRequest,
+  PermissionResponse,
+  PromptResult,
+  Queue,
+  SessionInfo,
+  StateResult,
+  SystemPromptResult,
+  WhileRunning,
+} from "./types";
+
+export interface Disposable { dispose(): void }
+
+/** The part of a JSON-RPC connection this client uses. */
+export interface RpcChannel {
+  sendRequest<R>(method: string, params?: unknown): Promise<R>;
+  onNotification(method: string, handler: (params: any) => void): Disposable;
+  onRequest(method: string, handler: (params: any) => unknown): Disposable;
+}
+
+/** Which workspace (and optionally session) a request acts on. */
+export interface Target { workspace?: string; sessionId?: string }
+
+export const Methods = {
+  prompt: "crank/prompt",
+  steer: "crank/steer",
+  followUp: "crank/followUp",
+  clearQueue: "crank/clearQueue",
+  abort: "crank/abort",
+  state: "crank/state",
+  messages: "crank/messages",
+  sessions: "crank/sessions",
+  newSession: "crank/newSession",
+  openSession: "crank/openSession",
+  models: "crank/models",
+  setModel: "crank/setModel",
+  systemPrompt: "crank/systemPrompt",
+  setPermissionMode: "crank/setPermissionMode",
+  event: "crank/event",
+  requestPermission: "crank/requestPermission",
+} as const;
+
+/** Drop undefined fields so the wire carries only what the caller said. */
+function params(obj: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(obj)) if (v !== undefined) out[k] = v;
+  return out;
+}
+
+export class CrankClient {
+  constructor(private readonly rpc: RpcChannel) {}
+
+  prompt(t: Target & { text: string; context?: ContextItem[]; whileRunning?: WhileRunning }): Promise<PromptResult> {
+    return this.rpc.sendRequest(Methods.prompt, params({ ...t }));
+  }
+  steer(t: Target & { text: string }): Promise<Queue> {
+    return this.rpc.sendRequest(Methods.steer, params({ ...t }));
+  }
+  followUp(t: Target & { text: string }): Promise<Queue> {
+    return this.rpc.sendRequest(Methods.followUp, params({ ...t }));
+  }
+  clearQueue(t: Target = {}): Promise<Queue> {
+    return this.rpc.sendRequest(Methods.clearQueue, params({ ...t }));
+  }
+  abort(t: Target = {}): Promise<{ stopReason: "aborted" | "idle" }> {
+    return this.rpc.sendRequest(Methods.abort, params({ ...t }));
+  }
+  state(t: Target = {}): Promise<StateResult> {
+    return this.rpc.sendRequest(Methods.state, params({ ...t }));
+  }
+  messages(t: Target = {}): Promise<{ messages: Message[] }> {
+    return this.rpc.sendRequest(Methods.messages, params({ ...t }));
+  }
+  sessions(t: { workspace?: string } = {}): Promise<{ sessions: SessionInfo[] }> {
+    return this.rpc.sendRequest(Methods.sessions, params({ ...t }));
+  }
+  newSession(t: { workspace?: string } = {}): Promise<{ sessionId: string }> {
+    return this.rpc.sendRequest(Methods.newSession, params({ ...t }));
+  }
+  openSession(t: { workspace?: string; sessionId: string }): Promise<{ sessionId: string }> {
+    return this.rpc.sendRequest(Methods.openSession, params({ ...t }));
+  }
+  models(t: { workspace?: string } = {}): Promise<{ models: ModelInfo[] }> {
+    return this.rpc.sendRequest(Methods.models, params({ ...t }));
+  }
+  setModel(t: Target & ModelRef): Promise<{ model: ModelRef }> {
+    return this.rpc.sendRequest(Methods.setModel, params({ ...t }));
+  }
+  systemPrompt(t: { workspace?: string } = {}): Promise<SystemPromptResult> {
+    return this.rpc.sendRequest(Methods.systemPrompt, params({ ...t }));
+  }
+  setPermissionMode(t: { workspace?: string; mode: PermissionMode }): Promise<{ mode: PermissionMode }> {
+    return this.rpc.sendRequest(Methods.setPermissionMode, params({ ...t }));
+  }
+
+  /**
+   * Remove one queued message. The protocol only clears whole queues, so this clears
+   * both and puts back everything else in its original order. Returns the queues as
+   * they stand afterwards. Anything the server drained meanwhile is simply not re-added.
+   */
+  async removeQueued(t: Target, kind: "steering" | "followUp", index: number): Promise<Queue> {
+    const removed = await this.clearQueue(t);
+    let after: Queue = { steering: [], followUp: [] };
+    for (const [i, text] of removed.steering.entries()) {
+      if (kind === "steering" && i === index) continue;
+      after = await this.steer({ ...t, text });
+    }
+    for (const [i, text] of removed.followUp.entries()) {
+      if (kind === "followUp" && i === index) continue;
+      after = await this.followUp({ ...t, text });
+    }
+    return after;
+  }
+
+  onEvent(handler: (p: EventParams) => void): Disposable {
+    return this.rpc.onNotification(Methods.event, handler);
+  }
+
+  /** Install the one handler that answers the server's permission requests. */
+  onPermissionRequest(handler: (p: PermissionRequest) => Promise<PermissionResponse>): Disposable {
+    return this.rpc.onRequest(Methods.requestPermission, handler);
+  }
+}
+
+/** The `capabilities.experimental` block a client must send to get events and permission requests. */
+export const experimentalCapabilities = { crank: { events: true, permissionRequests: true } };

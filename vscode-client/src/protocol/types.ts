@@ -1,0 +1,150 @@
+/**
+ * The Crank wire contract (protocol version 1) as TypeScript types.
+ *
+ * Mirrors ../shared/protocol.md: names and shapes are fixed there, so this file only
+ * ever grows. Nothing here imports `vscode`; the webview, the extension and the
+ * integration test all share it.
+ */
+
+export type PermissionMode = "ask" | "autoEdit" | "auto" | "readOnly";
+export type WhileRunning = "steer" | "followUp" | "reject";
+export type StopReason = "stop" | "toolUse" | "length" | "error" | "aborted";
+
+export interface TextBlock { type: "text"; text: string }
+export interface ThinkingBlock { type: "thinking"; thinking: string }
+export interface ToolCallBlock { type: "toolCall"; id: string; name: string; arguments: Record<string, unknown> }
+export type AssistantBlock = TextBlock | ThinkingBlock | ToolCallBlock;
+
+export interface Usage { input: number; output: number; cacheRead: number; cacheWrite: number }
+
+export interface UserMessage { role: "user"; content: string; timestamp?: number | string }
+export interface AssistantMessage {
+  role: "assistant";
+  content: AssistantBlock[];
+  stopReason?: StopReason;
+  errorMessage?: string;
+  usage?: Usage;
+  model?: string;
+  timestamp?: number | string;
+}
+export interface ToolResultMessage {
+  role: "toolResult";
+  toolCallId: string;
+  toolName: string;
+  content: string;
+  isError: boolean;
+  timestamp?: number | string;
+}
+export type Message = UserMessage | AssistantMessage | ToolResultMessage;
+
+export interface Queue { steering: string[]; followUp: string[] }
+
+export interface UsageUpdate {
+  contextTokens: number;
+  contextWindow: number;
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  cost: number;
+}
+
+export type DeltaKind = "text" | "thinking" | "toolCall";
+
+export type CrankEvent =
+  | { type: "agent_start" }
+  | { type: "turn_start"; turn: number }
+  | { type: "message_start"; message: Message }
+  | { type: "message_update"; delta: { kind: DeltaKind; contentIndex: number; text: string } }
+  | { type: "message_end"; message: Message; entryId?: string }
+  | { type: "tool_execution_start"; toolCallId: string; toolName: string; arguments: Record<string, unknown> }
+  | { type: "tool_execution_update"; toolCallId: string; output: string }
+  | { type: "tool_execution_end"; toolCallId: string; result: { content: string; isError: boolean } }
+  | { type: "turn_end"; message?: Message }
+  | { type: "agent_end"; stopReason?: string }
+  | { type: "agent_settled" }
+  | ({ type: "queue_update" } & Queue)
+  | { type: "compaction_start"; reason: "threshold" | "overflow" | "manual" }
+  | { type: "compaction_end"; compacted: boolean; error?: string }
+  | { type: "retry_start"; attempt: number; delayMs: number; error: string }
+  | { type: "retry_end"; attempt: number; success: boolean }
+  | ({ type: "usage_update" } & UsageUpdate)
+  | { type: "system_prompt_changed"; hash: string; sources: PromptSource[] }
+  | { type: "session_changed"; sessionId: string };
+
+export interface EventParams {
+  workspace: string;
+  sessionId: string;
+  runId?: string;
+  seq: number;
+  event: CrankEvent;
+}
+
+export interface PromptSource { kind: string; path?: string }
+
+export interface ContextItem { uri: string; range?: Range }
+export interface Range { start: { line: number; character: number }; end: { line: number; character: number } }
+
+export interface PromptResult { sessionId: string; runId?: string; queued?: "steer" | "followUp" }
+export interface ModelRef { api: string; id: string }
+export interface ModelInfo extends ModelRef { contextWindow?: number }
+
+export interface StateResult {
+  sessionId: string;
+  running: boolean;
+  runId?: string;
+  model: ModelRef;
+  permissionMode: PermissionMode;
+  trusted: boolean;
+  queue: Queue;
+  usage: UsageUpdate;
+  sessionFile?: string;
+}
+
+export interface SessionInfo {
+  sessionId: string;
+  title?: string;
+  created?: string | number;
+  modified?: string | number;
+  messageCount?: number;
+  firstMessage?: string;
+}
+
+export interface SystemPromptResult { text: string; hash: string; sources: PromptSource[] }
+
+export type DiffPreview = { kind: "diff"; path: string; oldText: string; newText: string };
+export type CommandPreview = { kind: "command"; command: string };
+
+export interface PermissionRequest {
+  workspace: string;
+  sessionId: string;
+  runId: string;
+  toolCallId: string;
+  toolName: string;
+  arguments: Record<string, unknown>;
+  preview?: DiffPreview | CommandPreview;
+}
+
+export type PermissionDecision = "allow" | "allowSession" | "allowAlways" | "reject";
+export interface PermissionResponse { decision: PermissionDecision; reason?: string }
+
+export interface FixFileArgs { uri: string; diagnostics?: unknown[]; range?: Range; instruction?: string }
+
+/** Crank's own JSON-RPC error codes. */
+export const ErrorCodes = {
+  RunInProgress: 1001,
+  NoSuchSession: 1002,
+  NoSuchWorkspace: 1003,
+  NoProvider: 1004,
+  SessionUnreadable: 1005,
+  RefusedWhileRunning: 1006,
+  SessionLocked: 1007,
+} as const;
+
+/** Options the extension puts under initializationOptions.crank. */
+export interface CrankInitOptions {
+  provider?: { api?: string; baseUrl?: string; model?: string; apiKey?: string; contextWindow?: number; maxOutputTokens?: number };
+  sessionDir?: string;
+  trusted?: boolean;
+  permissionMode?: PermissionMode;
+}

@@ -1,0 +1,489 @@
+/**
+ * The chat webview. It owns the chat state (the pure reducer in ../chat/state), renders
+ * it, and talks to the extension only through postMessage. Rendering is keyed by item
+ * identity: an item the reducer did not touch keeps its DOM, so streaming redraws one
+ * bubble, not the whole transcript.
+ */
+import { contextFraction, initialState, reduce, type ChatItem, type ChatState, type PermissionItem, type ToolItem } from "../chat/state";
+import type { HostMessage, ViewMessage } from "../chat/protocol";
+import type { PermissionDecision, PermissionMode } from "../protocol/types";
+import { pathArg, snippetDiff } from "../chat/edits";
+import { button, h } from "./dom";
+import { renderMarkdown } from "./markdown";
+
+interface VsCodeApi {
+  postMessage(msg: unknown): void;
+  getState(): unknown;
+  setState(s: unknown): void;
+}
+declare function acquireVsCodeApi(): VsCodeApi;
+
+const vscode = acquireVsCodeApi();
+const post = (m: ViewMessage) => vscode.postMessage(m);
+
+interface Persisted { chat: ChatState; input: string }
+const saved = vscode.getState() as Persisted | undefined;
+let state: ChatState = saved?.chat ?? initialState();
+let contextChips: { label: string }[] = [];
+let workspaceInfo: { name?: string; folders: number } = { folders: 0 };
+let showSessions = false;
+let enterWhileRunning: "steer" | "followUp" = "steer";
+let renderQueued = false;
+const itemCache = new Map<string, { ref: ChatItem; el: HTMLElement }>();
+
+// ---- static skeleton ---------------------------------------------------------------
+
+const app = document.getElementById("app")!;
+app.textContent = "";
+
+const banner = h("div", { class: "banner", role: "alert", hidden: true });
+const wsButton = h("button", { type: "button", class: "ws", title: "Pick the workspace folder the chat works on", onclick: () => post({ type: "pickWorkspace" }) });
+const modelSelect = h("select", { class: "model", "aria-label": "Model" });
+modelSelect.addEventListener("change", () => {
+  const [api, ...rest] = modelSelect.value.split("/");
+  if (api && rest.length) post({ type: "setModel", api, id: rest.join("/") });
+});
+const modeSelect = h("select", { class: "mode", "aria-label": "Permission mode" });
+for (const [value, label] of [["ask", "Ask"], ["autoEdit", "Auto-edit"], ["auto", "Auto"], ["readOnly", "Read-only"]] as const) {
+  modeSelect.append(h("option", { value }, label));
+}
+modeSelect.addEventListener("change", () => post({ type: "setPermissionMode", mode: modeSelect.value as PermissionMode }));
+const sessionsButton = button("History", () => {
+  showSessions = !showSessions;
+  if (showSessions) post({ type: "listSessions" });
+  schedule();
+}, { class: "secondary", "aria-expanded": "false", title: "Sessions of this workspace" });
+const newButton = button("New", () => post({ type: "newSession" }), { class: "secondary", title: "Start a new session" });
+const header = h("header", { class: "toolbar" }, wsButton, modelSelect, modeSelect, h("span", { class: "spacer" }), sessionsButton, newButton);
+
+const sessionsPanel = h("nav", { class: "sessions", "aria-label": "Sessions", hidden: true });
+const list = h("div", { class: "items", role: "log", "aria-live": "polite", "aria-relevant": "additions" });
+const empty = h(
+  "div",
+  { class: "empty" },
+  h("p", {}, "Ask Crank to change something in this workspace."),
+  h("p", { class: "hint" }, "Add the current selection with Ctrl+Alt+L, or right-click a file: “Crank: Fix This File”."),
+);
+const scroller = h("div", { class: "scroller" }, empty, list);
+
+const status = h("div", { class: "status", "aria-live": "polite" });
+const meterBar = h("div", { class: "meter-fill" });
+const meter = h("div", { class: "meter", role: "meter", "aria-label": "Context window used", "aria-valuemin": "0", "aria-valuemax": "100" }, meterBar);
+const meterText = h("span", { class: "meter-text" });
+const cost = h("span", { class: "cost" });
+const footer = h("div", { class: "footer" }, status, h("span", { class: "spacer" }), meter, meterText, cost);
+
+const queueList = h("ul", { class: "queue", "aria-label": "Queued messages", hidden: true });
+const chips = h("div", { class: "chips", hidden: true });
+const input = h("textarea", {
+  class: "input",
+  rows: "3",
+  placeholder: "Ask Crank…",
+  "aria-label": "Message",
+}) as HTMLTextAreaElement;
+input.value = saved?.input ?? "";
+const addContextButton = button("@", () => post({ type: "addContext" }), { class: "secondary icon", title: "Add a file or the selection as context", "aria-label": "Add context" });
+const sendButton = button("Send", () => send(false), { class: "send" });
+const stopButton = button("Stop", () => post({ type: "abort" }), { class: "stop", hidden: true, title: "Stop the agent (Esc)" });
+const hint = h("div", { class: "hint input-hint" });
+const composer = h("div", { class: "composer" }, queueList, chips, input, h("div", { class: "composer-row" }, addContextButton, hint, h("span", { class: "spacer" }), stopButton, sendButton));
+
+app.append(header, banner, sessionsPanel, scroller, footer, composer);
+
+// ---- input -------------------------------------------------------------------------
+
+function send(alternate: boolean): void {
+  const text = input.value.trim();
+  if (!text) return;
+  let mode: "prompt" | "steer" | "followUp" = "prompt";
+  if (state.running) mode = alternate === (enterWhileRunning === "steer") ? "followUp" : "steer";
+  post({ type: "send", text, mode });
+  input.value = "";
+  scroller.scrollTop = scroller.scrollHeight;
+  persist();
+}
+
+input.addEventListener("keydown", (e) => {
+  if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
+    e.preventDefault();
+    send(e.altKey || e.ctrlKey || e.metaKey);
+  } else if (e.key === "Escape" && state.running) {
+    e.preventDefault();
+    post({ type: "abort" });
+  }
+});
+input.addEventListener("input", (e) => {
+  persist();
+  // "@" typed at the start or after a space opens the context picker (files, selection).
+  const pos = input.selectionStart ?? 0;
+  if ((e as InputEvent).data === "@" && (pos === 1 || /\s/.test(input.value.charAt(pos - 2)))) {
+    input.value = input.value.slice(0, pos - 1) + input.value.slice(pos);
+    input.setSelectionRange(pos - 1, pos - 1);
+    post({ type: "addContext" });
+  }
+});
+
+// ---- messages from the host ----------------------------------------------------------
+
+window.addEventListener("message", (e: MessageEvent<HostMessage>) => {
+  const m = e.data;
+  if (!m || typeof m !== "object") return;
+  switch (m.type) {
+    case "action":
+      state = reduce(state, m.action);
+      break;
+    case "restoreInput":
+      input.value = input.value ? `${m.text}\n${input.value}` : m.text;
+      input.focus();
+      break;
+    case "context":
+      contextChips = m.items;
+      break;
+    case "workspace":
+      workspaceInfo = m;
+      break;
+    case "prefs":
+      enterWhileRunning = m.enterWhileRunning;
+      break;
+  }
+  schedule();
+});
+
+function schedule(): void {
+  if (renderQueued) return;
+  renderQueued = true;
+  requestAnimationFrame(() => {
+    renderQueued = false;
+    render();
+    persist();
+  });
+}
+
+let persistTimer: number | undefined;
+function persist(): void {
+  if (persistTimer !== undefined) return;
+  persistTimer = window.setTimeout(() => {
+    persistTimer = undefined;
+    vscode.setState({ chat: state, input: input.value } satisfies Persisted);
+  }, 250);
+}
+
+// ---- rendering -----------------------------------------------------------------------
+
+let resyncAsked = false;
+function render(): void {
+  // A missed event means the transcript on screen may be wrong: ask the host to re-read it.
+  if (state.gap && !resyncAsked && state.server.status === "running") {
+    resyncAsked = true;
+    post({ type: "resync" });
+  }
+  if (!state.gap) resyncAsked = false;
+  renderBanner();
+  renderToolbar();
+  renderSessions();
+  renderItems();
+  renderFooter();
+  renderComposer();
+}
+
+function renderBanner(): void {
+  const s = state.server;
+  banner.textContent = "";
+  banner.className = `banner ${s.status}`;
+  if (s.status === "running") {
+    banner.hidden = true;
+    return;
+  }
+  banner.hidden = false;
+  if (s.status === "starting") {
+    banner.append(h("span", {}, s.message ?? "Starting the Crank server…"));
+    return;
+  }
+  const title = s.status === "notInstalled" ? "The Crank server was not found." : "The Crank server is not running.";
+  banner.append(
+    h("strong", {}, title),
+    s.message ? h("div", { class: "detail" }, s.message) : "",
+    h(
+      "div",
+      { class: "actions" },
+      button("Restart server", () => post({ type: "restartServer" })),
+      s.status === "notInstalled" ? button("How to install", () => post({ type: "installHelp" }), { class: "secondary" }) : null,
+      button("Show log", () => post({ type: "showLog" }), { class: "secondary" }),
+    ),
+  );
+}
+
+function renderToolbar(): void {
+  wsButton.textContent = workspaceInfo.name ?? "No folder";
+  wsButton.disabled = workspaceInfo.folders < 2;
+  const current = state.model ? `${state.model.api}/${state.model.id}` : "";
+  const options = state.models.map((m) => `${m.api}/${m.id}`);
+  if (current && !options.includes(current)) options.unshift(current);
+  const have = Array.from(modelSelect.options).map((o) => o.value).join("\n");
+  if (have !== options.join("\n")) {
+    modelSelect.textContent = "";
+    for (const o of options) modelSelect.append(h("option", { value: o }, o.split("/").slice(1).join("/") || o));
+    if (!options.length) modelSelect.append(h("option", { value: "" }, "model"));
+  }
+  modelSelect.value = current;
+  modelSelect.disabled = state.server.status !== "running";
+  if (state.permissionMode) modeSelect.value = state.permissionMode;
+  modeSelect.disabled = state.server.status !== "running";
+  newButton.disabled = state.running;
+  sessionsButton.setAttribute("aria-expanded", String(showSessions));
+}
+
+function renderSessions(): void {
+  sessionsPanel.hidden = !showSessions;
+  if (!showSessions) return;
+  sessionsPanel.textContent = "";
+  sessionsPanel.append(h("div", { class: "sessions-title" }, "Sessions"));
+  if (!state.sessions.length) sessionsPanel.append(h("div", { class: "hint" }, "No saved sessions yet."));
+  for (const s of state.sessions) {
+    const when = s.modified ? new Date(s.modified).toLocaleString() : "";
+    const current = s.sessionId === state.sessionId;
+    sessionsPanel.append(
+      h(
+        "button",
+        {
+          type: "button",
+          class: `session${current ? " current" : ""}`,
+          disabled: state.running,
+          onclick: () => {
+            showSessions = false;
+            post({ type: "openSession", sessionId: s.sessionId });
+          },
+        },
+        h("span", { class: "session-title" }, s.title || s.firstMessage || s.sessionId),
+        h("span", { class: "session-meta" }, `${when}${s.messageCount !== undefined ? ` · ${s.messageCount} messages` : ""}`),
+      ),
+    );
+  }
+}
+
+function renderItems(): void {
+  const nearBottom = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 60;
+  empty.hidden = state.items.length > 0;
+  const seen = new Set<string>();
+  const els: HTMLElement[] = [];
+  for (const it of state.items) {
+    const key = `${it.kind}:${it.id}`;
+    seen.add(key);
+    const cached = itemCache.get(key);
+    if (cached && cached.ref === it) {
+      els.push(cached.el);
+      continue;
+    }
+    const el = renderItem(it);
+    if (cached) cached.el.replaceWith(el);
+    itemCache.set(key, { ref: it, el });
+    els.push(el);
+  }
+  for (const key of Array.from(itemCache.keys())) if (!seen.has(key)) itemCache.delete(key);
+  const current = Array.from(list.children);
+  if (current.length !== els.length || current.some((c, i) => c !== els[i])) list.replaceChildren(...els);
+  if (nearBottom) scroller.scrollTop = scroller.scrollHeight;
+}
+
+function renderItem(it: ChatItem): HTMLElement {
+  switch (it.kind) {
+    case "user":
+      return h("div", { class: "msg user" }, h("div", { class: "who" }, "You"), h("div", { class: "text" }, it.text));
+    case "assistant": {
+      const el = h("div", { class: `msg assistant${it.streaming ? " streaming" : ""}` });
+      for (const b of it.blocks) {
+        if (b.type === "text" && b.text) el.append(renderMarkdown(b.text, (code) => post({ type: "copy", text: code })));
+        else if (b.type === "thinking" && b.thinking)
+          el.append(h("details", { class: "thinking" }, h("summary", {}, it.streaming ? "Thinking…" : "Thinking"), h("div", { class: "thinking-text" }, b.thinking)));
+        else if (b.type === "toolCall" && it.streaming) el.append(h("div", { class: "preparing" }, `Preparing ${b.name || "a tool call"}…`));
+      }
+      if (it.stopReason === "length") el.append(h("div", { class: "note warning" }, "Cut short: the reply hit the length limit."));
+      if (it.stopReason === "aborted") el.append(h("div", { class: "note" }, "Stopped."));
+      if (it.stopReason === "error") el.append(h("div", { class: "note error" }, `Error: ${it.errorMessage ?? "the model request failed."}`));
+      return el;
+    }
+    case "tool":
+      return it.edit ? renderEdit(it) : renderTool(it);
+    case "permission":
+      return renderPermission(it);
+    case "notice":
+      return h("div", { class: `notice ${it.level}`, role: it.level === "error" ? "alert" : "status" }, it.text);
+  }
+}
+
+const statusLabel: Record<ToolItem["status"], string> = { pending: "waiting", running: "running", done: "done", failed: "failed" };
+
+function keyArg(t: ToolItem): string {
+  const a = t.args;
+  const pick = a.command ?? pathArg(a) ?? a.pattern ?? a.query ?? a.url;
+  if (typeof pick === "string") return pick;
+  const json = JSON.stringify(a);
+  return json === "{}" ? "" : json;
+}
+
+function tail(text: string, lines: number): string {
+  const parts = text.split("\n");
+  return parts.length <= lines ? text : `… ${parts.length - lines} earlier lines\n${parts.slice(-lines).join("\n")}`;
+}
+
+function toolHeader(t: ToolItem, title: string, arg: string): HTMLElement {
+  return h(
+    "div",
+    { class: "card-head" },
+    h("span", { class: `badge ${t.status}` }, statusLabel[t.status]),
+    h("span", { class: "tool-name" }, title),
+    h("code", { class: "tool-arg", title: arg }, arg),
+  );
+}
+
+function renderTool(t: ToolItem): HTMLElement {
+  const card = h("div", { class: `card tool ${t.status}`, "data-tool": t.name, "data-id": t.id });
+  card.append(toolHeader(t, t.name, keyArg(t)));
+  if (t.output && t.status === "running") card.append(h("pre", { class: "live" }, tail(t.output, 40)));
+  if (t.result !== undefined) {
+    const body = t.result || t.output;
+    card.append(
+      h("details", { class: "result", open: t.status === "failed" }, h("summary", {}, t.status === "failed" ? "Error" : "Output"), h("pre", {}, tail(body || "(no output)", 200))),
+    );
+  }
+  return card;
+}
+
+/** A line diff of two snippets, cut at `max` lines with a note saying how many were left out. */
+function diffView(oldText: string, newText: string, path: string, max: number): HTMLElement {
+  const diff = h("pre", { class: "diff", "aria-label": `Change to ${path}` });
+  const lines = snippetDiff(oldText, newText);
+  for (const l of lines.slice(0, max)) diff.append(h("div", { class: `line ${l.sign === "+" ? "add" : l.sign === "-" ? "del" : "ctx"}` }, `${l.sign} ${l.text}`));
+  if (lines.length > max) diff.append(h("div", { class: "line ctx" }, `… ${lines.length - max} more lines`));
+  return diff;
+}
+
+function renderEdit(t: ToolItem): HTMLElement {
+  const e = t.edit!;
+  const card = h("div", { class: `card tool edit ${t.status}`, "data-tool": t.name, "data-id": t.id });
+  card.append(toolHeader(t, e.mode === "write" ? "Write" : "Edit", e.path));
+  card.append(diffView(e.oldText, e.newText, e.path, 80));
+  if (t.status === "failed" && t.result) card.append(h("div", { class: "note error" }, t.result));
+  card.append(
+    h(
+      "div",
+      { class: "actions" },
+      button("Open diff", () => post({ type: "openDiff", toolCallId: t.id }), { class: "secondary" }),
+      button("Undo this edit", () => post({ type: "undoEdit", toolCallId: t.id }), { class: "secondary", disabled: t.status !== "done" }),
+      button("Open file", () => post({ type: "openFile", path: e.path }), { class: "secondary" }),
+    ),
+  );
+  return card;
+}
+
+const decisionLabel: Record<PermissionDecision, string> = {
+  allow: "Allowed once",
+  allowSession: "Allowed for this session",
+  allowAlways: "Always allowed",
+  reject: "Rejected",
+};
+
+function renderPermission(p: PermissionItem): HTMLElement {
+  const r = p.request;
+  const card = h("div", { class: `card permission${p.decision ? " answered" : ""}`, "data-id": p.id, role: "group", "aria-label": `Permission for ${r.toolName}` });
+  card.append(h("div", { class: "card-head" }, h("span", { class: "tool-name" }, `Allow ${r.toolName}?`)));
+  const pv = r.preview;
+  if (p.decision) {
+    const what = pv?.kind === "diff" ? pv.path : pv?.kind === "command" ? pv.command : keyArg({ args: r.arguments } as ToolItem);
+    card.querySelector(".card-head")!.append(h("code", { class: "tool-arg", title: what }, what));
+    card.append(h("div", { class: `decision ${p.decision}` }, `${decisionLabel[p.decision]}${p.reason ? `: ${p.reason}` : ""}`));
+    return card;
+  }
+  if (pv?.kind === "command") card.append(h("pre", { class: "command" }, pv.command));
+  else if (pv?.kind === "diff") {
+    card.append(h("div", { class: "path" }, pv.path));
+    card.append(diffView(pv.oldText, pv.newText, pv.path, 60));
+  } else card.append(h("pre", { class: "command" }, keyArg({ args: r.arguments } as ToolItem)));
+  const reason = h("input", { type: "text", class: "reason", placeholder: "Reason (optional, sent with Reject)", "aria-label": "Reason for rejecting" }) as HTMLInputElement;
+  const answer = (decision: PermissionDecision) => {
+    const why = decision === "reject" ? reason.value.trim() : "";
+    post(why ? { type: "permission", id: p.id, decision, reason: why } : { type: "permission", id: p.id, decision });
+  };
+  reason.addEventListener("keydown", (e) => {
+    if (e.key === "Enter") answer("reject");
+  });
+  card.append(
+    h(
+      "div",
+      { class: "actions" },
+      button("Allow", () => answer("allow"), { class: "allow" }),
+      button("Allow for this session", () => answer("allowSession"), { class: "secondary" }),
+      button("Always allow", () => answer("allowAlways"), { class: "secondary" }),
+      button("Reject", () => answer("reject"), { class: "reject secondary" }),
+    ),
+    reason,
+  );
+  return card;
+}
+
+function formatTokens(n: number): string {
+  return n >= 1000 ? `${(n / 1000).toFixed(n >= 100000 ? 0 : 1)}k` : String(n);
+}
+
+function renderFooter(): void {
+  let text = "";
+  if (state.compacting) text = "Compacting…";
+  else if (state.retry) text = `Retrying (attempt ${state.retry.attempt})…`;
+  else if (state.running) text = "Working…";
+  status.textContent = text;
+  status.className = `status${state.running ? " busy" : ""}`;
+  const f = contextFraction(state);
+  meter.hidden = f === undefined;
+  if (f !== undefined && state.usage) {
+    const pct = Math.round(f * 100);
+    meterBar.style.width = `${pct}%`;
+    meter.className = `meter${f > 0.9 ? " high" : f > 0.7 ? " mid" : ""}`;
+    meter.setAttribute("aria-valuenow", String(pct));
+    meterText.textContent = `${formatTokens(state.usage.contextTokens)} / ${formatTokens(state.usage.contextWindow)} (${pct}%)`;
+    meter.title = `Context: ${state.usage.contextTokens} of ${state.usage.contextWindow} tokens. Input ${state.usage.input}, output ${state.usage.output}, cache read ${state.usage.cacheRead}, cache write ${state.usage.cacheWrite}.`;
+    cost.textContent = `$${state.usage.cost.toFixed(state.usage.cost < 1 ? 4 : 2)}`;
+  } else {
+    meterText.textContent = "";
+    cost.textContent = "";
+  }
+}
+
+function renderComposer(): void {
+  const down = state.server.status !== "running";
+  stopButton.hidden = !state.running;
+  sendButton.textContent = state.running ? (enterWhileRunning === "steer" ? "Steer" : "Queue") : "Send";
+  sendButton.title = state.running ? "While the agent runs: Enter and this button do the same; Alt+Enter does the other" : "Send (Enter)";
+  sendButton.disabled = down;
+  const steerFirst = enterWhileRunning === "steer";
+  input.placeholder = down
+    ? "The server is not running."
+    : state.running
+      ? steerFirst
+        ? "Steer the agent (Enter) or queue a follow-up (Alt+Enter)…"
+        : "Queue a follow-up (Enter) or steer the agent (Alt+Enter)…"
+      : "Ask Crank… (Enter to send, Shift+Enter for a new line)";
+  hint.textContent = state.running ? (steerFirst ? "Enter: steer · Alt+Enter: follow-up · Esc: stop" : "Enter: follow-up · Alt+Enter: steer · Esc: stop") : "";
+  const q = state.queue;
+  queueList.textContent = "";
+  queueList.hidden = q.steering.length + q.followUp.length === 0;
+  const row = (kind: "steering" | "followUp", text: string, index: number) =>
+    h(
+      "li",
+      { class: `queued ${kind}` },
+      h("span", { class: "queued-kind" }, kind === "steering" ? "steer" : "follow-up"),
+      h("span", { class: "queued-text" }, text),
+      button("×", () => post({ type: "removeQueued", kind, index }), { class: "secondary icon", "aria-label": `Remove queued message: ${text}`, title: "Remove from the queue" }),
+    );
+  q.steering.forEach((t, i) => queueList.append(row("steering", t, i)));
+  q.followUp.forEach((t, i) => queueList.append(row("followUp", t, i)));
+  chips.textContent = "";
+  chips.hidden = contextChips.length === 0;
+  contextChips.forEach((c, i) =>
+    chips.append(
+      h("span", { class: "chip" }, c.label, button("×", () => post({ type: "removeContext", index: i }), { class: "secondary icon", "aria-label": `Remove context ${c.label}` })),
+    ),
+  );
+}
+
+render();
+post({ type: "ready" });

@@ -1,0 +1,54 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { diffSides, editOf, planUndo, snippetDiff } from "../../src/chat/edits";
+
+test("editOf recognises edit and write calls under common argument names, and nothing else", () => {
+  assert.deepEqual(editOf("edit", { path: "a.py", oldText: "x", newText: "y" }), { path: "a.py", mode: "replace", oldText: "x", newText: "y" });
+  assert.deepEqual(editOf("Edit", { file_path: "b.py", old_string: "1", new_string: "2" }), { path: "b.py", mode: "replace", oldText: "1", newText: "2" });
+  assert.equal(editOf("write", { path: "c.py", content: "z" })?.mode, "write");
+  assert.equal(editOf("bash", { command: "ls" }), undefined);
+  assert.equal(editOf("read", { path: "a.py" }), undefined);
+});
+
+test("undo puts the old text back at the one place the new text is", () => {
+  const e = editOf("edit", { path: "a.py", oldText: "a - b", newText: "a + b" })!;
+  const current = "def add(a, b):\n    return a + b\n";
+  const plan = planUndo(current, e);
+  assert.ok(plan.ok);
+  const reverted = current.slice(0, plan.offset) + plan.replacement + current.slice(plan.offset + plan.length);
+  assert.equal(reverted, "def add(a, b):\n    return a - b\n");
+});
+
+test("undo refuses, naming why, when the edit is gone or ambiguous", () => {
+  const e = editOf("edit", { path: "a.py", oldText: "1", newText: "2" })!;
+  const gone = planUndo("x = 3", e);
+  assert.ok(!gone.ok && /no longer in a.py/.test(gone.reason));
+  const twice = planUndo("2 + 2", e);
+  assert.ok(!twice.ok && /2 times/.test(twice.reason));
+});
+
+test("undo of a write needs the previous file and an unchanged file", () => {
+  const e = editOf("write", { path: "n.py", content: "new\n" })!;
+  assert.ok(!planUndo("new\n", e).ok);
+  assert.ok(!planUndo("changed later\n", e, "old\n").ok);
+  const plan = planUndo("new\n", e, "old\n");
+  assert.ok(plan.ok && plan.replacement === "old\n" && plan.length === 4);
+});
+
+test("diffSides gives whole files when the edit is found and the snippets otherwise", () => {
+  const e = editOf("edit", { path: "a.py", oldText: "b = 1", newText: "b = 2" })!;
+  assert.deepEqual(diffSides("a = 0\nb = 2\n", e), { before: "a = 0\nb = 1\n", after: "a = 0\nb = 2\n" });
+  assert.deepEqual(diffSides("moved on", e), { before: "b = 1", after: "b = 2" });
+  assert.deepEqual(diffSides(undefined, e), { before: "b = 1", after: "b = 2" });
+});
+
+test("snippetDiff keeps the common head and tail as context", () => {
+  const d = snippetDiff("a\nb\nc", "a\nB\nc");
+  assert.deepEqual(d, [
+    { sign: " ", text: "a" },
+    { sign: "-", text: "b" },
+    { sign: "+", text: "B" },
+    { sign: " ", text: "c" },
+  ]);
+  assert.deepEqual(snippetDiff("", "x"), [{ sign: "+", text: "x" }]);
+});

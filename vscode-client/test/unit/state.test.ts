@@ -1,0 +1,131 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { contextFraction, initialState, itemsFromMessages, pendingPermissions, reduce, type AssistantItem, type ChatState, type ToolItem } from "../../src/chat/state";
+import type { CrankEvent, EventParams, Message } from "../../src/protocol/types";
+import { eventsOf, loadRun } from "./fixture";
+
+const run = loadRun();
+const feed = (s: ChatState, evs: EventParams[]) => evs.reduce((acc, params) => reduce(acc, { type: "event", params }), s);
+const at = (seq: number, event: CrankEvent, sessionId = run.sessionId): EventParams => ({ workspace: run.workspace, sessionId, runId: "r", seq, event });
+
+test("a recorded run becomes user, assistant, tool, notice and edit items in order", () => {
+  const s = feed(initialState(), eventsOf(run.untilPermission));
+  assert.deepEqual(
+    s.items.map((i) => i.kind),
+    ["user", "assistant", "tool", "notice", "assistant", "tool"],
+  );
+  const bash = s.items[2] as ToolItem;
+  assert.equal(bash.name, "bash");
+  assert.equal(bash.status, "failed");
+  assert.match(bash.output, /FAILED test_calc.py::test_add/);
+  const edit = s.items[5] as ToolItem;
+  assert.equal(edit.status, "running");
+  assert.deepEqual(edit.edit?.path, "calc.py");
+  assert.equal(s.running, true);
+  assert.equal(s.usage?.contextTokens, 10380);
+  assert.equal(s.gap, false);
+  assert.match((s.items[3] as { text: string }).text, /Retrying \(attempt 1\).*529/);
+});
+
+test("deltas stream into the open assistant bubble and message_end gives the final blocks", () => {
+  const evs = eventsOf(run.untilPermission);
+  const firstEnd = evs.findIndex((p) => p.event.type === "message_end" && p.event.message.role === "assistant");
+  const mid = feed(initialState(), evs.slice(0, firstEnd - 1));
+  const open = mid.items[mid.items.length - 1] as AssistantItem;
+  assert.equal(open.streaming, true);
+  const thinking = open.blocks[0];
+  assert.equal(thinking.type === "thinking" && thinking.thinking, "The user says add() is wrong. Run the tests first to see the failure.");
+  const done = feed(mid, evs.slice(firstEnd - 1, firstEnd + 1));
+  const closed = done.items.find((i) => i.kind === "assistant") as AssistantItem;
+  assert.equal(closed.streaming, false);
+  assert.equal(closed.blocks.length, 3);
+  assert.ok(done.items.some((i) => i.kind === "tool" && i.id === "call_bash_1"));
+});
+
+test("an item the event did not touch keeps its identity (so the view redraws only one bubble)", () => {
+  const evs = eventsOf(run.untilPermission);
+  const before = feed(initialState(), evs.slice(0, 8));
+  const after = reduce(before, { type: "event", params: evs[8] });
+  assert.equal(after.items[0], before.items[0]);
+});
+
+test("a duplicate seq is ignored and a skipped seq raises the gap flag", () => {
+  const s1 = feed(initialState(), [at(0, { type: "agent_start" }), at(1, { type: "turn_start", turn: 1 })]);
+  assert.equal(reduce(s1, { type: "event", params: at(1, { type: "agent_settled" }) }), s1);
+  const s2 = reduce(s1, { type: "event", params: at(5, { type: "turn_start", turn: 2 }) });
+  assert.equal(s2.gap, true);
+  const s3 = reduce(s2, { type: "transcript", messages: [], sessionId: run.sessionId });
+  assert.equal(s3.gap, false);
+});
+
+test("events of another session do not leak into the chat", () => {
+  const s1 = feed(initialState(), [at(0, { type: "agent_start" })]);
+  const s2 = reduce(s1, { type: "event", params: at(1, { type: "message_start", message: { role: "user", content: "other" } }, "s-other") });
+  assert.equal(s2, s1);
+});
+
+test("agent_settled ends the run and marks a tool that never finished as interrupted", () => {
+  const s = feed(initialState(), [...eventsOf(run.untilPermission), at(1000, { type: "agent_settled" })]);
+  assert.equal(s.running, false);
+  const edit = s.items.find((i) => i.kind === "tool" && i.id === "call_edit_1") as ToolItem;
+  assert.equal(edit.status, "failed");
+  assert.equal(edit.result, "(interrupted)");
+});
+
+test("compaction and a failed compaction are both shown", () => {
+  const s = feed(initialState(), [
+    at(0, { type: "compaction_start", reason: "threshold" }),
+    at(1, { type: "compaction_end", compacted: true }),
+    at(2, { type: "compaction_start", reason: "overflow" }),
+    at(3, { type: "compaction_end", compacted: false, error: "summary request failed" }),
+  ]);
+  const texts = s.items.map((i) => (i.kind === "notice" ? `${i.level}:${i.text}` : ""));
+  assert.match(texts[1], /^info:.*compacted/);
+  assert.match(texts[3], /^error:.*summary request failed/);
+  assert.equal(s.compacting, false);
+});
+
+test("a transcript from crank/messages pairs each tool result with its card and keeps the stop reason", () => {
+  const messages: Message[] = [
+    { role: "user", content: "hi" },
+    { role: "assistant", content: [{ type: "text", text: "Reading." }, { type: "toolCall", id: "c1", name: "read", arguments: { path: "a.py" } }], stopReason: "toolUse" },
+    { role: "toolResult", toolCallId: "c1", toolName: "read", content: "print(1)", isError: false },
+    { role: "assistant", content: [{ type: "text", text: "Long answer" }], stopReason: "length" },
+  ];
+  const items = itemsFromMessages(messages);
+  assert.deepEqual(items.map((i) => i.kind), ["user", "assistant", "tool", "assistant"]);
+  const tool = items[2] as ToolItem;
+  assert.equal(tool.status, "done");
+  assert.equal(tool.result, "print(1)");
+  assert.equal((items[3] as AssistantItem).stopReason, "length");
+});
+
+test("permission cards are pending until resolved, and a dead server closes them", () => {
+  const req = run.untilPermission.find((s) => "request" in s)!.params as never;
+  let s = reduce(initialState(), { type: "permissionRequest", id: "p1", request: req });
+  s = reduce(s, { type: "permissionRequest", id: "p2", request: req });
+  assert.equal(pendingPermissions(s).length, 2);
+  s = reduce(s, { type: "permissionResolved", id: "p1", decision: "allowSession" });
+  assert.deepEqual(pendingPermissions(s).map((p) => p.id), ["p2"]);
+  s = reduce(s, { type: "server", status: "down", message: "exited" });
+  assert.equal(pendingPermissions(s).length, 0);
+  assert.equal(s.server.status, "down");
+});
+
+test("queue_update and usage_update feed the queue list and the meter", () => {
+  const s = feed(initialState(), [
+    at(0, { type: "queue_update", steering: ["a"], followUp: ["b", "c"] }),
+    at(1, { type: "usage_update", contextTokens: 150000, contextWindow: 200000, input: 1, output: 2, cacheRead: 3, cacheWrite: 4, cost: 1.5 }),
+  ]);
+  assert.deepEqual(s.queue, { steering: ["a"], followUp: ["b", "c"] });
+  assert.equal(contextFraction(s), 0.75);
+  assert.equal(contextFraction(initialState()), undefined);
+});
+
+test("session_changed empties the chat and asks for a re-read", () => {
+  const s1 = feed(initialState(), eventsOf(run.untilPermission));
+  const s2 = reduce(s1, { type: "event", params: at(999, { type: "session_changed", sessionId: "s-new" }) });
+  assert.equal(s2.sessionId, "s-new");
+  assert.equal(s2.items.length, 0);
+  assert.equal(s2.gap, true);
+});

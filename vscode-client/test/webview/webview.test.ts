@@ -1,0 +1,266 @@
+/**
+ * The chat page in headless Chromium (playwright-core, system Chromium).
+ *
+ * VS Code cannot run here, so a stub `acquireVsCodeApi` stands in for it: it records
+ * what the page posts, and the test posts host messages into the page exactly as the
+ * extension does. The page is served by a real HTTP server on 127.0.0.1 with the same
+ * HTML (and content security policy) the extension builds. Screenshots go to
+ * build/screenshots/ for a person to look at.
+ */
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { createServer, type Server } from "node:http";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import * as path from "node:path";
+import { chromium, type BrowserContext, type Page } from "playwright-core";
+import { chatPageHtml } from "../../src/chat/html";
+import type { HostMessage } from "../../src/chat/protocol";
+import { loadRun, type Step } from "../unit/fixture";
+
+const root = process.cwd();
+const shots = path.join(root, "build", "screenshots");
+const run = loadRun();
+let server: Server;
+let origin = "";
+let context: BrowserContext;
+let page: Page;
+let profile = "";
+const violations: string[] = [];
+
+const files: Record<string, [string, string]> = {
+  "/chat.js": [path.join(root, "dist", "webview", "chat.js"), "text/javascript"],
+  "/chat.css": [path.join(root, "dist", "webview", "chat.css"), "text/css"],
+  "/theme-dark.css": [path.join(root, "test", "webview", "theme-dark.css"), "text/css"],
+};
+
+before(async () => {
+  server = createServer((req, res) => {
+    if (req.url === "/" || req.url === "/index.html") {
+      res.writeHead(200, { "content-type": "text/html" });
+      res.end(chatPageHtml({ cspSource: origin, nonce: "TestNonce123", scriptUri: `${origin}/chat.js`, styleUri: `${origin}/chat.css` }));
+      return;
+    }
+    const f = files[req.url ?? ""];
+    if (!f) return void res.writeHead(404).end();
+    res.writeHead(200, { "content-type": f[1] });
+    res.end(readFileSync(f[0]));
+  });
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r));
+  const addr = server.address();
+  origin = `http://127.0.0.1:${typeof addr === "object" && addr ? addr.port : 0}`;
+  mkdirSync(shots, { recursive: true });
+  profile = mkdtempSync(path.join(tmpdir(), "crank-chromium-"));
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
+    headless: true,
+    viewport: { width: 440, height: 900 },
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+  });
+  page = context.pages()[0] ?? (await context.newPage());
+  page.on("console", (m) => {
+    if (/Content Security Policy/i.test(m.text())) violations.push(m.text());
+  });
+  page.on("pageerror", (e) => violations.push(`page error: ${e.message}`));
+  await page.addInitScript(() => {
+    const w = window as unknown as { __posted: unknown[]; __state: unknown; acquireVsCodeApi: () => unknown };
+    w.__posted = [];
+    w.__state = undefined;
+    w.acquireVsCodeApi = () => ({
+      postMessage: (m: unknown) => w.__posted.push(m),
+      getState: () => w.__state,
+      setState: (s: unknown) => (w.__state = s),
+    });
+    document.addEventListener("securitypolicyviolation", (e) => console.error(`Content Security Policy violation: ${e.violatedDirective}`));
+  });
+  await page.goto(`${origin}/`);
+  await page.addStyleTag({ url: `${origin}/theme-dark.css` });
+});
+
+after(async () => {
+  await context?.close();
+  server?.close();
+  if (profile) rmSync(profile, { recursive: true, force: true });
+});
+
+async function host(...msgs: HostMessage[]): Promise<void> {
+  await page.evaluate((ms) => ms.forEach((m) => window.postMessage(m, "*")), msgs);
+}
+function asHost(steps: Step[]): HostMessage[] {
+  return steps.map((s, i) =>
+    "notify" in s
+      ? { type: "action", action: { type: "event", params: s.params } }
+      : { type: "action", action: { type: "permissionRequest", id: `perm-${i}`, request: s.params } },
+  );
+}
+async function posted(): Promise<any[]> {
+  return page.evaluate(() => (window as unknown as { __posted: unknown[] }).__posted);
+}
+async function shot(name: string): Promise<void> {
+  await page.screenshot({ path: path.join(shots, `${name}.png`) });
+}
+
+test("the page says ready and starts without CSP violations", async () => {
+  await page.waitForFunction(() => (window as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === "ready"));
+  await host(
+    { type: "workspace", name: "calc", folders: 2 },
+    { type: "action", action: { type: "server", status: "running" } },
+    { type: "action", action: { type: "models", models: [{ api: "anthropic", id: "claude-sonnet-4-5", contextWindow: 200000 }, { api: "openai", id: "qwen2.5-coder", contextWindow: 32768 }] } },
+    {
+      type: "action",
+      action: {
+        type: "state",
+        state: {
+          sessionId: run.sessionId, running: false, model: { api: "anthropic", id: "claude-sonnet-4-5" }, permissionMode: "ask", trusted: true,
+          queue: { steering: [], followUp: [] }, usage: { contextTokens: 0, contextWindow: 200000, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 },
+        },
+        workspace: run.workspace,
+      },
+    },
+  );
+  await page.waitForSelector(".empty:not([hidden])");
+  await shot("0-empty");
+  assert.deepEqual(violations, []);
+});
+
+test("a recorded run streams text, then shows tool, edit and permission cards and the meter", async () => {
+  const steps = run.untilPermission;
+  // Stop in the middle of the second assistant message: its text must already be on screen.
+  const cut = steps.findIndex((s) => "notify" in s && s.params.event.type === "message_update" && s.params.event.delta.text.includes("subtracts"));
+  await host(...asHost(steps.slice(0, cut + 1)));
+  const streaming = page.locator(".msg.assistant.streaming");
+  await streaming.waitFor();
+  assert.match((await streaming.innerText()).trim(), /^`?add`? subtracts/);
+  await shot("1-streaming");
+
+  await host(...asHost(steps.slice(cut + 1)));
+  await page.waitForSelector(".card.permission");
+  const bash = page.locator('.card.tool[data-tool="bash"]').first();
+  assert.match(await bash.innerText(), /python -m pytest -q/);
+  assert.equal(await bash.locator(".badge").innerText(), "failed");
+  const edit = page.locator(".card.edit");
+  assert.match(await edit.locator(".tool-arg").innerText(), /calc\.py/);
+  assert.match(await edit.locator(".line.add").first().innerText(), /return a \+ b/);
+  assert.match(await edit.locator(".line.del").first().innerText(), /return a - b/);
+  const perm = page.locator(".card.permission");
+  for (const label of ["Allow", "Allow for this session", "Always allow", "Reject"]) assert.equal(await perm.getByRole("button", { name: label, exact: true }).count(), 1);
+  assert.equal(await page.locator(".meter-text").innerText(), "10.4k / 200k (5%)");
+  assert.equal(await page.locator(".cost").innerText(), "$0.0063");
+  assert.equal(await page.locator("details.thinking").getAttribute("open"), null, "thinking is folded");
+  assert.match(await page.locator(".notice.warning").innerText(), /Retrying \(attempt 1\)/);
+  assert.equal(await page.locator(".code-block .copy").count(), 1);
+  await page.locator(".card.permission").scrollIntoViewIfNeeded();
+  await shot("2-permission");
+  assert.deepEqual(violations, []);
+});
+
+test("Allow posts the decision for that request; the card then shows it", async () => {
+  const id = await page.locator(".card.permission").getAttribute("data-id");
+  await page.locator(".card.permission").getByRole("button", { name: "Allow", exact: true }).click();
+  const last = (await posted()).at(-1);
+  assert.deepEqual(last, { type: "permission", id, decision: "allow" });
+  await host({ type: "action", action: { type: "permissionResolved", id: id!, decision: "allow" } });
+  await page.waitForSelector(".card.permission.answered");
+  assert.match(await page.locator(".card.permission .decision").innerText(), /Allowed once/);
+});
+
+test("Reject sends the typed reason", async () => {
+  const req = run.untilPermission.find((s) => "request" in s)!.params as never;
+  await host({ type: "action", action: { type: "permissionRequest", id: "perm-r", request: req } });
+  const card = page.locator('.card.permission[data-id="perm-r"]');
+  await card.locator("input.reason").fill("use a test first");
+  await card.getByRole("button", { name: "Reject" }).click();
+  assert.deepEqual((await posted()).at(-1), { type: "permission", id: "perm-r", decision: "reject", reason: "use a test first" });
+  await host({ type: "action", action: { type: "permissionResolved", id: "perm-r", decision: "reject", reason: "use a test first" } });
+});
+
+test("live bash output and the queue show while running; Enter steers, Alt+Enter queues, × removes", async () => {
+  await host(...asHost(run.afterAllow));
+  const live = page.locator(".card.tool.running pre.live");
+  await live.waitFor();
+  assert.match(await live.innerText(), /\[100%\]/);
+  assert.match(await page.locator(".queue .queued-text").innerText(), /negative numbers/);
+  await page.evaluate(() => document.querySelector(".scroller")!.scrollTo(0, 1e9));
+  await shot("3-running");
+  const input = page.locator("textarea.input");
+  await input.fill("focus on add only");
+  await input.press("Enter");
+  assert.deepEqual((await posted()).at(-1), { type: "send", text: "focus on add only", mode: "steer" });
+  await input.fill("then update the README");
+  await input.press("Alt+Enter");
+  assert.deepEqual((await posted()).at(-1), { type: "send", text: "then update the README", mode: "followUp" });
+  assert.equal(await input.inputValue(), "");
+  await page.locator(".queue button").first().click();
+  assert.deepEqual((await posted()).at(-1), { type: "removeQueued", kind: "steering", index: 0 });
+});
+
+test("Stop posts abort, and after the run settles Stop goes away and Send is back", async () => {
+  await page.getByRole("button", { name: "Stop" }).click();
+  assert.deepEqual((await posted()).at(-1), { type: "abort" });
+  await host(...asHost(run.afterStop), { type: "restoreInput", text: "also add a test for negative numbers" });
+  await page.waitForSelector("button.stop", { state: "hidden" });
+  assert.equal(await page.locator("button.send").innerText(), "Send");
+  assert.equal(await page.locator("textarea.input").inputValue(), "also add a test for negative numbers");
+  await page.locator("textarea.input").press("Enter");
+  assert.deepEqual((await posted()).at(-1), { type: "send", text: "also add a test for negative numbers", mode: "prompt" });
+});
+
+test("code blocks copy, edit cards open a diff and undo exactly that call", async () => {
+  await page.locator(".code-block .copy").click();
+  assert.deepEqual((await posted()).at(-1), { type: "copy", text: "def add(a, b):\n    return a - b\n" });
+  await page.locator(".card.edit").getByRole("button", { name: "Open diff" }).click();
+  assert.deepEqual((await posted()).at(-1), { type: "openDiff", toolCallId: "call_edit_1" });
+  await page.locator(".card.edit").getByRole("button", { name: "Undo this edit" }).click();
+  assert.deepEqual((await posted()).at(-1), { type: "undoEdit", toolCallId: "call_edit_1" });
+});
+
+test("a dead server gets a banner with Restart, not a blank screen", async () => {
+  await host({ type: "action", action: { type: "server", status: "down", message: "The server process exited (code 1)." } });
+  const banner = page.locator(".banner");
+  await banner.waitFor();
+  assert.match(await banner.innerText(), /not running/);
+  await banner.getByRole("button", { name: "Restart server" }).click();
+  assert.deepEqual((await posted()).at(-1), { type: "restartServer" });
+  assert.equal(await page.locator("button.send").isDisabled(), true);
+  await page.evaluate(() => document.querySelector(".scroller")!.scrollTo(0, 0));
+  await shot("4-server-down");
+  assert.deepEqual(violations, []);
+});
+
+test("a gap in seq makes the page ask the host to re-read the transcript, once", async () => {
+  await host({ type: "action", action: { type: "server", status: "running" } });
+  const base = { workspace: run.workspace, sessionId: run.sessionId, runId: "r-2" };
+  await host(
+    { type: "action", action: { type: "event", params: { ...base, seq: 500, event: { type: "agent_start" } } } },
+    { type: "action", action: { type: "event", params: { ...base, seq: 502, event: { type: "turn_start", turn: 1 } } } },
+  );
+  await page.waitForFunction(() => (window as unknown as { __posted: { type: string }[] }).__posted.some((m) => m.type === "resync"));
+  assert.equal((await posted()).filter((m) => m.type === "resync").length, 1);
+});
+
+test("typing @ after a space opens the context picker and leaves the text alone", async () => {
+  const input = page.locator("textarea.input");
+  await input.fill("");
+  await input.pressSequentially("look at @");
+  assert.deepEqual((await posted()).at(-1), { type: "addContext" });
+  assert.equal(await input.inputValue(), "look at ");
+  await input.pressSequentially("me@home");
+  assert.equal((await posted()).filter((m) => m.type === "addContext").length, 1, "an @ inside a word does not open the picker");
+});
+
+test("with enterWhileRunning = followUp, Enter queues and Alt+Enter steers", async () => {
+  const base = { workspace: run.workspace, sessionId: run.sessionId, runId: "r-3" };
+  await host(
+    { type: "prefs", enterWhileRunning: "followUp" },
+    { type: "action", action: { type: "transcript", messages: [], sessionId: run.sessionId } },
+    { type: "action", action: { type: "event", params: { ...base, seq: 600, event: { type: "agent_start" } } } },
+  );
+  await page.waitForSelector("button.stop:not([hidden])");
+  const input = page.locator("textarea.input");
+  await input.fill("later");
+  await input.press("Enter");
+  assert.deepEqual((await posted()).at(-1), { type: "send", text: "later", mode: "followUp" });
+  await input.fill("now");
+  await input.press("Alt+Enter");
+  assert.deepEqual((await posted()).at(-1), { type: "send", text: "now", mode: "steer" });
+});
