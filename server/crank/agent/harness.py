@@ -20,6 +20,7 @@ import inspect
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import TypeVar
 
 from .loop import BuildRequest, Event, LoopConfig, agent_loop
 from .messages import Message, UserMessage, assistant_message, user_message
@@ -27,6 +28,7 @@ from .model import AbortSignal, Model
 from .tools import Tool
 
 log = logging.getLogger(__name__)
+_T = TypeVar("_T")
 
 Listener = Callable[[Event], Awaitable[None] | None]
 AfterRun = Callable[["Harness", str], Awaitable[None]]
@@ -109,7 +111,8 @@ class Harness:
         messages: Sequence[Message] = (),
         max_turns: int | None = None,
         build_request: BuildRequest | None = None,
-        at_safe_point: Callable[[Harness], Awaitable[None]] | None = None,
+        before_request: Callable[[Harness], Awaitable[None]] | None = None,
+        recover_overflow: Callable[[Harness], Awaitable[bool]] | None = None,
         after_run: AfterRun | None = None,
     ) -> None:
         self.system = system
@@ -117,7 +120,9 @@ class Harness:
         self.model = model
         self.max_turns = max_turns
         self.build_request = build_request
-        self.at_safe_point = at_safe_point
+        self.before_request = before_request
+        self.recover_overflow = recover_overflow
+        self._in_hook = False
         self.after_run = after_run
         self._record: list[Message] = list(messages)
         self._listeners: list[Listener] = []
@@ -185,6 +190,30 @@ class Harness:
         if self._run is not None:
             raise HarnessBusy("cannot replace the transcript while a run is active")
         self._record = list(messages)
+
+    def adopt_messages(self, messages: Sequence[Message]) -> None:
+        """Swap the transcript from inside a run's hook (``before_request``,
+        ``recover_overflow``), where the record is at a safe point: compaction hands the
+        harness what the log now replays. Refused anywhere else during a run."""
+        if self._run is not None and not self._in_hook:
+            raise HarnessBusy("the transcript can only be swapped at a safe point of a run")
+        self._record[:] = list(messages)
+
+    async def announce(self, event: Event) -> None:
+        """Send an event of a hook's own (``compaction_start``...) in order with the run's
+        events; when idle, listeners hear it directly."""
+        run = self._run
+        if run is None or not self._in_hook:
+            await self._tell(event)
+            return
+        await self._emit(run, event)
+
+    async def _in_hook_call(self, hook: Callable[[Harness], Awaitable[_T]]) -> _T:
+        self._in_hook = True
+        try:
+            return await hook(self)
+        finally:
+            self._in_hook = False
 
     def set_system(self, system: str) -> None:
         """Takes effect at the next run (a running run keeps the prompt it started with)."""
@@ -270,10 +299,15 @@ class Harness:
         return "aborted"
 
     async def _drive(self, run: Run, new_messages: list[Message]) -> None:
-        async def safe_point() -> None:
+        async def before_request() -> None:
             await self._flush_queue_events(run)
-            if self.at_safe_point is not None:
-                await self.at_safe_point(self)
+            if self.before_request is not None:
+                await self._in_hook_call(self.before_request)
+
+        async def recover_overflow() -> bool:
+            if self.recover_overflow is None:
+                return False
+            return await self._in_hook_call(self.recover_overflow)
 
         config = LoopConfig(
             model=self.model,
@@ -283,7 +317,8 @@ class Harness:
             build_request=self.build_request,
             take_steering=lambda: self._take("steering"),
             take_follow_up=lambda: self._take("follow_up"),
-            at_safe_point=safe_point,
+            before_request=before_request,
+            recover_overflow=recover_overflow,
         )
         open_pairs: list[str] = []
         loop = agent_loop(self._record, new_messages, config, self._signal)

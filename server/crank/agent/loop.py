@@ -57,8 +57,12 @@ class LoopConfig:
     """Turns the record into a request (view, policies, cache marks). Default: the view."""
     take_steering: Callable[[], list[UserMessage]] = field(default=lambda: [])
     take_follow_up: Callable[[], list[UserMessage]] = field(default=lambda: [])
-    at_safe_point: Callable[[], Awaitable[None]] | None = None
-    """Awaited after a turn's whole tool batch is answered (e.g. compaction)."""
+    before_request: Callable[[], Awaitable[None]] | None = None
+    """Awaited before every model request, which is always a safe point: the record ends
+    with a user message or a fully answered tool batch (e.g. compaction)."""
+    recover_overflow: Callable[[], Awaitable[bool]] | None = None
+    """Called once per run when a request is refused as a context overflow; True if it
+    made room (e.g. compacted), and the turn is then tried again, once."""
 
 
 class _Feed:
@@ -180,6 +184,7 @@ async def agent_loop(
             yield event
 
     turn = 0
+    recovered = False
     stop_reason: StopReason = "stop"
     while True:
         if signal.aborted:
@@ -197,6 +202,8 @@ async def agent_loop(
                 yield event
             stop_reason = "error"
             break
+        if config.before_request is not None:
+            await config.before_request()
         turn += 1
         yield {"type": "turn_start", "turn": turn}
 
@@ -265,6 +272,15 @@ async def agent_loop(
                 yield event
         yield {"type": "turn_end", "message": reply}
 
+        if reply.get("errorKind") == "overflow" and config.recover_overflow and not recovered:
+            recovered = True
+            error = reply.get("errorMessage", "context overflow")
+            yield {"type": "retry_start", "attempt": 1, "delayMs": 0, "error": error}
+            made_room = await config.recover_overflow()
+            yield {"type": "retry_end", "attempt": 1, "success": made_room}
+            if made_room:
+                turn -= 1
+                continue
         if failed:
             stop_reason = reply["stopReason"]
             break
@@ -276,8 +292,6 @@ async def agent_loop(
                 yield {"type": "message_start", "message": message}
                 for event in _announce(record, message):
                     yield event
-            if config.at_safe_point is not None:
-                await config.at_safe_point()
             continue
         queued = config.take_steering() or config.take_follow_up()
         if not queued:
