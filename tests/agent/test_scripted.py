@@ -56,3 +56,16 @@ def test_common_prefix_length() -> None:
     assert common_prefix_length("abcdef", "abcxyz") == 3
     assert common_prefix_length("", "abc") == 0
     assert common_prefix_length("same", "same") == 4
+
+
+def test_replies_load_from_plain_json_and_unknown_keys_are_refused() -> None:
+    from crank.agent.scripted import reply_from_dict
+
+    reply = reply_from_dict({"text": "hi", "calls": [{"name": "read", "arguments": {"path": "a"}}]})
+    assert reply.calls == (("read", {"path": "a"}),) and reply.text == "hi"
+    try:
+        reply_from_dict({"txt": "typo"})
+    except ValueError as exc:
+        assert "txt" in str(exc)
+    else:
+        raise AssertionError("a typo in a script must not be ignored")

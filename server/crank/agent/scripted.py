@@ -53,6 +53,36 @@ class Reply:
 
 ReplySource = Reply | Callable[[ModelRequest], Reply]
 
+_REPLY_KEYS = {
+    "text",
+    "thinking",
+    "calls",
+    "stopReason",
+    "error",
+    "errorKind",
+    "hangAfter",
+    "delay",
+}
+
+
+def reply_from_dict(data: dict[str, Any]) -> Reply:
+    """A reply from plain JSON, for scripts kept in files (the server's ``scripted``
+    provider, the demo). Unknown keys are refused by name rather than ignored."""
+    unknown = sorted(set(data) - _REPLY_KEYS)
+    if unknown:
+        raise ValueError(f"unknown key(s) in a scripted reply: {', '.join(unknown)}")
+    pairs = tuple((str(c["name"]), dict(c.get("arguments", {}))) for c in data.get("calls", []))
+    return Reply(
+        text=str(data.get("text", "")),
+        thinking=str(data.get("thinking", "")),
+        calls=pairs,
+        stop_reason=data.get("stopReason"),
+        error=data.get("error"),
+        error_kind=str(data.get("errorKind", "server")),
+        hang_after=data.get("hangAfter"),
+        delay=float(data.get("delay", 0.0)),
+    )
+
 
 def say(text: str, **options: Any) -> Reply:
     return Reply(text=text, **options)
