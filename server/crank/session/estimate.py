@@ -43,6 +43,11 @@ def prompt_chars(system: str, tools: Sequence[ToolSpec]) -> int:
     return len(_dumps(system)) + len(_dumps(list(tools)))
 
 
+def view_chars(fixed_chars: int, messages: Sequence[Message]) -> int:
+    """Characters of a request that sends ``messages`` after the fixed part, framing included."""
+    return fixed_chars + sum(message_chars(m) for m in messages) + len(messages) + 40
+
+
 def request_chars(request: ModelRequest) -> int:
     body = {"system": request.system, "tools": request.tools, "messages": request.messages}
     return len(_dumps(body))
@@ -106,9 +111,10 @@ def context_tokens(
     estimate of the whole when no count is valid."""
     anchor = anchor_index(messages)
     if anchor is None:
-        chars = fixed_chars + sum(message_chars(m) for m in messages)
-        return calibration.tokens(chars)
+        return calibration.tokens(view_chars(fixed_chars, messages))
     reply = messages[anchor]
     assert reply["role"] == "assistant"
-    after = sum(message_chars(m) for m in messages[anchor + 1 :])
-    return usage_total(reply["usage"]) + int(reply["usage"]["output"]) + calibration.tokens(after)
+    after = sum(message_chars(m) + 1 for m in messages[anchor + 1 :])
+    # The reply itself is sent back with its framing: count whichever is larger.
+    sent_back = max(int(reply["usage"]["output"]), calibration.tokens(message_chars(reply)))
+    return usage_total(reply["usage"]) + sent_back + calibration.tokens(after)

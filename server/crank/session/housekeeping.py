@@ -50,6 +50,7 @@ from .estimate import (
     prompt_chars,
     request_chars,
     usage_total,
+    view_chars,
 )
 from .log import SessionLog
 from .policies import ClearState, Policy, cache_marks, clear_old_results
@@ -169,7 +170,7 @@ class Housekeeper:
         calibration = self._calibration
 
         def tokens(messages: Sequence[Message]) -> int:
-            return calibration.tokens(fixed + sum(message_chars(m) for m in messages))
+            return calibration.tokens(view_chars(fixed, messages))
 
         return clear_old_results(
             view,
@@ -197,11 +198,10 @@ class Housekeeper:
         fixed = prompt_chars(system, tools)
         sent, state = self._sent(record, fixed)
         anchor = anchor_index(sent)
-        if anchor is not None and sent[anchor]["timestamp"] <= self._view_changed_ms:
-            # The reply was to a request cleared differently: its count is not this view's.
-            return self._calibration.tokens(fixed + sum(message_chars(m) for m in sent))
-        if state != self._clear:
-            return self._calibration.tokens(fixed + sum(message_chars(m) for m in sent))
+        stale = anchor is not None and sent[anchor]["timestamp"] <= self._view_changed_ms
+        if stale or state != self._clear:
+            # The newest count was for a request cleared differently: estimate the whole.
+            return self._calibration.tokens(view_chars(fixed, sent))
         return context_tokens(sent, fixed, self._calibration)
 
     # -- harness hooks ------------------------------------------------------------------

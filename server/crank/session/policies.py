@@ -77,6 +77,10 @@ def _note(result: ToolResultMessage, arguments: str) -> ToolResultMessage:
     return {**result, "content": text}
 
 
+def _clearable(message: Message) -> bool:
+    return message["role"] == "toolResult" and len(message["content"]) >= MIN_CLEAR_CHARS
+
+
 def apply_clearing(view: Sequence[Message], boundary: int) -> list[Message]:
     """``view`` with every large result before ``boundary`` replaced by its note."""
     if boundary <= 0:
@@ -84,11 +88,8 @@ def apply_clearing(view: Sequence[Message], boundary: int) -> list[Message]:
     arguments = _arguments_of(view[:boundary])
     sent: list[Message] = []
     for position, message in enumerate(view):
-        if (
-            position < boundary
-            and message["role"] == "toolResult"
-            and len(message["content"]) >= MIN_CLEAR_CHARS
-        ):
+        if position < boundary and _clearable(message):
+            assert message["role"] == "toolResult"
             sent.append(_note(message, arguments.get(message["toolCallId"], "{}")))
         else:
             sent.append(message)
@@ -116,8 +117,8 @@ def clear_old_results(
             break
         position -= 1
     boundary = max(state.boundary, position)
-    if boundary == state.boundary:
-        return sent, state
+    if not any(_clearable(message) for message in view[state.boundary : boundary]):
+        return sent, state  # moving would change nothing sent, only the cache's prefix
     return apply_clearing(view, boundary), ClearState(boundary)
 
 
