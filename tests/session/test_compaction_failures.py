@@ -139,7 +139,7 @@ def test_missing_identifiers_are_appended_under_their_own_heading() -> None:
     assert found[0] == "tests/test_api.py"
     assert {"E0425", "https://example.com/x", "#42", "9f3a2b1c"} <= set(found)
     summary = with_identifiers("We ran tests/test_api.py; issue #42 is open.", found)
-    head, tail = summary.split(HEADING)
+    _, tail = summary.split(HEADING)
     assert "E0425" in tail and "9f3a2b1c" in tail and "https://example.com/x" in tail
     assert "#42" not in tail and "tests/test_api.py" not in tail
     assert with_identifiers(summary, found) == summary  # nothing missing any more
