@@ -20,12 +20,11 @@ from crank.agent.messages import Message
 from crank.agent.model import AbortSignal, Model
 
 from .cut import Row, find_cut
-from .entries import Entry
 from .errors import SummaryFailed
 from .estimate import Calibration
 from .identifiers import collect, collect_from_text, with_identifiers
 from .log import SessionLog
-from .replay import BRANCH_SUMMARY_PREFIX, COMPACTION_PREFIX
+from .replay import BRANCH_SUMMARY_PREFIX, COMPACTION_PREFIX, _as_user
 from .summary import build_request, summarize
 
 
@@ -37,15 +36,6 @@ class Outcome:
     entry_id: str | None = None
     first_kept_id: str | None = None
     summary: str = ""
-
-
-def _user(text: str, entry: Entry) -> Message:
-    timestamp = entry.get("timestamp")
-    return {
-        "role": "user",
-        "content": text,
-        "timestamp": timestamp if isinstance(timestamp, int) else 0,
-    }
 
 
 def branch_rows(log: SessionLog) -> tuple[list[Row], str | None]:
@@ -60,14 +50,14 @@ def branch_rows(log: SessionLog) -> tuple[list[Row], str | None]:
             kept = entry["firstKeptId"]
             start = next(i for i in range(position) if branch[i]["id"] == kept)
             previous = str(entry["summary"])
-            rows.append((None, _user(f"{COMPACTION_PREFIX}\n\n{previous}", entry)))
+            rows.append((None, _as_user(f"{COMPACTION_PREFIX}\n\n{previous}", entry)))
             break
     for entry in branch[start:]:
         if entry["type"] == "message":
             rows.append((entry["id"], entry["message"]))
         elif entry["type"] == "branchSummary":
             rows.append(
-                (entry["id"], _user(f"{BRANCH_SUMMARY_PREFIX}\n\n{entry['summary']}", entry))
+                (entry["id"], _as_user(f"{BRANCH_SUMMARY_PREFIX}\n\n{entry['summary']}", entry))
             )
     return rows, previous
 

@@ -16,12 +16,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from crank.agent.messages import Message, text_of, user_message
+from crank.agent.messages import Message, user_message
 from crank.agent.model import AbortSignal, Model, ModelRequest
 
-from .errors import SummaryFailed
 from .estimate import Calibration, request_chars
-from .summarize import clip, render_message
+from .summarize import clip, render_message, reply_text
 
 MAX_OUTPUT_TOKENS = 4_096
 CLIP_STEPS = (2_000, 800, 300, 120)
@@ -142,14 +141,4 @@ async def summarize(
     signal: AbortSignal | None = None,
 ) -> str:
     """Make the call; the reply's text, stripped. Raises ``SummaryFailed`` on failure."""
-    reply = None
-    async for event in summarizer.stream(request, signal or AbortSignal()):
-        if event["type"] == "done":
-            reply = event["message"]
-    if reply is None or reply["stopReason"] in ("error", "aborted"):
-        reason = reply.get("errorMessage", reply["stopReason"]) if reply else "no reply"
-        raise SummaryFailed(f"the compaction summary could not be made: {reason}")
-    text = text_of(reply).strip()
-    if not text:
-        raise SummaryFailed("the compaction summary came back empty")
-    return text
+    return await reply_text(summarizer, request, signal, "the compaction summary")
