@@ -23,8 +23,9 @@ What it promises:
   and harness agree. A failed or empty summary appends nothing, the run goes on, and
   ``compaction_end`` says why.
 - Events: ``compaction_start {reason}``, ``compaction_end {compacted, error?}``, and
-  ``usage_update`` after each reply and each compaction. ``usage_update`` reaches the
-  harness's listeners (the Housekeeper subscribes itself at its first hook call).
+  ``usage_update`` after each reply and each compaction. ``usage_update`` follows the
+  reply's ``message_end`` for listeners and consumer alike (the Housekeeper subscribes
+  itself at its first hook call and announces through the harness).
 """
 
 from __future__ import annotations
