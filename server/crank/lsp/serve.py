@@ -50,6 +50,9 @@ def _setup_logging(level: str, log_file: str | None) -> None:
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
     logging.getLogger("pygls").setLevel(max(logging.WARNING, logging.getLogger().level))
+    if logging.getLogger().level > logging.DEBUG:
+        # pygls logs every error answer with a traceback; ours are expected refusals.
+        logging.getLogger("pygls.protocol.json_rpc").setLevel(logging.CRITICAL)
 
 
 def _error_handler(server: CrankServer) -> Any:
@@ -83,11 +86,27 @@ async def _serve(server: CrankServer, reader: Any) -> None:
         await server.close_all()
 
 
+async def _pipe_reader(stdin: BinaryIO, server: CrankServer) -> Any:
+    """stdin as an asyncio stream: no reader thread, so nothing can keep the process
+    alive after exit. A stdin that is not a pipe (a file) falls back to pygls's
+    threaded reader."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=2**24)
+    try:
+        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+    except (ValueError, OSError):
+        return StdinAsyncReader(stdin, server.thread_pool)
+    return reader
+
+
 def serve_stdio(server: CrankServer, stdin: BinaryIO, stdout: BinaryIO) -> int:
     server.protocol.set_writer(StdoutWriter(stdout))
-    reader = StdinAsyncReader(stdin, server.thread_pool)
+
+    async def run() -> None:
+        await _serve(server, await _pipe_reader(stdin, server))
+
     try:
-        asyncio.run(_serve(server, reader))
+        asyncio.run(run())
     except SystemExit as exit_:
         return int(exit_.code or 0)
     except BrokenPipeError:
