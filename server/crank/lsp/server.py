@@ -304,7 +304,8 @@ class CrankServer(LanguageServer):
 
         return await self.call(new, None)
 
-    def _code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+    async def _code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+        await self.started.wait()
         uri = params.text_document.uri
         path = path_of_uri(uri)
         if path is None or self.host_of_path(path) is None:

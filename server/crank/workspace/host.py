@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
+import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, cast
@@ -87,6 +88,8 @@ class WorkspaceHost:
         self._log_listener: Listener | None = None
         self.session_id = new_session_id()
         self._run: Run | None = None
+        self._run_label = ""
+        """The run's id on the wire: unique in the process, unlike the harness's own."""
         self.prompt: SystemPrompt | None = None
         self.watcher: PromptWatcher | None = None
         self.ready = asyncio.Event()
@@ -128,7 +131,9 @@ class WorkspaceHost:
         if path is None:
             return
         try:
-            self._adopt_log(SessionLog.open(path))
+            opened = SessionLog.open(path)
+            self.harness.replace_messages(opened.replay())
+            self._adopt_log(opened)
         except (SessionError, OSError) as exc:
             self.client.log(f"Crank: the last session was not resumed: {exc}")
 
@@ -189,7 +194,7 @@ class WorkspaceHost:
     # -- events -----------------------------------------------------------------------
 
     def _run_id(self) -> str | None:
-        return self._run.id if self._run is not None else None
+        return self._run_label if self._run is not None else None
 
     async def _on_event(self, event: Event) -> None:
         """The one listener: the log saves first (so ``entryId`` is set), then the
@@ -329,7 +334,8 @@ class WorkspaceHost:
         except HarnessBusy as exc:
             raise CrankError(RUN_IN_PROGRESS, str(exc)) from exc
         self._run = run
-        return {"sessionId": self.session_id, "runId": run.id}
+        self._run_label = f"{run.id}-{uuid.uuid4().hex[:8]}"
+        return {"sessionId": self.session_id, "runId": self._run_label}
 
     def steer(self, text: str) -> dict[str, list[str]]:
         return self.harness.steer(text).as_dict()
@@ -355,7 +361,7 @@ class WorkspaceHost:
             "running": self.harness.is_running,
         }
         if self._run is not None:
-            state["runId"] = self._run.id
+            state["runId"] = self._run_label
         state.update(
             {
                 "model": {"api": model.api, "id": model.id},
