@@ -40,8 +40,11 @@ def options(model: ModelServer, tmp_path: Path, **extra: Any) -> dict[str, Any]:
 async def model_received(model: ModelServer, count: int) -> None:
     """Wait until the model server holds ``count`` whole requests. (Aborting while a
     request is still being sent leaves the vendors' next request hanging: reported.)"""
-    while len(model.requests) < count:
+    for _ in range(1500):
+        if len(model.requests) >= count:
+            return
         await asyncio.sleep(0.01)
+    raise AssertionError(f"the model server never received {count} request(s)")
 
 
 async def started(crank: Crank, text: str, **params: Any) -> str:
