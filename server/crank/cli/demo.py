@@ -10,22 +10,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime
 import json
+import os
 import shutil
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-from crank.agent.harness import Harness
-from crank.prompt import PromptLocations, compute_prompt
-from crank.session import SessionStore
-from crank.tools import ToolContext, standard_tools
-
+from .lsp_client import LspClient
 from .render import EventPrinter
-from .run import load_script
 
 SAMPLE = Path(__file__).with_name("sample_project")
 PROMPT = "The tests in this project fail. Find the bug, fix it, and show me the tests pass."
@@ -78,35 +74,93 @@ def add_demo_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPars
     parser.set_defaults(handler=run_demo)
 
 
-async def _demo(workdir: Path, console: Console) -> int:
-    project = workdir / "sample_project"
-    shutil.copytree(SAMPLE, project, ignore=shutil.ignore_patterns("__pycache__"))
-    script = workdir / "demo-script.json"
-    script.write_text(json.dumps(demo_script(), indent=2), encoding="utf-8")
-    model = load_script(script)
-    tools = standard_tools(ToolContext(project, output_dir=workdir / "tool-output"))
-    build = await compute_prompt(
-        tools,
-        PromptLocations(project, project, True, user_dir=workdir / "no-user-config"),
-        datetime.date.today(),
-    )
-    log = SessionStore(project, workdir / "sessions").create()
-    harness = Harness(system=build.prompt.text, tools=tools, model=model, messages=log.replay())
-    harness.subscribe(log.listener())
+def _header(console: Console, project: Path, how: str) -> None:
     console.rule("[bold]Crank demo")
     console.print(
         "[dim]model:[/] scripted (a stand-in that replays a fixed script; no network, no key)"
     )
+    console.print(f"[dim]server:[/] {how}")
     console.print(f"[dim]project:[/] {project}")
-    console.print(f"[dim]session:[/] {log.path}")
     console.print(f"[bold]> {PROMPT}")
+
+
+def _prepare(workdir: Path) -> tuple[Path, Path]:
+    project = workdir / "sample_project"
+    shutil.copytree(SAMPLE, project, ignore=shutil.ignore_patterns("__pycache__"))
+    script = workdir / "demo-script.json"
+    script.write_text(json.dumps(demo_script(), indent=2), encoding="utf-8")
+    return project, script
+
+
+async def _demo_via_server(workdir: Path, console: Console) -> int:
+    """The demo as an editor sees it: ``crank serve`` in a child process, spoken to over
+    stdio, every ``crank/event`` rendered as it arrives."""
+    project, script = _prepare(workdir)
+    server_log = (workdir / "server.log").open("wb")
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "crank",
+        "serve",
+        cwd=workdir,
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=server_log,
+    )
     printer = EventPrinter(console)
-    run = harness.prompt(PROMPT)
-    async for event in run.events():
+    settled = asyncio.Event()
+    outcome: dict[str, Any] = {}
+
+    def on_notify(method: str, params: Any) -> None:
+        if method != "crank/event":
+            return
+        event = params["event"]
         printer.show(event)
-    stop = await run.wait()
-    log.close()
+        if event["type"] == "agent_end":
+            outcome["stop"] = event["stopReason"]
+        if event["type"] == "agent_settled":
+            settled.set()
+
+    async def on_request(method: str, params: Any) -> Any:
+        if method == "workspace/configuration":
+            return [None for _ in params.get("items", [])]
+        if method == "crank/requestPermission":
+            return {"decision": "allow"}
+        return None
+
+    client = LspClient(process, on_notify, on_request)
+    try:
+        uri = project.as_uri()
+        await client.request(
+            "initialize",
+            {
+                "processId": os.getpid(),
+                "rootUri": uri,
+                "workspaceFolders": [{"uri": uri, "name": project.name}],
+                "capabilities": {
+                    "experimental": {"crank": {"events": True, "permissionRequests": True}}
+                },
+                "initializationOptions": {
+                    "crank": {
+                        "provider": {"api": "scripted", "script": str(script)},
+                        "sessionDir": str(workdir / "sessions"),
+                        "trusted": True,
+                        "permissionMode": "auto",
+                    }
+                },
+            },
+        )
+        await client.notify("initialized", {})
+        _header(console, project, "crank serve (a child process, LSP over stdio)")
+        await client.request("crank/prompt", {"text": PROMPT})
+        await settled.wait()
+        state = await client.request("crank/state", {})
+        console.print(f"[dim]session file:[/] {state.get('sessionFile')}")
+    finally:
+        await client.close()
+        server_log.close()
     printer.show_diffs()
+    stop = outcome.get("stop", "error")
     console.rule(f"[dim]run ended: {stop}")
     return 0 if stop == "stop" else 1
 
@@ -115,7 +169,7 @@ def run_demo(args: argparse.Namespace) -> int:
     console = Console()
     workdir = Path(tempfile.mkdtemp(prefix="crank-demo-"))
     try:
-        return asyncio.run(_demo(workdir, console))
+        return asyncio.run(_demo_via_server(workdir, console))
     finally:
         if args.keep:
             console.print(f"[dim]kept {workdir}")
