@@ -91,3 +91,14 @@ def test_refused_when_everything_fits_or_nothing_can_be_kept() -> None:
     only_summary_before = [(None, user_message("Previous conversation summary:\n\nx"))]
     only_summary_before += rows_from([("u", 400), ("a", 0)])
     assert find_cut(only_summary_before, 5, size) is None
+
+
+def test_a_newest_exchange_over_the_budget_is_kept_whole_and_the_rest_summarised() -> None:
+    long_reply = assistant_message([{"type": "text", "text": "long answer " * 200}])
+    rows: list[Row] = [
+        ("e0", user_message("first question")),
+        ("e1", long_reply),
+        ("e2", user_message("second question")),
+        ("e3", long_reply),
+    ]
+    assert find_cut(rows, budget=50, size=size) == 2

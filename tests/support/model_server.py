@@ -45,7 +45,9 @@ A REPLY is an object; every key is optional:
 - ``status``: answer with this HTTP error instead (429, 529, 500, 400, 401, ...), with
   ``retryAfter`` (header), ``errorType``, ``errorCode`` (OpenAI), ``errorMessage``.
 - ``stopReason``: the API's own stop/finish reason (default from the content).
-- ``usage``: ``{"input", "output", "cacheRead", "cacheWrite"}``; ``noUsage``: send none
+- ``usage``: ``{"input", "output", "cacheRead", "cacheWrite"}``, or ``"estimate"``: about
+  a token per four bytes of the request and of the reply (a top-level
+  ``"estimateUsage": true`` does that for every reply without ``usage``); ``noUsage``: send none
   (OpenAI). ``omitToolIds``: tool calls without ids (OpenAI). ``noDone``: no
   ``[DONE]`` (OpenAI).
 
@@ -267,6 +269,7 @@ class ModelServer:
             script = {"replies": script}
         self.replies: list[Reply] = list(script.get("replies", []))
         self.rules: list[dict[str, Any]] = list(script.get("rules", []))
+        self.estimate_usage = bool(script.get("estimateUsage", False))
         self.host = host
         self.port = port
         self.requests: list[dict[str, Any]] = []
@@ -368,6 +371,11 @@ class ModelServer:
                 {"path": path, "headers": headers, "body": body, "at": time.monotonic()}
             )
             reply = self._choose(api, body)
+            if reply.get("usage") == "estimate" or (self.estimate_usage and "usage" not in reply):
+                spoken = len(str(reply.get("text", ""))) + len(
+                    json.dumps(reply.get("toolCalls", []))
+                )
+                reply = {**reply, "usage": {"input": len(raw) // 4, "output": max(1, spoken // 4)}}
             if "status" in reply:
                 extra = {}
                 if "retryAfter" in reply:

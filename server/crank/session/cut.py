@@ -10,7 +10,10 @@ its own to keep). The rule (docs/context.md):
 3. If there is none (one run longer than the budget), move forward to the first reply
    that opens a model turn after a completed tool batch: every call before it answered
    before it. A cut never lands on a tool result, never between a call and its result.
-4. A cut that would summarise nothing (only an earlier summary, or nothing at all) or
+4. If neither exists after that point (the newest exchange alone is over the budget),
+   move back to the newest user message before it instead: keeping more than the
+   budget beats keeping nothing, and the older rows still get summarised.
+5. A cut that would summarise nothing (only an earlier summary, or nothing at all) or
    keep nothing is no cut: ``None``.
 """
 
@@ -61,6 +64,11 @@ def find_cut(rows: Sequence[Row], budget: int, size: Callable[[Message], int]) -
     if cut is None:
         starts = _turn_starts(rows)
         cut = next((i for i in range(start, len(rows)) if starts[i] and rows[i][0]), None)
+    if cut is None:
+        cut = next(
+            (i for i in range(start - 1, 0, -1) if rows[i][1]["role"] == "user" and rows[i][0]),
+            None,
+        )
     if cut is None:
         return None  # no safe place to start the kept tail: keep nothing is refused
     if all(entry_id is None for entry_id, _ in rows[:cut]):

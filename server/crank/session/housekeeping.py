@@ -207,6 +207,18 @@ class Housekeeper:
 
     # -- harness hooks ------------------------------------------------------------------
 
+    def attach(self, harness: Harness) -> None:
+        """Follow ``harness``'s replies (usage, calibration). Hooks attach on their own;
+        attaching at once also covers a reply that comes before the first hook."""
+        self._attach(harness)
+
+    def detach(self) -> None:
+        """Stop following the harness (the session it kept was closed or replaced)."""
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        self._unsubscribe = None
+        self._harness = None
+
     def _attach(self, harness: Harness) -> None:
         if self._harness is harness:
             return

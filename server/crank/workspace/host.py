@@ -19,9 +19,11 @@ from typing import Any, cast
 
 from crank.agent.harness import Harness, HarnessBusy, Listener, Run
 from crank.agent.loop import Event
-from crank.agent.model import Model
+from crank.agent.messages import Message
+from crank.agent.model import Model, ModelRequest
+from crank.agent.tools import spec_of
 from crank.prompt import PromptLocations, PromptWatcher, SystemPrompt, compute_prompt
-from crank.session import SessionError, SessionLog, SessionStore
+from crank.session import Housekeeper, SessionError, SessionLog, SessionStore
 from crank.session.log import new_session_id
 from crank.tools import ApprovalRequest, Decision, ToolContext, read_only_tools, standard_tools
 from crank.vendors import ConfigError, ProviderConfig, known_models
@@ -82,7 +84,15 @@ class WorkspaceHost:
         self.provider: ProviderConfig | None = None
         self.config_error: str | None = None
         model = self._configure_model()
-        self.harness = Harness(system="", tools=self.tools, model=model)
+        self.keeper: Housekeeper | None = None
+        self.harness = Harness(
+            system="",
+            tools=self.tools,
+            model=model,
+            build_request=self._build_request,
+            before_request=self._before_request,
+            recover_overflow=self._recover_overflow,
+        )
         self.harness.subscribe(self._on_event)
         self.log: SessionLog | None = None
         self._log_listener: Listener | None = None
@@ -174,6 +184,7 @@ class WorkspaceHost:
     async def _on_prompt_change(self, prompt: SystemPrompt) -> None:
         self.prompt = prompt
         self.harness.set_system(prompt.text)
+        self._brief_keeper()
         event = {
             "type": "system_prompt_changed",
             "hash": prompt.hash,
@@ -188,6 +199,8 @@ class WorkspaceHost:
             await self.set_permission_mode(settings.permission_mode)
         if (settings.provider_layers, settings.script) != (old.provider_layers, old.script):
             self.harness.set_model(self._configure_model())
+            if self.keeper is not None:
+                self.keeper.set_model(self.harness.model)
         if settings.trusted != old.trusted and self.watcher is not None:
             await self.watcher.set_locations(self._locations())
 
@@ -210,14 +223,31 @@ class WorkspaceHost:
             self._calls.pop(event["toolCallId"], None)
         run_id = self._run_id()
         self.stream.emit(self.session_id, run_id, event)
-        if kind == "message_end" and event["message"]["role"] == "assistant":
-            self.stream.emit(self.session_id, run_id, {"type": "usage_update", **self.usage()})
-        elif kind == "agent_settled":
+        if kind == "agent_settled":
             self._run = None
             self._calls.clear()
 
     def usage(self) -> dict[str, Any]:
+        if self.keeper is not None:
+            return self.keeper.usage(self.harness)
         return usage_of(self.harness.messages, self.harness.model.context_window)
+
+    # -- context (compaction, policies): the Housekeeper of the active session ----------
+
+    def _brief_keeper(self) -> None:
+        if self.keeper is not None:
+            self.keeper.set_prompt(self.harness.system, [spec_of(tool) for tool in self.tools])
+
+    async def _build_request(self, record: Sequence[Message]) -> ModelRequest:
+        assert self.keeper is not None, "a run always has a session log"
+        return await self.keeper.build_request(record)
+
+    async def _before_request(self, harness: Harness) -> None:
+        if self.keeper is not None:
+            await self.keeper.before_request(harness)
+
+    async def _recover_overflow(self, harness: Harness) -> bool:
+        return self.keeper is not None and await self.keeper.recover_overflow(harness)
 
     # -- permissions ------------------------------------------------------------------
 
@@ -283,11 +313,20 @@ class WorkspaceHost:
         return self.log
 
     def _adopt_log(self, new_log: SessionLog) -> None:
-        if self.log is not None:
-            self.log.close()
+        self._drop_log()
         self.log = new_log
         self._log_listener = new_log.listener()
         self.session_id = new_log.session_id
+        self.keeper = Housekeeper(new_log, self.harness.model, self.settings.context)
+        self._brief_keeper()
+        self.keeper.attach(self.harness)
+
+    def _drop_log(self) -> None:
+        if self.keeper is not None:
+            self.keeper.detach()
+        if self.log is not None:
+            self.log.close()
+        self.log, self._log_listener, self.keeper = None, None, None
 
     def _require_model(self) -> None:
         if self.config_error is not None:
@@ -409,9 +448,7 @@ class WorkspaceHost:
 
     def new_session(self) -> dict[str, Any]:
         self._require_idle("starting a new session")
-        if self.log is not None:
-            self.log.close()
-        self.log, self._log_listener = None, None
+        self._drop_log()
         self.session_id = new_session_id()
         self.harness.replace_messages([])
         self.stream.emit(
@@ -444,11 +481,15 @@ class WorkspaceHost:
 
     async def compact(self, instructions: str | None) -> dict[str, Any]:
         self._require_idle("compaction")
-        return {"compacted": False, "reason": "compaction is not available yet"}
+        if self.keeper is None:
+            return {"compacted": False, "reason": "the session is empty: nothing to compact"}
+        return await self.keeper.compact(self.harness, instructions=instructions)
 
     async def set_model(self, api: str, model_id: str) -> dict[str, Any]:
         model = self._configure_model({"api": api, "model": model_id})
         self.harness.set_model(model)
+        if self.keeper is not None:
+            self.keeper.set_model(model)
         if self.log is not None:
             await self.log.append_model_change(model.api, model.id)
         return {"model": {"api": model.api, "id": model.id}}

@@ -15,12 +15,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from crank.session import ContextSettings
 from crank.vendors.config import default_config_file
 
 from .errors import invalid_params
 
 PERMISSION_MODES = ("ask", "autoEdit", "auto", "readOnly")
-_KEYS = {"provider", "sessionDir", "trusted", "permissionMode"}
+_KEYS = {"provider", "sessionDir", "trusted", "permissionMode", "context"}
+_CONTEXT_KEYS = {
+    "policy": "policy",
+    "reserveTokens": "reserve_tokens",
+    "keepRecentTokens": "keep_recent_tokens",
+    "clearAtTokens": "clear_at_tokens",
+}
+CONTEXT_POLICIES = ("none", "cache", "clear", "compact", "default")
 
 
 @dataclass(frozen=True)
@@ -32,6 +40,8 @@ class Settings:
     session_dir: str | None = None
     trusted: bool = False
     permission_mode: str = "ask"
+    context: ContextSettings = field(default_factory=ContextSettings)
+    """Compaction and request-view policies (``context: {policy, reserveTokens, ...}``)."""
     problems: tuple[str, ...] = field(default=())
     """Settings that were refused, one sentence each, for the log."""
 
@@ -54,9 +64,32 @@ def _checked(layer: Any, where: str) -> dict[str, Any]:
             raise invalid_params(name, "must be true or false")
         if key == "permissionMode" and value is not None and value not in PERMISSION_MODES:
             raise invalid_params(name, f"must be one of {', '.join(PERMISSION_MODES)}")
+        if key == "context" and value is not None:
+            value = _context(value, name)
         if value is not None:
             out[key] = dict(value) if key == "provider" else value
     return out
+
+
+def _context(value: Any, where: str) -> ContextSettings:
+    if not isinstance(value, Mapping):
+        raise invalid_params(where, "must be an object")
+    fields: dict[str, Any] = {}
+    for key, raw in value.items():
+        if key not in _CONTEXT_KEYS:
+            raise invalid_params(
+                f"{where}.{key}", f"is not a setting; known: {', '.join(_CONTEXT_KEYS)}"
+            )
+        if key == "policy":
+            if raw not in CONTEXT_POLICIES:
+                raise invalid_params(
+                    f"{where}.policy", f"must be one of {', '.join(CONTEXT_POLICIES)}"
+                )
+        elif raw is not None and (not isinstance(raw, int) or isinstance(raw, bool) or raw < 0):
+            raise invalid_params(f"{where}.{key}", "must be a whole number of tokens")
+        if raw is not None:
+            fields[_CONTEXT_KEYS[key]] = raw
+    return ContextSettings(**fields)
 
 
 def read_config_file(path: Path | None = None) -> dict[str, Any]:
@@ -106,4 +139,5 @@ def merge_settings(init_options: Any, section: Any, *, config_file: Path | None 
         session_dir=first("sessionDir"),
         trusted=bool(trusted) if trusted is not None else False,
         permission_mode=first("permissionMode") or "ask",
+        context=first("context") or ContextSettings(),
     )
