@@ -1,0 +1,221 @@
+-- End to end: the plugin against the real server (`python -m crank.lsp` from this
+-- checkout) and the loopback model server (tests/support/model_server.py). Each test
+-- gets its own project folder, model script and server process.
+local H = dofile(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)) .. "/helpers.lua")
+vim.cmd("runtime plugin/crank.lua")
+
+local client = require("crank.client")
+local permission = require("crank.permission")
+
+local original_select = vim.ui.select
+H.after_each = function()
+  vim.ui.select = original_select
+  client.stop_all()
+  H.stop_model_servers()
+  vim.cmd("silent! only")
+  vim.cmd("enew!")
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    if b ~= vim.api.nvim_get_current_buf() then
+      pcall(vim.api.nvim_buf_delete, b, { force = true })
+    end
+  end
+  require("crank.chat").by_root = {}
+end
+H.cleanup = H.after_each
+
+local function current_ws()
+  return client.by_root[client.root_for(0)] or select(2, next(client.by_root))
+end
+
+local function wait_settled(what)
+  H.wait_for(function()
+    local ws = current_ws()
+    if ws and ws:client() == nil then
+      error("the server exited (code " .. tostring(ws.exit_code) .. ")")
+    end
+    return ws and ws.settled_count and ws.settled_count > 0 and not ws.running
+  end, what or "the run to settle")
+end
+
+-- Count agent_settled events per workspace (the protocol's "run is over" signal).
+local note = client.Workspace.note_event
+client.Workspace.note_event = function(self, params)
+  if params.event and params.event.type == "agent_settled" then
+    self.settled_count = (self.settled_count or 0) + 1
+  end
+  self.events = self.events or {}
+  table.insert(self.events, params.event and params.event.type)
+  return note(self, params)
+end
+
+H.test(":Crank shows the streamed answer in the chat buffer", function()
+  local reply = "Hello from the loopback model, streamed in pieces."
+  local port = H.model_server({ { text = reply, chunks = 6, delayMs = 30 } })
+  H.setup_crank(port)
+  H.project({ ["README.md"] = "demo" })
+  local snapshots = {}
+  vim.cmd("Crank say hello")
+  local chat = H.chat()
+  H.ok(chat, "the chat exists")
+  H.eq("crank://chat", vim.api.nvim_buf_get_name(chat.buf))
+  H.eq("markdown", vim.bo[chat.buf].filetype)
+  vim.api.nvim_buf_attach(chat.buf, false, {
+    on_lines = function()
+      snapshots[#snapshots + 1] = table.concat(vim.api.nvim_buf_get_lines(chat.buf, 0, -1, false), "\n")
+    end,
+  })
+  wait_settled()
+  local text = H.transcript()
+  H.contains(text, "## You\n\nsay hello")
+  H.contains(text, "## Crank\n\n" .. reply)
+  local partial = false
+  for _, snap in ipairs(snapshots) do
+    if snap:find("## Crank", 1, true) and not snap:find(reply, 1, true) and snap:find("Hello", 1, true) then
+      partial = true
+    end
+  end
+  H.ok(partial, "a part of the reply was shown before the whole of it")
+  H.contains(require("crank").statusline(), "crank: idle")
+end)
+
+H.test(":CrankFix leaves the fixed text in the buffer (through workspace/applyEdit)", function()
+  local port = H.model_server({
+    { text = "The add function subtracts.", toolCalls = { { id = "call_fix", name = "edit", arguments = { path = "calc.py", oldText = "return a - b", newText = "return a + b" } } } },
+    { text = "Fixed: add now adds." },
+  })
+  H.setup_crank(port, { permission_mode = "autoEdit" })
+  local root = H.project({ ["calc.py"] = "def add(a, b):\n    return a - b\n" })
+  vim.cmd.edit(root .. "/calc.py")
+  local buf = vim.api.nvim_get_current_buf()
+  local diag_ns = vim.api.nvim_create_namespace("test.linter")
+  vim.diagnostic.set(diag_ns, buf, { { lnum = 1, col = 4, message = "add() returns a - b", severity = vim.diagnostic.severity.ERROR } })
+  vim.cmd("CrankFix")
+  H.eq(buf, vim.api.nvim_get_current_buf(), "the cursor stays in the file being fixed")
+  wait_settled()
+  H.eq({ "def add(a, b):", "    return a + b" }, vim.api.nvim_buf_get_lines(buf, 0, -1, false))
+  H.ok(vim.bo[buf].modified, "the edit reached the buffer, not just the disk")
+  H.eq("    return a - b", vim.fn.readfile(root .. "/calc.py")[2], "the file on disk is untouched until :w")
+  H.contains(H.transcript(), "✓ **edit** `calc.py`")
+  H.contains(H.transcript(), "Fixed: add now adds.")
+  local bodies = vim.json.encode(H.model_requests(port))
+  H.contains(bodies, "add() returns a - b", "the diagnostic reached the model")
+end)
+
+H.test(":CrankAbort settles the run, and the next prompt works", function()
+  local port = H.model_server({ { text = "Working on it, slowly", chunks = 4, hangAfter = 3 }, { text = "After the abort." } })
+  H.setup_crank(port)
+  H.project({})
+  vim.cmd("Crank start something long")
+  H.wait_for(function()
+    return H.transcript():find("Working", 1, true)
+  end, "the first part of the reply")
+  local ws = current_ws()
+  H.ok(ws.running, "running before the abort")
+  local stop_reason
+  require("crank.actions").abort(ws, function(reason)
+    stop_reason = reason
+  end)
+  H.wait_for(function()
+    return stop_reason ~= nil
+  end, "crank/abort's answer")
+  H.eq("aborted", stop_reason)
+  H.ok(not ws.running, "idle after the abort")
+  H.ok(vim.tbl_contains(ws.events, "agent_settled"), "agent_settled arrived before the abort's answer")
+  H.contains(H.transcript(), "_Aborted._")
+  local settled = ws.settled_count
+  vim.cmd("Crank and now")
+  H.wait_for(function()
+    return ws.settled_count > settled and not ws.running
+  end, "the second run to settle")
+  H.contains(H.transcript(), "After the abort.")
+end)
+
+H.test("a permission request is answered through vim.ui.select", function()
+  local port = H.model_server({
+    { toolCalls = { { id = "call_w1", name = "edit", arguments = { path = "notes.txt", oldText = "draft", newText = "final" } } } },
+    { text = "Edited." },
+    { toolCalls = { { id = "call_w2", name = "edit", arguments = { path = "notes.txt", oldText = "final", newText = "gone" } } } },
+    { text = "Understood, left as is." },
+  })
+  H.setup_crank(port, { permission_mode = "ask" })
+  local root = H.project({ ["notes.txt"] = "draft" })
+  -- The stub stands in for a person: it picks "Allow" the first time, "Reject" after.
+  local answer = "Allow"
+  local calls = H.stub_select(function(label)
+    return label == answer
+  end)
+  vim.cmd("Crank please edit notes.txt")
+  wait_settled()
+  H.eq(1, #calls, "asked once")
+  H.eq("crank.permission", calls[1].kind)
+  H.eq({ "Allow", "Allow for this session", "Always allow", "Reject", "Reject, with a reason…" }, calls[1].labels)
+  H.contains(permission.last_preview or {}, "+final", "the diff was shown in a float first")
+  H.eq({ "final" }, vim.fn.readfile(root .. "/notes.txt"))
+  H.contains(H.transcript(), "Edited.")
+
+  answer = "Reject"
+  local ws = current_ws()
+  local settled = ws.settled_count
+  vim.cmd("Crank change it again")
+  H.wait_for(function()
+    return ws.settled_count > settled and not ws.running
+  end, "the second run to settle")
+  H.eq(2, #calls, "asked again")
+  H.eq({ "final" }, vim.fn.readfile(root .. "/notes.txt"), "rejected: the file is unchanged")
+  H.contains(H.transcript(), "✗ **edit** `notes.txt`")
+end)
+
+H.test("reopening the chat restores the transcript (crank/messages)", function()
+  local port = H.model_server({ { text = "First answer." }, { text = "Second answer." } })
+  local session_dir = H.setup_crank(port)
+  H.project({})
+  vim.cmd("Crank first question")
+  wait_settled()
+  local ws = current_ws()
+  local settled = ws.settled_count
+  vim.cmd("Crank second question")
+  H.wait_for(function()
+    return ws.settled_count > settled and not ws.running
+  end, "the second run")
+  local before = H.transcript()
+  H.contains(before, "Second answer.")
+
+  -- Close the chat and wipe its buffer: reopening rebuilds it from the server.
+  local old = H.chat().buf
+  vim.cmd("bwipeout! " .. old)
+  require("crank.chat").by_root = {}
+  vim.cmd("Crank")
+  H.wait_for(function()
+    return H.transcript():find("Second answer.", 1, true)
+  end, "the restored transcript")
+  H.eq(before, H.transcript())
+  H.ok(H.chat().buf ~= old, "a new buffer")
+
+  -- A new server process: pick the session from :CrankSessions.
+  client.stop_all()
+  require("crank.chat").by_root = {}
+  vim.cmd("silent! bwipeout! crank://chat")
+  H.setup_crank(port, { session_dir = session_dir })
+  local calls = H.stub_select(function(label)
+    return label:find("first question", 1, true) ~= nil
+  end)
+  vim.cmd("CrankSessions")
+  H.wait_for(function()
+    return H.transcript():find("Second answer.", 1, true)
+  end, "the session reopened in a new server")
+  H.eq("crank.session", calls[1].kind)
+  H.eq(before, H.transcript())
+end)
+
+H.test(":checkhealth crank reports the server version and the provider", function()
+  local port = H.model_server({})
+  H.setup_crank(port)
+  H.project({})
+  vim.cmd("checkhealth crank")
+  local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+  H.contains(text, "server starts: crank")
+  H.contains(text, "api=openai model=test")
+  H.ok(not text:find("apiKey=x", 1, true), "the key is never shown")
+end)
+
+H.run()
