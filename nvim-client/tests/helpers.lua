@@ -163,7 +163,7 @@ function H.project(files)
   for name, text in pairs(files or {}) do
     local path = root .. "/" .. name
     vim.fn.mkdir(vim.fs.dirname(path), "p")
-    vim.fn.writefile(vim.split(text, "\n", { plain = true }), path)
+    vim.fn.writefile(vim.split(text:gsub("\n$", ""), "\n", { plain = true }), path)
   end
   vim.cmd.cd(root)
   return root
