@@ -218,4 +218,67 @@ H.test(":checkhealth crank reports the server version and the provider", functio
   H.ok(not text:find("apiKey=x", 1, true), "the key is never shown")
 end)
 
+H.test("code actions offer Crank's fixes to vim.lsp; :CrankPrompt and :CrankModel answer", function()
+  local port = H.model_server({})
+  H.setup_crank(port)
+  local root = H.project({ ["a.py"] = "x = undefined_name" })
+  vim.cmd.edit(root .. "/a.py")
+  local buf = vim.api.nvim_get_current_buf()
+  local ws = client.attach(buf)
+  H.wait_for(function()
+    return ws.model ~= nil
+  end, "the first crank/state (sent once the client is initialized)")
+  local diag = { range = { start = { line = 0, character = 4 }, ["end"] = { line = 0, character = 18 } }, message = "undefined name", severity = 1 }
+  local answers = vim.lsp.buf_request_sync(buf, "textDocument/codeAction", {
+    textDocument = { uri = vim.uri_from_bufnr(buf) },
+    range = diag.range,
+    context = { diagnostics = { diag } },
+  }, 10000)
+  local titles, commands = {}, {}
+  for _, answer in pairs(answers or {}) do
+    for _, action in ipairs(answer.result or {}) do
+      titles[#titles + 1] = action.title
+      local cmd = action.command
+      commands[#commands + 1] = type(cmd) == "table" and cmd.command or cmd
+    end
+  end
+  H.ok(vim.tbl_contains(titles, "Fix with Crank"), "quick fix offered: " .. vim.inspect(titles))
+  H.ok(vim.tbl_contains(titles, "Crank: fix this file"), "source action offered")
+  H.ok(vim.tbl_contains(commands, "crank.fixFile"), "actions carry crank.fixFile")
+
+  vim.cmd("CrankPrompt")
+  H.wait_for(function()
+    return vim.api.nvim_buf_get_name(0):find("crank://system-prompt", 1, true)
+  end, "the system prompt buffer")
+  H.contains(vim.api.nvim_buf_get_lines(0, 0, -1, false), "Sources:")
+
+  local calls = H.stub_select(function(_, item)
+    return item.api == "openai" and item.id == "test"
+  end)
+  vim.cmd("CrankModel")
+  H.wait_for(function()
+    return ws.model and ws.model.id == "test" and #calls == 1
+  end, "the model picker and crank/setModel")
+  H.eq("crank.model", calls[1].kind)
+end)
+
+H.test(":CrankFollowUp queues a message that runs after the current one", function()
+  local port = H.model_server({ { text = "one two three four five", chunks = 5, delayMs = 150 }, { text = "Followed up." } })
+  H.setup_crank(port)
+  H.project({})
+  vim.cmd("Crank first")
+  local ws
+  H.wait_for(function()
+    ws = current_ws()
+    return ws and ws.running
+  end, "the first run")
+  vim.cmd("CrankFollowUp then this")
+  H.wait_for(function()
+    return ws.settled_count and ws.settled_count >= 1 and not ws.running and H.transcript():find("Followed up.", 1, true)
+  end, "the follow-up's reply")
+  local t = H.transcript()
+  local first, follow = t:find("one two three four five", 1, true), t:find("## You\n\nthen this", 1, true)
+  H.ok(first and follow and first < follow, "the follow-up comes after the first reply:\n" .. t)
+end)
+
 H.run()
