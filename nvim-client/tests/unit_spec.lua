@@ -210,4 +210,16 @@ H.test("the statusline follows the workspace state", function()
   require("crank.client").by_root[chat.ws.root] = nil
 end)
 
+H.test("a session change reloads; events of another session are ignored", function()
+  local chat = fresh_chat({ { role = "user", content = "from the other session" } })
+  local before = chat.ws.reloads
+  chat:on_event({ sessionId = "old", seq = 99, event = { type = "message_start", message = { role = "user", content = "stray" } } })
+  H.ok(not table.concat(chat:transcript(), "\n"):find("stray", 1, true), "other session ignored")
+  chat.ws:note_event({ sessionId = "s1", seq = 100, event = { type = "session_changed", sessionId = "s2" } })
+  chat:on_event({ sessionId = "s1", seq = 100, event = { type = "session_changed", sessionId = "s2" } })
+  H.eq(before + 1, chat.ws.reloads)
+  H.eq("s2", chat.ws.session_id)
+  H.contains(chat:transcript(), "from the other session")
+end)
+
 H.run()

@@ -13,6 +13,8 @@ local M = {}
 local ns = vim.api.nvim_create_namespace("crank.chat")
 M.ns = ns
 M.SEPARATOR = "─── prompt ───"
+--- How much live tool output (in bytes) the chat keeps while the tool runs.
+M.LIVE_TAIL = 4000
 
 ---@class crank.Chat
 ---@field ws crank.Workspace
@@ -185,6 +187,10 @@ function Chat:tool_update(id, output)
     return
   end
   tool.live = tool.live .. output
+  -- Only the tail is shown while it runs, so long outputs cost the same per update.
+  if #tool.live > M.LIVE_TAIL then
+    tool.live = "…" .. tool.live:sub(-M.LIVE_TAIL)
+  end
   local lines = { format.tool_header(tool.name, tool.args, "running") }
   vim.list_extend(lines, format.tool_result_lines(tool.live, false, config.values.chat.fold_lines))
   self:_replace_tool(tool, lines)
@@ -272,11 +278,16 @@ end
 
 --- Apply one crank/event to the buffer.
 function Chat:on_event(params)
+  local event = params.event or {}
+  if event.type == "session_changed" then
+    self.ws.last_seq = {}
+    self:reload()
+    return
+  end
   if params.sessionId and self.ws.session_id and params.sessionId ~= self.ws.session_id then
     return
   end
   local gap = self.ws:seq_gap(params)
-  local event = params.event or {}
   local t = event.type
   if gap then
     self.stale = true
@@ -307,8 +318,6 @@ function Chat:on_event(params)
     self:tool_update(event.toolCallId, event.output)
   elseif t == "tool_execution_end" then
     self:tool_end(event.toolCallId, event.toolName, event.result)
-  elseif t == "session_changed" then
-    self:reload()
   elseif t == "agent_settled" then
     self.in_assistant = false
     if self.stale then

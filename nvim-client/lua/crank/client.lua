@@ -102,9 +102,7 @@ end
 --- Record an event's effect on the workspace state; true when it is new (not a replay).
 function Workspace:note_event(params)
   local event = params.event or {}
-  if params.sessionId and params.sessionId ~= self.session_id and event.type ~= "session_changed" then
-    self.session_id = self.session_id or params.sessionId
-  end
+  self.session_id = self.session_id or params.sessionId
   local t = event.type
   if t == "agent_start" then
     self.running = true
