@@ -37,6 +37,12 @@ local function wait_settled(what)
   end, what or "the run to settle")
 end
 
+local function wait_next_settle(ws, settled, what)
+  H.wait_for(function()
+    return ws.settled_count > settled and not ws.running
+  end, what)
+end
+
 -- Count agent_settled events per workspace (the protocol's "run is over" signal).
 local note = client.Workspace.note_event
 client.Workspace.note_event = function(self, params)
@@ -124,9 +130,7 @@ H.test(":CrankAbort settles the run, and the next prompt works", function()
   H.contains(H.transcript(), "_Aborted._")
   local settled = ws.settled_count
   vim.cmd("Crank and now")
-  H.wait_for(function()
-    return ws.settled_count > settled and not ws.running
-  end, "the second run to settle")
+  wait_next_settle(ws, settled, "the second run to settle")
   H.contains(H.transcript(), "After the abort.")
 end)
 
@@ -157,9 +161,7 @@ H.test("a permission request is answered through vim.ui.select", function()
   local ws = current_ws()
   local settled = ws.settled_count
   vim.cmd("Crank change it again")
-  H.wait_for(function()
-    return ws.settled_count > settled and not ws.running
-  end, "the second run to settle")
+  wait_next_settle(ws, settled, "the second run to settle")
   H.eq(2, #calls, "asked again")
   H.eq({ "final" }, vim.fn.readfile(root .. "/notes.txt"), "rejected: the file is unchanged")
   H.contains(H.transcript(), "✗ **edit** `notes.txt`")
@@ -174,9 +176,7 @@ H.test("reopening the chat restores the transcript (crank/messages)", function()
   local ws = current_ws()
   local settled = ws.settled_count
   vim.cmd("Crank second question")
-  H.wait_for(function()
-    return ws.settled_count > settled and not ws.running
-  end, "the second run")
+  wait_next_settle(ws, settled, "the second run")
   local before = H.transcript()
   H.contains(before, "Second answer.")
 
@@ -279,6 +279,24 @@ H.test(":CrankFollowUp queues a message that runs after the current one", functi
   local t = H.transcript()
   local first, follow = t:find("one two three four five", 1, true), t:find("## You\n\nthen this", 1, true)
   H.ok(first and follow and first < follow, "the follow-up comes after the first reply:\n" .. t)
+end)
+
+H.test(":CrankNew starts an empty session and the chat follows it", function()
+  local port = H.model_server({ { text = "Old answer." } })
+  H.setup_crank(port)
+  H.project({})
+  vim.cmd("Crank old question")
+  wait_settled()
+  local ws = current_ws()
+  local old = ws.session_id
+  H.contains(H.transcript(), "Old answer.")
+  vim.cmd("CrankNew")
+  H.wait_for(function()
+    return ws.session_id ~= old and not H.transcript():find("Old answer.", 1, true)
+  end, "the new, empty session")
+  local err, state = ws:request_wait("crank/state", {})
+  H.eq(nil, err)
+  H.eq(ws.session_id, state.sessionId)
 end)
 
 H.run()

@@ -12,6 +12,18 @@ vim.opt.runtimepath:prepend(H.plugin)
 vim.o.swapfile = false
 vim.o.shortmess = vim.o.shortmess .. "F"
 
+-- Messages from the plugin (and Neovim's LSP handlers) on lines of their own.
+vim.notify = function(msg)
+  io.stderr:write("[notify] " .. tostring(msg) .. "\n")
+end
+_G.print = function(...)
+  local parts = {}
+  for i = 1, select("#", ...) do
+    parts[i] = tostring((select(i, ...)))
+  end
+  io.stderr:write("[print] " .. table.concat(parts, " ") .. "\n")
+end
+
 local results = { passed = 0, failed = 0 }
 local cases = {}
 

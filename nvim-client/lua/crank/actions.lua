@@ -34,6 +34,28 @@ function M.workspace()
   return ws
 end
 
+local function update_status(ws)
+  local chat = chat_mod.by_root[ws.root]
+  if chat then
+    chat:update_status()
+  end
+end
+
+--- Send `method` for the current workspace; `on_result(ws, result)` when it succeeds,
+--- a notification naming `what` when it fails.
+local function call(what, method, params, on_result)
+  local ws = M.workspace()
+  if ws == nil then
+    return
+  end
+  ws:request(method, params or {}, function(err, result)
+    if err then
+      return report(what, err)
+    end
+    on_result(ws, result or {})
+  end)
+end
+
 --- Open the chat (focusing its prompt); `then_` runs once the transcript is loaded.
 function M.open_chat(ws, then_)
   local chat = chat_mod.get(ws)
@@ -82,10 +104,7 @@ function M.send(ws, text, mode, on_refused)
       ws.run_id = result.runId
       ws.running = true
     end
-    local chat = chat_mod.by_root[ws.root]
-    if chat then
-      chat:update_status()
-    end
+    update_status(ws)
   end)
 end
 
@@ -116,22 +135,12 @@ end
 
 local function queue_request(method, label)
   return function(text)
-    local ws = M.workspace()
-    if ws == nil or text == nil or vim.trim(text) == "" then
-      if ws then
-        vim.notify("crank: " .. label .. " needs text", vim.log.levels.WARN)
-      end
-      return
+    if text == nil or vim.trim(text) == "" then
+      return vim.notify("crank: " .. label .. " needs text", vim.log.levels.WARN)
     end
-    ws:request(method, { text = text }, function(err, result)
-      if err then
-        return report(label, err)
-      end
-      ws.queue = result or ws.queue
-      local chat = chat_mod.by_root[ws.root]
-      if chat then
-        chat:update_status()
-      end
+    call(label, method, { text = text }, function(ws, result)
+      ws.queue = result
+      update_status(ws)
     end)
   end
 end
@@ -219,15 +228,9 @@ end
 
 --- :CrankNew
 function M.new_session()
-  local ws = M.workspace()
-  if ws == nil then
-    return
-  end
-  ws:request("crank/newSession", {}, function(err, result)
-    if err then
-      return report("new session", err)
-    end
+  call("new session", "crank/newSession", {}, function(ws, result)
     ws.session_id = result.sessionId
+    ws.last_seq = {}
     M.open_chat(ws):reload()
   end)
 end
@@ -246,19 +249,13 @@ end
 
 --- :CrankSessions: pick one and open it.
 function M.sessions()
-  local ws = M.workspace()
-  if ws == nil then
-    return
-  end
-  ws:request("crank/sessions", {}, function(err, result)
-    if err then
-      return report("listing sessions", err)
-    end
+  call("listing sessions", "crank/sessions", {}, function(ws, result)
     local sessions = result.sessions or {}
     if #sessions == 0 then
       return vim.notify("crank: no sessions yet in " .. ws.root, vim.log.levels.INFO)
     end
-    vim.ui.select(sessions, { prompt = "Crank sessions", format_item = format.session_item, kind = "crank.session" }, function(choice)
+    local opts = { prompt = "Crank sessions", format_item = format.session_item, kind = "crank.session" }
+    vim.ui.select(sessions, opts, function(choice)
       if choice then
         M.open_session(ws, choice.sessionId)
       end
@@ -266,41 +263,32 @@ function M.sessions()
   end)
 end
 
+local function set_model(api, id)
+  call("setting the model", "crank/setModel", { api = api, id = id }, function(ws, result)
+    ws.model = result.model
+    vim.notify(string.format("crank: model %s/%s", result.model.api, result.model.id), vim.log.levels.INFO)
+  end)
+end
+
+local function model_item(m)
+  return string.format("%s/%s (%s tokens)", m.api, m.id, tostring(m.contextWindow or "?"))
+end
+
 --- :CrankModel [api/id]: pick or set the model.
 function M.model(spec)
-  local ws = M.workspace()
-  if ws == nil then
-    return
-  end
-  local function set(api, id)
-    ws:request("crank/setModel", { api = api, id = id }, function(err, result)
-      if err then
-        return report("setting the model", err)
-      end
-      ws.model = result.model
-      vim.notify(string.format("crank: model %s/%s", result.model.api, result.model.id), vim.log.levels.INFO)
-    end)
-  end
   if spec and spec ~= "" then
     local api, id = spec:match("^([^/]+)/(.+)$")
     if not api then
-      return vim.notify("crank: :CrankModel takes api/model-id, e.g. anthropic/claude-sonnet-4-5", vim.log.levels.ERROR)
+      local msg = "crank: :CrankModel takes api/model-id, e.g. anthropic/claude-sonnet-4-5"
+      return vim.notify(msg, vim.log.levels.ERROR)
     end
-    return set(api, id)
+    return set_model(api, id)
   end
-  ws:request("crank/models", {}, function(err, result)
-    if err then
-      return report("listing models", err)
-    end
-    vim.ui.select(result.models or {}, {
-      prompt = "Crank model",
-      kind = "crank.model",
-      format_item = function(m)
-        return string.format("%s/%s (%s tokens)", m.api, m.id, tostring(m.contextWindow or "?"))
-      end,
-    }, function(choice)
+  call("listing models", "crank/models", {}, function(_, result)
+    local opts = { prompt = "Crank model", kind = "crank.model", format_item = model_item }
+    vim.ui.select(result.models or {}, opts, function(choice)
       if choice then
-        set(choice.api, choice.id)
+        set_model(choice.api, choice.id)
       end
     end)
   end)
@@ -308,54 +296,38 @@ end
 
 --- :CrankCompact [instructions]
 function M.compact(instructions)
-  local ws = M.workspace()
-  if ws == nil then
-    return
-  end
   local params = {}
   if instructions and instructions ~= "" then
     params.instructions = instructions
   end
-  ws:request("crank/compact", params, function(err, result)
-    if err then
-      return report("compaction", err)
+  call("compaction", "crank/compact", params, function(ws, result)
+    if not result.compacted then
+      return vim.notify("crank: not compacted: " .. tostring(result.reason or "nothing to do"), vim.log.levels.INFO)
     end
-    if result.compacted then
-      vim.notify(
-        string.format("crank: compacted (%s → %s tokens)", tostring(result.tokensBefore), tostring(result.tokensAfter)),
-        vim.log.levels.INFO
-      )
-      local chat = chat_mod.by_root[ws.root]
-      if chat then
-        chat:reload()
-      end
-    else
-      vim.notify("crank: not compacted: " .. tostring(result.reason or "nothing to do"), vim.log.levels.INFO)
+    local msg = string.format("crank: compacted (%s → %s tokens)", tostring(result.tokensBefore), tostring(result.tokensAfter))
+    vim.notify(msg, vim.log.levels.INFO)
+    local chat = chat_mod.by_root[ws.root]
+    if chat then
+      chat:reload()
     end
   end)
 end
 
+--- The lines of the :CrankPrompt buffer.
+function M.system_prompt_lines(result)
+  local lines = { "# Crank system prompt", "", "Sources:" }
+  for _, s in ipairs(result.sources or {}) do
+    lines[#lines + 1] = "- " .. tostring(s.kind) .. (s.path and (": " .. s.path) or "")
+  end
+  vim.list_extend(lines, { "Hash: " .. tostring(result.hash), "", "---", "" })
+  return vim.list_extend(lines, format.lines(result.text or ""))
+end
+
 --- :CrankPrompt: the system prompt and where it came from, in a scratch buffer.
 function M.system_prompt()
-  local ws = M.workspace()
-  if ws == nil then
-    return
-  end
-  ws:request("crank/systemPrompt", {}, function(err, result)
-    if err then
-      return report("reading the system prompt", err)
-    end
-    local lines = { "# Crank system prompt", "", "Sources:" }
-    for _, s in ipairs(result.sources or {}) do
-      lines[#lines + 1] = "- " .. tostring(s.kind) .. (s.path and (": " .. s.path) or "")
-    end
-    lines[#lines + 1] = "Hash: " .. tostring(result.hash)
-    lines[#lines + 1] = ""
-    lines[#lines + 1] = "---"
-    lines[#lines + 1] = ""
-    vim.list_extend(lines, format.lines(result.text or ""))
+  call("reading the system prompt", "crank/systemPrompt", {}, function(_, result)
     local buf = vim.api.nvim_create_buf(false, true)
-    vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, M.system_prompt_lines(result))
     vim.bo[buf].filetype = "markdown"
     vim.bo[buf].modifiable = false
     vim.bo[buf].bufhidden = "wipe"
@@ -368,14 +340,7 @@ end
 
 --- :CrankMode mode
 function M.permission_mode(mode)
-  local ws = M.workspace()
-  if ws == nil then
-    return
-  end
-  ws:request("crank/setPermissionMode", { mode = mode }, function(err, result)
-    if err then
-      return report("setting the permission mode", err)
-    end
+  call("setting the permission mode", "crank/setPermissionMode", { mode = mode }, function(ws, result)
     ws.permission_mode = result.mode
     vim.notify("crank: permission mode " .. tostring(result.mode), vim.log.levels.INFO)
   end)

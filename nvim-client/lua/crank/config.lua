@@ -110,36 +110,32 @@ function M.apply(opts)
   end
   local merged = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts)
   -- Lists replace, they do not merge element-wise.
-  if opts.cmd then
-    merged.cmd = opts.cmd
-  end
-  if opts.root_markers then
-    merged.root_markers = opts.root_markers
-  end
-  if opts.global_keymaps ~= nil then
-    merged.global_keymaps = opts.global_keymaps
+  for _, key in ipairs({ "cmd", "root_markers", "global_keymaps" }) do
+    if opts[key] ~= nil then
+      merged[key] = opts[key]
+    end
   end
   check(merged)
   M.values = merged
   return merged
 end
 
+--- Options passed to the server, and their camelCase names there.
+local INIT_KEYS = {
+  provider = "provider",
+  session_dir = "sessionDir",
+  permission_mode = "permissionMode",
+  trusted = "trusted",
+}
+
 --- The `initializationOptions.crank` object the server reads.
 ---@return table
 function M.init_options()
-  local v = M.values
   local crank = vim.empty_dict()
-  if v.provider then
-    crank.provider = v.provider
-  end
-  if v.session_dir then
-    crank.sessionDir = v.session_dir
-  end
-  if v.permission_mode then
-    crank.permissionMode = v.permission_mode
-  end
-  if v.trusted ~= nil then
-    crank.trusted = v.trusted
+  for option, key in pairs(INIT_KEYS) do
+    if M.values[option] ~= nil then
+      crank[key] = M.values[option]
+    end
   end
   return { crank = crank }
 end
