@@ -56,7 +56,7 @@ end
 
 H.test(":Crank shows the streamed answer in the chat buffer", function()
   local reply = "Hello from the loopback model, streamed in pieces."
-  local port = H.model_server({ { text = reply, chunks = 6, delayMs = 30 } })
+  local port = H.model_server({ { text = reply, chunks = 6, delayMs = 30 }, { text = "Typed prompt answered." } })
   H.setup_crank(port)
   H.project({ ["README.md"] = "demo" })
   local snapshots = {}
@@ -82,6 +82,17 @@ H.test(":Crank shows the streamed answer in the chat buffer", function()
   end
   H.ok(partial, "a part of the reply was shown before the whole of it")
   H.contains(require("crank").statusline(), "crank: idle")
+
+  -- A prompt typed under the separator goes with the send key (<C-s>).
+  local ws = current_ws()
+  local settled = ws.settled_count
+  H.eq(chat.buf, vim.api.nvim_get_current_buf(), "the chat has the focus")
+  chat:set_prompt("and a second one")
+  vim.api.nvim_feedkeys(vim.keycode("<C-s>"), "x", false)
+  H.eq("", chat:prompt_text(), "the prompt area is cleared once sent")
+  wait_next_settle(ws, settled, "the run of the typed prompt")
+  H.contains(H.transcript(), "## You\n\nand a second one")
+  H.contains(H.transcript(), "Typed prompt answered.")
 end)
 
 H.test(":CrankFix leaves the fixed text in the buffer (through workspace/applyEdit)", function()

@@ -432,7 +432,7 @@ local function set_keymaps(chat)
     if vim.api.nvim_win_get_cursor(0)[1] - 1 > chat:sep_row() then
       actions.send_from_chat(chat, nil)
     else
-      vim.cmd("normal! za")
+      pcall(vim.cmd, "normal! za")
     end
   end, "Crank: send the prompt (in the prompt area) or toggle a fold")
   map({ "n", "i" }, keys.steer, function()
