@@ -180,7 +180,7 @@ end)
 
 H.test("reopening the chat restores the transcript (crank/messages)", function()
   local port = H.model_server({ { text = "First answer." }, { text = "Second answer." } })
-  local session_dir = H.setup_crank(port)
+  H.setup_crank(port)
   H.project({})
   vim.cmd("Crank first question")
   wait_settled()
@@ -194,27 +194,40 @@ H.test("reopening the chat restores the transcript (crank/messages)", function()
   -- Close the chat and wipe its buffer: reopening rebuilds it from the server.
   local old = H.chat().buf
   vim.cmd("bwipeout! " .. old)
-  require("crank.chat").by_root = {}
   vim.cmd("Crank")
   H.wait_for(function()
     return H.transcript():find("Second answer.", 1, true)
   end, "the restored transcript")
   H.eq(before, H.transcript())
   H.ok(H.chat().buf ~= old, "a new buffer")
+end)
 
-  -- A new server process: pick the session from :CrankSessions.
+H.test("a session picked with :CrankSessions in a new server process comes back whole", function()
+  local port = H.model_server({ { text = "Answer from before the restart." } })
+  local session_dir = H.setup_crank(port)
+  H.project({})
+  vim.cmd("Crank question before the restart")
+  wait_settled()
+  local before = H.transcript()
+  local id = current_ws().client_id
   client.stop_all()
-  require("crank.chat").by_root = {}
+  H.wait_for(function()
+    return vim.lsp.get_client_by_id(id) == nil
+  end, "the first server to exit")
   vim.cmd("silent! bwipeout! crank://chat")
+
   H.setup_crank(port, { session_dir = session_dir })
   local calls = H.stub_select(function(label)
-    return label:find("first question", 1, true) ~= nil
+    return label:find("question before the restart", 1, true) ~= nil
   end)
   vim.cmd("CrankSessions")
   H.wait_for(function()
-    return H.transcript():find("Second answer.", 1, true)
-  end, "the session reopened in a new server")
+    return #calls == 1
+  end, "the session picker")
   H.eq("crank.session", calls[1].kind)
+  H.wait_for(function()
+    return H.transcript():find("Answer from before the restart.", 1, true)
+  end, "the session's transcript from the new server")
   H.eq(before, H.transcript())
 end)
 

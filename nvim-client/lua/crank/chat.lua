@@ -465,6 +465,15 @@ function M.get(ws)
   bo.swapfile = false
   bo.filetype = "markdown"
   vim.b[buf].crank_root = ws.root
+  vim.api.nvim_create_autocmd("BufWipeout", {
+    buffer = buf,
+    once = true,
+    callback = function()
+      if M.by_root[ws.root] == chat then
+        M.by_root[ws.root] = nil
+      end
+    end,
+  })
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, { M.SEPARATOR, "" })
   chat.sep_mark = vim.api.nvim_buf_set_extmark(buf, ns, 0, 0, {})
   set_keymaps(chat)
