@@ -222,4 +222,43 @@ H.test("a session change reloads; events of another session are ignored", functi
   H.contains(chat:transcript(), "from the other session")
 end)
 
+H.test(":CrankFix's diagnostics: LSP ones kept as they are, others converted, range filters", function()
+  local buf = vim.api.nvim_create_buf(true, false)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "a", "b", "c", "d" })
+  local ns1 = vim.api.nvim_create_namespace("unit.lint")
+  local lsp_original = { range = { start = { line = 3, character = 0 }, ["end"] = { line = 3, character = 1 } }, message = "from lsp", code = "E1" }
+  vim.diagnostic.set(ns1, buf, {
+    { lnum = 0, col = 0, end_col = 1, message = "first", severity = 1, source = "lint" },
+    { lnum = 2, col = 0, message = "third", severity = 2 },
+    { lnum = 3, col = 0, message = "from lsp", severity = 1, user_data = { lsp = lsp_original } },
+  })
+  local actions = require("crank.actions")
+  local all = actions.lsp_diagnostics(buf)
+  H.eq(3, #all)
+  local by_message = {}
+  for _, d in ipairs(all) do
+    by_message[d.message] = d
+  end
+  H.eq({ start = { line = 0, character = 0 }, ["end"] = { line = 0, character = 1 } }, by_message.first.range)
+  H.eq("lint", by_message.first.source)
+  H.eq(lsp_original, by_message["from lsp"])
+  local ranged = actions.lsp_diagnostics(buf, { start = { line = 1, character = 0 }, ["end"] = { line = 2, character = 0 } })
+  H.eq(1, #ranged)
+  H.eq("third", ranged[1].message)
+end)
+
+H.test("a refused prompt goes back into the prompt area", function()
+  local chat = fresh_chat()
+  chat.ws.request = function(_, method, params, callback)
+    if method == "crank/prompt" then
+      H.eq("followUp", params.whileRunning)
+      return callback({ code = 1001, message = "a run is in progress" })
+    end
+    callback(nil, { messages = {} })
+  end
+  chat:set_prompt("do not lose me")
+  require("crank.actions").send_from_chat(chat, nil)
+  H.eq("do not lose me", chat:prompt_text())
+end)
+
 H.run()

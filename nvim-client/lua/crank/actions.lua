@@ -9,16 +9,18 @@ local format = require("crank.format")
 
 local M = {}
 
-local CODES = {
-  [1001] = "a run is already in progress (use :CrankSteer or :CrankFollowUp, or :CrankAbort)",
-  [1004] = "no model provider is configured",
-  [1006] = "refused while the agent is running (:CrankAbort first)",
+--- What the user can do about the server's own error codes.
+local HINTS = {
+  [1001] = "use :CrankSteer or :CrankFollowUp, or :CrankAbort",
+  [1004] = "see :help crank-setup",
+  [1006] = ":CrankAbort first",
+  [1007] = "another Neovim or crank process has this session open",
 }
 
 local function report(what, err)
   local msg = err.message or vim.inspect(err)
-  if CODES[err.code] and not msg:find(CODES[err.code], 1, true) then
-    msg = msg .. " — " .. CODES[err.code]
+  if HINTS[err.code] then
+    msg = msg .. " (" .. HINTS[err.code] .. ")"
   end
   vim.notify(string.format("crank: %s failed: %s", what, msg), vim.log.levels.ERROR)
 end
