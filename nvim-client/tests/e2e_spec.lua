@@ -323,4 +323,32 @@ H.test(":CrankNew starts an empty session and the chat follows it", function()
   H.eq(ws.session_id, state.sessionId)
 end)
 
+H.test("one client per project root, attached to the file buffers inside it", function()
+  local port = H.model_server({})
+  H.setup_crank(port)
+  local a = H.project({ ["one.py"] = "1", ["sub/two.py"] = "2" })
+  vim.cmd.edit(a .. "/one.py")
+  vim.cmd("Crank")
+  local ws_a = current_ws()
+  vim.cmd("wincmd p")
+  vim.cmd.edit(a .. "/sub/two.py")
+  local two = vim.api.nvim_get_current_buf()
+  H.ok(vim.lsp.buf_is_attached(two, ws_a.client_id), "a file opened later is attached to the root's client")
+  local b = H.project({ ["three.py"] = "3" })
+  vim.cmd.edit(b .. "/three.py")
+  vim.cmd("Crank")
+  local ws_b = client.by_root[b]
+  H.ok(ws_b and ws_b.client_id ~= ws_a.client_id, "a second root gets its own client")
+  H.wait_for(function()
+    return #vim.lsp.get_clients({ name = "crank" }) == 2
+  end, "both clients to be running")
+  H.eq(ws_b.uri, vim.uri_from_fname(b))
+  local names = {}
+  for _, chat in pairs(require("crank.chat").by_root) do
+    names[#names + 1] = vim.api.nvim_buf_get_name(chat.buf)
+  end
+  table.sort(names)
+  H.eq({ "crank://chat", "crank://chat/" .. vim.fs.basename(b) }, names)
+end)
+
 H.run()
