@@ -89,3 +89,21 @@ async def test_overflow_recovery_never_loops() -> None:
     assert await harness.prompt("y" * 400).wait() == "error"
     assert attempts == [1]
     assert len(model.requests) == 2
+
+
+async def test_an_event_announced_by_a_listener_follows_the_event_it_heard() -> None:
+    model = ScriptedModel([say("hi")])
+    harness = Harness(system="s", tools=[], model=model)
+
+    async def meter(event: dict[str, Any]) -> None:
+        if event["type"] == "message_end" and event["message"]["role"] == "assistant":
+            await harness.announce({"type": "usage_update", "contextTokens": 1})
+
+    heard: list[str] = []
+    harness.subscribe(meter)
+    harness.subscribe(lambda e: heard.append(e["type"]))
+    run = harness.prompt("go")
+    consumed = [e["type"] async for e in run.events()]
+    await run.wait()
+    for seen in (heard, consumed):
+        assert seen.index("usage_update") == seen.index("message_end", 3) + 1

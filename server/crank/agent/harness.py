@@ -130,7 +130,7 @@ class Harness:
         self._run: Run | None = None
         self._signal = AbortSignal()
         self._run_counter = 0
-        self._pending_queue_events: list[Event] = []
+        self._pending_events: list[Event] = []
         self._background: set[asyncio.Task[None]] = set()
 
     # -- reading ---------------------------------------------------------------------
@@ -200,13 +200,17 @@ class Harness:
         self._record[:] = list(messages)
 
     async def announce(self, event: Event) -> None:
-        """Send an event of a hook's own (``compaction_start``...) in order with the run's
-        events; when idle, listeners hear it directly."""
+        """Send an event of one's own (``compaction_start``, ``usage_update``...) in order
+        with the run's events. From a hook it goes out at once; from a listener it goes
+        out right after the event being heard (never in the middle of it); when idle,
+        listeners hear it directly."""
         run = self._run
-        if run is None or not self._in_hook:
+        if run is None:
             await self._tell(event)
-            return
-        await self._emit(run, event)
+        elif self._in_hook:
+            await self._emit(run, event)
+        else:
+            self._pending_events.append(event)
 
     async def _in_hook_call(self, hook: Callable[[Harness], Awaitable[_T]]) -> _T:
         self._in_hook = True
@@ -251,7 +255,7 @@ class Harness:
         event: Event = {"type": "queue_update", **self._queues.as_dict()}
         if self._run is not None:
             # Inside a run the event joins the run's stream in order.
-            self._pending_queue_events.append(event)
+            self._pending_events.append(event)
             return
         task = asyncio.get_running_loop().create_task(self._tell_quietly(event))
         self._background.add(task)
@@ -266,7 +270,7 @@ class Harness:
             return []
         taken = list(texts)
         texts.clear()
-        self._pending_queue_events.append({"type": "queue_update", **self._queues.as_dict()})
+        self._pending_events.append({"type": "queue_update", **self._queues.as_dict()})
         return [user_message(text) for text in taken]
 
     # -- runs -------------------------------------------------------------------------
@@ -300,7 +304,7 @@ class Harness:
 
     async def _drive(self, run: Run, new_messages: list[Message]) -> None:
         async def before_request() -> None:
-            await self._flush_queue_events(run)
+            await self._flush_pending_events(run)
             if self.before_request is not None:
                 await self._in_hook_call(self.before_request)
 
@@ -329,7 +333,7 @@ class Harness:
                     break
                 if event["type"] == "agent_end":
                     run.stop_reason = event["stopReason"]
-                if not await self._flush_queue_events(run):
+                if not await self._flush_pending_events(run):
                     break
         finally:
             await loop.aclose()
@@ -360,9 +364,9 @@ class Harness:
             return False
         return True
 
-    async def _flush_queue_events(self, run: Run) -> bool:
-        while self._pending_queue_events:
-            if not await self._emit(run, self._pending_queue_events.pop(0)):
+    async def _flush_pending_events(self, run: Run) -> bool:
+        while self._pending_events:
+            if not await self._emit(run, self._pending_events.pop(0)):
                 return False
         return True
 

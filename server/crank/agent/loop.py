@@ -20,6 +20,7 @@ import asyncio
 import json
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -84,8 +85,25 @@ class _Feed:
         await self.wake.wait()
         self.wake.clear()
 
-    def close(self) -> None:
-        self._remove()
+    async def follow(
+        self, task: asyncio.Task[Any], signal: AbortSignal
+    ) -> AsyncGenerator[Any, None]:
+        """Yield the task's items as they come until it is done; on abort, cancel it
+        (and still yield what it had produced). Closing early cancels the task too."""
+        self.watch(task)
+        try:
+            while True:
+                while self.items:
+                    yield self.items.popleft()
+                if task.done():
+                    return
+                if signal.aborted:
+                    await _stop_task(task)
+                    continue
+                await self.wait()
+        finally:
+            self._remove()
+            await _stop_task(task)
 
 
 async def _stop_task(task: asyncio.Task[Any]) -> None:
@@ -218,28 +236,17 @@ async def agent_loop(
                 feed.push(item)
 
         task = asyncio.create_task(pump())
-        feed.watch(task)
         placeholder = assistant_message([], model=config.model.id)
         yield {"type": "message_start", "message": placeholder}
-        try:
-            while reply is None:
-                while feed.items and reply is None:
-                    item: StreamEvent = feed.items.popleft()
-                    if item["type"] == "done":
-                        reply = item["message"]
-                    elif item["type"] in ("retry_start", "retry_end"):
-                        yield dict(item)
-                    else:
-                        yield {"type": "message_update", "delta": partial.apply(item)}
-                if reply is not None or task.done():
+        async with aclosing(feed.follow(task, signal)) as items:
+            async for item in items:
+                if item["type"] == "done":
+                    reply = item["message"]
                     break
-                if signal.aborted:
-                    await _stop_task(task)
-                    continue
-                await feed.wait()
-        finally:
-            feed.close()
-            await _stop_task(task)
+                if item["type"] in ("retry_start", "retry_end"):
+                    yield dict(item)
+                else:
+                    yield {"type": "message_update", "delta": partial.apply(item)}
         if reply is None:
             if signal.aborted:
                 reply = partial.finish("aborted", ABORTED_TEXT)
@@ -315,24 +322,9 @@ async def _run_one_tool(
     }
     feed = _Feed(signal)
     task = asyncio.create_task(run_tool(tools, call, signal, feed.push))
-    feed.watch(task)
-    try:
-        while True:
-            while feed.items:
-                yield {
-                    "type": "tool_execution_update",
-                    "toolCallId": call["id"],
-                    "output": feed.items.popleft(),
-                }
-            if task.done():
-                break
-            if signal.aborted:
-                await _stop_task(task)
-                continue
-            await feed.wait()
-    finally:
-        feed.close()
-        await _stop_task(task)
+    async with aclosing(feed.follow(task, signal)) as outputs:
+        async for output in outputs:
+            yield {"type": "tool_execution_update", "toolCallId": call["id"], "output": output}
     details: dict[str, Any] | None = None
     if task.cancelled() or task.exception() is not None:
         result: ToolResultMessage = tool_result(

@@ -23,6 +23,7 @@ from .errors import (
     TornSession,
     UnknownEntry,
 )
+from .housekeeping import ContextSettings, Housekeeper
 from .index import SessionSummary, list_sessions
 from .log import SessionLog, read_tree
 from .repair import RepairResult, repair
@@ -44,6 +45,8 @@ def resume(path: Path | str) -> list[Message]:
 __all__ = [
     "BRANCH_SUMMARY_PREFIX",
     "COMPACTION_PREFIX",
+    "ContextSettings",
+    "Housekeeper",
     "NoSuchSession",
     "RepairResult",
     "SessionBusy",

@@ -125,7 +125,7 @@ def _scan_from(
         if end <= start:
             return state
         region_start = start - 1
-        state["count"] += data[region_start:end].count(_MESSAGE_AT)
+        state["count"] += _count(data, _MESSAGE_AT, region_start, end)
         if state.get("first") is None:
             state["first"] = _first_user_text(data, region_start, end)
         info_at = data.rfind(_INFO_AT, region_start, end)
@@ -134,6 +134,17 @@ def _scan_from(
             if info is not None and isinstance(info.get("name"), str):
                 state["name"] = info["name"]
     return state
+
+
+def _count(data: mmap.mmap, needle: bytes, start: int, end: int) -> int:
+    """Occurrences of ``needle`` in ``data[start:end]`` without copying the region
+    (slicing an mmap copies it; ``find`` searches the mapping in place)."""
+    count = 0
+    at = data.find(needle, start, end)
+    while at >= 0:
+        count += 1
+        at = data.find(needle, at + len(needle), end)
+    return count
 
 
 def _first_user_text(data: mmap.mmap, start: int, end: int) -> str | None:

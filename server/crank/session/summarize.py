@@ -87,6 +87,24 @@ def render_quote(messages: list[Message], limit: int = MAX_INPUT_CHARS) -> str:
     return "\n\n".join(reversed(parts))
 
 
+async def reply_text(
+    model: Model, request: ModelRequest, signal: AbortSignal | None, what: str
+) -> str:
+    """The stripped text of one reply to ``request``; ``SummaryFailed`` (naming ``what``)
+    if the call failed or came back empty, so nothing is ever mistaken for a summary."""
+    reply = None
+    async for event in model.stream(request, signal or AbortSignal()):
+        if event["type"] == "done":
+            reply = event["message"]
+    if reply is None or reply["stopReason"] in ("error", "aborted"):
+        reason = reply.get("errorMessage", reply["stopReason"]) if reply else "no reply"
+        raise SummaryFailed(f"{what} could not be made ({reason}); nothing was written")
+    text = text_of(reply).strip()
+    if not text:
+        raise SummaryFailed(f"{what} came back empty; nothing was written")
+    return text
+
+
 async def summarize_branch(
     model: Model, messages: list[Message], signal: AbortSignal | None = None
 ) -> str:
@@ -101,16 +119,7 @@ async def summarize_branch(
         tools=[],
         max_output_tokens=MAX_OUTPUT_TOKENS,
     )
-    reply = None
-    async for event in model.stream(request, signal or AbortSignal()):
-        if event["type"] == "done":
-            reply = event["message"]
-    if reply is None or reply["stopReason"] in ("error", "aborted"):
-        reason = reply.get("errorMessage", reply["stopReason"]) if reply else "no reply"
-        raise SummaryFailed(f"the branch summary could not be made ({reason}); nothing was written")
-    summary = text_of(reply).strip()
-    if not summary:
-        raise SummaryFailed("the branch summary came back empty; nothing was written")
+    summary = await reply_text(model, request, signal, "the branch summary")
     missing = [path for path in files if path not in summary]
     if missing:
         summary += "\n\nFiles changed on the abandoned branch: " + ", ".join(files)

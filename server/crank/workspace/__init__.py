@@ -1,1 +1,29 @@
-"""crank.workspace"""
+"""crank.workspace: one WorkspaceHost per workspace folder.
+
+The host owns everything with a lifetime: the harness, the active session, the system
+prompt and its watcher, the provider, the permission rules. It talks to the editor
+only through ``EditorClient`` (implemented by crank.lsp). See docs/protocol.md.
+"""
+
+from .client import EditorClient
+from .errors import CrankError, invalid_params
+from .host import WorkspaceHost
+from .permissions import Permissions, command_prefix
+from .prompts import context_text, fix_file_text
+from .settings import PERMISSION_MODES, Settings, merge_settings
+from .stream import EventStream
+
+__all__ = [
+    "PERMISSION_MODES",
+    "CrankError",
+    "EditorClient",
+    "EventStream",
+    "Permissions",
+    "Settings",
+    "WorkspaceHost",
+    "command_prefix",
+    "context_text",
+    "fix_file_text",
+    "invalid_params",
+    "merge_settings",
+]

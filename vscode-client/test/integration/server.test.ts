@@ -4,9 +4,8 @@
  * real stdio and real HTTP. Off by default: test.sh runs it only with CRANK_INTEGRATION=1
  * (the server is being built in parallel). Needs CRANK_PYTHON, a Python with crank.
  *
- * The model server's script format is assumed to be {"replies": [{"content": [blocks]}]},
- * with blocks shaped like protocol.md's assistant blocks; adjust `script()` if the
- * support script settles on another shape.
+ * The model server's script is {"replies": [{text?, toolCalls?: [{id?, name, arguments}]}]}
+ * (see the docstring of tests/support/model_server.py), served one reply per request.
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
@@ -47,7 +46,18 @@ function script(): unknown {
     [bash("c3", "sleep 30")],
     [text("never reached")],
   ];
-  return { replies: replies.map((content) => ({ content })) };
+  return {
+    replies: replies.map((content) => {
+      const said = content.filter((b) => b.type === "text").map((b) => (b as { text: string }).text).join("");
+      const toolCalls = content
+        .filter((b) => b.type === "toolCall")
+        .map((b) => {
+          const call = b as { id: string; name: string; arguments: Record<string, unknown> };
+          return { id: call.id, name: call.name, arguments: call.arguments };
+        });
+      return { ...(said ? { text: said } : {}), ...(toolCalls.length ? { toolCalls } : {}) };
+    }),
+  };
 }
 
 function startModelServer(scriptFile: string): Promise<number> {

@@ -1,0 +1,7 @@
+"""``python -m crank`` is ``crank``."""
+
+import sys
+
+from crank.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,36 @@
+"""``crank``: the command line. Each subcommand lives in a module of its own."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from crank import __version__
+
+from .demo import add_demo_parser
+from .run import add_run_parser
+from .serve import add_serve_parser
+from .sessions import add_sessions_parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="crank", description="An editor backend for a coding agent."
+    )
+    parser.add_argument("--version", action="version", version=f"crank {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True)
+    add_run_parser(commands)
+    add_sessions_parser(commands)
+    add_serve_parser(commands)
+    add_demo_parser(commands)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    code: int = args.handler(args)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

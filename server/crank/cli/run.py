@@ -1,0 +1,182 @@
+"""``crank run``: one prompt in the current directory, for scripts and CI.
+
+Without ``--json`` only the final answer goes to stdout (or ``Error: <message>`` on
+stderr and exit status 1); with it, every event is one line of JSON. The session is
+saved like any other (``crank sessions list``), so ``--continue`` picks it up. Ctrl-C
+aborts the run cleanly: the partial reply is recorded and the exit status is 130.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import datetime
+import json
+import os
+import signal
+import sys
+from pathlib import Path
+from typing import TextIO, cast
+
+from crank.agent.harness import Harness
+from crank.agent.messages import AssistantMessage, text_of
+from crank.agent.model import Model
+from crank.agent.scripted import ScriptedModel, reply_from_dict
+from crank.prompt import PromptLocations, compute_prompt
+from crank.session import SessionError, SessionLog, SessionStore
+from crank.tools import ToolContext, read_only_tools, standard_tools
+from crank.vendors import ConfigError, create_model, resolve_provider
+
+EXIT_INTERRUPTED = 130
+
+
+class UsageError(Exception):
+    """Bad input from the command line or its files; printed as ``Error: ...``."""
+
+
+def add_run_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    parser = subparsers.add_parser("run", help="run one prompt in the current directory")
+    parser.add_argument("prompt", nargs="+", help="what to ask the agent")
+    parser.add_argument("--json", action="store_true", help="print every event as a JSON line")
+    where = parser.add_mutually_exclusive_group()
+    where.add_argument(
+        "--continue",
+        dest="resume",
+        action="store_true",
+        help="continue the newest session of this directory",
+    )
+    where.add_argument("--session", metavar="FILE", help="continue the session in FILE")
+    parser.add_argument("--max-turns", type=int, default=None, metavar="N")
+    parser.add_argument(
+        "--script",
+        metavar="FILE",
+        help='use a scripted model: a JSON file {"replies": [...]} (offline)',
+    )
+    parser.add_argument(
+        "--trust",
+        action="store_true",
+        help="load this project's AGENTS.md and skills (trusted workspace)",
+    )
+    parser.add_argument(
+        "--read-only",
+        action="store_true",
+        help="only read, ls, grep and find (no write, edit or bash)",
+    )
+    parser.add_argument("--session-dir", default=None, help="where session files live")
+    parser.set_defaults(handler=run_command)
+
+
+def load_script(path: Path) -> ScriptedModel:
+    """A scripted model from ``{"replies": [...]}``; every problem names the file."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        replies = [reply_from_dict(reply) for reply in data["replies"]]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise UsageError(f"cannot use script {path}: {exc}") from exc
+    return ScriptedModel(replies, id=f"scripted:{path.name}")
+
+
+def choose_model(script: str | None) -> Model:
+    if script:
+        return load_script(Path(script))
+    config = resolve_provider(env=os.environ)
+    if config.api == "scripted":
+        raise UsageError("the configured provider is 'scripted': pass --script FILE")
+    return create_model(config)
+
+
+def open_session(args: argparse.Namespace, cwd: Path) -> SessionLog:
+    store = SessionStore(cwd, args.session_dir)
+    if args.session:
+        return SessionLog.open(Path(args.session))
+    if args.resume:
+        newest = store.newest()
+        if newest is not None:
+            return SessionLog.open(newest)
+    return store.create()
+
+
+def _final_reply(harness: Harness) -> AssistantMessage | None:
+    for message in reversed(harness.messages):
+        if message["role"] == "assistant":
+            return cast(AssistantMessage, message)
+    return None
+
+
+async def run_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
+    cwd = Path.cwd()
+    model = choose_model(args.script)
+    context = ToolContext(cwd)
+    tools = read_only_tools(context) if args.read_only else standard_tools(context)
+    build = await compute_prompt(
+        tools, PromptLocations(cwd, cwd, args.trust), datetime.date.today()
+    )
+    for problem in build.problems:
+        print(f"crank: {problem}", file=err)
+    log = open_session(args, cwd)
+    try:
+        harness = Harness(
+            system=build.prompt.text,
+            tools=tools,
+            model=model,
+            messages=log.replay(),
+            max_turns=args.max_turns,
+        )
+        harness.subscribe(log.listener())
+        interrupted = False
+
+        aborting: list[asyncio.Task[str]] = []
+
+        def on_interrupt() -> None:
+            nonlocal interrupted
+            interrupted = True
+            aborting.append(asyncio.ensure_future(harness.abort()))
+
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGINT, on_interrupt)
+        try:
+            run = harness.prompt(" ".join(args.prompt))
+            async for event in run.events():
+                if args.json:
+                    print(
+                        json.dumps(
+                            {"runId": run.id, "sessionId": log.session_id, "event": event},
+                            ensure_ascii=False,
+                        ),
+                        file=out,
+                        flush=True,
+                    )
+            await run.wait()
+        finally:
+            loop.remove_signal_handler(signal.SIGINT)
+    finally:
+        log.close()
+    if interrupted:
+        print("crank: aborted; the session is saved", file=err)
+        return EXIT_INTERRUPTED
+    return report(_final_reply(harness), args.json, out, err)
+
+
+def report(reply: AssistantMessage | None, as_json: bool, out: TextIO, err: TextIO) -> int:
+    """Print the answer the way a script wants it; the exit status says how it ended."""
+    if reply is None:
+        print("Error: the run produced no reply", file=err)
+        return 1
+    if reply["stopReason"] in ("error", "aborted"):
+        print(f"Error: {reply.get('errorMessage', reply['stopReason'])}", file=err)
+        return 1
+    if not as_json:
+        print(text_of(reply), file=out)
+    if reply["stopReason"] == "length":
+        print("crank: the answer was cut short by the model's output length limit", file=err)
+    return 0
+
+
+def run_command(
+    args: argparse.Namespace, out: TextIO = sys.stdout, err: TextIO = sys.stderr
+) -> int:
+    try:
+        return asyncio.run(run_prompt(args, out, err))
+    except (UsageError, ConfigError, SessionError) as exc:
+        print(f"Error: {exc}", file=err)
+        return 1

@@ -1,0 +1,93 @@
+"""Each run as LSP work-done progress, so a plain LSP client shows the agent working.
+
+``agent_start`` creates a token (``window/workDoneProgress/create``, only if the client
+supports it) and begins a cancellable progress; tool starts are reported; the run's
+``agent_settled`` ends it. The steps of one run go out in order from one task, so a
+slow ``create`` never reorders them and never delays the ``crank/event`` stream.
+A client cancelling the progress aborts the run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from typing import TYPE_CHECKING, Any
+
+from lsprotocol import types
+
+if TYPE_CHECKING:
+    from crank.workspace import WorkspaceHost
+
+    from .server import CrankServer
+
+log = logging.getLogger(__name__)
+
+
+class RunProgress:
+    def __init__(self, server: CrankServer) -> None:
+        self._server = server
+        self._queues: dict[str, asyncio.Queue[dict[str, Any] | None]] = {}
+        self._hosts: dict[str, str] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def _supported(self) -> bool:
+        window = self._server.client_capabilities.window
+        return bool(window is not None and window.work_done_progress)
+
+    def host_of(self, token: Any) -> WorkspaceHost | None:
+        uri = self._hosts.get(str(token))
+        return self._server.hosts.get(uri) if uri is not None else None
+
+    def on_event(self, params: dict[str, Any]) -> None:
+        event = params["event"]
+        kind = event["type"]
+        if kind not in ("agent_start", "tool_execution_start", "agent_settled"):
+            return
+        run_key = f"{params['workspace']}#{params.get('runId')}"
+        if kind == "agent_start":
+            if not self._supported():
+                return
+            queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+            self._queues[run_key] = queue
+            token = f"crank-{uuid.uuid4().hex[:12]}"
+            self._hosts[token] = params["workspace"]
+            task = asyncio.ensure_future(self._drive(token, queue))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        found = self._queues.get(run_key)
+        if found is None:
+            return
+        found.put_nowait(event)
+        if kind == "agent_settled":
+            found.put_nowait(None)
+            del self._queues[run_key]
+
+    async def _drive(self, token: str, queue: asyncio.Queue[dict[str, Any] | None]) -> None:
+        progress = self._server.work_done_progress
+        created = False
+        try:
+            await progress.create_async(token)
+            created = True
+        except Exception as exc:
+            log.info("work-done progress not created: %s", exc)
+        while True:
+            event = await queue.get()
+            if event is None:
+                break
+            if not created:
+                continue
+            kind = event["type"]
+            if kind == "agent_start":
+                progress.begin(
+                    token,
+                    types.WorkDoneProgressBegin(title="Crank", message="working", cancellable=True),
+                )
+            elif kind == "tool_execution_start":
+                progress.report(
+                    token, types.WorkDoneProgressReport(message=f"running {event['toolName']}")
+                )
+            else:
+                progress.end(token, types.WorkDoneProgressEnd(message="done"))
+        self._hosts.pop(token, None)
+        progress.tokens.pop(token, None)

@@ -1,0 +1,463 @@
+"""The Crank language server: pygls translating between LSP and workspace hosts.
+
+It decides nothing about agents. It keeps one ``WorkspaceHost`` per workspace folder,
+turns each ``crank/*`` request into one host call, turns refusals into JSON-RPC errors
+with their protocol codes, and reports runs as work-done progress. Every request is
+answered exactly once: handlers are coroutines whose result or exception pygls sends.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+import os
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException
+from pygls.lsp.server import LanguageServer
+
+from crank.session import SessionError
+from crank.vendors import ConfigError
+from crank.workspace import (
+    PERMISSION_MODES,
+    CrankError,
+    Settings,
+    WorkspaceHost,
+    fix_file_text,
+    invalid_params,
+    merge_settings,
+)
+from crank.workspace.errors import NO_SUCH_WORKSPACE
+
+from .editor import LspEditor, path_of_uri
+from .params import Params, check_diagnostics, check_range
+from .progress import RunProgress
+from .protocol import CrankProtocol
+
+log = logging.getLogger(__name__)
+VERSION = "0.1.0"
+Handler = Callable[["CrankServer", Params], Awaitable[Any]]
+HANDLERS: dict[str, Handler] = {}
+
+
+def handles(method: str) -> Callable[[Handler], Handler]:
+    def register(handler: Handler) -> Handler:
+        HANDLERS[method] = handler
+        return handler
+
+    return register
+
+
+def as_rpc_error(exc: Exception) -> JsonRpcException | None:
+    if isinstance(exc, CrankError):
+        return JsonRpcException(exc.message, exc.code)
+    if isinstance(exc, SessionError | ConfigError):
+        return JsonRpcException(str(exc), exc.code)
+    return None
+
+
+class CrankServer(LanguageServer):
+    def __init__(self, *, env: dict[str, str] | None = None) -> None:
+        super().__init__("crank", VERSION, protocol_cls=CrankProtocol)
+        self.env = env
+        self.hosts: dict[str, WorkspaceHost] = {}
+        self.started = asyncio.Event()
+        self.editor = LspEditor(self, self._on_event)
+        self.run_progress = RunProgress(self)
+        self.init_crank: Any = None
+        self.permission_requests = False
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self._register()
+
+    # -- wiring -----------------------------------------------------------------------
+
+    def _register(self) -> None:
+        for method, handler in HANDLERS.items():
+            self.feature(method)(self._wrap(handler))
+        self.feature(types.INITIALIZE)(self._fn(self._initialize))
+        self.feature(types.INITIALIZED)(self._fn(self._initialized))
+        self.feature(types.SHUTDOWN)(self._fn(self._shutdown))
+        self.feature(types.EXIT)(self._fn(self._exit))
+        self.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)(self._fn(self._folders_changed))
+        self.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)(
+            self._fn(self._configuration_changed)
+        )
+        self.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)(self._fn(self._progress_cancelled))
+        self.feature(types.TEXT_DOCUMENT_CODE_ACTION)(self._fn(self._code_actions))
+        self.command("crank.fixFile")(self._fn(self._fix_file_command))
+        self.command("crank.abort")(self._fn(self._abort_command))
+        self.command("crank.newSession")(self._fn(self._new_session_command))
+
+    @staticmethod
+    def _fn(method: Callable[..., Any]) -> Callable[..., Any]:
+        """A plain function around a bound method (pygls sets attributes on handlers)."""
+        if inspect.iscoroutinefunction(method):
+
+            async def call_async(*args: Any) -> Any:
+                return await method(*args)
+
+            return call_async
+
+        def call(*args: Any) -> Any:
+            return method(*args)
+
+        return call
+
+    @staticmethod
+    def _wrap(handler: Handler) -> Callable[[CrankServer, Any], Awaitable[Any]]:
+        async def run(ls: CrankServer, raw: Any) -> Any:
+            return await ls.call(handler, raw)
+
+        return run
+
+    async def call(self, handler: Handler, raw: Any) -> Any:
+        try:
+            return await handler(self, Params(raw))
+        except Exception as exc:
+            rpc = as_rpc_error(exc)
+            if rpc is None:
+                raise
+            raise rpc from exc
+
+    def spawn(self, coro: Awaitable[Any]) -> None:
+        async def guarded() -> None:
+            try:
+                await coro
+            except Exception:
+                log.exception("a background task failed")
+
+        task = asyncio.ensure_future(guarded())
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _on_event(self, params: dict[str, Any]) -> None:
+        self.run_progress.on_event(params)
+
+    # -- lifecycle --------------------------------------------------------------------
+
+    def _initialize(self, params: types.InitializeParams) -> None:
+        options = params.initialization_options
+        self.init_crank = options.get("crank") if isinstance(options, dict) else None
+        experimental = params.capabilities.experimental
+        crank_caps = experimental.get("crank") if isinstance(experimental, dict) else None
+        self.permission_requests = bool(
+            isinstance(crank_caps, dict) and crank_caps.get("permissionRequests")
+        )
+
+    def _folders(self) -> list[str]:
+        folders = [folder.uri for folder in self.workspace.folders.values()]
+        if not folders and self.workspace.root_uri:
+            folders = [self.workspace.root_uri]
+        return folders
+
+    async def _initialized(self, params: types.InitializedParams) -> None:
+        try:
+            for uri in self._folders():
+                await self.add_host(uri)
+        finally:
+            self.started.set()
+
+    async def settings_for(self, uri: str) -> Settings:
+        section: Any = None
+        caps = self.client_capabilities.workspace
+        if caps is not None and caps.configuration:
+            try:
+                answer = await self.workspace_configuration_async(
+                    types.ConfigurationParams(
+                        items=[types.ConfigurationItem(scope_uri=uri, section="crank")]
+                    )
+                )
+                section = answer[0] if answer else None
+            except Exception as exc:
+                log.warning("workspace/configuration failed: %s", exc)
+        try:
+            return merge_settings(self.init_crank, section)
+        except CrankError as exc:
+            self.editor.log(f"Crank: settings ignored: {exc.message}")
+            return Settings()
+
+    async def add_host(self, uri: str) -> None:
+        root = path_of_uri(uri)
+        if root is None or uri in self.hosts:
+            return
+        settings = await self.settings_for(uri)
+        host = WorkspaceHost(uri, root, self.editor, settings, env=self.env)
+        self.hosts[uri] = host
+        self.spawn(host.start())
+
+    async def close_all(self) -> None:
+        hosts, self.hosts = list(self.hosts.values()), {}
+        for outcome in await asyncio.gather(
+            *(host.close() for host in hosts), return_exceptions=True
+        ):
+            if isinstance(outcome, BaseException):
+                log.error("closing a workspace failed: %s", outcome)
+
+    async def _shutdown(self, *args: Any) -> None:
+        await self.close_all()
+
+    async def _exit(self, *args: Any) -> None:
+        await self.close_all()
+
+    async def _folders_changed(self, params: types.DidChangeWorkspaceFoldersParams) -> None:
+        for folder in params.event.removed:
+            host = self.hosts.pop(folder.uri, None)
+            if host is not None:
+                await host.close()
+        for folder in params.event.added:
+            await self.add_host(folder.uri)
+
+    async def _configuration_changed(self, params: types.DidChangeConfigurationParams) -> None:
+        for uri, host in list(self.hosts.items()):
+            settings = await self.settings_for(uri)
+            if not (
+                self.client_capabilities.workspace
+                and self.client_capabilities.workspace.configuration
+            ):
+                pushed = params.settings.get("crank") if isinstance(params.settings, dict) else None
+                try:
+                    settings = merge_settings(self.init_crank, pushed)
+                except CrankError as exc:
+                    self.editor.log(f"Crank: settings ignored: {exc.message}")
+                    continue
+            await host.ready.wait()
+            await host.reconfigure(settings)
+
+    def _progress_cancelled(self, params: types.WorkDoneProgressCancelParams) -> None:
+        host = self.run_progress.host_of(params.token)
+        if host is not None:
+            self.spawn(host.abort())
+
+    # -- finding the host -------------------------------------------------------------
+
+    async def host_for(self, params: Params) -> WorkspaceHost:
+        await self.started.wait()
+        uri = params.text("workspace")
+        if uri is None:
+            if len(self.hosts) == 1:
+                host = next(iter(self.hosts.values()))
+            elif not self.hosts:
+                raise CrankError(
+                    NO_SUCH_WORKSPACE, "no workspace folder is open; open a folder first"
+                )
+            else:
+                raise invalid_params(
+                    "workspace", "is required when several workspace folders are open"
+                )
+        else:
+            found = self.hosts.get(uri)
+            if found is None:
+                known = ", ".join(self.hosts) or "none"
+                raise CrankError(NO_SUCH_WORKSPACE, f"no workspace {uri} (open: {known})")
+            host = found
+        await host.ready.wait()
+        return host
+
+    async def session_host(self, params: Params) -> WorkspaceHost:
+        host = await self.host_for(params)
+        host.check_session(params.text("sessionId"))
+        return host
+
+    def host_of_path(self, path: Path) -> WorkspaceHost | None:
+        best: WorkspaceHost | None = None
+        for host in self.hosts.values():
+            if path.is_relative_to(host.root) and (
+                best is None or len(host.root.parts) > len(best.root.parts)
+            ):
+                best = host
+        return best
+
+    # -- commands and code actions ----------------------------------------------------
+
+    async def fix_file(self, argument: Any) -> dict[str, Any]:
+        await self.started.wait()
+        params = Params(argument)
+        uri = params.required_text("uri")
+        path = path_of_uri(uri)
+        host = self.host_of_path(path) if path is not None else None
+        if path is None or host is None:
+            raise CrankError(NO_SUCH_WORKSPACE, f"{uri} is not inside an open workspace folder")
+        await host.ready.wait()
+        diagnostics = check_diagnostics(params.raw.get("diagnostics"), "diagnostics")
+        range_ = check_range(params.raw.get("range"), "range")
+        text = fix_file_text(host.root, path, diagnostics, range_, params.text("instruction"))
+        return host.prompt_run(text)
+
+    async def _fix_file_command(self, *arguments: Any) -> Any:
+        return await self.call(
+            lambda ls, _p: ls.fix_file(arguments[0] if arguments else None), None
+        )
+
+    async def _abort_command(self, *arguments: Any) -> Any:
+        async def abort(ls: CrankServer, _params: Params) -> Any:
+            return await (await ls.host_for(Params(arguments[0] if arguments else None))).abort()
+
+        return await self.call(abort, None)
+
+    async def _new_session_command(self, *arguments: Any) -> Any:
+        async def new(ls: CrankServer, _params: Params) -> Any:
+            return (await ls.host_for(Params(arguments[0] if arguments else None))).new_session()
+
+        return await self.call(new, None)
+
+    async def _code_actions(self, params: types.CodeActionParams) -> list[types.CodeAction] | None:
+        await self.started.wait()
+        uri = params.text_document.uri
+        path = path_of_uri(uri)
+        if path is None or self.host_of_path(path) is None:
+            return None
+        diagnostics = list(params.context.diagnostics)
+        plain = [self.protocol._converter.unstructure(d) for d in diagnostics]
+        actions: list[types.CodeAction] = []
+        only = params.context.only
+        if diagnostics and (not only or types.CodeActionKind.QuickFix in only):
+            actions.append(
+                types.CodeAction(
+                    title="Fix with Crank",
+                    kind=types.CodeActionKind.QuickFix,
+                    diagnostics=diagnostics,
+                    command=types.Command(
+                        title="Fix with Crank",
+                        command="crank.fixFile",
+                        arguments=[
+                            {
+                                "uri": uri,
+                                "diagnostics": plain,
+                                "range": self.protocol._converter.unstructure(params.range),
+                            }
+                        ],
+                    ),
+                )
+            )
+        if not only or any(kind.startswith(types.CodeActionKind.Source) for kind in only):
+            actions.append(
+                types.CodeAction(
+                    title="Crank: fix this file",
+                    kind=types.CodeActionKind.Source,
+                    command=types.Command(
+                        title="Crank: fix this file",
+                        command="crank.fixFile",
+                        arguments=[{"uri": uri}],
+                    ),
+                )
+            )
+        return actions
+
+
+# -- crank/* requests ------------------------------------------------------------------
+
+
+def _context(params: Params) -> list[tuple[Path, dict[str, Any] | None]]:
+    items: list[tuple[Path, dict[str, Any] | None]] = []
+    for index, item in enumerate(params.objects("context")):
+        uri = item.get("uri")
+        path = path_of_uri(uri) if isinstance(uri, str) else None
+        if path is None:
+            raise invalid_params(f"context[{index}].uri", "must be a file URI")
+        items.append((path, check_range(item.get("range"), f"context[{index}].range")))
+    return items
+
+
+@handles("crank/prompt")
+async def _prompt(ls: CrankServer, params: Params) -> Any:
+    text = params.required_text("text")
+    mode = params.text("whileRunning", choices=("steer", "followUp", "reject"))
+    context = _context(params)
+    return (await ls.session_host(params)).prompt_run(text, context, mode)
+
+
+@handles("crank/steer")
+async def _steer(ls: CrankServer, params: Params) -> Any:
+    text = params.required_text("text")
+    return (await ls.session_host(params)).steer(text)
+
+
+@handles("crank/followUp")
+async def _follow_up(ls: CrankServer, params: Params) -> Any:
+    text = params.required_text("text")
+    return (await ls.session_host(params)).follow_up(text)
+
+
+@handles("crank/clearQueue")
+async def _clear_queue(ls: CrankServer, params: Params) -> Any:
+    return (await ls.session_host(params)).clear_queue()
+
+
+@handles("crank/abort")
+async def _abort(ls: CrankServer, params: Params) -> Any:
+    return await (await ls.session_host(params)).abort()
+
+
+@handles("crank/state")
+async def _state(ls: CrankServer, params: Params) -> Any:
+    return (await ls.session_host(params)).state()
+
+
+@handles("crank/messages")
+async def _messages(ls: CrankServer, params: Params) -> Any:
+    return (await ls.session_host(params)).messages()
+
+
+@handles("crank/sessions")
+async def _sessions(ls: CrankServer, params: Params) -> Any:
+    return (await ls.host_for(params)).sessions()
+
+
+@handles("crank/newSession")
+async def _new_session(ls: CrankServer, params: Params) -> Any:
+    return (await ls.host_for(params)).new_session()
+
+
+@handles("crank/openSession")
+async def _open_session(ls: CrankServer, params: Params) -> Any:
+    session_id = params.required_text("sessionId")
+    return (await ls.host_for(params)).open_session(session_id)
+
+
+@handles("crank/tree")
+async def _tree(ls: CrankServer, params: Params) -> Any:
+    return (await ls.session_host(params)).tree()
+
+
+@handles("crank/branch")
+async def _branch(ls: CrankServer, params: Params) -> Any:
+    entry_id = params.required_text("entryId")
+    summarize = params.flag("summarize")
+    return await (await ls.session_host(params)).branch(entry_id, summarize)
+
+
+@handles("crank/compact")
+async def _compact(ls: CrankServer, params: Params) -> Any:
+    instructions = params.text("instructions")
+    return await (await ls.session_host(params)).compact(instructions)
+
+
+@handles("crank/models")
+async def _models(ls: CrankServer, params: Params) -> Any:
+    return (await ls.host_for(params)).models()
+
+
+@handles("crank/setModel")
+async def _set_model(ls: CrankServer, params: Params) -> Any:
+    api = params.required_text("api")
+    model_id = params.required_text("id")
+    return await (await ls.session_host(params)).set_model(api, model_id)
+
+
+@handles("crank/systemPrompt")
+async def _system_prompt(ls: CrankServer, params: Params) -> Any:
+    return (await ls.host_for(params)).system_prompt()
+
+
+@handles("crank/setPermissionMode")
+async def _set_permission_mode(ls: CrankServer, params: Params) -> Any:
+    mode = params.required_text("mode", choices=PERMISSION_MODES)
+    return await (await ls.host_for(params)).set_permission_mode(mode)
+
+
+def build_server(env: dict[str, str] | None = None) -> CrankServer:
+    return CrankServer(env=dict(os.environ) if env is None else env)

@@ -1,0 +1,94 @@
+"""Compaction: one appended entry that changes how the earlier lines are read.
+
+``compact_log`` reads the active branch of a live ``SessionLog`` as rows (what replay
+would show, each with its entry id), finds the cut (``cut.py``), has the older rows
+summarised by a separate call (``summary.py``), checks the summary for the identifiers
+the agent relied on (``identifiers.py``) and appends one ``compaction`` entry. Nothing is
+ever changed or removed; a cut that would summarise nothing or keep nothing, and a
+summary that fails or comes back empty, append nothing and say why.
+
+Whoever holds a transcript must then take what the log now replays (the Housekeeper
+hands it to the Harness); this module never touches a Harness.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from crank.agent.messages import Message
+from crank.agent.model import AbortSignal, Model
+
+from .cut import Row, find_cut
+from .errors import SummaryFailed
+from .estimate import Calibration
+from .identifiers import collect, collect_from_text, with_identifiers
+from .log import SessionLog
+from .replay import BRANCH_SUMMARY_PREFIX, COMPACTION_PREFIX, _as_user
+from .summary import build_request, summarize
+
+
+@dataclass(frozen=True)
+class Outcome:
+    compacted: bool
+    reason: str = ""
+    """Why nothing was appended (empty when something was)."""
+    entry_id: str | None = None
+    first_kept_id: str | None = None
+    summary: str = ""
+
+
+def branch_rows(log: SessionLog) -> tuple[list[Row], str | None]:
+    """The active branch as replay reads it, each row with its entry id (``None`` for
+    the newest compaction's summary), and that summary's text if there is one."""
+    branch = log.tree.path_to(log.tip) if log.tip is not None else []
+    start, previous = 0, None
+    rows: list[Row] = []
+    for position in range(len(branch) - 1, -1, -1):
+        entry = branch[position]
+        if entry["type"] == "compaction":
+            kept = entry["firstKeptId"]
+            start = next(i for i in range(position) if branch[i]["id"] == kept)
+            previous = str(entry["summary"])
+            rows.append((None, _as_user(f"{COMPACTION_PREFIX}\n\n{previous}", entry)))
+            break
+    for entry in branch[start:]:
+        if entry["type"] == "message":
+            rows.append((entry["id"], entry["message"]))
+        elif entry["type"] == "branchSummary":
+            rows.append(
+                (entry["id"], _as_user(f"{BRANCH_SUMMARY_PREFIX}\n\n{entry['summary']}", entry))
+            )
+    return rows, previous
+
+
+async def compact_log(
+    log: SessionLog,
+    summarizer: Model,
+    *,
+    keep_tokens: int,
+    size: Callable[[Message], int],
+    tokens_before: int,
+    instructions: str | None = None,
+    calibration: Calibration | None = None,
+    signal: AbortSignal | None = None,
+) -> Outcome:
+    """Compact the active branch of ``log`` if a cut exists; see the module docstring."""
+    rows, previous = branch_rows(log)
+    cut = find_cut(rows, keep_tokens, size)
+    if cut is None:
+        return Outcome(False, "nothing to compact: the cut would summarise nothing or keep nothing")
+    older = [message for entry_id, message in rows[:cut] if entry_id is not None]
+    first_kept = rows[cut][0]
+    assert first_kept is not None
+    request = build_request(
+        summarizer, older, previous=previous, instructions=instructions, calibration=calibration
+    )
+    try:
+        text = await summarize(summarizer, request, signal)
+    except SummaryFailed as failure:
+        return Outcome(False, f"{failure}; nothing was written")
+    identifiers = collect(older) + (collect_from_text(previous) if previous else [])
+    text = with_identifiers(text, list(dict.fromkeys(identifiers)))
+    entry_id = await log.append_compaction(text, first_kept, tokens_before)
+    return Outcome(True, entry_id=entry_id, first_kept_id=first_kept, summary=text)

@@ -1,0 +1,120 @@
+"""How big the next request is, without a tokenizer.
+
+Two sources, each covering what the other cannot see (docs/context.md):
+
+- the provider's own count, ``usage`` on the newest reply, exact for the request that
+  produced it; a count measured before a compaction that now stands in front of it is
+  stale (the view it described is gone) and is skipped;
+- an estimate for everything after it, from characters, at a ratio of characters per
+  token *learned* from reported usage (``Calibration``), because code and JSON run to
+  far fewer characters per token than the English rule of four.
+
+Sizes are measured on the same canonical JSON the request is rendered as (compact, key
+order as built), so "characters" means the same thing everywhere in this package.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from crank.agent.messages import Message, Usage
+from crank.agent.model import ModelRequest, ToolSpec
+
+from .replay import COMPACTION_PREFIX
+
+DEFAULT_CHARS_PER_TOKEN = 3.0
+"""Before any usage was reported: low on purpose (code and JSON), so the estimate errs high."""
+MIN_CHARS_PER_TOKEN = 1.0
+MAX_CHARS_PER_TOKEN = 8.0
+
+
+def _dumps(value: object) -> str:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+
+
+def message_chars(message: Message) -> int:
+    return len(_dumps(message))
+
+
+def prompt_chars(system: str, tools: Sequence[ToolSpec]) -> int:
+    """The fixed part of every request: the system prompt and the tool definitions."""
+    return len(_dumps(system)) + len(_dumps(list(tools)))
+
+
+def view_chars(fixed_chars: int, messages: Sequence[Message]) -> int:
+    """Characters of a request that sends ``messages`` after the fixed part, framing included."""
+    return fixed_chars + sum(message_chars(m) for m in messages) + len(messages) + 40
+
+
+def request_chars(request: ModelRequest) -> int:
+    body = {"system": request.system, "tools": request.tools, "messages": request.messages}
+    return len(_dumps(body))
+
+
+def usage_total(usage: Usage) -> int:
+    """Every input token of the request the usage describes, cached or not."""
+    return int(usage["input"]) + int(usage["cacheRead"]) + int(usage["cacheWrite"])
+
+
+def is_compaction_summary(message: Message) -> bool:
+    return message["role"] == "user" and message["content"].startswith(COMPACTION_PREFIX)
+
+
+@dataclass
+class Calibration:
+    """Characters per token, learned from the newest reply whose request size we know."""
+
+    chars_per_token: float = DEFAULT_CHARS_PER_TOKEN
+    samples: int = 0
+
+    def learn(self, chars: int, tokens: int) -> None:
+        if chars <= 0 or tokens <= 0:
+            return
+        ratio = min(MAX_CHARS_PER_TOKEN, max(MIN_CHARS_PER_TOKEN, chars / tokens))
+        self.chars_per_token = ratio
+        self.samples += 1
+
+    def tokens(self, chars: int) -> int:
+        return int(chars / self.chars_per_token + 0.999)
+
+
+def anchor_index(messages: Sequence[Message]) -> int | None:
+    """The newest reply whose reported usage still describes the current view.
+
+    A usage figure describes the request that produced it, i.e. the messages before it
+    as they stood then. A compaction summary standing in front of it that was written at
+    or after it means those messages are no longer what is sent: the figure is stale.
+    """
+    summary_time: int | None = None
+    for message in messages:
+        if is_compaction_summary(message):
+            summary_time = max(summary_time or 0, message["timestamp"])
+    for index in range(len(messages) - 1, -1, -1):
+        message = messages[index]
+        if message["role"] != "assistant" or usage_total(message["usage"]) <= 0:
+            continue
+        if summary_time is not None and summary_time >= message["timestamp"]:
+            return None  # every older figure is older still
+        return index
+    return None
+
+
+def context_tokens(
+    messages: Sequence[Message],
+    fixed_chars: int,
+    calibration: Calibration,
+) -> int:
+    """The size of a request that sends ``messages`` (a view) after the fixed prompt:
+    the newest still-valid reported count plus an estimate for what came after it, or an
+    estimate of the whole when no count is valid."""
+    anchor = anchor_index(messages)
+    if anchor is None:
+        return calibration.tokens(view_chars(fixed_chars, messages))
+    reply = messages[anchor]
+    assert reply["role"] == "assistant"
+    after = sum(message_chars(m) + 1 for m in messages[anchor + 1 :])
+    # The reply itself is sent back with its framing: count whichever is larger.
+    sent_back = max(int(reply["usage"]["output"]), calibration.tokens(message_chars(reply)))
+    return usage_total(reply["usage"]) + sent_back + calibration.tokens(after)

@@ -1,0 +1,349 @@
+"""The Housekeeper: ties compaction and the request-view policies to a Harness and a log.
+
+Wiring (the API is fixed; the server is built against it):
+
+    keeper = Housekeeper(log, model, ContextSettings())
+    keeper.set_prompt(system, tool_specs)
+    harness = Harness(system=..., tools=..., model=model, messages=log.replay(),
+                      build_request=keeper.build_request,
+                      before_request=keeper.before_request,
+                      recover_overflow=keeper.recover_overflow)
+    harness.subscribe(log.listener())        # first: the log must hold every message
+
+What it promises:
+
+- ``build_request`` turns the record into the request: the repaired view, old results
+  cleared by policy, cache marks placed. The same record and state give the same bytes.
+- ``before_request`` runs at every safe point of a run (before the first request of a
+  prompt and after each whole tool batch): if the next request would pass the
+  threshold it compacts, so a long run cannot walk into the wall between turns.
+- ``recover_overflow``: a request refused as too long anyway is compacted for once
+  (the loop retries that turn once, never in a loop).
+- After compacting, the harness is handed what the log now replays, so record, log
+  and harness agree. A failed or empty summary appends nothing, the run goes on, and
+  ``compaction_end`` says why.
+- Events: ``compaction_start {reason}``, ``compaction_end {compacted, error?}``, and
+  ``usage_update`` after each reply and each compaction. ``usage_update`` follows the
+  reply's ``message_end`` for listeners and consumer alike (the Housekeeper subscribes
+  itself at its first hook call and announces through the harness).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from crank.agent.harness import Harness
+from crank.agent.messages import Message, now_ms
+from crank.agent.model import Model, ModelRequest, ToolSpec
+from crank.agent.tools import spec_of
+from crank.agent.view import build_view
+
+from .compaction import compact_log
+from .errors import SessionBusy
+from .estimate import (
+    Calibration,
+    anchor_index,
+    context_tokens,
+    message_chars,
+    prompt_chars,
+    request_chars,
+    usage_total,
+    view_chars,
+)
+from .log import SessionLog
+from .policies import ClearState, Policy, cache_marks, clear_old_results
+
+log = logging.getLogger(__name__)
+
+DEFAULT_RESERVE = 16_384
+SMALL_WINDOW_RESERVE_SHARE = 5
+"""On a window too small for the default reserve, a fifth of it is kept free instead."""
+
+
+@dataclass(frozen=True)
+class ContextSettings:
+    reserve_tokens: int | None = None
+    """Kept free for the reply and what the estimate misses. Default: 16,384, or a
+    fifth of a small window."""
+    keep_recent_tokens: int = 20_000
+    """About how much of the newest conversation a compaction keeps word for word (at
+    most a third of the usable window, so a small window still gets room back)."""
+    policy: str = "default"
+    """``none`` | ``cache`` | ``clear`` | ``compact`` | ``default``."""
+    clear_at_tokens: int | None = None
+    """Clear old results once a request passes this. Default: the kept size."""
+
+    def reserve(self, window: int) -> int:
+        if self.reserve_tokens is not None:
+            return max(0, self.reserve_tokens)
+        return min(DEFAULT_RESERVE, window // SMALL_WINDOW_RESERVE_SHARE)
+
+
+class Housekeeper:
+    """See the module docstring."""
+
+    def __init__(
+        self,
+        log: SessionLog,
+        model: Model,
+        settings: ContextSettings,
+        *,
+        tool_specs: Callable[[], list[ToolSpec]] | None = None,
+        summarizer: Model | None = None,
+    ) -> None:
+        self._policy = Policy.named(settings.policy)
+        self._log = log
+        self._model = model
+        self._settings = settings
+        self._tool_specs = tool_specs
+        self._summarizer = summarizer
+        self._calibration = Calibration()
+        self._clear = ClearState()
+        self._view_changed_ms = 0
+        self._pending_prompt: tuple[str, list[ToolSpec]] | None = None
+        self._active_prompt: tuple[str, list[ToolSpec]] | None = None
+        self._seen_run: object = None
+        self._last_request_chars: int | None = None
+        self._harness: Harness | None = None
+        self._unsubscribe: Callable[[], None] | None = None
+        self._totals = self._totals_from_log()
+
+    # -- configuration ----------------------------------------------------------------
+
+    def set_model(self, model: Model) -> None:
+        """A new model has its own tokenizer: the learned ratio starts over."""
+        if model is not self._model:
+            self._model = model
+            self._calibration = Calibration()
+            self._last_request_chars = None
+
+    def set_prompt(self, system: str, tools: Sequence[ToolSpec]) -> None:
+        """What ``build_request`` sends; a run keeps the prompt it started with."""
+        self._pending_prompt = (system, list(tools))
+        if self._harness is None or not self._harness.is_running:
+            self._active_prompt = self._pending_prompt
+
+    @property
+    def settings(self) -> ContextSettings:
+        return self._settings
+
+    @property
+    def calibration(self) -> Calibration:
+        return self._calibration
+
+    # -- limits -----------------------------------------------------------------------
+
+    def _window(self) -> int:
+        return max(1, self._model.context_window)
+
+    def threshold(self) -> int:
+        """Compaction starts when the next request would pass this many tokens."""
+        return self._window() - self._settings.reserve(self._window())
+
+    def keep_tokens(self) -> int:
+        return max(1, min(self._settings.keep_recent_tokens, self.threshold() // 3))
+
+    def _clear_at(self) -> int:
+        return self._settings.clear_at_tokens or self.keep_tokens()
+
+    # -- building requests --------------------------------------------------------------
+
+    def _prompt(self) -> tuple[str, list[ToolSpec]]:
+        if self._active_prompt is not None:
+            return self._active_prompt
+        if self._pending_prompt is not None:
+            return self._pending_prompt
+        tools = self._tool_specs() if self._tool_specs is not None else None
+        if self._harness is not None:
+            return self._harness.system, tools or [spec_of(t) for t in self._harness.tools]
+        return "", tools or []
+
+    def _size(self, message: Message) -> int:
+        return self._calibration.tokens(message_chars(message))
+
+    def _sent(self, record: Sequence[Message], fixed: int) -> tuple[list[Message], ClearState]:
+        view = build_view(record)
+        if not self._policy.clear:
+            return view, self._clear
+        calibration = self._calibration
+
+        def tokens(messages: Sequence[Message]) -> int:
+            return calibration.tokens(view_chars(fixed, messages))
+
+        return clear_old_results(
+            view,
+            self._clear,
+            tokens=tokens,
+            limit=self._clear_at(),
+            keep_tokens=self._clear_at() // 4,
+            size=self._size,
+        )
+
+    async def build_request(self, record: Sequence[Message]) -> ModelRequest:
+        system, tools = self._prompt()
+        sent, state = self._sent(record, prompt_chars(system, tools))
+        if state != self._clear:
+            self._clear = state
+            self._view_changed_ms = now_ms()
+        marks = cache_marks(sent) if self._policy.cache else ()
+        request = ModelRequest(system=system, messages=sent, tools=list(tools), cache_marks=marks)
+        self._last_request_chars = request_chars(request)
+        return request
+
+    def context_tokens(self, record: Sequence[Message]) -> int:
+        """The size of the request the record would send now, policies applied."""
+        system, tools = self._prompt()
+        fixed = prompt_chars(system, tools)
+        sent, state = self._sent(record, fixed)
+        anchor = anchor_index(sent)
+        stale = anchor is not None and sent[anchor]["timestamp"] <= self._view_changed_ms
+        if stale or state != self._clear:
+            # The newest count was for a request cleared differently: estimate the whole.
+            return self._calibration.tokens(view_chars(fixed, sent))
+        return context_tokens(sent, fixed, self._calibration)
+
+    # -- harness hooks ------------------------------------------------------------------
+
+    def _attach(self, harness: Harness) -> None:
+        if self._harness is harness:
+            return
+        if self._unsubscribe is not None:
+            self._unsubscribe()
+        self._harness = harness
+        self._unsubscribe = harness.subscribe(self._on_event)
+
+    def _new_run(self, harness: Harness) -> None:
+        run = harness.current_run
+        if run is not None and run is not self._seen_run:
+            self._seen_run = run
+            self._active_prompt = self._pending_prompt
+
+    async def _on_event(self, event: dict[str, Any]) -> None:
+        if event.get("type") != "message_end":
+            return
+        message = event["message"]
+        if message["role"] != "assistant":
+            return
+        usage = message["usage"]
+        for key in ("input", "output", "cacheRead", "cacheWrite"):
+            self._totals[key] += int(usage[key])
+        self._totals["cost"] += float(usage.get("cost", 0.0))
+        if self._last_request_chars is not None and usage_total(usage) > 0:
+            self._calibration.learn(self._last_request_chars, usage_total(usage))
+        if self._harness is not None:
+            await self._harness.announce({"type": "usage_update", **self.usage(self._harness)})
+
+    async def before_request(self, harness: Harness) -> None:
+        self._attach(harness)
+        self._new_run(harness)
+        if not self._policy.compact:
+            return
+        tokens = self.context_tokens(harness.messages)
+        if tokens <= self.threshold():
+            return
+        await self._compact(harness, "threshold", None, tokens, in_hook=True)
+
+    async def recover_overflow(self, harness: Harness) -> bool:
+        """Compact after a refusal for length (every policy but ``none``); True if room was made."""
+        self._attach(harness)
+        if self._policy == Policy.named("none"):
+            return False
+        tokens = self.context_tokens(harness.messages)
+        outcome = await self._compact(harness, "overflow", None, tokens, in_hook=True)
+        return bool(outcome["compacted"])
+
+    # -- compaction ---------------------------------------------------------------------
+
+    async def compact(
+        self, harness: Harness, *, reason: str = "manual", instructions: str | None = None
+    ) -> dict[str, Any]:
+        """Compact now (the user asked); refused while a run is active (1006)."""
+        if harness.is_running:
+            raise SessionBusy("compaction")
+        self._attach(harness)
+        tokens = self.context_tokens(harness.messages)
+        return await self._compact(harness, reason, instructions, tokens, in_hook=False)
+
+    def _in_step(self, harness: Harness) -> bool:
+        record = harness.messages
+        replayed = self._log.replay()
+        return len(record) == len(replayed) and (
+            not record or record[-1]["timestamp"] == replayed[-1]["timestamp"]
+        )
+
+    async def _compact(
+        self,
+        harness: Harness,
+        reason: str,
+        instructions: str | None,
+        tokens_before: int,
+        *,
+        in_hook: bool,
+    ) -> dict[str, Any]:
+        await harness.announce({"type": "compaction_start", "reason": reason})
+        result: dict[str, Any] = {"compacted": False}
+        try:
+            if not self._in_step(harness):
+                result["reason"] = "the transcript is not the session log's; nothing was written"
+            else:
+                summarizer = self._summarizer or self._model
+                outcome = await compact_log(
+                    self._log,
+                    summarizer,
+                    keep_tokens=self.keep_tokens(),
+                    size=self._size,
+                    tokens_before=tokens_before,
+                    instructions=instructions,
+                    calibration=self._calibration if summarizer is self._model else None,
+                )
+                if outcome.compacted:
+                    replayed = self._log.replay()
+                    if in_hook:
+                        harness.adopt_messages(replayed)
+                    else:
+                        harness.replace_messages(replayed)
+                    self._clear = ClearState()
+                    self._view_changed_ms = now_ms()
+                    result = {
+                        "compacted": True,
+                        "tokensBefore": tokens_before,
+                        "tokensAfter": self.context_tokens(harness.messages),
+                    }
+                else:
+                    result["reason"] = outcome.reason
+        except Exception as error:  # housekeeping must never cost the user their prompt
+            log.exception("compaction failed")
+            result = {"compacted": False, "reason": f"compaction failed: {error}"}
+        end: dict[str, Any] = {"type": "compaction_end", "compacted": result["compacted"]}
+        if not result["compacted"]:
+            end["error"] = result["reason"]
+        await harness.announce(end)
+        if result["compacted"]:
+            await harness.announce({"type": "usage_update", **self.usage(harness)})
+        return result
+
+    # -- usage --------------------------------------------------------------------------
+
+    def _totals_from_log(self) -> dict[str, Any]:
+        totals: dict[str, Any] = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
+        cost = 0.0
+        for entry in self._log.entries():
+            message = entry.get("message")
+            if entry["type"] == "message" and message and message["role"] == "assistant":
+                for key in totals:
+                    totals[key] += int(message["usage"].get(key, 0))
+                cost += float(message["usage"].get("cost", 0.0))
+        totals["cost"] = cost
+        return totals
+
+    def usage(self, harness: Harness) -> dict[str, Any]:
+        """The context meter and what the session has used so far (every reply in the
+        file, on every branch: what was paid for)."""
+        return {
+            "contextTokens": self.context_tokens(harness.messages),
+            "contextWindow": self._model.context_window,
+            **self._totals,
+        }

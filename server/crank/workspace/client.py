@@ -1,0 +1,39 @@
+"""What a workspace needs from the editor connection, as one small interface.
+
+The LSP layer implements it; the workspace layer never sees JSON-RPC. Everything here
+is about the editor, nothing about agents: sending an event, asking the user,
+changing an open buffer, reading the open buffers.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Protocol
+
+from crank.tools import Documents
+
+
+class EditorClient(Protocol):
+    @property
+    def documents(self) -> Documents:
+        """The open documents (unsaved text), keyed by resolved path."""
+        ...
+
+    async def apply_edit(self, path: Path, old_text: str, new_text: str) -> None:
+        """Change an open document through the editor (``workspace/applyEdit``);
+        raises ``crank.tools.EditRefused`` when the editor says no."""
+        ...
+
+    def send_event(self, params: dict[str, Any]) -> None:
+        """Deliver one ``crank/event`` (the whole envelope) to the client, in order."""
+        ...
+
+    async def ask_permission(self, params: dict[str, Any]) -> dict[str, Any]:
+        """Ask the user about one tool call; ``params`` as ``crank/requestPermission``
+        takes them. Returns ``{decision, reason?}``. Cancelling the awaiting task
+        withdraws the question."""
+        ...
+
+    def log(self, message: str) -> None:
+        """A line for the user's log (a bad skill file, a failed watcher)."""
+        ...

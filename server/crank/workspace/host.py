@@ -1,0 +1,466 @@
+"""WorkspaceHost: everything one workspace folder owns, with a lifetime.
+
+One harness, its active session (saved by the log's listener, resumed by replay), the
+system prompt and its watcher, the provider, the permission rules, the event stream.
+Every public method is one protocol request; refusals raise CrankError or a session
+error carrying the protocol code. A failure inside a run is recorded in that run (the
+harness writes it into the transcript) and never escapes into the server.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+import logging
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, cast
+
+from crank.agent.harness import Harness, HarnessBusy, Listener, Run
+from crank.agent.loop import Event
+from crank.agent.model import Model
+from crank.prompt import PromptLocations, PromptWatcher, SystemPrompt, compute_prompt
+from crank.session import SessionError, SessionLog, SessionStore
+from crank.session.log import new_session_id
+from crank.tools import ApprovalRequest, Decision, ToolContext, read_only_tools, standard_tools
+from crank.vendors import ConfigError, ProviderConfig, known_models
+from crank.vendors.config import default_config_file
+
+from .client import EditorClient
+from .errors import (
+    NO_PROVIDER,
+    NO_SUCH_SESSION,
+    REFUSED_WHILE_RUNNING,
+    RUN_IN_PROGRESS,
+    CrankError,
+    invalid_params,
+)
+from .models import Unconfigured, build_model
+from .permissions import DECISIONS, Permissions
+from .prompts import context_text
+from .sessions import tree_json
+from .settings import PERMISSION_MODES, Settings
+from .stream import EventStream
+from .usage import usage_of
+
+log = logging.getLogger(__name__)
+
+
+class WorkspaceHost:
+    def __init__(
+        self,
+        uri: str,
+        root: Path,
+        client: EditorClient,
+        settings: Settings,
+        *,
+        env: dict[str, str] | None = None,
+        rules_file: Path | None = None,
+        user_dir: Path | None = None,
+        resume_last: bool = True,
+    ) -> None:
+        self.uri = uri
+        self.root = root.resolve()
+        self.client = client
+        self.settings = settings
+        self._env = env
+        self._user_dir = user_dir
+        self._resume_last = resume_last
+        self.stream = EventStream(uri, client.send_event)
+        self.permissions = Permissions(self.root, settings.permission_mode, rules_file)
+        self.store = SessionStore(self.root, settings.session_dir)
+        self._calls: dict[str, tuple[str, dict[str, Any]]] = {}
+        self.ctx = ToolContext(
+            self.root,
+            documents=client.documents,
+            apply_edit=client.apply_edit,
+            approve=self._approve,
+            outside=self._outside,
+        )
+        self.tools = self._tool_set()
+        self.provider: ProviderConfig | None = None
+        self.config_error: str | None = None
+        model = self._configure_model()
+        self.harness = Harness(system="", tools=self.tools, model=model)
+        self.harness.subscribe(self._on_event)
+        self.log: SessionLog | None = None
+        self._log_listener: Listener | None = None
+        self.session_id = new_session_id()
+        self._run: Run | None = None
+        self._run_label = ""
+        """The run's id on the wire: unique in the process, unlike the harness's own."""
+        self.prompt: SystemPrompt | None = None
+        self.watcher: PromptWatcher | None = None
+        self.ready = asyncio.Event()
+        self.closed = False
+
+    # -- lifetime ---------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Resume the newest session, build the prompt, arm the watcher."""
+        try:
+            if self._resume_last:
+                self._resume_newest()
+            first = await self._rebuild()
+            self.prompt = first
+            self.harness.set_system(first.text)
+            self.watcher = PromptWatcher(
+                self._locations(),
+                self._rebuild,
+                self._on_prompt_change,
+                initial=first,
+                extra_files=[default_config_file()],
+            )
+            await self.watcher.start()
+        finally:
+            self.ready.set()
+
+    async def close(self) -> None:
+        """Abort a run (it settles and is saved), stop the watcher, release the log."""
+        self.closed = True
+        await self.harness.abort()
+        self.stream.flush()
+        if self.watcher is not None:
+            await self.watcher.stop()
+        if self.log is not None:
+            self.log.close()
+
+    def _resume_newest(self) -> None:
+        path = self.store.newest()
+        if path is None:
+            return
+        try:
+            opened = SessionLog.open(path)
+            self.harness.replace_messages(opened.replay())
+            self._adopt_log(opened)
+        except (SessionError, OSError) as exc:
+            self.client.log(f"Crank: the last session was not resumed: {exc}")
+
+    # -- configuration ----------------------------------------------------------------
+
+    def _tool_set(self) -> list[Any]:
+        if self.permissions.mode == "readOnly":
+            return read_only_tools(self.ctx)
+        return standard_tools(self.ctx)
+
+    def _configure_model(self, override: dict[str, Any] | None = None) -> Model:
+        settings = self.settings
+        if override and self.provider is not None and override["api"] != self.provider.api:
+            settings = Settings(script=settings.script)
+        try:
+            model, self.provider = build_model(
+                settings, self.root, override=override, env=self._env
+            )
+        except ConfigError as exc:
+            if override:
+                raise
+            self.provider, self.config_error = None, str(exc)
+            return Unconfigured(str(exc))
+        self.config_error = None
+        return model
+
+    def _locations(self) -> PromptLocations:
+        if self._user_dir is not None:
+            return PromptLocations(self.root, self.root, self.settings.trusted, self._user_dir)
+        return PromptLocations(self.root, self.root, self.settings.trusted)
+
+    async def _rebuild(self) -> SystemPrompt:
+        build = await compute_prompt(self.tools, self._locations(), datetime.date.today())
+        for problem in build.problems:
+            self.client.log(f"Crank: {problem}")
+        return build.prompt
+
+    async def _on_prompt_change(self, prompt: SystemPrompt) -> None:
+        self.prompt = prompt
+        self.harness.set_system(prompt.text)
+        event = {
+            "type": "system_prompt_changed",
+            "hash": prompt.hash,
+            "sources": prompt.source_list(),
+        }
+        self.stream.emit(self.session_id, self._run_id(), event)
+
+    async def reconfigure(self, settings: Settings) -> None:
+        """New settings (``workspace/didChangeConfiguration``): trust, provider, mode."""
+        old, self.settings = self.settings, settings
+        if settings.permission_mode != old.permission_mode:
+            await self.set_permission_mode(settings.permission_mode)
+        if (settings.provider_layers, settings.script) != (old.provider_layers, old.script):
+            self.harness.set_model(self._configure_model())
+        if settings.trusted != old.trusted and self.watcher is not None:
+            await self.watcher.set_locations(self._locations())
+
+    # -- events -----------------------------------------------------------------------
+
+    def _run_id(self) -> str | None:
+        return self._run_label if self._run is not None else None
+
+    async def _on_event(self, event: Event) -> None:
+        """The one listener: the log saves first (so ``entryId`` is set), then the
+        client hears the event in its envelope."""
+        if self._log_listener is not None:
+            outcome = self._log_listener(event)
+            if outcome is not None:
+                await outcome
+        kind = event["type"]
+        if kind == "tool_execution_start":
+            self._calls[event["toolCallId"]] = (event["toolName"], event["arguments"])
+        elif kind == "tool_execution_end":
+            self._calls.pop(event["toolCallId"], None)
+        run_id = self._run_id()
+        self.stream.emit(self.session_id, run_id, event)
+        if kind == "message_end" and event["message"]["role"] == "assistant":
+            self.stream.emit(self.session_id, run_id, {"type": "usage_update", **self.usage()})
+        elif kind == "agent_settled":
+            self._run = None
+            self._calls.clear()
+
+    def usage(self) -> dict[str, Any]:
+        return usage_of(self.harness.messages, self.harness.model.context_window)
+
+    # -- permissions ------------------------------------------------------------------
+
+    def _call_id_for(self, tool: str, arguments: dict[str, Any]) -> str:
+        for call_id, (name, args) in self._calls.items():
+            if name == tool and args == arguments:
+                return call_id
+        return next(iter(self._calls), "")
+
+    async def _ask(self, request: ApprovalRequest) -> Decision:
+        if not self.permissions.needs_asking(request):
+            return Decision.allow()
+        params = {
+            "workspace": self.uri,
+            "sessionId": self.session_id,
+            "runId": self._run_id(),
+            "toolCallId": self._call_id_for(request["toolName"], request["arguments"]),
+            "toolName": request["toolName"],
+            "arguments": request["arguments"],
+            "preview": request["preview"],
+        }
+        try:
+            answer = await self.client.ask_permission(params)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            return Decision.reject(f"the editor could not be asked ({exc})")
+        decision = answer.get("decision")
+        if decision not in DECISIONS:
+            return Decision.reject(f"the editor answered with an unknown decision {decision!r}")
+        if decision == "reject":
+            reason = answer.get("reason")
+            return Decision.reject(reason if isinstance(reason, str) else None)
+        self.permissions.remember(request, decision)
+        return Decision.allow()
+
+    async def _approve(self, request: ApprovalRequest) -> Decision:
+        return await self._ask(request)
+
+    async def _outside(self, path: Path) -> bool:
+        _name, arguments = next(iter(self._calls.values()), ("outside", {}))
+        request = cast(
+            ApprovalRequest,
+            {
+                "toolName": "outside",
+                "arguments": arguments,
+                "preview": {"kind": "path", "path": str(path)},
+            },
+        )
+        if self.permissions.mode == "auto":
+            return True
+        decision = await self._ask(request)
+        return decision.allowed
+
+    # -- runs -------------------------------------------------------------------------
+
+    def _ensure_log(self) -> SessionLog:
+        if self.log is None:
+            self._adopt_log(
+                SessionLog.create(self.store.directory, str(self.root), self.session_id)
+            )
+        assert self.log is not None
+        return self.log
+
+    def _adopt_log(self, new_log: SessionLog) -> None:
+        if self.log is not None:
+            self.log.close()
+        self.log = new_log
+        self._log_listener = new_log.listener()
+        self.session_id = new_log.session_id
+
+    def _require_model(self) -> None:
+        if self.config_error is not None:
+            raise CrankError(NO_PROVIDER, self.config_error)
+
+    def _require_idle(self, what: str) -> None:
+        if self.harness.is_running:
+            raise CrankError(
+                REFUSED_WHILE_RUNNING, f"{what} is refused while a run is active; abort it first"
+            )
+
+    def check_session(self, session_id: str | None) -> None:
+        if session_id is not None and session_id != self.session_id:
+            raise CrankError(
+                NO_SUCH_SESSION,
+                f"session {session_id} is not the active session of {self.uri} "
+                f"(that is {self.session_id}); open it with crank/openSession first",
+            )
+
+    def prompt_run(
+        self,
+        text: str,
+        context: Sequence[tuple[Path, dict[str, Any] | None]] = (),
+        while_running: str | None = None,
+    ) -> dict[str, Any]:
+        """Start a run, or queue the text when one is active and the client said how."""
+        self._require_model()
+        if self.harness.is_running:
+            if while_running == "steer":
+                self.harness.steer(text)
+                return {"sessionId": self.session_id, "queued": "steer"}
+            if while_running == "followUp":
+                self.harness.follow_up(text)
+                return {"sessionId": self.session_id, "queued": "followUp"}
+            raise CrankError(
+                RUN_IN_PROGRESS,
+                "a run is already active in this workspace; send whileRunning "
+                '"steer" or "followUp", or abort it',
+            )
+        full = text + context_text(self.root, self.client.documents, context)
+        self._ensure_log()
+        try:
+            run = self.harness.prompt(full)
+        except HarnessBusy as exc:
+            raise CrankError(RUN_IN_PROGRESS, str(exc)) from exc
+        self._run = run
+        self._run_label = f"{run.id}-{uuid.uuid4().hex[:8]}"
+        return {"sessionId": self.session_id, "runId": self._run_label}
+
+    def steer(self, text: str) -> dict[str, list[str]]:
+        return self.harness.steer(text).as_dict()
+
+    def follow_up(self, text: str) -> dict[str, list[str]]:
+        return self.harness.follow_up(text).as_dict()
+
+    def clear_queue(self) -> dict[str, list[str]]:
+        return self.harness.clear_queue().as_dict()
+
+    async def abort(self) -> dict[str, Any]:
+        """Answers after the run settled and its ``agent_settled`` went out."""
+        stop = await self.harness.abort()
+        self.stream.flush()
+        return {"stopReason": stop}
+
+    # -- reading ----------------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        model = self.harness.model
+        state: dict[str, Any] = {
+            "sessionId": self.session_id,
+            "running": self.harness.is_running,
+        }
+        if self._run is not None:
+            state["runId"] = self._run_label
+        state.update(
+            {
+                "model": {"api": model.api, "id": model.id},
+                "permissionMode": self.permissions.mode,
+                "trusted": self.settings.trusted,
+                "queue": self.harness.queues.as_dict(),
+                "usage": self.usage(),
+                "sessionFile": str(self.store.directory / f"{self.session_id}.jsonl"),
+                "seq": self.stream.last_seq(self.session_id),
+            }
+        )
+        if self.config_error is not None:
+            state["configError"] = self.config_error
+        return state
+
+    def messages(self) -> dict[str, Any]:
+        return {"messages": list(self.harness.messages)}
+
+    def sessions(self) -> dict[str, Any]:
+        return {"sessions": [dict(summary) for summary in self.store.list()]}
+
+    def tree(self) -> dict[str, Any]:
+        if self.log is None:
+            return {"tip": None, "entries": []}
+        return tree_json(self.log)
+
+    def models(self) -> dict[str, Any]:
+        listed = [
+            {"api": api, "id": mid, "contextWindow": window} for api, mid, window in known_models()
+        ]
+        model = self.harness.model
+        current = {"api": model.api, "id": model.id, "contextWindow": model.context_window}
+        if self.config_error is None and not any(
+            m["api"] == current["api"] and m["id"] == current["id"] for m in listed
+        ):
+            listed.insert(0, current)
+        return {"models": listed}
+
+    def system_prompt(self) -> dict[str, Any]:
+        if self.prompt is None:
+            return {"text": "", "hash": "", "sources": []}
+        return self.prompt.to_json()
+
+    # -- changing ---------------------------------------------------------------------
+
+    def new_session(self) -> dict[str, Any]:
+        self._require_idle("starting a new session")
+        if self.log is not None:
+            self.log.close()
+        self.log, self._log_listener = None, None
+        self.session_id = new_session_id()
+        self.harness.replace_messages([])
+        self.stream.emit(
+            self.session_id, None, {"type": "session_changed", "sessionId": self.session_id}
+        )
+        return {"sessionId": self.session_id}
+
+    def open_session(self, session_id: str) -> dict[str, Any]:
+        self._require_idle("opening a session")
+        path = self.store.path_of(session_id)
+        if self.log is not None and self.log.path == path:
+            return {"sessionId": self.session_id}
+        opened = SessionLog.open(path)
+        messages = opened.replay()
+        self._adopt_log(opened)
+        self.harness.replace_messages(messages)
+        self.stream.emit(
+            self.session_id, None, {"type": "session_changed", "sessionId": self.session_id}
+        )
+        return {"sessionId": self.session_id}
+
+    async def branch(self, entry_id: str, summarize: bool) -> dict[str, Any]:
+        self._require_idle("branching")
+        if self.log is None:
+            raise invalid_params("entryId", f"no entry {entry_id} (the session is still empty)")
+        model = self.harness.model if summarize else None
+        tip = await self.log.branch_to(entry_id, summarize=model)
+        self.harness.replace_messages(self.log.replay())
+        return {"tip": tip}
+
+    async def compact(self, instructions: str | None) -> dict[str, Any]:
+        self._require_idle("compaction")
+        return {"compacted": False, "reason": "compaction is not available yet"}
+
+    async def set_model(self, api: str, model_id: str) -> dict[str, Any]:
+        model = self._configure_model({"api": api, "model": model_id})
+        self.harness.set_model(model)
+        if self.log is not None:
+            await self.log.append_model_change(model.api, model.id)
+        return {"model": {"api": model.api, "id": model.id}}
+
+    async def set_permission_mode(self, mode: str) -> dict[str, Any]:
+        if mode not in PERMISSION_MODES:
+            raise invalid_params("mode", f"must be one of {', '.join(PERMISSION_MODES)}")
+        was_read_only = self.permissions.mode == "readOnly"
+        self.permissions.mode = mode
+        if was_read_only != (mode == "readOnly"):
+            self.tools = self._tool_set()
+            self.harness.set_tools(self.tools)
+            if self.watcher is not None:
+                await self.watcher.refresh()
+        return {"mode": mode}

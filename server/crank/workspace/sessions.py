@@ -1,0 +1,50 @@
+"""The session tree as ``crank/tree`` sends it: every entry in file order, with a
+role and a one-line preview for messages and the newest label of each entry."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from crank.session import SessionLog
+
+PREVIEW_CHARS = 80
+
+
+def preview_of(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        text = content
+    else:
+        parts: list[str] = []
+        for block in content or []:
+            if block.get("type") == "text":
+                parts.append(block.get("text", ""))
+            elif block.get("type") == "toolCall":
+                parts.append(f"[{block.get('name')}]")
+        text = " ".join(parts)
+    line = " ".join(text.split())
+    return line if len(line) <= PREVIEW_CHARS else line[: PREVIEW_CHARS - 1] + "…"
+
+
+def tree_json(log: SessionLog) -> dict[str, Any]:
+    labels: dict[str, str | None] = {}
+    entries: list[dict[str, Any]] = []
+    for entry in log.tree:
+        record: Any = entry
+        if record["type"] == "label":
+            labels[record["targetId"]] = record.get("label")
+    for entry in log.tree:
+        record = entry
+        out: dict[str, Any] = {
+            "id": record["id"],
+            "parentId": record["parentId"],
+            "type": record["type"],
+        }
+        if record["type"] == "message":
+            out["role"] = record["message"]["role"]
+            out["preview"] = preview_of(record["message"])
+        label = labels.get(record["id"])
+        if label:
+            out["label"] = label
+        entries.append(out)
+    return {"tip": log.tip, "entries": entries}

@@ -1,0 +1,109 @@
+"""A workspace's settings, merged from the places an editor user can set them.
+
+Order, first wins field by field: ``initializationOptions.crank``, the client's
+``workspace/configuration`` section ``crank``, the user config file
+(``platformdirs.user_config_dir("crank")/config.json``), then the environment (the
+provider only; see crank.vendors). Anything malformed is refused by name rather than
+ignored, so a typo in a setting is never silently a default.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from crank.vendors.config import default_config_file
+
+from .errors import invalid_params
+
+PERMISSION_MODES = ("ask", "autoEdit", "auto", "readOnly")
+_KEYS = {"provider", "sessionDir", "trusted", "permissionMode"}
+
+
+@dataclass(frozen=True)
+class Settings:
+    provider_layers: tuple[dict[str, Any], ...] = ()
+    """Provider objects, highest first, without ``script`` (kept apart below)."""
+    script: str | None = None
+    """The scripted provider's reply file (``provider.script``)."""
+    session_dir: str | None = None
+    trusted: bool = False
+    permission_mode: str = "ask"
+    problems: tuple[str, ...] = field(default=())
+    """Settings that were refused, one sentence each, for the log."""
+
+
+def _checked(layer: Any, where: str) -> dict[str, Any]:
+    if layer is None:
+        return {}
+    if not isinstance(layer, Mapping):
+        raise invalid_params(where, "must be an object")
+    out: dict[str, Any] = {}
+    for key, value in layer.items():
+        if key not in _KEYS:
+            continue  # other components' settings live in the same section
+        name = f"{where}.{key}"
+        if key == "provider" and value is not None and not isinstance(value, Mapping):
+            raise invalid_params(name, "must be an object")
+        if key == "sessionDir" and value is not None and not isinstance(value, str):
+            raise invalid_params(name, "must be a string")
+        if key == "trusted" and value is not None and not isinstance(value, bool):
+            raise invalid_params(name, "must be true or false")
+        if key == "permissionMode" and value is not None and value not in PERMISSION_MODES:
+            raise invalid_params(name, f"must be one of {', '.join(PERMISSION_MODES)}")
+        if value is not None:
+            out[key] = dict(value) if key == "provider" else value
+    return out
+
+
+def read_config_file(path: Path | None = None) -> dict[str, Any]:
+    """The user config file's top level, or {} when there is none."""
+    path = path if path is not None else default_config_file()
+    try:
+        data = json.loads(path.read_text("utf-8"))
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as exc:
+        raise invalid_params(str(path), f"cannot be read as JSON: {exc}") from exc
+    if not isinstance(data, dict):
+        raise invalid_params(str(path), "must hold a JSON object")
+    return data
+
+
+def merge_settings(init_options: Any, section: Any, *, config_file: Path | None = None) -> Settings:
+    """Settings from ``initializationOptions.crank``, the ``crank`` section and the
+    user config file. The provider's remaining layers (file, environment) are merged
+    later by ``crank.vendors.resolve_provider``."""
+    layers = [
+        _checked(init_options, "initializationOptions.crank"),
+        _checked(section, "workspace/configuration crank"),
+    ]
+    file_layer = read_config_file(config_file)
+    file_values = {k: v for k, v in file_layer.items() if k in _KEYS and k != "provider"}
+    layers.append(_checked(file_values, str(config_file or default_config_file())))
+
+    def first(key: str) -> Any:
+        return next((layer[key] for layer in layers if key in layer), None)
+
+    providers: list[dict[str, Any]] = []
+    script: str | None = None
+    for index, layer in enumerate(layers[:2]):
+        provider = dict(layer.get("provider") or {})
+        raw_script = provider.pop("script", None)
+        if raw_script is not None and not isinstance(raw_script, str):
+            where = ("initializationOptions.crank", "workspace/configuration crank")[index]
+            raise invalid_params(f"{where}.provider.script", "must be a path")
+        script = script or raw_script
+        if provider:
+            providers.append(provider)
+    trusted = first("trusted")
+    return Settings(
+        provider_layers=tuple(providers),
+        script=script,
+        session_dir=first("sessionDir"),
+        trusted=bool(trusted) if trusted is not None else False,
+        permission_mode=first("permissionMode") or "ask",
+    )

@@ -1,0 +1,68 @@
+"""The envelope around every event, its ``seq``, and delta coalescing.
+
+Each event goes out as ``{workspace, sessionId, runId?, seq, event}``; ``seq`` is
+strictly increasing per session within this process, so a client can see a gap.
+Streamed text is the hot path: ``message_update`` deltas are held for at most
+``coalesce_ms`` and consecutive deltas of the same block are sent as one, whose text
+is the exact concatenation. Any other event flushes what is held first, so order is
+never changed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+Send = Callable[[dict[str, Any]], None]
+
+
+class EventStream:
+    def __init__(self, workspace: str, send: Send, *, coalesce_ms: float = 4.0) -> None:
+        self.workspace = workspace
+        self._send = send
+        self._delay = coalesce_ms / 1000
+        self._seq: dict[str, int] = {}
+        self._held: list[tuple[str, str | None, str, int, list[str]]] = []
+        self._timer: asyncio.TimerHandle | None = None
+
+    def last_seq(self, session_id: str) -> int:
+        return self._seq.get(session_id, 0)
+
+    def emit(self, session_id: str, run_id: str | None, event: dict[str, Any]) -> None:
+        if event.get("type") == "message_update" and self._delay > 0:
+            self._hold(session_id, run_id, event["delta"])
+            return
+        self.flush()
+        self._deliver(session_id, run_id, event)
+
+    def _hold(self, session_id: str, run_id: str | None, delta: dict[str, Any]) -> None:
+        kind, index, text = delta["kind"], delta["contentIndex"], delta["text"]
+        if self._held:
+            last = self._held[-1]
+            if last[0] == session_id and last[1] == run_id and last[2] == kind and last[3] == index:
+                last[4].append(text)
+                return
+        self._held.append((session_id, run_id, kind, index, [text]))
+        if self._timer is None:
+            self._timer = asyncio.get_running_loop().call_later(self._delay, self.flush)
+
+    def flush(self) -> None:
+        """Send every held delta now (also called by the timer)."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        held, self._held = self._held, []
+        for session_id, run_id, kind, index, parts in held:
+            delta = {"kind": kind, "contentIndex": index, "text": "".join(parts)}
+            self._deliver(session_id, run_id, {"type": "message_update", "delta": delta})
+
+    def _deliver(self, session_id: str, run_id: str | None, event: dict[str, Any]) -> None:
+        seq = self._seq.get(session_id, 0) + 1
+        self._seq[session_id] = seq
+        envelope: dict[str, Any] = {"workspace": self.workspace, "sessionId": session_id}
+        if run_id is not None:
+            envelope["runId"] = run_id
+        envelope["seq"] = seq
+        envelope["event"] = event
+        self._send(envelope)

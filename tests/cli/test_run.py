@@ -1,0 +1,178 @@
+"""``crank run`` as a user runs it: a real subprocess, real files, real HTTP on loopback."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.model_server import ModelServer
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def crank(
+    cwd: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "crank.cli", *args],
+        cwd=cwd,
+        env=env or clean_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    keep = {
+        k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_", "CRANK_"))
+    }
+    keep["PYTHONPATH"] = str(ROOT / "server")
+    keep["XDG_CONFIG_HOME"] = keep["XDG_DATA_HOME"] = "/nonexistent-crank-test"
+    keep.update(extra)
+    return keep
+
+
+def script(path: Path, *replies: dict[str, Any]) -> str:
+    path.write_text(json.dumps({"replies": list(replies)}))
+    return str(path)
+
+
+def test_prints_only_the_final_answer(tmp_path: Path) -> None:
+    (tmp_path / "notes.txt").write_text("the secret word is plover\n")
+    s = script(
+        tmp_path / "s.json",
+        {"calls": [{"name": "read", "arguments": {"path": "notes.txt"}}]},
+        {"text": "The word is plover."},
+    )
+    done = crank(
+        tmp_path, "run", "--script", s, "--session-dir", str(tmp_path / "sessions"), "what word?"
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "The word is plover.\n"
+
+
+def test_json_prints_every_event_as_a_line(tmp_path: Path) -> None:
+    s = script(tmp_path / "s.json", {"text": "hello"})
+    done = crank(
+        tmp_path, "run", "--json", "--script", s, "--session-dir", str(tmp_path / "x"), "hi"
+    )
+    lines = [json.loads(line) for line in done.stdout.splitlines()]
+    types = [line["event"]["type"] for line in lines]
+    assert types[0] == "agent_start" and types[-1] == "agent_settled"
+    assert all(line["runId"] == lines[0]["runId"] for line in lines)
+    ends = [line["event"] for line in lines if line["event"]["type"] == "message_end"]
+    assert all(end.get("entryId") for end in ends)
+
+
+def test_an_error_says_error_and_exits_1(tmp_path: Path) -> None:
+    s = script(tmp_path / "s.json", {"error": "the provider fell over"})
+    done = crank(tmp_path, "run", "--script", s, "--session-dir", str(tmp_path / "x"), "hi")
+    assert done.returncode == 1
+    assert done.stderr.strip().endswith("Error: the provider fell over")
+    assert done.stdout == ""
+
+
+def test_a_length_cut_is_said(tmp_path: Path) -> None:
+    s = script(tmp_path / "s.json", {"text": "half an ans", "stopReason": "length"})
+    done = crank(tmp_path, "run", "--script", s, "--session-dir", str(tmp_path / "x"), "hi")
+    assert done.returncode == 0
+    assert "cut short" in done.stderr and done.stdout == "half an ans\n"
+
+
+def test_nothing_configured_says_what_to_set(tmp_path: Path) -> None:
+    done = crank(tmp_path, "run", "hi")
+    assert done.returncode == 1
+    assert done.stderr.startswith("Error: ")
+    assert "ANTHROPIC_API_KEY" in done.stderr and "OPENAI_BASE_URL" in done.stderr
+
+
+def test_continue_resumes_the_newest_session(tmp_path: Path) -> None:
+    sessions = str(tmp_path / "sessions")
+    first = script(tmp_path / "a.json", {"text": "noted"})
+    crank(tmp_path, "run", "--script", first, "--session-dir", sessions, "remember: kestrel")
+    echo = script(tmp_path / "b.json", {"text": "ok"})
+    done = crank(
+        tmp_path,
+        "run",
+        "--json",
+        "--continue",
+        "--script",
+        echo,
+        "--session-dir",
+        sessions,
+        "what?",
+    )
+    assert done.returncode == 0
+    files = list(Path(sessions).rglob("*.jsonl"))
+    assert len(files) == 1
+    body = files[0].read_text()
+    assert "remember: kestrel" in body and '"content":"what?"' in body
+
+
+def test_ctrl_c_aborts_cleanly_with_130_and_keeps_the_session(tmp_path: Path) -> None:
+    s = script(
+        tmp_path / "s.json", {"text": "I am thinking very slowly about this", "hangAfter": 2}
+    )
+    sessions = tmp_path / "sessions"
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "crank.cli",
+            "run",
+            "--json",
+            "--script",
+            s,
+            "--session-dir",
+            str(sessions),
+            "hi",
+        ],
+        cwd=tmp_path,
+        env=clean_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    for line in child.stdout:
+        if json.loads(line)["event"]["type"] == "message_update":
+            break
+    child.send_signal(signal.SIGINT)
+    rest, err = child.communicate(timeout=10)
+    assert child.returncode == 130, err
+    assert json.loads(rest.splitlines()[-1])["event"]["type"] == "agent_settled"
+    saved = [json.loads(line) for line in next(sessions.rglob("*.jsonl")).read_text().splitlines()]
+    assert saved[-1]["message"]["stopReason"] == "aborted"
+
+
+@pytest.mark.parametrize("api", ["openai", "anthropic"])
+def test_against_a_real_http_model_server(tmp_path: Path, api: str) -> None:
+    replies = [{"toolCalls": [{"name": "ls", "arguments": {}}]}, {"text": "Two files here."}]
+    (tmp_path / "a.py").write_text("")
+    with ModelServer({"replies": replies}) as server:
+        base = server.url + ("/v1" if api == "openai" else "")
+        env = clean_env(
+            CRANK_PROVIDER=api,
+            CRANK_MODEL="test-model",
+            **{f"{api.upper()}_API_KEY": "sk-test-secret", f"{api.upper()}_BASE_URL": base},
+        )
+        started = time.monotonic()
+        done = crank(
+            tmp_path, "run", "--session-dir", str(tmp_path / "s"), "what is here?", env=env
+        )
+        assert time.monotonic() - started < 30
+        bodies = server.requests
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "Two files here.\n"
+    assert len(bodies) == 2
+    session_text = next((tmp_path / "s").rglob("*.jsonl")).read_text()
+    assert "sk-test-secret" not in session_text and "sk-test-secret" not in done.stderr

@@ -1,0 +1,176 @@
+"""Driving the real server over stdio with pytest-lsp's client.
+
+The server is a subprocess (``python -m crank.lsp``) with HOME and the XDG folders in
+tmp_path, so sessions, permission rules and config never touch the real user's.
+Custom messages arrive at the test client as pygls namedtuples: ``plain`` turns them
+back into dicts (our keys are all identifiers, so nothing is renamed).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from lsprotocol import types
+from pytest_lsp import LanguageClient, make_test_lsp_client
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def plain(value: Any) -> Any:
+    if hasattr(value, "_asdict"):
+        return {key: plain(item) for key, item in value._asdict().items()}
+    if isinstance(value, dict):
+        return {key: plain(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [plain(item) for item in value]
+    return value
+
+
+def read_text(path: Path) -> str:
+    """Reading a small file from a test coroutine (blocking is fine for a test)."""
+    return path.read_text("utf-8")
+
+
+def server_env(tmp_path: Path) -> dict[str, str]:
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("OPENAI_", "ANTHROPIC_", "CRANK_"))
+    }
+    env.update(
+        HOME=str(home),
+        XDG_DATA_HOME=str(home / "data"),
+        XDG_CONFIG_HOME=str(home / "config"),
+        XDG_CACHE_HOME=str(home / "cache"),
+        PYTHONPATH=str(REPO / "server"),
+    )
+    return env
+
+
+def provider_for(url: str) -> dict[str, Any]:
+    return {"api": "openai", "baseUrl": f"{url}/v1", "model": "test", "apiKey": "x"}
+
+
+class Crank:
+    """A running server plus what it sent: events, permission questions, edits."""
+
+    def __init__(self, client: LanguageClient) -> None:
+        self.client = client
+        self.events: list[dict[str, Any]] = []
+        self.permission_requests: list[dict[str, Any]] = []
+        self.answer_permission: Callable[[dict[str, Any]], Any] = lambda p: {"decision": "allow"}
+        self.edits: list[Any] = []
+        self.apply_edits = True
+        self._changed = asyncio.Event()
+
+    async def request(self, method: str, params: Any = None) -> Any:
+        return plain(await self.client.protocol.send_request_async(method, params))
+
+    async def wait_for(
+        self, predicate: Callable[[dict[str, Any]], bool], within: float = 15.0
+    ) -> dict[str, Any]:
+        async def scan() -> dict[str, Any]:
+            seen = 0
+            while True:
+                for event in self.events[seen:]:
+                    if predicate(event):
+                        return event
+                seen = len(self.events)
+                self._changed.clear()
+                await self._changed.wait()
+
+        return await asyncio.wait_for(scan(), within)
+
+    async def settled(self, run_id: str, within: float = 15.0) -> list[dict[str, Any]]:
+        await self.wait_for(
+            lambda e: e.get("runId") == run_id and e["event"]["type"] == "agent_settled", within
+        )
+        return [e for e in self.events if e.get("runId") == run_id]
+
+    def _record(self, params: Any) -> None:
+        self.events.append(plain(params))
+        self._changed.set()
+
+
+def folder(path: Path) -> types.WorkspaceFolder:
+    return types.WorkspaceFolder(uri=path.as_uri(), name=path.name)
+
+
+@asynccontextmanager
+async def running_server(
+    tmp_path: Path,
+    folders: list[Path],
+    crank_options: dict[str, Any] | None,
+    *,
+    permission_requests: bool = True,
+    progress: bool = False,
+) -> AsyncIterator[Crank]:
+    client = make_test_lsp_client()
+    crank = Crank(client)
+
+    @client.feature("crank/event")
+    def on_event(params: Any) -> None:
+        crank._record(params)
+
+    @client.feature("crank/requestPermission")
+    async def on_permission(params: Any) -> Any:
+        asked = plain(params)
+        crank.permission_requests.append(asked)
+        answer = crank.answer_permission(asked)
+        if asyncio.iscoroutine(answer):
+            answer = await answer
+        return answer
+
+    @client.feature(types.WORKSPACE_APPLY_EDIT)
+    def on_apply_edit(params: types.ApplyWorkspaceEditParams) -> types.ApplyWorkspaceEditResult:
+        crank.edits.append(params)
+        if not crank.apply_edits:
+            return types.ApplyWorkspaceEditResult(applied=False, failure_reason="the user said no")
+        for change in params.edit.document_changes or []:
+            assert isinstance(change, types.TextDocumentEdit)
+            version = (change.text_document.version or 0) + 1
+            client.text_document_did_change(
+                types.DidChangeTextDocumentParams(
+                    text_document=types.VersionedTextDocumentIdentifier(
+                        uri=change.text_document.uri, version=version
+                    ),
+                    content_changes=[
+                        types.TextDocumentContentChangePartial(range=e.range, text=e.new_text)
+                        for e in change.edits
+                        if isinstance(e, types.TextEdit)
+                    ],
+                )
+            )
+        return types.ApplyWorkspaceEditResult(applied=True)
+
+    env = server_env(tmp_path)
+    await client.start_io(sys.executable, "-m", "crank.lsp", env=env, cwd=str(tmp_path))
+    experimental = {"crank": {"events": True, "permissionRequests": permission_requests}}
+    capabilities = types.ClientCapabilities(
+        experimental=experimental,
+        window=types.WindowClientCapabilities(work_done_progress=progress),
+    )
+    init = {"crank": crank_options} if crank_options is not None else None
+    result = await client.initialize_session(
+        types.InitializeParams(
+            capabilities=capabilities,
+            workspace_folders=[folder(path) for path in folders],
+            initialization_options=init,
+        )
+    )
+    crank.initialize_result = result  # type: ignore[attr-defined]
+    try:
+        yield crank
+    finally:
+        try:
+            await asyncio.wait_for(client.shutdown_session(), 10)
+        finally:
+            await client.stop()

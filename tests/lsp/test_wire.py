@@ -1,0 +1,145 @@
+"""The wire itself, with a raw JSON-RPC client: malformed JSON, wrong params, unknown
+methods, a request during shutdown, exit codes, end of input. Every request gets
+exactly one answer and the process survives each of them."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from .helpers import server_env
+
+
+class Raw:
+    def __init__(self, process: asyncio.subprocess.Process) -> None:
+        self.process = process
+        self.responses: dict[Any, list[dict[str, Any]]] = {}
+
+    def send_bytes(self, body: bytes) -> None:
+        assert self.process.stdin is not None
+        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    def send(self, message: dict[str, Any]) -> None:
+        self.send_bytes(json.dumps(message).encode())
+
+    async def read(self) -> dict[str, Any]:
+        assert self.process.stdout is not None
+        length = 0
+        while True:
+            line = await self.process.stdout.readline()
+            if not line:
+                raise EOFError
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":")[1])
+            elif line == b"\r\n":
+                break
+        return json.loads(await self.process.stdout.readexactly(length))  # type: ignore[no-any-return]
+
+    async def answer(self, msg_id: Any) -> dict[str, Any]:
+        while True:
+            message = await asyncio.wait_for(self.read(), 15)
+            if "method" in message and "id" in message:
+                self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+                continue
+            if "method" not in message and message.get("id") == msg_id:
+                self.responses.setdefault(msg_id, []).append(message)
+                return message
+
+
+async def start(tmp_path: Path) -> Raw:
+    project = tmp_path / "p"
+    project.mkdir(exist_ok=True)
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "crank.lsp",
+        stdin=asyncio.subprocess.PIPE,
+        stdout=asyncio.subprocess.PIPE,
+        env=server_env(tmp_path),
+    )
+    raw = Raw(process)
+    raw.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {
+                "capabilities": {},
+                "workspaceFolders": [{"uri": project.as_uri(), "name": "p"}],
+            },
+        }
+    )
+    init = await raw.answer(1)
+    assert init["result"]["serverInfo"]["name"] == "crank"
+    raw.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+    return raw
+
+
+async def test_bad_input_is_answered_and_survived(tmp_path: Path) -> None:
+    raw = await start(tmp_path)
+    raw.send_bytes(b"{not json")
+    assert (await raw.answer(None))["error"]["code"] == -32700
+
+    raw.send({"jsonrpc": "2.0", "id": 2, "method": "crank/nothing", "params": {}})
+    assert (await raw.answer(2))["error"]["code"] == -32601
+
+    raw.send({"jsonrpc": "2.0", "id": 3, "method": "crank/prompt", "params": {"text": 5}})
+    error = (await raw.answer(3))["error"]
+    assert error["code"] == -32602 and "text" in error["message"]
+
+    raw.send({"jsonrpc": "2.0", "id": 4, "method": "crank/prompt", "params": {}})
+    error = (await raw.answer(4))["error"]
+    assert error["code"] == -32602 and "text" in error["message"]
+
+    raw.send(
+        {"jsonrpc": "2.0", "id": 5, "method": "crank/setPermissionMode", "params": {"mode": "yolo"}}
+    )
+    error = (await raw.answer(5))["error"]
+    assert error["code"] == -32602 and "mode" in error["message"]
+
+    raw.send({"jsonrpc": "2.0", "id": 6, "method": "crank/prompt", "params": {"text": "hi"}})
+    error = (await raw.answer(6))["error"]
+    assert error["code"] == 1004 and "provider" in error["message"].lower()
+
+    raw.send(
+        {
+            "jsonrpc": "2.0",
+            "id": 7,
+            "method": "crank/state",
+            "params": {"workspace": "file:///nope"},
+        }
+    )
+    assert (await raw.answer(7))["error"]["code"] == 1003
+
+    raw.send(
+        {"jsonrpc": "2.0", "id": 8, "method": "crank/openSession", "params": {"sessionId": "zzz"}}
+    )
+    assert (await raw.answer(8))["error"]["code"] == 1002
+
+    raw.send({"jsonrpc": "2.0", "id": 9, "method": "crank/state", "params": {}})
+    state = (await raw.answer(9))["result"]
+    assert state["running"] is False and "configError" in state
+
+    raw.send({"jsonrpc": "2.0", "id": 10, "method": "shutdown"})
+    assert (await raw.answer(10))["result"] is None
+    raw.send({"jsonrpc": "2.0", "id": 11, "method": "crank/state", "params": {}})
+    assert (await raw.answer(11))["error"]["code"] == -32600
+    raw.send({"jsonrpc": "2.0", "method": "exit"})
+    assert await asyncio.wait_for(raw.process.wait(), 15) == 0
+    assert all(len(answers) == 1 for key, answers in raw.responses.items() if key is not None)
+
+
+async def test_end_of_input_exits_zero(tmp_path: Path) -> None:
+    raw = await start(tmp_path)
+    assert raw.process.stdin is not None
+    raw.process.stdin.close()
+    assert await asyncio.wait_for(raw.process.wait(), 15) == 0
+
+
+async def test_exit_without_shutdown_exits_one(tmp_path: Path) -> None:
+    raw = await start(tmp_path)
+    raw.send({"jsonrpc": "2.0", "method": "exit"})
+    assert await asyncio.wait_for(raw.process.wait(), 15) == 1

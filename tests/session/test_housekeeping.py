@@ -1,0 +1,97 @@
+"""The Housekeeper's public API as the server uses it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from crank.agent.scripted import Reply
+from crank.session import SessionBusy
+from crank.session.housekeeping import ContextSettings, Housekeeper
+
+from .context_helpers import GOAL, rig, write_files
+
+USAGE_KEYS = {
+    "contextTokens",
+    "contextWindow",
+    "input",
+    "output",
+    "cacheRead",
+    "cacheWrite",
+    "cost",
+}
+
+
+async def test_usage_updates_follow_every_reply_and_calibrate_the_estimate(tmp_path: Path) -> None:
+    r = rig(tmp_path, window=100_000)
+    names = write_files(tmp_path / "project", 3)
+    for name in names:
+        await r.harness.prompt(f"Read {name}.").wait()
+    updates = [e for e in r.events if e["type"] == "usage_update"]
+    replies = [
+        e for e in r.events if e["type"] == "message_end" and e["message"]["role"] == "assistant"
+    ]
+    assert len(updates) == len(replies) == 6
+    assert set(updates[-1]) - {"type"} == USAGE_KEYS
+    assert updates[-1]["contextWindow"] == 100_000
+    reported = sum(u["input"] for u in r.agent.usages)
+    assert updates[-1]["input"] == reported
+    # The scripted model counts 4 characters per token of the same JSON: learned, not assumed.
+    assert r.keeper.calibration.chars_per_token == pytest.approx(4.0, abs=0.05)
+    usage = r.keeper.usage(r.harness)
+    assert 0 < usage["contextTokens"] < 100_000
+
+
+async def test_set_prompt_is_what_requests_send_and_waits_for_the_next_run(tmp_path: Path) -> None:
+    r = rig(tmp_path, window=100_000, replies=[Reply(text="a"), Reply(text="b")])
+    spec = {"name": "look", "description": "Look.", "parameters": {"type": "object"}}
+    r.keeper.set_prompt("SYSTEM ONE", [spec])  # type: ignore[list-item]
+    await r.harness.prompt("hi").wait()
+    assert r.agent.requests[0].system == "SYSTEM ONE"
+    assert r.agent.requests[0].tools == [spec]
+    assert r.agent.requests[0].cache_marks == (0,)
+    r.keeper.set_prompt("SYSTEM TWO", [])
+    await r.harness.prompt("again").wait()
+    assert r.agent.requests[1].system == "SYSTEM TWO" and r.agent.requests[1].tools == []
+
+
+async def test_manual_compaction_with_instructions(tmp_path: Path) -> None:
+    settings = ContextSettings(keep_recent_tokens=150)
+    r = rig(tmp_path, window=100_000, settings=settings)
+    names = write_files(tmp_path / "project", 5)
+    for index, name in enumerate(names):
+        await r.harness.prompt(f"{GOAL if index == 0 else ''} Read {name}.").wait()
+    before = len(r.harness.messages)
+    outcome = await r.keeper.compact(r.harness, instructions="the port numbers")
+    assert outcome["compacted"] is True
+    assert outcome["tokensAfter"] < outcome["tokensBefore"]
+    assert len(r.harness.messages) < before
+    assert r.harness.messages == tuple(r.log.replay())
+    assert (
+        "Focus the summary on: the port numbers"
+        in r.summary_model.requests[0].messages[0]["content"]
+    )
+    kinds = [e["type"] for e in r.events[-3:]]
+    assert kinds == ["compaction_start", "compaction_end", "usage_update"]
+    assert r.events[-3]["reason"] == "manual"
+
+
+async def test_manual_compaction_is_refused_while_running(tmp_path: Path) -> None:
+    r = rig(tmp_path, window=100_000, replies=[Reply(text="slow", delay=0.05)])
+    run = r.harness.prompt("hi")
+    with pytest.raises(SessionBusy):
+        await r.keeper.compact(r.harness)
+    await run.wait()
+
+
+def test_an_unknown_policy_is_refused_by_name(tmp_path: Path) -> None:
+    r = rig(tmp_path)
+    with pytest.raises(ValueError, match="'fast'"):
+        Housekeeper(r.log, r.agent, ContextSettings(policy="fast"))
+
+
+def test_reserve_defaults() -> None:
+    assert ContextSettings().reserve(200_000) == 16_384
+    assert ContextSettings().reserve(2_000) == 400
+    assert ContextSettings(reserve_tokens=900).reserve(2_000) == 900
