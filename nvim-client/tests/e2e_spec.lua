@@ -250,8 +250,9 @@ H.test("code actions offer Crank's fixes to vim.lsp; :CrankPrompt and :CrankMode
   local buf = vim.api.nvim_get_current_buf()
   local ws = client.attach(buf)
   H.wait_for(function()
-    return ws.model ~= nil
-  end, "the first crank/state (sent once the client is initialized)")
+    local c = ws:client()
+    return c and c.initialized
+  end, "the client to be initialized")
   local diag = { range = { start = { line = 0, character = 4 }, ["end"] = { line = 0, character = 18 } }, message = "undefined name", severity = 1 }
   local answers = vim.lsp.buf_request_sync(buf, "textDocument/codeAction", {
     textDocument = { uri = vim.uri_from_bufnr(buf) },
