@@ -1,0 +1,351 @@
+--- What the user commands do: each takes a workspace and talks to the server.
+---
+--- Errors from the server are shown with vim.notify, naming the request; nothing the
+--- user typed is dropped (a prompt that was refused goes back into the prompt area).
+local chat_mod = require("crank.chat")
+local client = require("crank.client")
+local config = require("crank.config")
+local format = require("crank.format")
+
+local M = {}
+
+--- What the user can do about the server's own error codes.
+local HINTS = {
+  [1001] = "use :CrankSteer or :CrankFollowUp, or :CrankAbort",
+  [1004] = "see :help crank-setup",
+  [1006] = ":CrankAbort first",
+  [1007] = "another Neovim or crank process has this session open",
+}
+
+local function report(what, err)
+  local msg = err.message or vim.inspect(err)
+  if HINTS[err.code] then
+    msg = msg .. " (" .. HINTS[err.code] .. ")"
+  end
+  vim.notify(string.format("crank: %s failed: %s", what, msg), vim.log.levels.ERROR)
+end
+M.report = report
+
+--- The current workspace, or nil after telling the user why not.
+---@return crank.Workspace|nil
+function M.workspace()
+  local ws, err = client.current()
+  if ws == nil then
+    vim.notify("crank: " .. tostring(err), vim.log.levels.ERROR)
+  end
+  return ws
+end
+
+local function update_status(ws)
+  local chat = chat_mod.by_root[ws.root]
+  if chat then
+    chat:update_status()
+  end
+end
+
+--- Send `method` for the current workspace; `on_result(ws, result)` when it succeeds,
+--- a notification naming `what` when it fails.
+local function call(what, method, params, on_result)
+  local ws = M.workspace()
+  if ws == nil then
+    return
+  end
+  ws:request(method, params or {}, function(err, result)
+    if err then
+      return report(what, err)
+    end
+    on_result(ws, result or {})
+  end)
+end
+
+--- Open the chat (focusing its prompt); `then_` runs once the transcript is loaded.
+function M.open_chat(ws, then_)
+  local chat = chat_mod.get(ws)
+  chat:show()
+  if then_ then
+    if chat.loaded then
+      then_(chat)
+    else
+      local waited = 0
+      local function poll()
+        if chat.loaded or waited > 100 then
+          then_(chat)
+        else
+          waited = waited + 1
+          vim.defer_fn(poll, 20)
+        end
+      end
+      poll()
+    end
+  end
+  return chat
+end
+
+--- Send `text` as a prompt; `mode` overrides config.while_running for a busy agent.
+---@param ws crank.Workspace
+---@param text string
+---@param mode "steer"|"followUp"|"reject"|nil
+---@param on_refused fun(text: string)|nil
+function M.send(ws, text, mode, on_refused)
+  if text == nil or vim.trim(text) == "" then
+    return
+  end
+  local params = { text = text, whileRunning = mode or config.values.while_running }
+  ws:request("crank/prompt", params, function(err, result)
+    if err then
+      report("sending the prompt", err)
+      if on_refused then
+        on_refused(text)
+      end
+      return
+    end
+    if result and result.queued then
+      vim.notify("crank: queued as " .. result.queued, vim.log.levels.INFO)
+    elseif result then
+      ws.session_id = result.sessionId or ws.session_id
+      ws.run_id = result.runId
+      ws.running = true
+    end
+    update_status(ws)
+  end)
+end
+
+--- Send what is typed in the chat's prompt area.
+function M.send_from_chat(chat, mode)
+  local text = chat:prompt_text()
+  if text == "" then
+    return
+  end
+  chat:clear_prompt()
+  M.send(chat.ws, text, mode, function(refused)
+    chat:set_prompt(refused)
+  end)
+end
+
+--- :Crank [text]
+function M.chat(text)
+  local ws = M.workspace()
+  if ws == nil then
+    return
+  end
+  M.open_chat(ws, function()
+    if text and text ~= "" then
+      M.send(ws, text)
+    end
+  end)
+end
+
+local function queue_request(method, label)
+  return function(text)
+    if text == nil or vim.trim(text) == "" then
+      return vim.notify("crank: " .. label .. " needs text", vim.log.levels.WARN)
+    end
+    call(label, method, { text = text }, function(ws, result)
+      ws.queue = result
+      update_status(ws)
+    end)
+  end
+end
+
+M.steer = queue_request("crank/steer", "steering")
+M.follow_up = queue_request("crank/followUp", "follow-up")
+
+--- :CrankAbort; `done(stopReason)` once the run has settled.
+function M.abort(ws, done)
+  ws = ws or M.workspace()
+  if ws == nil then
+    return
+  end
+  ws:request("crank/abort", {}, function(err, result)
+    if err then
+      return report("abort", err)
+    end
+    ws.running = false
+    if done then
+      done(result and result.stopReason)
+    end
+  end)
+end
+
+--- LSP-shaped diagnostics for a buffer (for crank.fixFile).
+function M.lsp_diagnostics(bufnr, range)
+  local out = {}
+  for _, d in ipairs(vim.diagnostic.get(bufnr)) do
+    local inside = range == nil or (d.lnum >= range.start.line and d.lnum <= range["end"].line)
+    if inside then
+      local lsp = d.user_data and d.user_data.lsp
+      if lsp and lsp.range then
+        out[#out + 1] = lsp
+      else
+        out[#out + 1] = {
+          range = {
+            start = { line = d.lnum, character = d.col },
+            ["end"] = { line = d.end_lnum or d.lnum, character = d.end_col or d.col },
+          },
+          severity = d.severity,
+          message = d.message,
+          source = d.source,
+          code = d.code,
+        }
+      end
+    end
+  end
+  return out
+end
+
+--- :CrankFix [instruction] on the current buffer (a range limits it).
+function M.fix(opts)
+  opts = opts or {}
+  local bufnr = vim.api.nvim_get_current_buf()
+  local ws, err = client.attach(bufnr)
+  if ws == nil then
+    vim.notify("crank: :CrankFix needs a file buffer (" .. tostring(err) .. ")", vim.log.levels.ERROR)
+    return
+  end
+  local arg = { uri = vim.uri_from_bufnr(bufnr) }
+  if opts.range then
+    arg.range = opts.range
+  end
+  arg.diagnostics = M.lsp_diagnostics(bufnr, opts.range)
+  if opts.instruction and opts.instruction ~= "" then
+    arg.instruction = opts.instruction
+  end
+  local source_win = vim.api.nvim_get_current_win()
+  M.open_chat(ws, function()
+    ws:execute("crank.fixFile", { arg }, function(e, result)
+      if e then
+        return report(":CrankFix", e)
+      end
+      if result then
+        ws.running = true
+        ws.run_id = result.runId
+      end
+    end)
+  end)
+  -- The chat shows the progress; the cursor stays in the file being fixed.
+  if vim.api.nvim_win_is_valid(source_win) then
+    vim.api.nvim_set_current_win(source_win)
+  end
+end
+
+--- :CrankNew
+function M.new_session()
+  call("new session", "crank/newSession", {}, function(ws, result)
+    ws.session_id = result.sessionId
+    ws.last_seq = {}
+    M.open_chat(ws):reload()
+  end)
+end
+
+--- Open a session by id and show it.
+function M.open_session(ws, session_id, done)
+  ws:request("crank/openSession", { sessionId = session_id }, function(err, result)
+    if err then
+      return report("opening the session", err)
+    end
+    ws.session_id = result.sessionId
+    ws.last_seq = {}
+    M.open_chat(ws):reload(done)
+  end)
+end
+
+--- :CrankSessions: pick one and open it.
+function M.sessions()
+  call("listing sessions", "crank/sessions", {}, function(ws, result)
+    local sessions = result.sessions or {}
+    if #sessions == 0 then
+      return vim.notify("crank: no sessions yet in " .. ws.root, vim.log.levels.INFO)
+    end
+    local opts = { prompt = "Crank sessions", format_item = format.session_item, kind = "crank.session" }
+    vim.ui.select(sessions, opts, function(choice)
+      if choice then
+        M.open_session(ws, choice.sessionId)
+      end
+    end)
+  end)
+end
+
+local function set_model(api, id)
+  call("setting the model", "crank/setModel", { api = api, id = id }, function(ws, result)
+    ws.model = result.model
+    vim.notify(string.format("crank: model %s/%s", result.model.api, result.model.id), vim.log.levels.INFO)
+  end)
+end
+
+local function model_item(m)
+  return string.format("%s/%s (%s tokens)", m.api, m.id, tostring(m.contextWindow or "?"))
+end
+
+--- :CrankModel [api/id]: pick or set the model.
+function M.model(spec)
+  if spec and spec ~= "" then
+    local api, id = spec:match("^([^/]+)/(.+)$")
+    if not api then
+      local msg = "crank: :CrankModel takes api/model-id, e.g. anthropic/claude-sonnet-4-5"
+      return vim.notify(msg, vim.log.levels.ERROR)
+    end
+    return set_model(api, id)
+  end
+  call("listing models", "crank/models", {}, function(_, result)
+    local opts = { prompt = "Crank model", kind = "crank.model", format_item = model_item }
+    vim.ui.select(result.models or {}, opts, function(choice)
+      if choice then
+        set_model(choice.api, choice.id)
+      end
+    end)
+  end)
+end
+
+--- :CrankCompact [instructions]
+function M.compact(instructions)
+  local params = {}
+  if instructions and instructions ~= "" then
+    params.instructions = instructions
+  end
+  call("compaction", "crank/compact", params, function(ws, result)
+    if not result.compacted then
+      return vim.notify("crank: not compacted: " .. tostring(result.reason or "nothing to do"), vim.log.levels.INFO)
+    end
+    local msg = string.format("crank: compacted (%s → %s tokens)", tostring(result.tokensBefore), tostring(result.tokensAfter))
+    vim.notify(msg, vim.log.levels.INFO)
+    local chat = chat_mod.by_root[ws.root]
+    if chat then
+      chat:reload()
+    end
+  end)
+end
+
+--- The lines of the :CrankPrompt buffer.
+function M.system_prompt_lines(result)
+  local lines = { "# Crank system prompt", "", "Sources:" }
+  for _, s in ipairs(result.sources or {}) do
+    lines[#lines + 1] = "- " .. tostring(s.kind) .. (s.path and (": " .. s.path) or "")
+  end
+  vim.list_extend(lines, { "Hash: " .. tostring(result.hash), "", "---", "" })
+  return vim.list_extend(lines, format.lines(result.text or ""))
+end
+
+--- :CrankPrompt: the system prompt and where it came from, in a scratch buffer.
+function M.system_prompt()
+  call("reading the system prompt", "crank/systemPrompt", {}, function(_, result)
+    local buf = vim.api.nvim_create_buf(false, true)
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, M.system_prompt_lines(result))
+    vim.bo[buf].filetype = "markdown"
+    vim.bo[buf].modifiable = false
+    vim.bo[buf].bufhidden = "wipe"
+    pcall(vim.api.nvim_buf_set_name, buf, "crank://system-prompt")
+    vim.cmd("botright split")
+    vim.api.nvim_win_set_buf(0, buf)
+    vim.keymap.set("n", "q", "<cmd>close<cr>", { buffer = buf })
+  end)
+end
+
+--- :CrankMode mode
+function M.permission_mode(mode)
+  call("setting the permission mode", "crank/setPermissionMode", { mode = mode }, function(ws, result)
+    ws.permission_mode = result.mode
+    vim.notify("crank: permission mode " .. tostring(result.mode), vim.log.levels.INFO)
+  end)
+end
+
+return M

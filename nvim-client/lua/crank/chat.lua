@@ -1,0 +1,498 @@
+--- The chat buffer: a markdown transcript above a prompt area, one per workspace.
+---
+--- The transcript is rebuilt from `crank/messages` whenever the buffer is (re)created,
+--- after a session change and after a lost event (a `seq` gap), and grows from
+--- `crank/event`s in between. Streamed text is appended where it belongs; each tool
+--- call is a line of its own whose result replaces a "running" body when it ends.
+--- A separator line divides the transcript from the prompt typed at the bottom.
+local config = require("crank.config")
+local format = require("crank.format")
+
+local M = {}
+
+local ns = vim.api.nvim_create_namespace("crank.chat")
+M.ns = ns
+M.SEPARATOR = "─── prompt ───"
+--- How much live tool output (in bytes) the chat keeps while the tool runs.
+M.LIVE_TAIL = 4000
+
+---@class crank.Chat
+---@field ws crank.Workspace
+---@field buf integer
+---@field sep_mark integer
+---@field last_kind string|nil   "user" | "text" | "thinking" | "tool" | "notice" | nil
+---@field in_assistant boolean   an assistant header is showing for the current reply
+---@field stream_key string|nil  the content block being streamed ("text:0")
+---@field streamed boolean       the current assistant message has had deltas
+---@field tools table<string, {mark: integer, nlines: integer, name: string, args: table, live: string}>
+---@field stale boolean          an event was lost; reload at the next chance
+local Chat = {}
+Chat.__index = Chat
+
+---@type table<string, crank.Chat>
+M.by_root = {}
+
+local function chat_name(ws)
+  local base = "crank://chat"
+  for root, chat in pairs(M.by_root) do
+    if root ~= ws.root and vim.api.nvim_buf_is_valid(chat.buf) and vim.api.nvim_buf_get_name(chat.buf) == base then
+      return base .. "/" .. vim.fs.basename(ws.root)
+    end
+  end
+  return base
+end
+
+-- buffer primitives ---------------------------------------------------------------
+
+function Chat:sep_row()
+  local pos = vim.api.nvim_buf_get_extmark_by_id(self.buf, ns, self.sep_mark, {})
+  return pos[1]
+end
+
+--- The transcript as lines (everything above the separator).
+function Chat:transcript()
+  return vim.api.nvim_buf_get_lines(self.buf, 0, self:sep_row(), false)
+end
+
+function Chat:_insert(lines)
+  local sep = self:sep_row()
+  vim.api.nvim_buf_set_lines(self.buf, sep, sep, false, lines)
+  self:_follow()
+end
+
+--- Keep windows that were showing the end of the transcript at the end.
+function Chat:_follow()
+  local sep = self:sep_row()
+  for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
+    local cursor = vim.api.nvim_win_get_cursor(win)
+    if cursor[1] - 1 < sep and win ~= vim.api.nvim_get_current_win() then
+      pcall(vim.api.nvim_win_set_cursor, win, { math.max(sep, 1), 0 })
+    end
+  end
+end
+
+--- Start a new block of lines, with a blank line before it unless it continues a list.
+function Chat:_block(lines, kind)
+  local sep = self:sep_row()
+  local out = {}
+  local continues = kind == "tool" and self.last_kind == "tool"
+  if sep > 0 and not continues then
+    local last = vim.api.nvim_buf_get_lines(self.buf, sep - 1, sep, false)[1]
+    if last ~= "" then
+      out[1] = ""
+    end
+  end
+  vim.list_extend(out, lines)
+  self:_insert(out)
+  self.last_kind = kind
+  self.stream_key = nil
+end
+
+--- Append streamed text to the end of the transcript; new lines get `prefix`.
+function Chat:_append(text, prefix)
+  if text == "" then
+    return
+  end
+  local parts = vim.split(text, "\n", { plain = true })
+  for i = 2, #parts do
+    parts[i] = prefix .. parts[i]
+  end
+  local last = self:sep_row() - 1
+  local line = vim.api.nvim_buf_get_lines(self.buf, last, last + 1, false)[1]
+  vim.api.nvim_buf_set_text(self.buf, last, #line, last, #line, parts)
+  self:_follow()
+end
+
+function Chat:_assistant_header()
+  if not self.in_assistant then
+    self:_block({ format.ASSISTANT_HEADER }, "header")
+    self.in_assistant = true
+  end
+end
+
+-- rendering -----------------------------------------------------------------------
+
+function Chat:user_message(message)
+  local content = message.content
+  if type(content) ~= "string" then
+    content = format.result_text(content)
+  end
+  local lines = { format.USER_HEADER, "" }
+  vim.list_extend(lines, format.lines(content))
+  self:_block(lines, "user")
+  self.in_assistant = false
+end
+
+--- Stream a delta of the content block `kind:index`.
+function Chat:delta(kind, index, text)
+  if kind == "toolCall" then
+    return
+  end
+  if kind == "thinking" and not config.values.chat.show_thinking then
+    return
+  end
+  self:_assistant_header()
+  self.streamed = true
+  local key = kind .. ":" .. tostring(index)
+  local prefix = kind == "thinking" and "> " or ""
+  if self.stream_key ~= key then
+    self:_block({ prefix }, kind)
+    self.stream_key = key
+  end
+  self:_append(text, prefix)
+end
+
+--- Render an assistant message's text and thinking blocks whole (replay, or when
+--- its deltas were lost), and its tool calls when `with_tools`.
+function Chat:assistant_blocks(message, with_tools)
+  for index, block in ipairs(type(message.content) == "table" and message.content or {}) do
+    if block.type == "text" and block.text and block.text ~= "" then
+      self:delta("text", index - 1, block.text)
+    elseif block.type == "thinking" and block.thinking and block.thinking ~= "" then
+      self:delta("thinking", index - 1, block.thinking)
+    elseif block.type == "toolCall" and with_tools then
+      self:tool_start(block.id, block.name, block.arguments)
+    end
+  end
+  self:assistant_end(message)
+end
+
+function Chat:assistant_end(message)
+  if message.stopReason == "error" then
+    self:_block(format.error_lines(message.errorMessage), "notice")
+  end
+  self.stream_key = nil
+  self.streamed = false
+end
+
+function Chat:tool_start(id, name, args)
+  self:_assistant_header()
+  self:_block({ format.tool_header(name, args, "running") }, "tool")
+  local row = self:sep_row() - 1
+  local mark = vim.api.nvim_buf_set_extmark(self.buf, ns, row, 0, {})
+  self.tools[id or ("?" .. row)] = { mark = mark, nlines = 1, name = name, args = args or {}, live = "" }
+end
+
+function Chat:_replace_tool(tool, lines)
+  local row = vim.api.nvim_buf_get_extmark_by_id(self.buf, ns, tool.mark, {})[1]
+  vim.api.nvim_buf_set_lines(self.buf, row, row + tool.nlines, false, lines)
+  vim.api.nvim_buf_set_extmark(self.buf, ns, row, 0, { id = tool.mark })
+  tool.nlines = #lines
+  self:_follow()
+end
+
+function Chat:tool_update(id, output)
+  local tool = self.tools[id]
+  if tool == nil or type(output) ~= "string" then
+    return
+  end
+  tool.live = tool.live .. output
+  -- Only the tail is shown while it runs, so long outputs cost the same per update.
+  if #tool.live > M.LIVE_TAIL then
+    tool.live = "…" .. tool.live:sub(-M.LIVE_TAIL)
+  end
+  local lines = { format.tool_header(tool.name, tool.args, "running") }
+  vim.list_extend(lines, format.tool_result_lines(tool.live, false, config.values.chat.fold_lines))
+  self:_replace_tool(tool, lines)
+end
+
+function Chat:tool_end(id, name, result)
+  local tool = self.tools[id]
+  if tool == nil then
+    self:tool_start(id, name or "tool", {})
+    tool = self.tools[id]
+  end
+  result = type(result) == "table" and result or {}
+  local lines = { format.tool_header(tool.name, tool.args, result.isError and "error" or "ok") }
+  vim.list_extend(lines, format.tool_result_lines(result.content, result.isError, config.values.chat.fold_lines))
+  self:_replace_tool(tool, lines)
+  self.tools[id] = nil
+  self.last_kind = "tool"
+end
+
+function Chat:notice(text)
+  self:_block({ text }, "notice")
+end
+
+--- Wipe the transcript and render `messages` (a crank/messages result).
+function Chat:render_messages(messages)
+  local sep = self:sep_row()
+  vim.api.nvim_buf_set_lines(self.buf, 0, sep, false, {})
+  self.tools, self.last_kind, self.in_assistant, self.stream_key = {}, nil, false, nil
+  for _, message in ipairs(messages or {}) do
+    if message.role == "user" then
+      self:user_message(message)
+    elseif message.role == "assistant" then
+      self:assistant_blocks(message, true)
+    elseif message.role == "toolResult" then
+      self:tool_end(message.toolCallId, message.toolName, message)
+    end
+  end
+  self:update_status()
+end
+
+--- Reload the transcript from the server.
+function Chat:reload(callback)
+  self.stale = self.ws.running and self.stale
+  self.ws:request("crank/messages", { sessionId = self.ws.session_id }, function(err, result)
+    if err then
+      self:notice("_Could not load the transcript: " .. tostring(err.message) .. "_")
+    elseif vim.api.nvim_buf_is_valid(self.buf) then
+      self:render_messages(result and result.messages or {})
+    end
+    self.loaded = true
+    if callback then
+      callback(err)
+    end
+  end)
+end
+
+function Chat:update_status()
+  if not vim.api.nvim_buf_is_valid(self.buf) then
+    return
+  end
+  local ws = self.ws
+  local parts = {}
+  local key = config.values.keymaps.send
+  parts[#parts + 1] = { ws.running and "● running " or "○ idle ", ws.running and "DiagnosticWarn" or "Comment" }
+  local q = ws.queue or {}
+  local queued = #(q.steering or {}) + #(q.followUp or {})
+  if queued > 0 then
+    parts[#parts + 1] = { string.format("queued: %d ", queued), "DiagnosticInfo" }
+  end
+  local status = format.status(ws)
+  local pct = format.context_percent(ws.usage)
+  if pct then
+    parts[#parts + 1] = { string.format("ctx %d%% ", pct), "Comment" }
+  end
+  if key then
+    parts[#parts + 1] = { key .. " send", "Comment" }
+  end
+  vim.api.nvim_buf_set_extmark(self.buf, ns, self:sep_row(), 0, {
+    id = self.sep_mark,
+    virt_text = parts,
+    virt_text_pos = "eol",
+  })
+  self.status_text = status
+end
+
+--- Apply one crank/event to the buffer.
+function Chat:on_event(params)
+  local event = params.event or {}
+  if event.type == "session_changed" then
+    self.ws.last_seq = {}
+    self:reload()
+    return
+  end
+  if params.sessionId and self.ws.session_id and params.sessionId ~= self.ws.session_id then
+    return
+  end
+  local gap = self.ws:seq_gap(params)
+  local t = event.type
+  if gap then
+    self.stale = true
+  end
+  if t == "message_start" then
+    local message = event.message or {}
+    if message.role == "user" then
+      self:user_message(message)
+    elseif message.role == "assistant" then
+      self.streamed = false
+      self.stream_key = nil
+    end
+  elseif t == "message_update" then
+    local delta = event.delta or {}
+    self:delta(delta.kind, delta.contentIndex or 0, delta.text or "")
+  elseif t == "message_end" then
+    local message = event.message or {}
+    if message.role == "assistant" then
+      if self.streamed then
+        self:assistant_end(message)
+      else
+        self:assistant_blocks(message, false)
+      end
+    end
+  elseif t == "tool_execution_start" then
+    self:tool_start(event.toolCallId, event.toolName, event.arguments)
+  elseif t == "tool_execution_update" then
+    self:tool_update(event.toolCallId, event.output)
+  elseif t == "tool_execution_end" then
+    self:tool_end(event.toolCallId, event.toolName, event.result)
+  elseif t == "agent_settled" then
+    self.in_assistant = false
+    if self.stale then
+      self:reload()
+    end
+  else
+    local text = format.notice(event)
+    if text then
+      self:notice(text)
+    end
+  end
+  self:update_status()
+end
+
+-- the prompt area -----------------------------------------------------------------
+
+--- The text typed under the separator.
+function Chat:prompt_text()
+  local lines = vim.api.nvim_buf_get_lines(self.buf, self:sep_row() + 1, -1, false)
+  return vim.trim(table.concat(lines, "\n"))
+end
+
+function Chat:clear_prompt()
+  vim.api.nvim_buf_set_lines(self.buf, self:sep_row() + 1, -1, false, { "" })
+end
+
+function Chat:set_prompt(text)
+  vim.api.nvim_buf_set_lines(self.buf, self:sep_row() + 1, -1, false, format.lines(text))
+end
+
+-- windows -------------------------------------------------------------------------
+
+function Chat:window()
+  local wins = vim.fn.win_findbuf(self.buf)
+  return wins[1]
+end
+
+local function set_window_options(win)
+  local wo = vim.wo[win]
+  wo.wrap = true
+  wo.linebreak = true
+  wo.number = false
+  wo.relativenumber = false
+  wo.foldmethod = "expr"
+  wo.foldexpr = "v:lua.require'crank.chat'.foldexpr(v:lnum)"
+  wo.foldlevel = 0
+  wo.foldenable = true
+  wo.conceallevel = 2
+end
+
+--- Show the chat in a window (reusing one that already shows it) and focus its prompt.
+function Chat:show()
+  local win = self:window()
+  if win == nil then
+    local c = config.values.chat
+    local pos = c.position
+    if pos == "tab" then
+      vim.cmd("tabnew")
+    elseif pos == "current" then
+      -- the current window
+    else
+      local vertical = pos == "right" or pos == "left"
+      local size = vertical and math.floor(vim.o.columns * c.width) or math.floor(vim.o.lines * c.height)
+      local where = (pos == "right" or pos == "below") and "botright" or "topleft"
+      vim.cmd(string.format("%s %s%dsplit", where, vertical and "vertical " or "", math.max(size, 20)))
+    end
+    win = vim.api.nvim_get_current_win()
+    vim.api.nvim_win_set_buf(win, self.buf)
+    set_window_options(win)
+  else
+    vim.api.nvim_set_current_win(win)
+  end
+  local last = vim.api.nvim_buf_line_count(self.buf)
+  vim.api.nvim_win_set_cursor(win, { last, 0 })
+  return win
+end
+
+function Chat:close()
+  for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
+    if #vim.api.nvim_list_wins() > 1 then
+      vim.api.nvim_win_close(win, false)
+    end
+  end
+end
+
+--- Fold level for the chat window: long tool results fold between their fences.
+function M.foldexpr(lnum)
+  local line = vim.fn.getline(lnum):gsub("^%s+", "")
+  if vim.startswith(line, format.FOLD_OPEN) then
+    return ">1"
+  elseif line == format.FOLD_CLOSE then
+    return "<1"
+  end
+  return "="
+end
+
+-- creation ------------------------------------------------------------------------
+
+local function set_keymaps(chat)
+  local keys = config.values.keymaps
+  local buf = chat.buf
+  local actions = require("crank.actions")
+  local function map(modes, lhs, fn, desc)
+    if lhs then
+      vim.keymap.set(modes, lhs, fn, { buffer = buf, desc = desc, nowait = true })
+    end
+  end
+  map({ "n", "i" }, keys.send, function()
+    actions.send_from_chat(chat, nil)
+  end, "Crank: send the prompt")
+  map("n", "<CR>", function()
+    if vim.api.nvim_win_get_cursor(0)[1] - 1 > chat:sep_row() then
+      actions.send_from_chat(chat, nil)
+    else
+      pcall(vim.cmd, "normal! za")
+    end
+  end, "Crank: send the prompt (in the prompt area) or toggle a fold")
+  map({ "n", "i" }, keys.steer, function()
+    actions.send_from_chat(chat, "steer")
+  end, "Crank: steer the running agent")
+  map("n", keys.abort, function()
+    actions.abort(chat.ws)
+  end, "Crank: abort the run")
+  map("n", keys.close, function()
+    chat:close()
+  end, "Crank: close the chat")
+end
+
+--- The chat for a workspace, creating its buffer (and loading the transcript) if needed.
+---@param ws crank.Workspace
+---@return crank.Chat
+function M.get(ws)
+  local chat = M.by_root[ws.root]
+  if chat and vim.api.nvim_buf_is_valid(chat.buf) then
+    chat.ws = ws
+    return chat
+  end
+  local buf = vim.api.nvim_create_buf(false, true)
+  chat = setmetatable({ ws = ws, buf = buf, tools = {}, in_assistant = false }, Chat)
+  M.by_root[ws.root] = chat
+  vim.api.nvim_buf_set_name(buf, chat_name(ws))
+  local bo = vim.bo[buf]
+  bo.buftype = "nofile"
+  bo.bufhidden = "hide"
+  bo.swapfile = false
+  bo.filetype = "markdown"
+  vim.b[buf].crank_root = ws.root
+  vim.api.nvim_create_autocmd("BufWipeout", {
+    buffer = buf,
+    once = true,
+    callback = function()
+      if M.by_root[ws.root] == chat then
+        M.by_root[ws.root] = nil
+      end
+    end,
+  })
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { M.SEPARATOR, "" })
+  chat.sep_mark = vim.api.nvim_buf_set_extmark(buf, ns, 0, 0, {})
+  set_keymaps(chat)
+  chat:update_status()
+  -- Created mid-run: the reply so far is not in crank/messages yet; reload when it settles.
+  chat.stale = ws.running
+  chat:reload()
+  return chat
+end
+
+--- Route a crank/event to the workspace's chat, if it has one.
+function M.dispatch(ws, params)
+  local chat = M.by_root[ws.root]
+  if chat and vim.api.nvim_buf_is_valid(chat.buf) then
+    chat:on_event(params)
+  else
+    ws:seq_gap(params)
+  end
+end
+
+M.Chat = Chat
+return M

@@ -1,0 +1,143 @@
+--- Options for the Crank plugin: defaults, merging and validation.
+---
+--- Everything the user may set goes through `config.apply`, which fails loudly
+--- (naming the option) rather than silently ignoring a typo'd value.
+local M = {}
+
+---@class crank.Keymaps
+---@field send string|false      send the prompt typed at the bottom of the chat
+---@field steer string|false     send it as steering for the running agent
+---@field abort string|false     stop the running agent
+---@field close string|false     close the chat window
+
+---@class crank.Config
+M.defaults = {
+  --- Command that starts the server; a list (argv) or a function(root) -> list.
+  cmd = { "crank", "serve" },
+  --- Extra environment for the server process.
+  cmd_env = nil,
+  --- Provider settings sent as initializationOptions.crank.provider (api, baseUrl,
+  --- model, apiKey, contextWindow, maxOutputTokens). nil: the server's own fallbacks.
+  provider = nil,
+  --- Where session files go (nil: the server's default).
+  session_dir = nil,
+  --- "ask" | "autoEdit" | "auto" | "readOnly" (nil: the server's default).
+  permission_mode = nil,
+  --- Whether the workspace is trusted (nil: the server decides).
+  trusted = nil,
+  --- Files or folders that mark a project root.
+  root_markers = { ".git", ".hg", "pyproject.toml", "package.json", "Cargo.toml", "go.mod" },
+  --- Attach to file buffers inside a root automatically (so code actions and
+  --- edits work there). When false, attach happens on the first Crank command.
+  auto_attach = true,
+  --- What a prompt sent while a run is active becomes: "followUp" | "steer" | "reject".
+  while_running = "followUp",
+  chat = {
+    --- "right" | "left" | "above" | "below" | "tab" | "current"
+    position = "right",
+    width = 0.4,
+    height = 0.4,
+    --- Tool results longer than this many lines are folded.
+    fold_lines = 8,
+    --- Show thinking blocks (as quoted text).
+    show_thinking = true,
+  },
+  keymaps = {
+    send = "<C-s>",
+    steer = "<M-s>",
+    abort = "<C-c>",
+    close = "q",
+  },
+  --- Global keymaps set by setup() (false: none). Each maps to a command.
+  global_keymaps = {
+    ["<leader>cc"] = "Crank",
+    ["<leader>cf"] = "CrankFix",
+  },
+}
+
+local POSITIONS = { right = true, left = true, above = true, below = true, tab = true, current = true }
+local MODES = { ask = true, autoEdit = true, auto = true, readOnly = true }
+local WHILE = { followUp = true, steer = true, reject = true }
+
+---@type crank.Config
+M.values = vim.deepcopy(M.defaults)
+
+local function fail(name, expected, got)
+  error(string.format("crank: option %s must be %s (got %s)", name, expected, vim.inspect(got)), 0)
+end
+
+local function check(cfg)
+  local cmd = cfg.cmd
+  if type(cmd) ~= "function" and (type(cmd) ~= "table" or #cmd == 0) then
+    fail("cmd", "a non-empty list or a function", cmd)
+  end
+  if cfg.cmd_env ~= nil and type(cfg.cmd_env) ~= "table" then
+    fail("cmd_env", "a table", cfg.cmd_env)
+  end
+  if cfg.provider ~= nil then
+    if type(cfg.provider) ~= "table" then
+      fail("provider", "a table", cfg.provider)
+    end
+    local api = cfg.provider.api
+    if api ~= nil and api ~= "anthropic" and api ~= "openai" and api ~= "scripted" then
+      fail("provider.api", '"anthropic", "openai" or "scripted"', api)
+    end
+  end
+  if cfg.permission_mode ~= nil and not MODES[cfg.permission_mode] then
+    fail("permission_mode", '"ask", "autoEdit", "auto" or "readOnly"', cfg.permission_mode)
+  end
+  if not WHILE[cfg.while_running] then
+    fail("while_running", '"followUp", "steer" or "reject"', cfg.while_running)
+  end
+  if not POSITIONS[cfg.chat.position] then
+    fail("chat.position", "right, left, above, below, tab or current", cfg.chat.position)
+  end
+  if type(cfg.chat.fold_lines) ~= "number" or cfg.chat.fold_lines < 1 then
+    fail("chat.fold_lines", "a positive number", cfg.chat.fold_lines)
+  end
+  if type(cfg.root_markers) ~= "table" then
+    fail("root_markers", "a list", cfg.root_markers)
+  end
+end
+
+--- Merge user options over the defaults and validate them.
+---@param opts table|nil
+---@return crank.Config
+function M.apply(opts)
+  opts = opts or {}
+  if type(opts) ~= "table" then
+    fail("setup()", "a table", opts)
+  end
+  local merged = vim.tbl_deep_extend("force", vim.deepcopy(M.defaults), opts)
+  -- Lists replace, they do not merge element-wise.
+  for _, key in ipairs({ "cmd", "root_markers", "global_keymaps" }) do
+    if opts[key] ~= nil then
+      merged[key] = opts[key]
+    end
+  end
+  check(merged)
+  M.values = merged
+  return merged
+end
+
+--- Options passed to the server, and their camelCase names there.
+local INIT_KEYS = {
+  provider = "provider",
+  session_dir = "sessionDir",
+  permission_mode = "permissionMode",
+  trusted = "trusted",
+}
+
+--- The `initializationOptions.crank` object the server reads.
+---@return table
+function M.init_options()
+  local crank = vim.empty_dict()
+  for option, key in pairs(INIT_KEYS) do
+    if M.values[option] ~= nil then
+      crank[key] = M.values[option]
+    end
+  end
+  return { crank = crank }
+end
+
+return M

@@ -1,0 +1,230 @@
+--- Pure text formatting for the chat, the statusline and pickers.
+---
+--- No buffers or windows here: every function maps data from the protocol to strings
+--- or lines, so it can be tested without a server or a UI.
+local M = {}
+
+M.USER_HEADER = "## You"
+M.ASSISTANT_HEADER = "## Crank"
+--- Tool results folded in the chat sit between these fences (see chat.foldexpr).
+M.FOLD_OPEN = "````output"
+M.FOLD_CLOSE = "````"
+
+local function one_line(s, max)
+  s = tostring(s or ""):gsub("%s+", " ")
+  max = max or 80
+  if vim.fn.strchars(s) > max then
+    s = vim.fn.strcharpart(s, 0, max - 1) .. "…"
+  end
+  return s
+end
+M.one_line = one_line
+
+--- Split text into lines (a trailing newline does not add an empty line).
+---@param text string
+---@return string[]
+function M.lines(text)
+  text = tostring(text or "")
+  local out = vim.split(text, "\n", { plain = true })
+  if #out > 1 and out[#out] == "" then
+    table.remove(out)
+  end
+  return out
+end
+
+local KEY_ARGS = { "path", "command", "pattern", "query", "url", "glob" }
+
+--- A short description of a tool call: its name and its most telling argument.
+---@param name string
+---@param args table|nil
+---@return string
+function M.tool_summary(name, args)
+  args = type(args) == "table" and args or {}
+  for _, key in ipairs(KEY_ARGS) do
+    if type(args[key]) == "string" then
+      return string.format("**%s** `%s`", name, one_line(args[key], 70))
+    end
+  end
+  local keys = vim.tbl_keys(args)
+  table.sort(keys)
+  if #keys == 0 then
+    return string.format("**%s**", name)
+  end
+  local parts = {}
+  for _, k in ipairs(keys) do
+    local v = args[k]
+    local shown = type(v) == "string" and v or vim.json.encode(v)
+    parts[#parts + 1] = k .. "=" .. one_line(shown, 30)
+  end
+  return string.format("**%s** %s", name, one_line(table.concat(parts, " "), 70))
+end
+
+--- The line that heads a tool call in the chat.
+---@param name string
+---@param args table|nil
+---@param status "running"|"ok"|"error"
+function M.tool_header(name, args, status)
+  local mark = ({ running = "⋯", ok = "✓", error = "✗" })[status] or "?"
+  return string.format("- %s %s", mark, M.tool_summary(name, args))
+end
+
+--- Tool result content (a string, or content blocks) as plain text.
+function M.result_text(content)
+  if type(content) == "string" then
+    return content
+  end
+  if type(content) == "table" then
+    local parts = {}
+    for _, block in ipairs(content) do
+      if type(block) == "table" then
+        if block.type == "text" then
+          parts[#parts + 1] = block.text or ""
+        elseif block.type == "image" then
+          parts[#parts + 1] = "[image]"
+        end
+      elseif type(block) == "string" then
+        parts[#parts + 1] = block
+      end
+    end
+    return table.concat(parts, "\n")
+  end
+  return ""
+end
+
+--- The body under a tool header: short results inline, long ones fenced for folding.
+---@param content any
+---@param is_error boolean
+---@param fold_lines integer
+---@return string[]
+function M.tool_result_lines(content, is_error, fold_lines)
+  local text = M.result_text(content)
+  local lines = M.lines(text)
+  if #lines == 1 and lines[1] == "" then
+    return { is_error and "  (error, no output)" or "  (no output)" }
+  end
+  local out = {}
+  if #lines > fold_lines then
+    out[1] = "  " .. M.FOLD_OPEN .. string.format(" (%d lines)", #lines)
+    for _, l in ipairs(lines) do
+      out[#out + 1] = "  " .. l
+    end
+    out[#out + 1] = "  " .. M.FOLD_CLOSE
+    return out
+  end
+  out[1] = "  ```"
+  for _, l in ipairs(lines) do
+    out[#out + 1] = "  " .. l
+  end
+  out[#out + 1] = "  ```"
+  return out
+end
+
+--- Lines for an error shown in the chat.
+function M.error_lines(message)
+  local out = {}
+  for i, l in ipairs(M.lines(message or "unknown error")) do
+    out[#out + 1] = (i == 1 and "> **Error:** " or "> ") .. l
+  end
+  return out
+end
+
+--- A notice line for retries, compactions and the like (nil: nothing to show).
+---@param event table a crank/event `event`
+---@return string|nil
+function M.notice(event)
+  local t = event.type
+  if t == "retry_start" then
+    return string.format(
+      "_Retrying (attempt %s) in %.1fs: %s_",
+      tostring(event.attempt or "?"),
+      (tonumber(event.delayMs) or 0) / 1000,
+      one_line(event.error or "", 120)
+    )
+  elseif t == "retry_end" then
+    if event.success then
+      return "_Retry succeeded._"
+    end
+    return "_Retry failed: " .. one_line(event.error or "", 120) .. "_"
+  elseif t == "compaction_start" then
+    return "_Compacting the conversation (" .. tostring(event.reason or "?") .. ")…_"
+  elseif t == "compaction_end" then
+    if event.error then
+      return "_Compaction failed: " .. one_line(event.error, 120) .. "_"
+    end
+    return event.compacted and "_Conversation compacted._" or "_Nothing to compact._"
+  elseif t == "agent_end" then
+    if event.stopReason == "aborted" then
+      return "_Aborted._"
+    end
+  end
+  return nil
+end
+
+--- "12%" style context use; nil when unknown.
+function M.context_percent(usage)
+  if type(usage) ~= "table" then
+    return nil
+  end
+  local used, window = tonumber(usage.contextTokens), tonumber(usage.contextWindow)
+  if not used or not window or window <= 0 then
+    return nil
+  end
+  return math.floor(used * 100 / window + 0.5)
+end
+
+--- The statusline text for a workspace state (nil state: not started).
+---@param state {running: boolean, usage: table|nil}|nil
+---@return string
+function M.status(state)
+  if state == nil then
+    return ""
+  end
+  local parts = { state.running and "crank: running" or "crank: idle" }
+  local pct = M.context_percent(state.usage)
+  if pct then
+    parts[#parts + 1] = pct .. "%"
+  end
+  local cost = state.usage and tonumber(state.usage.cost)
+  if cost then
+    parts[#parts + 1] = string.format("$%.4f", cost)
+  end
+  return table.concat(parts, " ")
+end
+
+--- One line per session for a picker.
+function M.session_item(s)
+  local title = s.title or s.firstMessage or s.sessionId
+  return string.format(
+    "%s  [%s, %s messages]",
+    one_line(title, 60),
+    tostring(s.modified or s.created or "?"),
+    tostring(s.messageCount or "?")
+  )
+end
+
+--- A unified diff of two texts (for permission previews).
+function M.diff(old_text, new_text, path)
+  local differ = (vim.text and vim.text.diff) or vim.diff
+  local body = differ(old_text or "", new_text or "", { result_type = "unified", ctxlen = 3 })
+  local header = { "--- a/" .. (path or "file"), "+++ b/" .. (path or "file") }
+  local out = vim.list_extend(header, M.lines(body or ""))
+  return out
+end
+
+--- The lines of a permission preview (diff or command) for a floating window.
+function M.permission_lines(params)
+  local out = {}
+  local preview = params.preview
+  out[1] = string.format("Crank wants to run %s", M.tool_summary(params.toolName or "?", params.arguments))
+  out[2] = ""
+  if type(preview) == "table" and preview.kind == "diff" then
+    vim.list_extend(out, M.diff(preview.oldText, preview.newText, preview.path))
+  elseif type(preview) == "table" and preview.kind == "command" then
+    out[#out + 1] = "$ " .. tostring(preview.command)
+  else
+    vim.list_extend(out, M.lines(vim.inspect(params.arguments or {})))
+  end
+  return out
+end
+
+return M

@@ -1,0 +1,71 @@
+-- Crank's user commands. The modules load on first use.
+if vim.g.loaded_crank then
+  return
+end
+vim.g.loaded_crank = true
+
+if vim.fn.has("nvim-0.10") == 0 then
+  vim.notify("crank.nvim needs Neovim 0.10 or newer", vim.log.levels.ERROR)
+  return
+end
+
+local function actions()
+  require("crank").ensure_setup()
+  return require("crank.actions")
+end
+
+local command = vim.api.nvim_create_user_command
+
+command("Crank", function(o)
+  actions().chat(o.args)
+end, { nargs = "*", desc = "Open the Crank chat; send the text if given" })
+
+command("CrankSteer", function(o)
+  actions().steer(o.args)
+end, { nargs = "+", desc = "Steer the running Crank agent" })
+
+command("CrankFollowUp", function(o)
+  actions().follow_up(o.args)
+end, { nargs = "+", desc = "Queue a follow-up for after the current run" })
+
+command("CrankAbort", function()
+  actions().abort()
+end, { desc = "Stop the running Crank agent" })
+
+command("CrankFix", function(o)
+  local range
+  if o.range > 0 then
+    range = { start = { line = o.line1 - 1, character = 0 }, ["end"] = { line = o.line2 - 1, character = 0 } }
+  end
+  actions().fix({ instruction = o.args, range = range })
+end, { nargs = "*", range = true, desc = "Ask Crank to fix this buffer (or the range) using its diagnostics" })
+
+command("CrankSessions", function()
+  actions().sessions()
+end, { desc = "Pick a Crank session and open it" })
+
+command("CrankNew", function()
+  actions().new_session()
+end, { desc = "Start a new Crank session" })
+
+command("CrankModel", function(o)
+  actions().model(o.args)
+end, { nargs = "?", desc = "Pick the model (or give api/model-id)" })
+
+command("CrankCompact", function(o)
+  actions().compact(o.args)
+end, { nargs = "*", desc = "Compact the Crank conversation" })
+
+command("CrankPrompt", function()
+  actions().system_prompt()
+end, { desc = "Show Crank's system prompt and its sources" })
+
+command("CrankMode", function(o)
+  actions().permission_mode(o.args)
+end, {
+  nargs = 1,
+  complete = function()
+    return { "ask", "autoEdit", "auto", "readOnly" }
+  end,
+  desc = "Set the permission mode",
+})

@@ -1,0 +1,355 @@
+-- End to end: the plugin against the real server (`python -m crank.lsp` from this
+-- checkout) and the loopback model server (tests/support/model_server.py). Each test
+-- gets its own project folder, model script and server process.
+local H = dofile(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)) .. "/helpers.lua")
+vim.cmd("runtime plugin/crank.lua")
+
+local client = require("crank.client")
+local permission = require("crank.permission")
+
+local original_select = vim.ui.select
+H.after_each = function()
+  vim.ui.select = original_select
+  client.stop_all()
+  H.stop_model_servers()
+  vim.cmd("silent! only")
+  vim.cmd("enew!")
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    if b ~= vim.api.nvim_get_current_buf() then
+      pcall(vim.api.nvim_buf_delete, b, { force = true })
+    end
+  end
+  require("crank.chat").by_root = {}
+end
+H.cleanup = H.after_each
+
+local function current_ws()
+  return client.by_root[client.root_for(0)] or select(2, next(client.by_root))
+end
+
+local function wait_settled(what)
+  H.wait_for(function()
+    local ws = current_ws()
+    if ws and ws:client() == nil then
+      error("the server exited (code " .. tostring(ws.exit_code) .. ")")
+    end
+    return ws and ws.settled_count and ws.settled_count > 0 and not ws.running
+  end, what or "the run to settle")
+end
+
+local function wait_next_settle(ws, settled, what)
+  H.wait_for(function()
+    return ws.settled_count > settled and not ws.running
+  end, what)
+end
+
+-- Count agent_settled events per workspace (the protocol's "run is over" signal).
+local note = client.Workspace.note_event
+client.Workspace.note_event = function(self, params)
+  if params.event and params.event.type == "agent_settled" then
+    self.settled_count = (self.settled_count or 0) + 1
+  end
+  self.events = self.events or {}
+  table.insert(self.events, params.event and params.event.type)
+  return note(self, params)
+end
+
+H.test(":Crank shows the streamed answer in the chat buffer", function()
+  local reply = "Hello from the loopback model, streamed in pieces."
+  local port = H.model_server({ { text = reply, chunks = 6, delayMs = 30 }, { text = "Typed prompt answered." } })
+  H.setup_crank(port)
+  H.project({ ["README.md"] = "demo" })
+  local snapshots = {}
+  vim.cmd("Crank say hello")
+  local chat = H.chat()
+  H.ok(chat, "the chat exists")
+  H.eq("crank://chat", vim.api.nvim_buf_get_name(chat.buf))
+  H.eq("markdown", vim.bo[chat.buf].filetype)
+  vim.api.nvim_buf_attach(chat.buf, false, {
+    on_lines = function()
+      snapshots[#snapshots + 1] = table.concat(vim.api.nvim_buf_get_lines(chat.buf, 0, -1, false), "\n")
+    end,
+  })
+  wait_settled()
+  local text = H.transcript()
+  H.contains(text, "## You\n\nsay hello")
+  H.contains(text, "## Crank\n\n" .. reply)
+  local partial = false
+  for _, snap in ipairs(snapshots) do
+    if snap:find("## Crank", 1, true) and not snap:find(reply, 1, true) and snap:find("Hello", 1, true) then
+      partial = true
+    end
+  end
+  H.ok(partial, "a part of the reply was shown before the whole of it")
+  H.contains(require("crank").statusline(), "crank: idle")
+
+  -- A prompt typed under the separator goes with the send key (<C-s>).
+  local ws = current_ws()
+  local settled = ws.settled_count
+  H.eq(chat.buf, vim.api.nvim_get_current_buf(), "the chat has the focus")
+  chat:set_prompt("and a second one")
+  vim.api.nvim_feedkeys(vim.keycode("<C-s>"), "x", false)
+  H.eq("", chat:prompt_text(), "the prompt area is cleared once sent")
+  wait_next_settle(ws, settled, "the run of the typed prompt")
+  H.contains(H.transcript(), "## You\n\nand a second one")
+  H.contains(H.transcript(), "Typed prompt answered.")
+end)
+
+H.test(":CrankFix leaves the fixed text in the buffer (through workspace/applyEdit)", function()
+  local port = H.model_server({
+    { text = "The add function subtracts.", toolCalls = { { id = "call_fix", name = "edit", arguments = { path = "calc.py", oldText = "return a - b", newText = "return a + b" } } } },
+    { text = "Fixed: add now adds." },
+  })
+  H.setup_crank(port, { permission_mode = "autoEdit" })
+  local root = H.project({ ["calc.py"] = "def add(a, b):\n    return a - b\n" })
+  vim.cmd.edit(root .. "/calc.py")
+  local buf = vim.api.nvim_get_current_buf()
+  local diag_ns = vim.api.nvim_create_namespace("test.linter")
+  vim.diagnostic.set(diag_ns, buf, { { lnum = 1, col = 4, message = "add() returns a - b", severity = vim.diagnostic.severity.ERROR } })
+  vim.cmd("CrankFix")
+  H.eq(buf, vim.api.nvim_get_current_buf(), "the cursor stays in the file being fixed")
+  wait_settled()
+  H.eq({ "def add(a, b):", "    return a + b" }, vim.api.nvim_buf_get_lines(buf, 0, -1, false))
+  H.ok(vim.bo[buf].modified, "the edit reached the buffer, not just the disk")
+  H.eq("    return a - b", vim.fn.readfile(root .. "/calc.py")[2], "the file on disk is untouched until :w")
+  H.contains(H.transcript(), "✓ **edit** `calc.py`")
+  H.contains(H.transcript(), "Fixed: add now adds.")
+  local bodies = vim.json.encode(H.model_requests(port))
+  H.contains(bodies, "add() returns a - b", "the diagnostic reached the model")
+end)
+
+H.test(":CrankAbort settles the run, and the next prompt works", function()
+  local port = H.model_server({ { text = "Working on it, slowly", chunks = 4, hangAfter = 3 }, { text = "After the abort." } })
+  H.setup_crank(port)
+  H.project({})
+  vim.cmd("Crank start something long")
+  H.wait_for(function()
+    return H.transcript():find("Working", 1, true)
+  end, "the first part of the reply")
+  local ws = current_ws()
+  H.ok(ws.running, "running before the abort")
+  local stop_reason
+  require("crank.actions").abort(ws, function(reason)
+    stop_reason = reason
+  end)
+  H.wait_for(function()
+    return stop_reason ~= nil
+  end, "crank/abort's answer")
+  H.eq("aborted", stop_reason)
+  H.ok(not ws.running, "idle after the abort")
+  H.ok(vim.tbl_contains(ws.events, "agent_settled"), "agent_settled arrived before the abort's answer")
+  H.contains(H.transcript(), "_Aborted._")
+  local settled = ws.settled_count
+  vim.cmd("Crank and now")
+  wait_next_settle(ws, settled, "the second run to settle")
+  H.contains(H.transcript(), "After the abort.")
+end)
+
+H.test("a permission request is answered through vim.ui.select", function()
+  local port = H.model_server({
+    { toolCalls = { { id = "call_w1", name = "edit", arguments = { path = "notes.txt", oldText = "draft", newText = "final" } } } },
+    { text = "Edited." },
+    { toolCalls = { { id = "call_w2", name = "edit", arguments = { path = "notes.txt", oldText = "final", newText = "gone" } } } },
+    { text = "Understood, left as is." },
+  })
+  H.setup_crank(port, { permission_mode = "ask" })
+  local root = H.project({ ["notes.txt"] = "draft" })
+  -- The stub stands in for a person: it picks "Allow" the first time, "Reject" after.
+  local answer = "Allow"
+  local calls = H.stub_select(function(label)
+    return label == answer
+  end)
+  vim.cmd("Crank please edit notes.txt")
+  wait_settled()
+  H.eq(1, #calls, "asked once")
+  H.eq("crank.permission", calls[1].kind)
+  H.eq({ "Allow", "Allow for this session", "Always allow", "Reject", "Reject, with a reason…" }, calls[1].labels)
+  H.contains(permission.last_preview or {}, "+final", "the diff was shown in a float first")
+  H.eq({ "final" }, vim.fn.readfile(root .. "/notes.txt"))
+  H.contains(H.transcript(), "Edited.")
+
+  answer = "Reject"
+  local ws = current_ws()
+  local settled = ws.settled_count
+  vim.cmd("Crank change it again")
+  wait_next_settle(ws, settled, "the second run to settle")
+  H.eq(2, #calls, "asked again")
+  H.eq({ "final" }, vim.fn.readfile(root .. "/notes.txt"), "rejected: the file is unchanged")
+  H.contains(H.transcript(), "✗ **edit** `notes.txt`")
+end)
+
+H.test("reopening the chat restores the transcript (crank/messages)", function()
+  local port = H.model_server({ { text = "First answer." }, { text = "Second answer." } })
+  H.setup_crank(port)
+  H.project({})
+  vim.cmd("Crank first question")
+  wait_settled()
+  local ws = current_ws()
+  local settled = ws.settled_count
+  vim.cmd("Crank second question")
+  wait_next_settle(ws, settled, "the second run")
+  local before = H.transcript()
+  H.contains(before, "Second answer.")
+
+  -- Close the chat and wipe its buffer: reopening rebuilds it from the server.
+  local old = H.chat().buf
+  vim.cmd("bwipeout! " .. old)
+  vim.cmd("Crank")
+  H.wait_for(function()
+    return H.transcript():find("Second answer.", 1, true)
+  end, "the restored transcript")
+  H.eq(before, H.transcript())
+  H.ok(H.chat().buf ~= old, "a new buffer")
+end)
+
+H.test("a session picked with :CrankSessions in a new server process comes back whole", function()
+  local port = H.model_server({ { text = "Answer from before the restart." } })
+  local session_dir = H.setup_crank(port)
+  H.project({})
+  vim.cmd("Crank question before the restart")
+  wait_settled()
+  local before = H.transcript()
+  local id = current_ws().client_id
+  client.stop_all()
+  H.wait_for(function()
+    return vim.lsp.get_client_by_id(id) == nil
+  end, "the first server to exit")
+  vim.cmd("silent! bwipeout! crank://chat")
+
+  H.setup_crank(port, { session_dir = session_dir })
+  local calls = H.stub_select(function(label)
+    return label:find("question before the restart", 1, true) ~= nil
+  end)
+  vim.cmd("CrankSessions")
+  H.wait_for(function()
+    return #calls == 1
+  end, "the session picker")
+  H.eq("crank.session", calls[1].kind)
+  H.wait_for(function()
+    return H.transcript():find("Answer from before the restart.", 1, true)
+  end, "the session's transcript from the new server")
+  H.eq(before, H.transcript())
+end)
+
+H.test(":checkhealth crank reports the server version and the provider", function()
+  local port = H.model_server({})
+  H.setup_crank(port)
+  H.project({})
+  vim.cmd("checkhealth crank")
+  local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+  H.contains(text, "server starts: crank")
+  H.contains(text, "api=openai model=test")
+  H.ok(not text:find("apiKey=x", 1, true), "the key is never shown")
+end)
+
+H.test("code actions offer Crank's fixes to vim.lsp; :CrankPrompt and :CrankModel answer", function()
+  local port = H.model_server({})
+  H.setup_crank(port)
+  local root = H.project({ ["a.py"] = "x = undefined_name" })
+  vim.cmd.edit(root .. "/a.py")
+  local buf = vim.api.nvim_get_current_buf()
+  local ws = client.attach(buf)
+  H.wait_for(function()
+    local c = ws:client()
+    return c and c.initialized
+  end, "the client to be initialized")
+  local diag = { range = { start = { line = 0, character = 4 }, ["end"] = { line = 0, character = 18 } }, message = "undefined name", severity = 1 }
+  local answers = vim.lsp.buf_request_sync(buf, "textDocument/codeAction", {
+    textDocument = { uri = vim.uri_from_bufnr(buf) },
+    range = diag.range,
+    context = { diagnostics = { diag } },
+  }, 10000)
+  local titles, commands = {}, {}
+  for _, answer in pairs(answers or {}) do
+    for _, action in ipairs(answer.result or {}) do
+      titles[#titles + 1] = action.title
+      local cmd = action.command
+      commands[#commands + 1] = type(cmd) == "table" and cmd.command or cmd
+    end
+  end
+  H.ok(vim.tbl_contains(titles, "Fix with Crank"), "quick fix offered: " .. vim.inspect(titles))
+  H.ok(vim.tbl_contains(titles, "Crank: fix this file"), "source action offered")
+  H.ok(vim.tbl_contains(commands, "crank.fixFile"), "actions carry crank.fixFile")
+
+  vim.cmd("CrankPrompt")
+  H.wait_for(function()
+    return vim.api.nvim_buf_get_name(0):find("crank://system-prompt", 1, true)
+  end, "the system prompt buffer")
+  H.contains(vim.api.nvim_buf_get_lines(0, 0, -1, false), "Sources:")
+
+  local calls = H.stub_select(function(_, item)
+    return item.api == "openai" and item.id == "test"
+  end)
+  vim.cmd("CrankModel")
+  H.wait_for(function()
+    return ws.model and ws.model.id == "test" and #calls == 1
+  end, "the model picker and crank/setModel")
+  H.eq("crank.model", calls[1].kind)
+end)
+
+H.test(":CrankFollowUp queues a message that runs after the current one", function()
+  local port = H.model_server({ { text = "one two three four five", chunks = 5, delayMs = 150 }, { text = "Followed up." } })
+  H.setup_crank(port)
+  H.project({})
+  vim.cmd("Crank first")
+  local ws
+  H.wait_for(function()
+    ws = current_ws()
+    return ws and ws.running
+  end, "the first run")
+  vim.cmd("CrankFollowUp then this")
+  H.wait_for(function()
+    return ws.settled_count and ws.settled_count >= 1 and not ws.running and H.transcript():find("Followed up.", 1, true)
+  end, "the follow-up's reply")
+  local t = H.transcript()
+  local first, follow = t:find("one two three four five", 1, true), t:find("## You\n\nthen this", 1, true)
+  H.ok(first and follow and first < follow, "the follow-up comes after the first reply:\n" .. t)
+end)
+
+H.test(":CrankNew starts an empty session and the chat follows it", function()
+  local port = H.model_server({ { text = "Old answer." } })
+  H.setup_crank(port)
+  H.project({})
+  vim.cmd("Crank old question")
+  wait_settled()
+  local ws = current_ws()
+  local old = ws.session_id
+  H.contains(H.transcript(), "Old answer.")
+  vim.cmd("CrankNew")
+  H.wait_for(function()
+    return ws.session_id ~= old and not H.transcript():find("Old answer.", 1, true)
+  end, "the new, empty session")
+  local err, state = ws:request_wait("crank/state", {})
+  H.eq(nil, err)
+  H.eq(ws.session_id, state.sessionId)
+end)
+
+H.test("one client per project root, attached to the file buffers inside it", function()
+  local port = H.model_server({})
+  H.setup_crank(port)
+  local a = H.project({ ["one.py"] = "1", ["sub/two.py"] = "2" })
+  vim.cmd.edit(a .. "/one.py")
+  vim.cmd("Crank")
+  local ws_a = current_ws()
+  vim.cmd("wincmd p")
+  vim.cmd.edit(a .. "/sub/two.py")
+  local two = vim.api.nvim_get_current_buf()
+  H.ok(vim.lsp.buf_is_attached(two, ws_a.client_id), "a file opened later is attached to the root's client")
+  local b = H.project({ ["three.py"] = "3" })
+  vim.cmd.edit(b .. "/three.py")
+  vim.cmd("Crank")
+  local ws_b = client.by_root[b]
+  H.ok(ws_b and ws_b.client_id ~= ws_a.client_id, "a second root gets its own client")
+  H.wait_for(function()
+    return #vim.lsp.get_clients({ name = "crank" }) == 2
+  end, "both clients to be running")
+  H.eq(ws_b.uri, vim.uri_from_fname(b))
+  local names = {}
+  for _, chat in pairs(require("crank.chat").by_root) do
+    names[#names + 1] = vim.api.nvim_buf_get_name(chat.buf)
+  end
+  table.sort(names)
+  H.eq({ "crank://chat", "crank://chat/" .. vim.fs.basename(b) }, names)
+end)
+
+H.run()

@@ -1,0 +1,264 @@
+-- Pure parts and the chat renderer, without a server. The chat tests drive the buffer
+-- with protocol-shaped crank/event params; the workspace they use is a stand-in that
+-- answers crank/messages from a list (a mock: these tests are about rendering; the
+-- e2e_*.lua tests run the same code against the real server).
+local H = dofile(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)) .. "/helpers.lua")
+local format = require("crank.format")
+local config = require("crank.config")
+
+H.test("config rejects a bad option, naming it", function()
+  local ok, err = pcall(config.apply, { permission_mode = "yolo" })
+  H.ok(not ok, "apply should fail")
+  H.contains(err, "permission_mode")
+  ok, err = pcall(config.apply, { provider = { api = "gemini" } })
+  H.ok(not ok)
+  H.contains(err, "provider.api")
+  config.apply({})
+end)
+
+H.test("init options carry the provider, session dir and mode in camelCase", function()
+  config.apply({ provider = { api = "openai", model = "m" }, session_dir = "/tmp/s", permission_mode = "autoEdit", trusted = true })
+  H.eq({ crank = { provider = { api = "openai", model = "m" }, sessionDir = "/tmp/s", permissionMode = "autoEdit", trusted = true } }, config.init_options())
+  config.apply({})
+end)
+
+H.test("tool summaries show the telling argument", function()
+  H.eq("**read** `src/a.py`", format.tool_summary("read", { path = "src/a.py" }))
+  H.eq("**bash** `ls -la`", format.tool_summary("bash", { command = "ls -la" }))
+  H.eq("**think**", format.tool_summary("think", {}))
+  H.eq("- ✓ **edit** `a.py`", format.tool_header("edit", { path = "a.py" }, "ok"))
+end)
+
+H.test("long tool results are fenced for folding, short ones are not", function()
+  local long = format.tool_result_lines(string.rep("x\n", 20), false, 8)
+  H.contains(long[1], format.FOLD_OPEN)
+  H.eq("  " .. format.FOLD_CLOSE, long[#long])
+  H.eq(22, #long)
+  local short = format.tool_result_lines("one\ntwo", false, 8)
+  H.eq({ "  ```", "  one", "  two", "  ```" }, short)
+end)
+
+H.test("statusline text: idle or running, context percent, cost", function()
+  H.eq("", format.status(nil))
+  H.eq("crank: idle", format.status({ running = false }))
+  H.eq(
+    "crank: running 25% $0.0123",
+    format.status({ running = true, usage = { contextTokens = 50, contextWindow = 200, cost = 0.0123 } })
+  )
+end)
+
+H.test("notices for retries, compaction and abort", function()
+  H.contains(format.notice({ type = "retry_start", attempt = 2, delayMs = 1500, error = "overloaded" }), "attempt 2")
+  H.contains(format.notice({ type = "compaction_start", reason = "threshold" }), "threshold")
+  H.eq("_Aborted._", format.notice({ type = "agent_end", stopReason = "aborted" }))
+  H.eq(nil, format.notice({ type = "turn_start", turn = 1 }))
+end)
+
+H.test("permission preview shows a unified diff", function()
+  local lines = format.permission_lines({
+    toolName = "edit",
+    arguments = { path = "a.py" },
+    preview = { kind = "diff", path = "a.py", oldText = "x = 1\n", newText = "x = 2\n" },
+  })
+  H.contains(lines, "-x = 1")
+  H.contains(lines, "+x = 2")
+  local cmd = format.permission_lines({ toolName = "bash", arguments = {}, preview = { kind = "command", command = "rm -rf build" } })
+  H.contains(cmd, "$ rm -rf build")
+end)
+
+-- the chat renderer ------------------------------------------------------------
+
+local function stand_in(messages)
+  local Workspace = require("crank.client").Workspace
+  local ws = setmetatable({ root = "/tmp/unit-root", uri = "file:///tmp/unit-root", running = false, queue = { steering = {}, followUp = {} }, last_seq = {}, session_id = "s1", reloads = 0 }, Workspace)
+  ws.request = function(self, method, _, callback)
+    assert(method == "crank/messages", "unexpected request " .. method)
+    self.reloads = self.reloads + 1
+    callback(nil, { messages = messages })
+  end
+  return ws
+end
+
+local seq = 0
+local function ev(chat, event)
+  seq = seq + 1
+  chat.ws:note_event({ sessionId = "s1", seq = seq, event = event })
+  chat:on_event({ workspace = chat.ws.uri, sessionId = "s1", runId = "r1", seq = seq, event = event })
+end
+
+local function fresh_chat(messages)
+  require("crank.chat").by_root["/tmp/unit-root"] = nil
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    if vim.api.nvim_buf_get_name(b):match("crank://chat") then
+      vim.api.nvim_buf_delete(b, { force = true })
+    end
+  end
+  seq = 0
+  return require("crank.chat").get(stand_in(messages or {}))
+end
+
+H.test("streamed deltas become the reply text, tool calls get their own lines", function()
+  local chat = fresh_chat()
+  ev(chat, { type = "agent_start" })
+  ev(chat, { type = "message_start", message = { role = "user", content = "fix it" } })
+  ev(chat, { type = "message_start", message = { role = "assistant", content = {} } })
+  for _, piece in ipairs({ "Let me ", "look.\nFirst", " line two." }) do
+    ev(chat, { type = "message_update", delta = { kind = "text", contentIndex = 0, text = piece } })
+  end
+  ev(chat, { type = "message_end", message = { role = "assistant", content = { { type = "text", text = "Let me look.\nFirst line two." } }, stopReason = "toolUse" } })
+  ev(chat, { type = "tool_execution_start", toolCallId = "c1", toolName = "read", arguments = { path = "a.py" } })
+  ev(chat, { type = "tool_execution_end", toolCallId = "c1", result = { content = "x = 1", isError = false } })
+  ev(chat, { type = "message_start", message = { role = "assistant", content = {} } })
+  ev(chat, { type = "message_update", delta = { kind = "text", contentIndex = 0, text = "Done." } })
+  ev(chat, { type = "message_end", message = { role = "assistant", content = { { type = "text", text = "Done." } }, stopReason = "stop" } })
+  ev(chat, { type = "agent_end", stopReason = "stop" })
+  ev(chat, { type = "agent_settled" })
+  H.eq({
+    "## You",
+    "",
+    "fix it",
+    "",
+    "## Crank",
+    "",
+    "Let me look.",
+    "First line two.",
+    "",
+    "- ✓ **read** `a.py`",
+    "  ```",
+    "  x = 1",
+    "  ```",
+    "",
+    "Done.",
+  }, chat:transcript())
+  H.ok(not chat.ws.running, "settled")
+end)
+
+H.test("replaying crank/messages gives the same transcript as streaming", function()
+  local messages = {
+    { role = "user", content = "fix it" },
+    { role = "assistant", content = { { type = "text", text = "Let me look.\nFirst line two." }, { type = "toolCall", id = "c1", name = "read", arguments = { path = "a.py" } } }, stopReason = "toolUse" },
+    { role = "toolResult", toolCallId = "c1", toolName = "read", content = "x = 1", isError = false },
+    { role = "assistant", content = { { type = "text", text = "Done." } }, stopReason = "stop" },
+  }
+  local chat = fresh_chat(messages)
+  H.eq("- ✓ **read** `a.py`", chat:transcript()[10])
+  H.eq("Done.", chat:transcript()[15])
+  H.eq(15, #chat:transcript())
+end)
+
+H.test("live tool output is replaced by the result; long results fold", function()
+  local chat = fresh_chat()
+  ev(chat, { type = "tool_execution_start", toolCallId = "b", toolName = "bash", arguments = { command = "make" } })
+  ev(chat, { type = "tool_execution_update", toolCallId = "b", output = "building\n" })
+  H.contains(chat:transcript(), "building")
+  H.contains(chat:transcript(), "⋯ **bash**")
+  local long = {}
+  for i = 1, 30 do
+    long[i] = "line " .. i
+  end
+  ev(chat, { type = "tool_execution_end", toolCallId = "b", result = { content = table.concat(long, "\n"), isError = true } })
+  local t = chat:transcript()
+  H.contains(t, "✗ **bash** `make`")
+  H.ok(not table.concat(t, "\n"):find("building", 1, true), "live output replaced")
+  ev(chat, { type = "tool_execution_start", toolCallId = "c", toolName = "read", arguments = { path = "b" } })
+  ev(chat, { type = "tool_execution_end", toolCallId = "c", result = { content = "short", isError = false } })
+  chat:show()
+  vim.api.nvim_win_set_cursor(0, { 1, 0 })
+  local open = vim.fn.search(format.FOLD_OPEN)
+  H.ok(open > 0, "fold fence present")
+  H.ok(vim.fn.foldclosed(open + 3) ~= -1, "long result folded")
+  local short = vim.fn.search("  short")
+  H.ok(short > 0, "short result present")
+  H.eq(-1, vim.fn.foldclosed(short), "short result after a folded one stays open")
+  vim.cmd("only")
+end)
+
+H.test("errors, retries and thinking are shown; a seq gap reloads at settle", function()
+  local chat = fresh_chat()
+  ev(chat, { type = "message_start", message = { role = "assistant", content = {} } })
+  ev(chat, { type = "message_update", delta = { kind = "thinking", contentIndex = 0, text = "hmm\nmaybe" } })
+  ev(chat, { type = "retry_start", attempt = 1, delayMs = 1000, error = "429" })
+  ev(chat, { type = "message_end", message = { role = "assistant", content = {}, stopReason = "error", errorMessage = "boom" } })
+  local t = chat:transcript()
+  H.contains(t, "> hmm\n> maybe")
+  H.contains(t, "Retrying (attempt 1)")
+  H.contains(t, "**Error:** boom")
+  local before = chat.ws.reloads
+  seq = seq + 5
+  ev(chat, { type = "agent_settled" })
+  H.eq(before + 1, chat.ws.reloads, "reload after a gap")
+end)
+
+H.test("the prompt area: typed text is read back, cleared and restored", function()
+  local chat = fresh_chat()
+  vim.api.nvim_buf_set_lines(chat.buf, -1, -1, false, { "hello", "there" })
+  H.eq("hello\nthere", chat:prompt_text())
+  chat:clear_prompt()
+  H.eq("", chat:prompt_text())
+  chat:set_prompt("again")
+  H.eq("again", chat:prompt_text())
+  H.eq(0, #chat:transcript())
+end)
+
+H.test("the statusline follows the workspace state", function()
+  local crank = require("crank")
+  local chat = fresh_chat()
+  require("crank.client").by_root[chat.ws.root] = chat.ws
+  chat.ws.usage = { contextTokens = 10, contextWindow = 100, cost = 0.5 }
+  vim.api.nvim_set_current_buf(chat.buf)
+  H.eq("crank: idle 10% $0.5000", crank.statusline())
+  require("crank.client").by_root[chat.ws.root] = nil
+end)
+
+H.test("a session change reloads; events of another session are ignored", function()
+  local chat = fresh_chat({ { role = "user", content = "from the other session" } })
+  local before = chat.ws.reloads
+  chat:on_event({ sessionId = "old", seq = 99, event = { type = "message_start", message = { role = "user", content = "stray" } } })
+  H.ok(not table.concat(chat:transcript(), "\n"):find("stray", 1, true), "other session ignored")
+  chat.ws:note_event({ sessionId = "s1", seq = 100, event = { type = "session_changed", sessionId = "s2" } })
+  chat:on_event({ sessionId = "s1", seq = 100, event = { type = "session_changed", sessionId = "s2" } })
+  H.eq(before + 1, chat.ws.reloads)
+  H.eq("s2", chat.ws.session_id)
+  H.contains(chat:transcript(), "from the other session")
+end)
+
+H.test(":CrankFix's diagnostics: LSP ones kept as they are, others converted, range filters", function()
+  local buf = vim.api.nvim_create_buf(true, false)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "a", "b", "c", "d" })
+  local ns1 = vim.api.nvim_create_namespace("unit.lint")
+  local lsp_original = { range = { start = { line = 3, character = 0 }, ["end"] = { line = 3, character = 1 } }, message = "from lsp", code = "E1" }
+  vim.diagnostic.set(ns1, buf, {
+    { lnum = 0, col = 0, end_col = 1, message = "first", severity = 1, source = "lint" },
+    { lnum = 2, col = 0, message = "third", severity = 2 },
+    { lnum = 3, col = 0, message = "from lsp", severity = 1, user_data = { lsp = lsp_original } },
+  })
+  local actions = require("crank.actions")
+  local all = actions.lsp_diagnostics(buf)
+  H.eq(3, #all)
+  local by_message = {}
+  for _, d in ipairs(all) do
+    by_message[d.message] = d
+  end
+  H.eq({ start = { line = 0, character = 0 }, ["end"] = { line = 0, character = 1 } }, by_message.first.range)
+  H.eq("lint", by_message.first.source)
+  H.eq(lsp_original, by_message["from lsp"])
+  local ranged = actions.lsp_diagnostics(buf, { start = { line = 1, character = 0 }, ["end"] = { line = 2, character = 0 } })
+  H.eq(1, #ranged)
+  H.eq("third", ranged[1].message)
+end)
+
+H.test("a refused prompt goes back into the prompt area", function()
+  local chat = fresh_chat()
+  chat.ws.request = function(_, method, params, callback)
+    if method == "crank/prompt" then
+      H.eq("followUp", params.whileRunning)
+      return callback({ code = 1001, message = "a run is in progress" })
+    end
+    callback(nil, { messages = {} })
+  end
+  chat:set_prompt("do not lose me")
+  require("crank.actions").send_from_chat(chat, nil)
+  H.eq("do not lose me", chat:prompt_text())
+end)
+
+H.run()
