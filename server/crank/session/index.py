@@ -33,7 +33,6 @@ TITLE_CHARS = 80
 FIRST_MESSAGE_CHARS = 200
 _USER_MARK = b'"message":{"role":"user",'
 _MESSAGE_AT = b"\n" + MESSAGE_LINE_PREFIX
-_INFO_AT = b"\n" + SESSION_INFO_LINE_PREFIX
 
 
 class SessionSummary(TypedDict):
@@ -124,27 +123,36 @@ def _scan_from(
         state["scanned"] = end
         if end <= start:
             return state
-        region_start = start - 1
-        state["count"] += _count(data, _MESSAGE_AT, region_start, end)
+        count, info_at = _walk_lines(data, start, end)
+        state["count"] += count
         if state.get("first") is None:
-            state["first"] = _first_user_text(data, region_start, end)
-        info_at = data.rfind(_INFO_AT, region_start, end)
+            state["first"] = _first_user_text(data, start - 1, end)
         if info_at >= 0:
-            info = _parse(_line_at(data, info_at + 1))
+            info = _parse(_line_at(data, info_at))
             if info is not None and isinstance(info.get("name"), str):
                 state["name"] = info["name"]
     return state
 
 
-def _count(data: mmap.mmap, needle: bytes, start: int, end: int) -> int:
-    """Occurrences of ``needle`` in ``data[start:end]`` without copying the region
-    (slicing an mmap copies it; ``find`` searches the mapping in place)."""
-    count = 0
-    at = data.find(needle, start, end)
-    while at >= 0:
-        count += 1
-        at = data.find(needle, at + len(needle), end)
-    return count
+def _walk_lines(data: mmap.mmap, start: int, end: int) -> tuple[int, int]:
+    """Message lines in ``data[start:end]`` and where the last ``sessionInfo`` line
+    starts (-1 if none), in one pass that hops from newline to newline. Looking at the
+    first bytes of each line is several times faster than searching the whole region
+    for each needle (memchr for the newline, a short compare per entry), and no bytes
+    are copied out of the mapping but those compares."""
+    count, info_at, at = 0, -1, start
+    message_len, info_len = len(MESSAGE_LINE_PREFIX), len(SESSION_INFO_LINE_PREFIX)
+    find = data.find
+    while at < end:
+        if data[at : at + message_len] == MESSAGE_LINE_PREFIX:
+            count += 1
+        elif data[at : at + info_len] == SESSION_INFO_LINE_PREFIX:
+            info_at = at
+        newline = find(b"\n", at, end)
+        if newline < 0:
+            break
+        at = newline + 1
+    return count, info_at
 
 
 def _first_user_text(data: mmap.mmap, start: int, end: int) -> str | None:
