@@ -7,8 +7,8 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
-from pathlib import Path
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from .helpers import server_env

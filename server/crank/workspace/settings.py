@@ -117,9 +117,7 @@ def merge_settings(init_options: Any, section: Any, *, config_file: Path | None 
     return merge_layers(layers, config_file=config_file)
 
 
-def merge_layers(
-    named: Sequence[tuple[str, Any]], *, config_file: Path | None = None
-) -> Settings:
+def merge_layers(named: Sequence[tuple[str, Any]], *, config_file: Path | None = None) -> Settings:
     """Client layers ``(where, crank section)``, highest first, then the user config
     file. ``where`` names the layer in the error for a malformed value. The server
     puts the settings of ``workspace/didChangeConfiguration`` first: a change the user
