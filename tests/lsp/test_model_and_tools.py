@@ -113,3 +113,32 @@ async def test_bash_output_streams_before_the_command_ends(tmp_path: Path) -> No
             assert "first-line" in streamed and "second-line" in streamed
             (end,) = tool_ends(events)
             assert "second-line" in end["result"]["content"]
+
+
+async def test_a_path_outside_the_workspace_is_asked_as_outside(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    secret = tmp_path / "secret.txt"
+    secret.write_text("the secret\n")
+    (tmp_path / "other.txt").write_text("other\n")
+    read = {"name": "read", "arguments": {"path": "../secret.txt"}}
+    other = {"name": "read", "arguments": {"path": "../other.txt"}}
+    replies = [
+        {"toolCalls": [{"id": "r1", **read}]},
+        {"toolCalls": [{"id": "r2", **read}]},
+        {"toolCalls": [{"id": "r3", **other}]},
+        {"text": "done"},
+    ]
+    answers = iter([{"decision": "allowSession"}, {"decision": "reject", "reason": "private"}])
+    with ModelServer({"replies": replies}) as model:
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            crank.answer_permission = lambda asked: next(answers)
+            events = await crank.settled(await started(crank, "peek"))
+            asked = crank.permission_requests
+            assert [a["toolName"] for a in asked] == ["outside", "outside"]
+            assert asked[0]["preview"] == {"kind": "path", "path": str(secret.resolve())}
+            assert asked[0]["toolCallId"] == "r1" and asked[0]["arguments"] == read["arguments"]
+            assert asked[1]["toolCallId"] == "r3"
+            results = {e["toolCallId"]: e["result"] for e in tool_ends(events)}
+            assert "the secret" in results["r1"]["content"]
+            assert "the secret" in results["r2"]["content"]  # remembered for the session
+            assert results["r3"]["isError"] and "refused" in results["r3"]["content"]
