@@ -112,6 +112,7 @@ async def running_server(
     *,
     permission_requests: bool = True,
     progress: bool = False,
+    configuration: bool = False,
 ) -> AsyncIterator[Crank]:
     client = make_test_lsp_client()
     crank = Crank(client)
@@ -157,6 +158,7 @@ async def running_server(
     capabilities = types.ClientCapabilities(
         experimental=experimental,
         window=types.WindowClientCapabilities(work_done_progress=progress),
+        workspace=types.WorkspaceClientCapabilities(configuration=configuration),
     )
     init = {"crank": crank_options} if crank_options is not None else None
     result = await client.initialize_session(

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -14,29 +15,40 @@ from .helpers import server_env
 
 
 class Raw:
-    def __init__(self, process: asyncio.subprocess.Process) -> None:
+    """A JSON-RPC client over the server's stdio, or over any reader/writer pair."""
+
+    def __init__(
+        self,
+        process: asyncio.subprocess.Process,
+        reader: asyncio.StreamReader | None = None,
+        writer: asyncio.StreamWriter | None = None,
+    ) -> None:
         self.process = process
+        assert reader is not None or process.stdout is not None
+        self.reader = reader if reader is not None else process.stdout
+        self.writer = writer if writer is not None else process.stdin
         self.responses: dict[Any, list[dict[str, Any]]] = {}
+        self.notifications: list[dict[str, Any]] = []
 
     def send_bytes(self, body: bytes) -> None:
-        assert self.process.stdin is not None
-        self.process.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        assert self.writer is not None
+        self.writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
 
     def send(self, message: dict[str, Any]) -> None:
         self.send_bytes(json.dumps(message).encode())
 
     async def read(self) -> dict[str, Any]:
-        assert self.process.stdout is not None
+        assert self.reader is not None
         length = 0
         while True:
-            line = await self.process.stdout.readline()
+            line = await self.reader.readline()
             if not line:
                 raise EOFError
             if line.lower().startswith(b"content-length:"):
                 length = int(line.split(b":")[1])
             elif line == b"\r\n":
                 break
-        return json.loads(await self.process.stdout.readexactly(length))  # type: ignore[no-any-return]
+        return json.loads(await self.reader.readexactly(length))  # type: ignore[no-any-return]
 
     async def answer(self, msg_id: Any) -> dict[str, Any]:
         while True:
@@ -44,14 +56,27 @@ class Raw:
             if "method" in message and "id" in message:
                 self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
                 continue
+            if "method" in message:
+                self.notifications.append(message)
+                continue
             if "method" not in message and message.get("id") == msg_id:
                 self.responses.setdefault(msg_id, []).append(message)
                 return message
 
+    async def notified(self, predicate: Callable[[dict[str, Any]], bool]) -> dict[str, Any]:
+        """Read (answering the server's requests) until a notification matches."""
+        while True:
+            found = next((n for n in self.notifications if predicate(n)), None)
+            if found is not None:
+                return found
+            message = await asyncio.wait_for(self.read(), 15)
+            if "method" in message and "id" in message:
+                self.send({"jsonrpc": "2.0", "id": message["id"], "result": None})
+            elif "method" in message:
+                self.notifications.append(message)
+
 
 async def start(tmp_path: Path) -> Raw:
-    project = tmp_path / "p"
-    project.mkdir(exist_ok=True)
     process = await asyncio.create_subprocess_exec(
         sys.executable,
         "-m",
@@ -61,21 +86,23 @@ async def start(tmp_path: Path) -> Raw:
         env=server_env(tmp_path),
     )
     raw = Raw(process)
-    raw.send(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "capabilities": {},
-                "workspaceFolders": [{"uri": project.as_uri(), "name": "p"}],
-            },
-        }
-    )
+    await initialize(raw, tmp_path)
+    return raw
+
+
+async def initialize(raw: Raw, tmp_path: Path, crank: dict[str, Any] | None = None) -> None:
+    project = tmp_path / "p"
+    project.mkdir(exist_ok=True)
+    params: dict[str, Any] = {
+        "capabilities": {"experimental": {"crank": {"events": True}}},
+        "workspaceFolders": [{"uri": project.as_uri(), "name": "p"}],
+    }
+    if crank is not None:
+        params["initializationOptions"] = {"crank": crank}
+    raw.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
     init = await raw.answer(1)
     assert init["result"]["serverInfo"]["name"] == "crank"
     raw.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
-    return raw
 
 
 async def test_bad_input_is_answered_and_survived(tmp_path: Path) -> None:

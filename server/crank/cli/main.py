@@ -9,7 +9,7 @@ from crank import __version__
 
 from .demo import add_demo_parser
 from .run import add_run_parser
-from .serve import add_serve_parser
+from .serve import add_serve_parser, run_server
 from .sessions import add_sessions_parser
 
 
@@ -27,6 +27,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    if argv[:1] == ["serve"]:
+        # The server parses its own options: argparse's REMAINDER would refuse a first
+        # argument that looks like an option (``crank serve --tcp HOST:PORT``).
+        return run_server(argv[1:])
     args = build_parser().parse_args(argv)
     code: int = args.handler(args)
     return code

@@ -16,5 +16,10 @@ def add_serve_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
 
 
 def run_serve(args: argparse.Namespace) -> int:
-    code: int = serve.main(list(args.args))
+    return run_server(list(args.args))
+
+
+def run_server(argv: list[str]) -> int:
+    """``crank serve ARGS``: the server's own parser reads ARGS (``--tcp``, ``--log-file``)."""
+    code: int = serve.main(argv)
     return code

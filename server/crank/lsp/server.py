@@ -29,7 +29,7 @@ from crank.workspace import (
     WorkspaceHost,
     fix_file_text,
     invalid_params,
-    merge_settings,
+    merge_layers,
 )
 from crank.workspace.errors import NO_SUCH_WORKSPACE
 
@@ -69,6 +69,9 @@ class CrankServer(LanguageServer):
         self.editor = LspEditor(self, self._on_event)
         self.run_progress = RunProgress(self)
         self.init_crank: Any = None
+        self.pushed_crank: Any = None
+        """``settings.crank`` of the last ``workspace/didChangeConfiguration`` that had one."""
+        self.config_changed = False
         self.permission_requests = False
         self._tasks: set[asyncio.Task[Any]] = set()
         self._register()
@@ -161,7 +164,11 @@ class CrankServer(LanguageServer):
         finally:
             self.started.set()
 
-    async def settings_for(self, uri: str) -> Settings:
+    async def settings_for(self, uri: str) -> Settings | None:
+        """The folder's settings, or None when they are malformed (logged by name).
+        Before any change the editor's start-up options come first; after
+        ``workspace/didChangeConfiguration`` the newer layers (what it pushed, then the
+        client's answer for the section) win over them."""
         section: Any = None
         caps = self.client_capabilities.workspace
         if caps is not None and caps.configuration:
@@ -174,17 +181,23 @@ class CrankServer(LanguageServer):
                 section = answer[0] if answer else None
             except Exception as exc:
                 log.warning("workspace/configuration failed: %s", exc)
+        init = ("initializationOptions.crank", self.init_crank)
+        queried = ("workspace/configuration crank", section)
+        layers = [init, queried]
+        if self.config_changed:
+            pushed = ("workspace/didChangeConfiguration settings.crank", self.pushed_crank)
+            layers = [pushed, queried, init]
         try:
-            return merge_settings(self.init_crank, section)
+            return merge_layers(layers)
         except CrankError as exc:
             self.editor.log(f"Crank: settings ignored: {exc.message}")
-            return Settings()
+            return None
 
     async def add_host(self, uri: str) -> None:
         root = path_of_uri(uri)
         if root is None or uri in self.hosts:
             return
-        settings = await self.settings_for(uri)
+        settings = await self.settings_for(uri) or Settings()
         host = WorkspaceHost(uri, root, self.editor, settings, env=self.env)
         self.hosts[uri] = host
         self.spawn(host.start())
@@ -212,18 +225,14 @@ class CrankServer(LanguageServer):
             await self.add_host(folder.uri)
 
     async def _configuration_changed(self, params: types.DidChangeConfigurationParams) -> None:
+        pushed = params.settings.get("crank") if isinstance(params.settings, dict) else None
+        if pushed is not None:
+            self.pushed_crank = pushed
+        self.config_changed = True
         for uri, host in list(self.hosts.items()):
             settings = await self.settings_for(uri)
-            if not (
-                self.client_capabilities.workspace
-                and self.client_capabilities.workspace.configuration
-            ):
-                pushed = params.settings.get("crank") if isinstance(params.settings, dict) else None
-                try:
-                    settings = merge_settings(self.init_crank, pushed)
-                except CrankError as exc:
-                    self.editor.log(f"Crank: settings ignored: {exc.message}")
-                    continue
+            if settings is None:
+                continue  # a malformed change keeps what the host has
             await host.ready.wait()
             await host.reconfigure(settings)
 

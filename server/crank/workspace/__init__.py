@@ -10,7 +10,7 @@ from .errors import CrankError, invalid_params
 from .host import WorkspaceHost
 from .permissions import Permissions, command_prefix
 from .prompts import context_text, fix_file_text
-from .settings import PERMISSION_MODES, Settings, merge_settings
+from .settings import PERMISSION_MODES, Settings, merge_layers, merge_settings
 from .stream import EventStream
 
 __all__ = [
@@ -25,5 +25,6 @@ __all__ = [
     "context_text",
     "fix_file_text",
     "invalid_params",
+    "merge_layers",
     "merge_settings",
 ]

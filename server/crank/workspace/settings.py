@@ -10,7 +10,7 @@ ignored, so a typo in a setting is never silently a default.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -111,23 +111,32 @@ def merge_settings(init_options: Any, section: Any, *, config_file: Path | None 
     user config file. The provider's remaining layers (file, environment) are merged
     later by ``crank.vendors.resolve_provider``."""
     layers = [
-        _checked(init_options, "initializationOptions.crank"),
-        _checked(section, "workspace/configuration crank"),
+        ("initializationOptions.crank", init_options),
+        ("workspace/configuration crank", section),
     ]
+    return merge_layers(layers, config_file=config_file)
+
+
+def merge_layers(named: Sequence[tuple[str, Any]], *, config_file: Path | None = None) -> Settings:
+    """Client layers ``(where, crank section)``, highest first, then the user config
+    file. ``where`` names the layer in the error for a malformed value. The server
+    puts the settings of ``workspace/didChangeConfiguration`` first: a change the user
+    just made (granting Workspace Trust) wins over the options the editor started with.
+    """
+    layers = [_checked(raw, where) for where, raw in named]
     file_layer = read_config_file(config_file)
     file_values = {k: v for k, v in file_layer.items() if k in _KEYS and k != "provider"}
-    layers.append(_checked(file_values, str(config_file or default_config_file())))
+    file_checked = _checked(file_values, str(config_file or default_config_file()))
 
     def first(key: str) -> Any:
-        return next((layer[key] for layer in layers if key in layer), None)
+        return next((layer[key] for layer in [*layers, file_checked] if key in layer), None)
 
     providers: list[dict[str, Any]] = []
     script: str | None = None
-    for index, layer in enumerate(layers[:2]):
+    for (where, _raw), layer in zip(named, layers, strict=True):
         provider = dict(layer.get("provider") or {})
         raw_script = provider.pop("script", None)
         if raw_script is not None and not isinstance(raw_script, str):
-            where = ("initializationOptions.crank", "workspace/configuration crank")[index]
             raise invalid_params(f"{where}.provider.script", "must be a path")
         script = script or raw_script
         if provider:

@@ -1,0 +1,36 @@
+"""Merging settings layers: the first layer that has a key wins, field by field."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from crank.workspace import CrankError, merge_layers, merge_settings
+
+
+def test_start_up_options_win_over_the_section(tmp_path: Path) -> None:
+    none = tmp_path / "absent.json"
+    settings = merge_settings({"trusted": False}, {"trusted": True}, config_file=none)
+    assert settings.trusted is False
+
+
+def test_a_newer_layer_first_wins_and_the_rest_still_apply(tmp_path: Path) -> None:
+    file = tmp_path / "config.json"
+    file.write_text('{"sessionDir": "/from/file", "permissionMode": "auto"}')
+    init = {"trusted": False, "permissionMode": "autoEdit", "provider": {"api": "openai"}}
+    layers = [("pushed", {"trusted": True}), ("init", init)]
+    settings = merge_layers(layers, config_file=file)
+    assert settings.trusted is True
+    assert settings.permission_mode == "autoEdit"
+    assert settings.session_dir == "/from/file"
+    assert settings.provider_layers == ({"api": "openai"},)
+
+
+def test_a_malformed_layer_is_refused_by_its_name(tmp_path: Path) -> None:
+    with pytest.raises(CrankError) as raised:
+        merge_layers([("pushed", {"trusted": "yes"})], config_file=tmp_path / "none.json")
+    assert "pushed.trusted" in raised.value.message
+    with pytest.raises(CrankError) as raised:
+        merge_layers([("pushed", {"provider": {"script": 3}})], config_file=tmp_path / "n.json")
+    assert "pushed.provider.script" in raised.value.message
