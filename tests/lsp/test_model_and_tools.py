@@ -142,3 +142,4 @@ async def test_a_path_outside_the_workspace_is_asked_as_outside(tmp_path: Path) 
             assert "the secret" in results["r1"]["content"]
             assert "the secret" in results["r2"]["content"]  # remembered for the session
             assert results["r3"]["isError"] and "refused" in results["r3"]["content"]
+            assert "The user declined: private" in results["r3"]["content"]

@@ -28,16 +28,22 @@ class RunProgress:
     def __init__(self, server: CrankServer) -> None:
         self._server = server
         self._queues: dict[str, asyncio.Queue[dict[str, Any] | None]] = {}
-        self._hosts: dict[str, str] = {}
+        self._runs: dict[str, tuple[str, str | None]] = {}
+        """token -> (workspace, runId) of the run it reports, until that run settles."""
         self._tasks: set[asyncio.Task[None]] = set()
+        self._tokens: dict[str, str] = {}
 
     def _supported(self) -> bool:
         window = self._server.client_capabilities.window
         return bool(window is not None and window.work_done_progress)
 
-    def host_of(self, token: Any) -> WorkspaceHost | None:
-        uri = self._hosts.get(str(token))
-        return self._server.hosts.get(uri) if uri is not None else None
+    def run_of(self, token: Any) -> tuple[WorkspaceHost, str | None] | None:
+        """The host and run a progress token reports, while that run is unsettled."""
+        found = self._runs.get(str(token))
+        if found is None:
+            return None
+        host = self._server.hosts.get(found[0])
+        return (host, found[1]) if host is not None else None
 
     def on_event(self, params: dict[str, Any]) -> None:
         event = params["event"]
@@ -51,7 +57,8 @@ class RunProgress:
             queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
             self._queues[run_key] = queue
             token = f"crank-{uuid.uuid4().hex[:12]}"
-            self._hosts[token] = params["workspace"]
+            self._runs[token] = (params["workspace"], params.get("runId"))
+            self._tokens[run_key] = token
             task = asyncio.ensure_future(self._drive(token, queue))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
@@ -62,6 +69,7 @@ class RunProgress:
         if kind == "agent_settled":
             found.put_nowait(None)
             del self._queues[run_key]
+            self._runs.pop(self._tokens.pop(run_key, ""), None)
 
     async def _drive(self, token: str, queue: asyncio.Queue[dict[str, Any] | None]) -> None:
         progress = self._server.work_done_progress
@@ -89,5 +97,5 @@ class RunProgress:
                 )
             else:
                 progress.end(token, types.WorkDoneProgressEnd(message="done"))
-        self._hosts.pop(token, None)
+        self._runs.pop(token, None)
         progress.tokens.pop(token, None)

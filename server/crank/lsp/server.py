@@ -237,9 +237,9 @@ class CrankServer(LanguageServer):
             await host.reconfigure(settings)
 
     def _progress_cancelled(self, params: types.WorkDoneProgressCancelParams) -> None:
-        host = self.run_progress.host_of(params.token)
-        if host is not None:
-            self.spawn(host.abort())
+        found = self.run_progress.run_of(params.token)
+        if found is not None and found[0].run_id == found[1]:
+            self.spawn(found[0].abort())  # only the run this progress reports
 
     # -- finding the host -------------------------------------------------------------
 

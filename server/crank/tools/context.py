@@ -78,7 +78,8 @@ class Decision:
 
 
 Approve = Callable[[ApprovalRequest], Awaitable[Decision]]
-Outside = Callable[[Path], Awaitable[bool]]
+Outside = Callable[[Path], Awaitable["bool | Decision"]]
+"""May a path outside the workspace be used? A Decision carries the user's reason."""
 
 
 class NoDocuments:
@@ -164,11 +165,14 @@ class ToolContext:
         resolved = absolute(self.root, raw)
         if resolved == self.root or resolved.is_relative_to(self.root):
             return resolved
-        if await self.outside(resolved):
+        answer = await self.outside(resolved)
+        decision = answer if isinstance(answer, Decision) else Decision(answer)
+        if decision.allowed:
             return resolved
+        because = f" The user declined: {decision.reason}" if decision.reason else ""
         raise ToolError(
             f"Path '{raw}' resolves to {resolved}, which is outside the workspace "
-            f"{self.root}; access was refused."
+            f"{self.root}; access was refused.{because}"
         )
 
     def display(self, path: Path) -> str:

@@ -209,6 +209,11 @@ class WorkspaceHost:
     def _run_id(self) -> str | None:
         return self._run_label if self._run is not None else None
 
+    @property
+    def run_id(self) -> str | None:
+        """The active run's id on the wire, or None when idle."""
+        return self._run_id()
+
     async def _on_event(self, event: Event) -> None:
         """The one listener: the log saves first (so ``entryId`` is set), then the
         client hears the event in its envelope."""
@@ -287,7 +292,7 @@ class WorkspaceHost:
     async def _approve(self, request: ApprovalRequest) -> Decision:
         return await self._ask(request)
 
-    async def _outside(self, path: Path) -> bool:
+    async def _outside(self, path: Path) -> Decision:
         _name, arguments = next(iter(self._calls.values()), ("outside", {}))
         request = cast(
             ApprovalRequest,
@@ -298,9 +303,8 @@ class WorkspaceHost:
             },
         )
         if self.permissions.mode == "auto":
-            return True
-        decision = await self._ask(request)
-        return decision.allowed
+            return Decision.allow()
+        return await self._ask(request)
 
     # -- runs -------------------------------------------------------------------------
 
