@@ -68,7 +68,13 @@ class StreamingModel:
 
     api_name = ""
 
-    def __init__(self, config: ProviderConfig, *, client: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self,
+        config: ProviderConfig,
+        *,
+        client: httpx.AsyncClient | None = None,
+        limits: httpx.Limits | None = None,
+    ) -> None:
         self.config = config
         self.info: ModelInfo = lookup(
             self.api_name,
@@ -78,6 +84,7 @@ class StreamingModel:
         )
         self._client = client
         self._own_client = client is None
+        self._limits = limits or httpx.Limits()
 
     @property
     def api(self) -> str:
@@ -116,7 +123,7 @@ class StreamingModel:
                 write=self.config.read_timeout,
                 pool=self.config.connect_timeout,
             )
-            self._client = httpx.AsyncClient(timeout=timeout)
+            self._client = httpx.AsyncClient(timeout=timeout, limits=self._limits)
         return self._client
 
     async def aclose(self) -> None:

@@ -1,0 +1,269 @@
+"""A model whose request was cancelled must serve the next request normally.
+
+Every test cancels a first request at some moment (before the connection exists,
+while the request body is still being written, after the server has the request but
+before any event, mid stream) and then sends a second request on the same model
+object, which must finish with the second reply. The models are given a pool of one
+connection (``max_connections=1``), so a connection slot that a cancelled request
+leaves behind shows up at once instead of after a hundred aborts. ``wait_for`` is only
+a hang guard, never a speed check.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+from tests.support.model_server import ModelServer
+from vendor_helpers import KEY, simple_request
+
+from crank.agent.harness import Harness
+from crank.agent.model import AbortSignal
+from crank.vendors import AnthropicModel, OpenAIModel, ProviderConfig, Secret
+from crank.vendors.transport import StreamingModel
+
+GUARD = 20.0
+APIS = ["anthropic", "openai"]
+SCRIPT = {
+    "rules": [
+        {"lastUserContains": "answer", "reply": {"text": "fine"}},
+        {"lastUserContains": "stall", "reply": {"text": "never", "hangAfter": 0}},
+        {"lastUserContains": "midway", "reply": {"text": "abcdefgh", "chunks": 4, "hangAfter": 4}},
+    ]
+}
+
+
+class StallingProxy:
+    """A TCP proxy in front of the model server. While ``stall_after`` is set, a new
+    connection is read for that many bytes and then never again, so a client with a
+    large body is left blocked writing it; ``stalled`` is set at that point. Otherwise
+    bytes are piped both ways."""
+
+    def __init__(self, target: ModelServer) -> None:
+        self.target = target
+        self.stall_after: int | None = None
+        self.stalled = asyncio.Event()
+        self.port = 0
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[Any]] = set()
+
+    async def __aenter__(self) -> StallingProxy:
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        assert self._server is not None
+        self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._server.wait_closed()
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)
+        try:
+            if self.stall_after is not None:
+                await reader.readexactly(self.stall_after)
+                self.stalled.set()
+                await asyncio.Event().wait()
+            up_reader, up_writer = await asyncio.open_connection("127.0.0.1", self.target.port)
+            await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            self._tasks.discard(task)
+            writer.close()
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    try:
+        while data := await reader.read(65536):
+            writer.write(data)
+            await writer.drain()
+    finally:
+        writer.close()
+
+
+@pytest.fixture
+async def rules_server() -> AsyncIterator[ModelServer]:
+    async with ModelServer(SCRIPT) as running:
+        yield running
+
+
+def model_for(api: str, url: str) -> StreamingModel:
+    config = ProviderConfig(
+        api=api,
+        model="claude-sonnet-4-5" if api == "anthropic" else "gpt-4o",
+        base_url=url if api == "anthropic" else url + "/v1",
+        api_key=Secret(KEY),
+        connect_timeout=2.0,
+        read_timeout=10.0,
+        max_retries=0,
+    )
+    cls = AnthropicModel if api == "anthropic" else OpenAIModel
+    return cls(config, limits=httpx.Limits(max_connections=1))
+
+
+async def reply_text(model: StreamingModel, text: str = "answer") -> dict[str, Any]:
+    """Stream a request to the end (under the hang guard) and return the final message."""
+
+    async def run() -> dict[str, Any]:
+        events = [e async for e in model.stream(simple_request(text), AbortSignal())]
+        assert events[-1]["type"] == "done"
+        return dict(events[-1]["message"])  # type: ignore[typeddict-item]
+
+    return await asyncio.wait_for(run(), GUARD)
+
+
+def started(model: StreamingModel, text: str) -> tuple[asyncio.Task[None], asyncio.Queue[str]]:
+    """The first request in a task of its own, reporting each event type it sees."""
+    seen: asyncio.Queue[str] = asyncio.Queue()
+
+    async def run() -> None:
+        async for event in model.stream(simple_request(text), AbortSignal()):
+            seen.put_nowait(event["type"])
+
+    return asyncio.create_task(run()), seen
+
+
+async def cancelled(task: asyncio.Task[None]) -> None:
+    task.cancel()
+    await asyncio.wait([task])
+    assert task.cancelled(), f"the first request ended by itself: {task}"
+
+
+def assert_fine(message: dict[str, Any], context: str) -> None:
+    assert message["stopReason"] == "stop", f"{context}: {message.get('errorMessage')}"
+    assert message["content"] == [{"type": "text", "text": "fine"}], context
+
+
+async def wait_for_requests(server: ModelServer, count: int) -> None:
+    while len(server.requests) < count:
+        await asyncio.sleep(0.005)
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_cancel_at_every_loop_step_leaves_the_model_usable(
+    api: str, rules_server: ModelServer
+) -> None:
+    """Cancel after 0, 1, 2, ... event-loop steps: this walks the whole request path
+    (pool, connect, headers, body, waiting for the response) one await at a time."""
+    model = model_for(api, rules_server.url)
+    try:
+        for steps in range(40):
+            task, _ = started(model, "stall")
+            for _ in range(steps):
+                await asyncio.sleep(0)
+            if task.done():
+                pytest.fail(f"the stalled request ended by itself after {steps} steps")
+            await cancelled(task)
+            assert_fine(await reply_text(model), f"after a cancel at step {steps}")
+    finally:
+        await model.aclose()
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_cancel_while_the_body_is_being_written(
+    api: str, rules_server: ModelServer
+) -> None:
+    async with StallingProxy(rules_server) as proxy:
+        model = model_for(api, proxy.url)
+        try:
+            proxy.stall_after = 65536
+            task, _ = started(model, "stall " + "x" * 16_000_000)
+            await asyncio.wait_for(proxy.stalled.wait(), GUARD)
+            await cancelled(task)
+            proxy.stall_after = None
+            assert_fine(await reply_text(model), "after a cancel mid body")
+        finally:
+            await model.aclose()
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_cancel_before_the_first_event(api: str, rules_server: ModelServer) -> None:
+    model = model_for(api, rules_server.url)
+    try:
+        task, seen = started(model, "stall")
+        await asyncio.wait_for(wait_for_requests(rules_server, 1), GUARD)
+        await asyncio.sleep(0.05)
+        assert seen.empty(), "the stalled reply sends no event"
+        await cancelled(task)
+        assert_fine(await reply_text(model), "after a cancel before any event")
+        assert len(rules_server.requests) == 2
+    finally:
+        await model.aclose()
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_a_cancel_mid_stream(api: str, rules_server: ModelServer) -> None:
+    model = model_for(api, rules_server.url)
+    try:
+        task, seen = started(model, "midway")
+        assert await asyncio.wait_for(seen.get(), GUARD) == "text_delta"
+        await cancelled(task)
+        assert_fine(await reply_text(model), "after a cancel mid stream")
+        assert await asyncio.wait_for(rules_server_disconnected(rules_server), GUARD)
+    finally:
+        await model.aclose()
+
+
+async def rules_server_disconnected(server: ModelServer) -> bool:
+    """The cancelled stream's connection was closed (the server noticed)."""
+    while not server.disconnects:
+        await asyncio.sleep(0.005)
+    return True
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_many_cancels_in_a_row_do_not_use_up_the_pool(
+    api: str, rules_server: ModelServer
+) -> None:
+    """Twelve cancels at each early step, then one request: nothing accumulates."""
+    model = model_for(api, rules_server.url)
+    try:
+        for steps in range(16):
+            for _ in range(3):
+                task, _ = started(model, "stall")
+                for _ in range(steps):
+                    await asyncio.sleep(0)
+                await cancelled(task)
+        assert_fine(await reply_text(model), "after 48 cancels")
+    finally:
+        await model.aclose()
+
+
+@pytest.mark.parametrize("api", APIS)
+async def test_harness_abort_then_prompt_again(api: str, rules_server: ModelServer) -> None:
+    """The real Harness: prompt, abort at a given moment, prompt again; the second run
+    must get the model's answer. (The rules put "answer" first: the two user turns are
+    merged into one request, which holds both words.)"""
+    model = model_for(api, rules_server.url)
+    harness = Harness(system="You are terse.", tools=[], model=model)
+    try:
+        for steps in [*range(40), -1]:
+            run = harness.prompt("stall please")
+            if steps >= 0:
+                for _ in range(steps):
+                    await asyncio.sleep(0)
+            else:
+                before = len(rules_server.requests)
+                await asyncio.wait_for(wait_for_requests(rules_server, before + 1), GUARD)
+            assert await asyncio.wait_for(harness.abort(), GUARD) == "aborted"
+            assert await run.wait() == "aborted"
+            again = harness.prompt("now answer")
+            assert await asyncio.wait_for(again.wait(), GUARD) == "stop", f"step {steps}"
+            last = harness.messages[-1]
+            assert last["role"] == "assistant"
+            assert last["content"] == [{"type": "text", "text": "fine"}], f"step {steps}"
+    finally:
+        await model.aclose()
