@@ -12,7 +12,7 @@ a hang guard, never a speed check.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import httpx
@@ -32,6 +32,7 @@ SCRIPT = {
         {"lastUserContains": "answer", "reply": {"text": "fine"}},
         {"lastUserContains": "stall", "reply": {"text": "never", "hangAfter": 0}},
         {"lastUserContains": "midway", "reply": {"text": "abcdefgh", "chunks": 4, "hangAfter": 4}},
+        {"lastUserContains": "slowly", "reply": {"text": "s l o w", "chunks": 7, "delayMs": 20}},
     ]
 }
 
@@ -100,18 +101,24 @@ async def rules_server() -> AsyncIterator[ModelServer]:
         yield running
 
 
-def model_for(api: str, url: str) -> StreamingModel:
+def model_for(
+    api: str,
+    url: str,
+    slots: int = 1,
+    client: httpx.AsyncClient | None = None,
+    connect_timeout: float = 2.0,
+) -> StreamingModel:
     config = ProviderConfig(
         api=api,
         model="claude-sonnet-4-5" if api == "anthropic" else "gpt-4o",
         base_url=url if api == "anthropic" else url + "/v1",
         api_key=Secret(KEY),
-        connect_timeout=2.0,
+        connect_timeout=connect_timeout,
         read_timeout=10.0,
         max_retries=0,
     )
     cls = AnthropicModel if api == "anthropic" else OpenAIModel
-    return cls(config, limits=httpx.Limits(max_connections=1))
+    return cls(config, client=client, limits=httpx.Limits(max_connections=slots))
 
 
 async def reply_text(model: StreamingModel, text: str = "answer") -> dict[str, Any]:
@@ -147,9 +154,17 @@ def assert_fine(message: dict[str, Any], context: str) -> None:
     assert message["content"] == [{"type": "text", "text": "fine"}], context
 
 
-async def wait_for_requests(server: ModelServer, count: int) -> None:
-    while len(server.requests) < count:
+async def until(condition: Callable[[], bool], what: str) -> None:
+    """Poll the loopback server's record (it has no events to wait on)."""
+    for _ in range(4000):
+        if condition():
+            return
         await asyncio.sleep(0.005)
+    raise AssertionError(f"never happened: {what}")
+
+
+async def wait_for_requests(server: ModelServer, count: int) -> None:
+    await until(lambda: len(server.requests) >= count, f"{count} request(s) received")
 
 
 @pytest.mark.parametrize("api", APIS)
@@ -212,16 +227,9 @@ async def test_a_cancel_mid_stream(api: str, rules_server: ModelServer) -> None:
         assert await asyncio.wait_for(seen.get(), GUARD) == "text_delta"
         await cancelled(task)
         assert_fine(await reply_text(model), "after a cancel mid stream")
-        assert await asyncio.wait_for(rules_server_disconnected(rules_server), GUARD)
+        await until(lambda: bool(rules_server.disconnects), "the server saw the disconnect")
     finally:
         await model.aclose()
-
-
-async def rules_server_disconnected(server: ModelServer) -> bool:
-    """The cancelled stream's connection was closed (the server noticed)."""
-    while not server.disconnects:
-        await asyncio.sleep(0.005)
-    return True
 
 
 @pytest.mark.parametrize("api", APIS)
@@ -265,5 +273,53 @@ async def test_harness_abort_then_prompt_again(api: str, rules_server: ModelServ
             last = harness.messages[-1]
             assert last["role"] == "assistant"
             assert last["content"] == [{"type": "text", "text": "fine"}], f"step {steps}"
+    finally:
+        await model.aclose()
+
+
+async def test_a_request_running_on_a_retired_client_finishes(rules_server: ModelServer) -> None:
+    """A cancel retires the shared client, but a second stream already running on it
+    is not disturbed; the next request goes out on a fresh client."""
+    model = model_for("anthropic", rules_server.url, slots=4)
+    try:
+        old = model.client()
+        slow = asyncio.create_task(reply_text(model, "slowly"))
+        stalled, _ = started(model, "stall")
+        await asyncio.wait_for(wait_for_requests(rules_server, 2), GUARD)
+        await cancelled(stalled)
+        assert model.client() is not old, "the cancel retired the client"
+        message = await slow
+        assert message["stopReason"] == "stop"
+        assert message["content"] == [{"type": "text", "text": "s l o w"}]
+        assert old.is_closed, "the retired client is closed once its last request ended"
+        assert_fine(await reply_text(model), "on the fresh client")
+    finally:
+        await model.aclose()
+
+
+async def test_a_given_client_is_never_retired_or_closed(rules_server: ModelServer) -> None:
+    async with httpx.AsyncClient() as given:
+        model = model_for("openai", rules_server.url, client=given)
+        task, _ = started(model, "stall")
+        await asyncio.wait_for(wait_for_requests(rules_server, 1), GUARD)
+        await cancelled(task)
+        assert model.client() is given and not given.is_closed
+        assert_fine(await reply_text(model), "on the given client")
+        await model.aclose()
+        assert not given.is_closed, "the caller's client is the caller's to close"
+
+
+async def test_a_full_pool_is_reported_as_a_pool_timeout(rules_server: ModelServer) -> None:
+    """One slot, held by a stalled stream: the next request fails with a message that
+    names the pool, not a read timeout."""
+    model = model_for("openai", rules_server.url, connect_timeout=0.2)
+    try:
+        holder, _ = started(model, "stall")
+        await asyncio.wait_for(wait_for_requests(rules_server, 1), GUARD)
+        message = await reply_text(model)
+        assert message["stopReason"] == "error"
+        assert message["errorKind"] == "timeout"
+        assert "connection pool timeout" in message["errorMessage"]
+        await cancelled(holder)
     finally:
         await model.aclose()

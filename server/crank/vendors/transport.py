@@ -34,6 +34,7 @@ from crank.agent.messages import AssistantMessage, StopReason
 from crank.agent.model import AbortSignal, ModelRequest, StreamEvent
 
 from .catalog import ModelInfo, cost_of, lookup
+from .clients import ClientKeeper
 from .config import ProviderConfig
 from .errors import ProviderError, body_of, classify
 from .reply import ReplyBuilder
@@ -82,9 +83,8 @@ class StreamingModel:
             context_window=config.context_window,
             max_output_tokens=config.max_output_tokens,
         )
-        self._client = client
-        self._own_client = client is None
         self._limits = limits or httpx.Limits()
+        self._clients = ClientKeeper(self._new_client, client)
 
     @property
     def api(self) -> str:
@@ -116,20 +116,20 @@ class StreamingModel:
 
     # -- shared ----------------------------------------------------------------------
     def client(self) -> httpx.AsyncClient:
-        if self._client is None:
-            timeout = httpx.Timeout(
-                connect=self.config.connect_timeout,
-                read=self.config.read_timeout,
-                write=self.config.read_timeout,
-                pool=self.config.connect_timeout,
-            )
-            self._client = httpx.AsyncClient(timeout=timeout, limits=self._limits)
-        return self._client
+        """The client the next request will use (a new one after a cancelled request)."""
+        return self._clients.current()
+
+    def _new_client(self) -> httpx.AsyncClient:
+        timeout = httpx.Timeout(
+            connect=self.config.connect_timeout,
+            read=self.config.read_timeout,
+            write=self.config.read_timeout,
+            pool=self.config.connect_timeout,
+        )
+        return httpx.AsyncClient(timeout=timeout, limits=self._limits)
 
     async def aclose(self) -> None:
-        if self._client is not None and self._own_client:
-            await self._client.aclose()
-            self._client = None
+        await self._clients.aclose()
 
     def _scrub(self, text: str) -> str:
         key = self.config.api_key
@@ -166,9 +166,12 @@ class StreamingModel:
             error: ProviderError | None = None
             aborted = False
             try:
-                async with self.client().stream(
-                    "POST", self.url(), content=payload, headers=self.headers()
-                ) as response:
+                async with (
+                    self._clients.lease() as client,
+                    client.stream(
+                        "POST", self.url(), content=payload, headers=self.headers()
+                    ) as response,
+                ):
                     if response.status_code >= 400:
                         raw = await response.aread()
                         error = self._http_error(response, raw)
@@ -278,11 +281,19 @@ class StreamingModel:
                 f"could not connect within {self.config.connect_timeout:g}s",
                 retryable=False,
             )
-        return ProviderError(
-            "timeout",
-            f"the provider sent nothing for {self.config.read_timeout:g}s (read timeout)",
-            retryable=False,
-        )
+        if isinstance(exc, httpx.PoolTimeout):
+            message = (
+                f"no connection to the provider came free within "
+                f"{self.config.connect_timeout:g}s (connection pool timeout)"
+            )
+        elif isinstance(exc, httpx.WriteTimeout):
+            message = (
+                f"the provider took no request bytes for {self.config.read_timeout:g}s "
+                f"(write timeout)"
+            )
+        else:
+            message = f"the provider sent nothing for {self.config.read_timeout:g}s (read timeout)"
+        return ProviderError("timeout", message, retryable=False)
 
     def _priced(self, message: AssistantMessage) -> AssistantMessage:
         message["usage"]["cost"] = cost_of(message["usage"], self.info.prices)
