@@ -23,6 +23,7 @@ import asyncio
 import json
 import logging
 import random
+import ssl
 from collections.abc import AsyncIterator
 from contextlib import suppress
 from typing import Any, Protocol
@@ -84,6 +85,7 @@ class StreamingModel:
             max_output_tokens=config.max_output_tokens,
         )
         self._limits = limits or httpx.Limits()
+        self._ssl: ssl.SSLContext | None = None
         self._clients = ClientKeeper(self._new_client, client)
 
     @property
@@ -120,13 +122,17 @@ class StreamingModel:
         return self._clients.current()
 
     def _new_client(self) -> httpx.AsyncClient:
+        """One SSL context per model: loading the CA store is most of what a new client
+        costs (tens of ms), and a cancel asks for a new client."""
         timeout = httpx.Timeout(
             connect=self.config.connect_timeout,
             read=self.config.read_timeout,
             write=self.config.read_timeout,
             pool=self.config.connect_timeout,
         )
-        return httpx.AsyncClient(timeout=timeout, limits=self._limits)
+        if self._ssl is None:
+            self._ssl = httpx.create_ssl_context()
+        return httpx.AsyncClient(timeout=timeout, limits=self._limits, verify=self._ssl)
 
     async def aclose(self) -> None:
         await self._clients.aclose()
