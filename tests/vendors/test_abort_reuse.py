@@ -101,6 +101,16 @@ async def rules_server() -> AsyncIterator[ModelServer]:
         yield running
 
 
+@pytest.fixture(params=APIS)
+async def model(
+    request: pytest.FixtureRequest, rules_server: ModelServer
+) -> AsyncIterator[StreamingModel]:
+    """A one-slot model of each API family, pointed at the rules server."""
+    made = model_for(request.param, rules_server.url)
+    yield made
+    await made.aclose()
+
+
 def model_for(
     api: str,
     url: str,
@@ -149,6 +159,15 @@ async def cancelled(task: asyncio.Task[None]) -> None:
     assert task.cancelled(), f"the first request ended by itself: {task}"
 
 
+async def cancel_after(model: StreamingModel, steps: int) -> None:
+    """Start a request the server will never answer, cancel it after ``steps`` turns
+    of the event loop."""
+    task, _ = started(model, "stall")
+    for _ in range(steps):
+        await asyncio.sleep(0)
+    await cancelled(task)
+
+
 def assert_fine(message: dict[str, Any], context: str) -> None:
     assert message["stopReason"] == "stop", f"{context}: {message.get('errorMessage')}"
     assert message["content"] == [{"type": "text", "text": "fine"}], context
@@ -167,24 +186,14 @@ async def wait_for_requests(server: ModelServer, count: int) -> None:
     await until(lambda: len(server.requests) >= count, f"{count} request(s) received")
 
 
-@pytest.mark.parametrize("api", APIS)
 async def test_a_cancel_at_every_loop_step_leaves_the_model_usable(
-    api: str, rules_server: ModelServer
+    model: StreamingModel,
 ) -> None:
     """Cancel after 0, 1, 2, ... event-loop steps: this walks the whole request path
     (pool, connect, headers, body, waiting for the response) one await at a time."""
-    model = model_for(api, rules_server.url)
-    try:
-        for steps in range(40):
-            task, _ = started(model, "stall")
-            for _ in range(steps):
-                await asyncio.sleep(0)
-            if task.done():
-                pytest.fail(f"the stalled request ended by itself after {steps} steps")
-            await cancelled(task)
-            assert_fine(await reply_text(model), f"after a cancel at step {steps}")
-    finally:
-        await model.aclose()
+    for steps in range(40):
+        await cancel_after(model, steps)
+        assert_fine(await reply_text(model), f"after a cancel at step {steps}")
 
 
 @pytest.mark.parametrize("api", APIS)
@@ -204,77 +213,53 @@ async def test_a_cancel_while_the_body_is_being_written(
             await model.aclose()
 
 
-@pytest.mark.parametrize("api", APIS)
-async def test_a_cancel_before_the_first_event(api: str, rules_server: ModelServer) -> None:
-    model = model_for(api, rules_server.url)
-    try:
-        task, seen = started(model, "stall")
-        await asyncio.wait_for(wait_for_requests(rules_server, 1), GUARD)
-        await asyncio.sleep(0.05)
-        assert seen.empty(), "the stalled reply sends no event"
-        await cancelled(task)
-        assert_fine(await reply_text(model), "after a cancel before any event")
-        assert len(rules_server.requests) == 2
-    finally:
-        await model.aclose()
-
-
-@pytest.mark.parametrize("api", APIS)
-async def test_a_cancel_mid_stream(api: str, rules_server: ModelServer) -> None:
-    model = model_for(api, rules_server.url)
-    try:
-        task, seen = started(model, "midway")
-        assert await asyncio.wait_for(seen.get(), GUARD) == "text_delta"
-        await cancelled(task)
-        assert_fine(await reply_text(model), "after a cancel mid stream")
-        await until(lambda: bool(rules_server.disconnects), "the server saw the disconnect")
-    finally:
-        await model.aclose()
-
-
-@pytest.mark.parametrize("api", APIS)
-async def test_many_cancels_in_a_row_do_not_use_up_the_pool(
-    api: str, rules_server: ModelServer
+@pytest.mark.parametrize("moment", ["before the first event", "mid stream"])
+async def test_a_cancel_once_the_server_has_the_request(
+    moment: str, model: StreamingModel, rules_server: ModelServer
 ) -> None:
-    """Twelve cancels at each early step, then one request: nothing accumulates."""
-    model = model_for(api, rules_server.url)
-    try:
-        for steps in range(16):
-            for _ in range(3):
-                task, _ = started(model, "stall")
-                for _ in range(steps):
-                    await asyncio.sleep(0)
-                await cancelled(task)
-        assert_fine(await reply_text(model), "after 48 cancels")
-    finally:
-        await model.aclose()
+    task, seen = started(model, "stall" if moment == "before the first event" else "midway")
+    if moment == "mid stream":
+        assert await asyncio.wait_for(seen.get(), GUARD) == "text_delta"
+    else:
+        await wait_for_requests(rules_server, 1)
+        await asyncio.sleep(0.05)  # let the response headers reach the client
+        assert seen.empty(), "the stalled reply sends no event"
+    await cancelled(task)
+    await until(lambda: bool(rules_server.disconnects), "the server saw the disconnect")
+    assert_fine(await reply_text(model), f"after a cancel {moment}")
+    assert len(rules_server.requests) == 2
 
 
-@pytest.mark.parametrize("api", APIS)
-async def test_harness_abort_then_prompt_again(api: str, rules_server: ModelServer) -> None:
+async def test_many_cancels_in_a_row_do_not_use_up_the_pool(model: StreamingModel) -> None:
+    """Three cancels at each of the first 16 steps, then one request: nothing
+    accumulates."""
+    for steps in range(16):
+        for _ in range(3):
+            await cancel_after(model, steps)
+    assert_fine(await reply_text(model), "after 48 cancels")
+
+
+async def test_harness_abort_then_prompt_again(
+    model: StreamingModel, rules_server: ModelServer
+) -> None:
     """The real Harness: prompt, abort at a given moment, prompt again; the second run
     must get the model's answer. (The rules put "answer" first: the two user turns are
     merged into one request, which holds both words.)"""
-    model = model_for(api, rules_server.url)
     harness = Harness(system="You are terse.", tools=[], model=model)
-    try:
-        for steps in [*range(40), -1]:
-            run = harness.prompt("stall please")
-            if steps >= 0:
-                for _ in range(steps):
-                    await asyncio.sleep(0)
-            else:
-                before = len(rules_server.requests)
-                await asyncio.wait_for(wait_for_requests(rules_server, before + 1), GUARD)
-            assert await asyncio.wait_for(harness.abort(), GUARD) == "aborted"
-            assert await run.wait() == "aborted"
-            again = harness.prompt("now answer")
-            assert await asyncio.wait_for(again.wait(), GUARD) == "stop", f"step {steps}"
-            last = harness.messages[-1]
-            assert last["role"] == "assistant"
-            assert last["content"] == [{"type": "text", "text": "fine"}], f"step {steps}"
-    finally:
-        await model.aclose()
+    for steps in [*range(40), -1]:
+        run = harness.prompt("stall please")
+        if steps >= 0:
+            for _ in range(steps):
+                await asyncio.sleep(0)
+        else:
+            await wait_for_requests(rules_server, len(rules_server.requests) + 1)
+        assert await asyncio.wait_for(harness.abort(), GUARD) == "aborted"
+        assert await run.wait() == "aborted"
+        again = harness.prompt("now answer")
+        assert await asyncio.wait_for(again.wait(), GUARD) == "stop", f"step {steps}"
+        last = harness.messages[-1]
+        assert last["role"] == "assistant"
+        assert last["content"] == [{"type": "text", "text": "fine"}], f"step {steps}"
 
 
 async def test_a_request_running_on_a_retired_client_finishes(rules_server: ModelServer) -> None:
