@@ -5,7 +5,7 @@ writes that cut events at arbitrary byte offsets) and times the vendor model fro
 request to ``done``, for n = 10,000 and 100,000, both API families. Prints medians of
 several runs, deltas per second, and the 100k/10k ratio (linear means about 10; the
 budget is 12). Then times abort: cancel a silent stream and measure until the server
-sees the connection close.
+sees the connection close, and what the fresh client after a cancel costs the next request.
 
     /work/venv/bin/python bench/vendors_stream.py [--runs 3]
 """
@@ -155,6 +155,44 @@ async def abort_latency(runs: int) -> list[float]:
     return out
 
 
+async def after_cancel(runs: int) -> tuple[list[float], list[float]]:
+    """Request-to-done of a short reply on one model: right after a completed request
+    (the client is reused) and right after a cancelled one (a fresh client is built)."""
+    reused, fresh = [], []
+    script = {
+        "rules": [
+            {"lastUserContains": "stall", "reply": {"text": "x", "hangAfter": 0}},
+            {"lastUserContains": "go", "reply": {"text": "ok"}},
+        ]
+    }
+    async with ModelServer(script) as server:
+        config = ProviderConfig(
+            api="anthropic", model="m", base_url=server.url, api_key=Secret("k")
+        )
+        model = AnthropicModel(config)
+
+        async def once(text: str) -> float:
+            started = time.perf_counter()
+            async for _ in model.stream(
+                ModelRequest(system="", messages=[user_message(text, 1)]), AbortSignal()
+            ):
+                pass
+            return time.perf_counter() - started
+
+        await once("go")
+        for _ in range(runs):
+            reused.append(await once("go"))
+            task = asyncio.create_task(once("stall"))
+            before = len(server.requests)
+            while len(server.requests) == before:  # noqa: ASYNC110 - polling the server's record
+                await asyncio.sleep(0.001)
+            task.cancel()
+            await asyncio.wait([task])
+            fresh.append(await once("go"))
+        await model.aclose()
+    return reused, fresh
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=3)
@@ -182,6 +220,11 @@ def main() -> None:
     print(
         f"abort: cancel -> server sees close, median {statistics.median(latencies) * 1000:.1f} ms, "
         f"max {max(latencies) * 1000:.1f} ms over {len(latencies)} runs"
+    )
+    reused, fresh = asyncio.run(after_cancel(20))
+    print(
+        f"next request: after a completed one median {statistics.median(reused) * 1000:.1f} ms, "
+        f"after a cancelled one (fresh client) median {statistics.median(fresh) * 1000:.1f} ms"
     )
 
 

@@ -37,14 +37,22 @@ def options(model: ModelServer, tmp_path: Path, **extra: Any) -> dict[str, Any]:
     return {"provider": provider_for(model.url), "sessionDir": str(tmp_path / "sessions"), **extra}
 
 
-async def model_received(model: ModelServer, count: int) -> None:
-    """Wait until the model server holds ``count`` whole requests. (Aborting while a
-    request is still being sent leaves the vendors' next request hanging: reported.)"""
+def by_prompt(*pairs: tuple[str, dict[str, Any]]) -> dict[str, Any]:
+    """A model script that answers by the words of the last user turn, first match
+    wins. An abort or kill may land before the first request reaches the server; with
+    replies served in order, the next prompt would then be given the first prompt's
+    (hanging) reply. Consecutive user turns are sent merged, so put the later
+    prompt's word first."""
+    return {"rules": [{"lastUserContains": word, "reply": reply} for word, reply in pairs]}
+
+
+async def server_got(model: ModelServer, text: str) -> None:
+    """Wait until a request holding ``text`` has reached the model server."""
     for _ in range(1500):
-        if len(model.requests) >= count:
+        if any(text in json.dumps(r["body"]) for r in model.requests):
             return
         await asyncio.sleep(0.01)
-    raise AssertionError(f"the model server never received {count} request(s)")
+    raise AssertionError(f"the model server never received {text!r}")
 
 
 async def started(crank: Crank, text: str, **params: Any) -> str:
@@ -55,10 +63,10 @@ async def started(crank: Crank, text: str, **params: Any) -> str:
 
 
 async def test_abort_during_a_silent_stream(tmp_path: Path) -> None:
-    with ModelServer({"replies": [{"text": "never", "hangAfter": 0}, {"text": "fine"}]}) as model:
+    script = by_prompt(("answer", {"text": "fine"}), ("hang", {"text": "never", "hangAfter": 0}))
+    with ModelServer(script) as model:
         async with running_server(tmp_path, [project(tmp_path)], options(model, tmp_path)) as crank:
             run_id = await started(crank, "hang please")
-            await model_received(model, 1)
             answer = await crank.request("crank/abort", {})
             assert answer == {"stopReason": "aborted"}
             events = [e for e in crank.events if e.get("runId") == run_id]
@@ -73,6 +81,33 @@ async def test_abort_during_a_silent_stream(tmp_path: Path) -> None:
             assert (await crank.request("crank/abort", {})) == {"stopReason": "idle"}
             again = await crank.request("crank/prompt", {"text": "now answer"})
             assert kinds(await crank.settled(again["runId"]))[-1] == "agent_settled"
+            last = (await crank.request("crank/messages", {}))["messages"][-1]
+            assert last["content"] == [{"type": "text", "text": "fine"}]
+
+
+async def test_abort_at_any_moment_then_prompt_again(tmp_path: Path) -> None:
+    """Abort as soon as the prompt is accepted, at agent_start, at message_start and
+    once the model has the request; each time the next prompt gets its answer."""
+    script = by_prompt(("answer", {"text": "fine"}), ("hang", {"text": "never", "hangAfter": 0}))
+    moments = ["accepted", "agent_start", "message_start", "received"]
+    with ModelServer(script) as model:
+        async with running_server(tmp_path, [project(tmp_path)], options(model, tmp_path)) as crank:
+            for moment in moments:
+                answer = await crank.request("crank/prompt", {"text": f"hang at {moment}"})
+                run_id = answer["runId"]
+                if moment in ("agent_start", "message_start"):
+                    await crank.wait_for(
+                        lambda e, m=moment, r=run_id: (
+                            e.get("runId") == r and e["event"]["type"] == m
+                        )
+                    )
+                elif moment == "received":
+                    await server_got(model, "hang at received")
+                assert await crank.request("crank/abort", {}) == {"stopReason": "aborted"}, moment
+                again = await crank.request("crank/prompt", {"text": "now answer"})
+                assert kinds(await crank.settled(again["runId"]))[-1] == "agent_settled"
+                last = (await crank.request("crank/messages", {}))["messages"][-1]
+                assert last["content"] == [{"type": "text", "text": "fine"}], moment
 
 
 async def test_a_busy_prompt_is_refused_with_1001(tmp_path: Path) -> None:
@@ -396,13 +431,13 @@ async def untyped_request(crank: Crank, method: str, params: Any) -> Any:
 
 async def test_kill_mid_run_then_open_and_continue(tmp_path: Path) -> None:
     folder = project(tmp_path)
-    with ModelServer(
-        {"replies": [{"text": "partial", "hangAfter": 2}, {"text": "resumed fine"}]}
-    ) as model:
+    script = by_prompt(
+        ("continue", {"text": "resumed fine"}), ("remember", {"text": "partial", "hangAfter": 2})
+    )
+    with ModelServer(script) as model:
         async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
             first = await crank.request("crank/prompt", {"text": "remember me"})
             await crank.wait_for(lambda e: e["event"]["type"] == "message_end")
-            await model_received(model, 1)
             server = crank.client._server
             assert server is not None
             server.kill()
@@ -421,3 +456,5 @@ async def test_kill_mid_run_then_open_and_continue(tmp_path: Path) -> None:
             await crank.settled(again["runId"])
             tree = await crank.request("crank/tree", {})
             assert [e.get("role") for e in tree["entries"]] == ["user", "user", "assistant"]
+            last = (await crank.request("crank/messages", {}))["messages"][-1]
+            assert last["content"] == [{"type": "text", "text": "resumed fine"}]

@@ -23,6 +23,7 @@ import asyncio
 import json
 import logging
 import random
+import ssl
 from collections.abc import AsyncIterator
 from contextlib import suppress
 from typing import Any, Protocol
@@ -34,6 +35,7 @@ from crank.agent.messages import AssistantMessage, StopReason
 from crank.agent.model import AbortSignal, ModelRequest, StreamEvent
 
 from .catalog import ModelInfo, cost_of, lookup
+from .clients import ClientKeeper
 from .config import ProviderConfig
 from .errors import ProviderError, body_of, classify
 from .reply import ReplyBuilder
@@ -68,7 +70,13 @@ class StreamingModel:
 
     api_name = ""
 
-    def __init__(self, config: ProviderConfig, *, client: httpx.AsyncClient | None = None) -> None:
+    def __init__(
+        self,
+        config: ProviderConfig,
+        *,
+        client: httpx.AsyncClient | None = None,
+        limits: httpx.Limits | None = None,
+    ) -> None:
         self.config = config
         self.info: ModelInfo = lookup(
             self.api_name,
@@ -76,8 +84,9 @@ class StreamingModel:
             context_window=config.context_window,
             max_output_tokens=config.max_output_tokens,
         )
-        self._client = client
-        self._own_client = client is None
+        self._limits = limits or httpx.Limits()
+        self._ssl: ssl.SSLContext | None = None
+        self._clients = ClientKeeper(self._new_client, client)
 
     @property
     def api(self) -> str:
@@ -109,20 +118,24 @@ class StreamingModel:
 
     # -- shared ----------------------------------------------------------------------
     def client(self) -> httpx.AsyncClient:
-        if self._client is None:
-            timeout = httpx.Timeout(
-                connect=self.config.connect_timeout,
-                read=self.config.read_timeout,
-                write=self.config.read_timeout,
-                pool=self.config.connect_timeout,
-            )
-            self._client = httpx.AsyncClient(timeout=timeout)
-        return self._client
+        """The client the next request will use (a new one after a cancelled request)."""
+        return self._clients.current()
+
+    def _new_client(self) -> httpx.AsyncClient:
+        """One SSL context per model: loading the CA store is most of what a new client
+        costs (tens of ms), and a cancel asks for a new client."""
+        timeout = httpx.Timeout(
+            connect=self.config.connect_timeout,
+            read=self.config.read_timeout,
+            write=self.config.read_timeout,
+            pool=self.config.connect_timeout,
+        )
+        if self._ssl is None:
+            self._ssl = httpx.create_ssl_context()
+        return httpx.AsyncClient(timeout=timeout, limits=self._limits, verify=self._ssl)
 
     async def aclose(self) -> None:
-        if self._client is not None and self._own_client:
-            await self._client.aclose()
-            self._client = None
+        await self._clients.aclose()
 
     def _scrub(self, text: str) -> str:
         key = self.config.api_key
@@ -159,9 +172,12 @@ class StreamingModel:
             error: ProviderError | None = None
             aborted = False
             try:
-                async with self.client().stream(
-                    "POST", self.url(), content=payload, headers=self.headers()
-                ) as response:
+                async with (
+                    self._clients.lease() as client,
+                    client.stream(
+                        "POST", self.url(), content=payload, headers=self.headers()
+                    ) as response,
+                ):
                     if response.status_code >= 400:
                         raw = await response.aread()
                         error = self._http_error(response, raw)
@@ -271,11 +287,19 @@ class StreamingModel:
                 f"could not connect within {self.config.connect_timeout:g}s",
                 retryable=False,
             )
-        return ProviderError(
-            "timeout",
-            f"the provider sent nothing for {self.config.read_timeout:g}s (read timeout)",
-            retryable=False,
-        )
+        if isinstance(exc, httpx.PoolTimeout):
+            message = (
+                f"no connection to the provider came free within "
+                f"{self.config.connect_timeout:g}s (connection pool timeout)"
+            )
+        elif isinstance(exc, httpx.WriteTimeout):
+            message = (
+                f"the provider took no request bytes for {self.config.read_timeout:g}s "
+                f"(write timeout)"
+            )
+        else:
+            message = f"the provider sent nothing for {self.config.read_timeout:g}s (read timeout)"
+        return ProviderError("timeout", message, retryable=False)
 
     def _priced(self, message: AssistantMessage) -> AssistantMessage:
         message["usage"]["cost"] = cost_of(message["usage"], self.info.prices)
