@@ -176,3 +176,13 @@ async def running_server(
             await asyncio.wait_for(client.shutdown_session(), 10)
         finally:
             await client.stop()
+
+
+async def model_received(model: Any, count: int) -> None:
+    """Wait until the loopback model server holds ``count`` whole requests, for tests
+    that need the run to be waiting on the model (not still building its request)."""
+    for _ in range(1500):
+        if len(model.requests) >= count:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"the model server never received {count} request(s)")

@@ -16,8 +16,8 @@ from pygls.exceptions import JsonRpcException
 
 from tests.support.model_server import ModelServer
 
-from .helpers import Crank, running_server
-from .test_runs import kinds, model_received, options, project, session_lines, started
+from .helpers import Crank, model_received, running_server
+from .test_runs import kinds, options, project, session_lines, started
 
 
 def progress_of(crank: Crank) -> dict[Any, list[Any]]:

@@ -11,8 +11,8 @@ from pygls.exceptions import JsonRpcException
 
 from tests.support.model_server import ModelServer
 
-from .helpers import Crank, running_server
-from .test_runs import model_received, options, project, session_lines, started
+from .helpers import Crank, model_received, running_server
+from .test_runs import options, project, session_lines, started
 
 
 async def ask(crank: Crank, text: str) -> dict[str, Any]:
