@@ -13,7 +13,7 @@ import asyncio
 import datetime
 import logging
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, cast
 
@@ -49,6 +49,13 @@ from .usage import usage_of
 log = logging.getLogger(__name__)
 
 
+def seconds_until_tomorrow() -> float:
+    """From now to a second past the next local midnight."""
+    now = datetime.datetime.now()
+    midnight = datetime.datetime.combine(now.date() + datetime.timedelta(days=1), datetime.time())
+    return (midnight - now).total_seconds() + 1
+
+
 class WorkspaceHost:
     def __init__(
         self,
@@ -61,6 +68,7 @@ class WorkspaceHost:
         rules_file: Path | None = None,
         user_dir: Path | None = None,
         resume_last: bool = True,
+        today: Callable[[], datetime.date] = datetime.date.today,
     ) -> None:
         self.uri = uri
         self.root = root.resolve()
@@ -69,6 +77,8 @@ class WorkspaceHost:
         self._env = env
         self._user_dir = user_dir
         self._resume_last = resume_last
+        self._today = today
+        self._daily: asyncio.Task[None] | None = None
         self.stream = EventStream(uri, client.send_event)
         self.permissions = Permissions(self.root, settings.permission_mode, rules_file)
         self.store = SessionStore(self.root, settings.session_dir)
@@ -123,12 +133,25 @@ class WorkspaceHost:
                 extra_files=[default_config_file()],
             )
             await self.watcher.start()
+            self._daily = asyncio.create_task(self._refresh_each_day())
         finally:
             self.ready.set()
+
+    async def _refresh_each_day(self) -> None:
+        """The prompt names today's date (day only): rebuild it when the day changes, so
+        a server left running overnight does not brief the agent with yesterday."""
+        built_for = self._today()
+        while True:
+            await asyncio.sleep(seconds_until_tomorrow())
+            if self._today() != built_for and self.watcher is not None:
+                built_for = self._today()
+                await self.watcher.refresh()
 
     async def close(self) -> None:
         """Abort a run (it settles and is saved), stop the watcher, release the log."""
         self.closed = True
+        if self._daily is not None:
+            self._daily.cancel()
         await self.harness.abort()
         self.stream.flush()
         if self.watcher is not None:
@@ -176,7 +199,7 @@ class WorkspaceHost:
         return PromptLocations(self.root, self.root, self.settings.trusted)
 
     async def _rebuild(self) -> SystemPrompt:
-        build = await compute_prompt(self.tools, self._locations(), datetime.date.today())
+        build = await compute_prompt(self.tools, self._locations(), self._today())
         for problem in build.problems:
             self.client.log(f"Crank: {problem}")
         return build.prompt
