@@ -210,3 +210,16 @@ async def test_a_crash_between_call_and_result_is_repaired_on_resume() -> None:
     sent = model.requests[0].messages
     assert is_valid_view(sent)
     assert sent[2]["role"] == "toolResult" and "Interrupted" in sent[2]["content"]
+
+
+async def test_remove_queued_takes_out_exactly_the_message_named() -> None:
+    harness = Harness(system="s", tools=[], model=ScriptedModel([]))
+    for text in ("a", "b", "c"):
+        harness.steer(text)
+    harness.follow_up("later")
+    assert harness.remove_queued("steering", 2, "b") == "b"  # the index moved: the text decides
+    assert harness.queues.steering == ["a", "c"]
+    assert harness.remove_queued("followUp", 0) == "later"
+    assert harness.remove_queued("steering", 5) is None
+    assert harness.remove_queued("steering", 0, "zzz") is None
+    assert harness.queues.steering == ["a", "c"] and harness.queues.follow_up == []

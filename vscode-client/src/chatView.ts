@@ -266,7 +266,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
       case "abort":
         return this.stop();
       case "removeQueued": {
-        const queue = await client.removeQueued({ workspace }, m.kind, m.index);
+        const queue = await client.removeQueued({ workspace }, m.kind, m.index, m.text);
         this.dispatch({ type: "queue", queue });
         return;
       }

@@ -251,6 +251,20 @@ class Harness:
             self._queue_changed()
         return removed
 
+    def remove_queued(self, which: str, index: int, text: str | None = None) -> str | None:
+        """Take one message out of a queue ("steering" or "followUp") and return it, or
+        None if it is no longer there. With ``text``, the entry at ``index`` is removed
+        only if it still holds that text (else the first entry that does), so a client
+        acting on a slightly old view never removes the wrong message."""
+        texts = self._queues.steering if which == "steering" else self._queues.follow_up
+        if text is not None and not (0 <= index < len(texts) and texts[index] == text):
+            index = texts.index(text) if text in texts else -1
+        if not 0 <= index < len(texts):
+            return None
+        removed = texts.pop(index)
+        self._queue_changed()
+        return removed
+
     def _queue_changed(self) -> None:
         event: Event = {"type": "queue_update", **self._queues.as_dict()}
         if self._run is not None:

@@ -45,6 +45,14 @@ class Params:
             raise invalid_params(name, "must be true or false")
         return value
 
+    def index(self, name: str) -> int:
+        value = self.raw.get(name)
+        if value is None:
+            raise invalid_params(name, "is required")
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise invalid_params(name, "must be a whole number, 0 or more")
+        return value
+
     def objects(self, name: str) -> list[dict[str, Any]]:
         value = self.raw.get(name)
         if value is None:

@@ -396,6 +396,14 @@ async def _clear_queue(ls: CrankServer, params: Params) -> Any:
     return (await ls.session_host(params)).clear_queue()
 
 
+@handles("crank/removeQueued")
+async def _remove_queued(ls: CrankServer, params: Params) -> Any:
+    which = params.required_text("queue", choices=("steering", "followUp"))
+    index = params.index("index")
+    text = params.text("text")
+    return (await ls.session_host(params)).remove_queued(which, index, text)
+
+
 @handles("crank/abort")
 async def _abort(ls: CrankServer, params: Params) -> Any:
     return await (await ls.session_host(params)).abort()

@@ -412,6 +412,10 @@ class WorkspaceHost:
     def clear_queue(self) -> dict[str, list[str]]:
         return self.harness.clear_queue().as_dict()
 
+    def remove_queued(self, which: str, index: int, text: str | None) -> dict[str, Any]:
+        removed = self.harness.remove_queued(which, index, text)
+        return {**self.harness.queues.as_dict(), "removed": removed}
+
     async def abort(self) -> dict[str, Any]:
         """Answers after the run settled and its ``agent_settled`` went out."""
         stop = await self.harness.abort()

@@ -19,7 +19,7 @@ export type ViewMessage =
   | { type: "resync" }
   | { type: "send"; text: string; mode: "prompt" | "steer" | "followUp" }
   | { type: "abort" }
-  | { type: "removeQueued"; kind: "steering" | "followUp"; index: number }
+  | { type: "removeQueued"; kind: "steering" | "followUp"; index: number; text?: string }
   | { type: "permission"; id: string; decision: PermissionDecision; reason?: string }
   | { type: "newSession" }
   | { type: "openSession"; sessionId: string }

@@ -40,6 +40,7 @@ export const Methods = {
   steer: "crank/steer",
   followUp: "crank/followUp",
   clearQueue: "crank/clearQueue",
+  removeQueued: "crank/removeQueued",
   abort: "crank/abort",
   state: "crank/state",
   messages: "crank/messages",
@@ -108,22 +109,16 @@ export class CrankClient {
   }
 
   /**
-   * Remove one queued message. The protocol only clears whole queues, so this clears
-   * both and puts back everything else in its original order. Returns the queues as
-   * they stand afterwards. Anything the server drained meanwhile is simply not re-added.
+   * Remove one queued message (crank/removeQueued). The text travels with the index so
+   * the server never removes the wrong message when the run drained the queue meanwhile;
+   * `removed` is null when the message was already gone. Returns the queues as they stand.
    */
-  async removeQueued(t: Target, kind: "steering" | "followUp", index: number): Promise<Queue> {
-    const removed = await this.clearQueue(t);
-    let after: Queue = { steering: [], followUp: [] };
-    for (const [i, text] of removed.steering.entries()) {
-      if (kind === "steering" && i === index) continue;
-      after = await this.steer({ ...t, text });
-    }
-    for (const [i, text] of removed.followUp.entries()) {
-      if (kind === "followUp" && i === index) continue;
-      after = await this.followUp({ ...t, text });
-    }
-    return after;
+  async removeQueued(t: Target, kind: "steering" | "followUp", index: number, text?: string): Promise<Queue> {
+    const answer = await this.rpc.sendRequest<Queue & { removed: string | null }>(
+      Methods.removeQueued,
+      params({ ...t, queue: kind, index, text }),
+    );
+    return { steering: answer.steering, followUp: answer.followUp };
   }
 
   onEvent(handler: (p: EventParams) => void): Disposable {

@@ -472,7 +472,7 @@ function renderComposer(): void {
       { class: `queued ${kind}` },
       h("span", { class: "queued-kind" }, kind === "steering" ? "steer" : "follow-up"),
       h("span", { class: "queued-text" }, text),
-      button("×", () => post({ type: "removeQueued", kind, index }), { class: "secondary icon", "aria-label": `Remove queued message: ${text}`, title: "Remove from the queue" }),
+      button("×", () => post({ type: "removeQueued", kind, index, text }), { class: "secondary icon", "aria-label": `Remove queued message: ${text}`, title: "Remove from the queue" }),
     );
   q.steering.forEach((t, i) => queueList.append(row("steering", t, i)));
   q.followUp.forEach((t, i) => queueList.append(row("followUp", t, i)));

@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { PassThrough } from "node:stream";
 import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type MessageConnection } from "vscode-jsonrpc/node";
 import { CrankClient } from "../../src/protocol/client";
-import type { EventParams, PermissionResponse, Queue } from "../../src/protocol/types";
+import type { EventParams, PermissionResponse } from "../../src/protocol/types";
 
 function pair(): { client: MessageConnection; server: MessageConnection; close(): void } {
   const a = new PassThrough();
@@ -45,19 +45,16 @@ test("a server error reaches the caller with its Crank code", async () => {
   close();
 });
 
-test("removeQueued clears the queues and re-queues everything but the removed message, in order", async () => {
+test("removeQueued sends crank/removeQueued with the index and the text, and returns the queues", async () => {
   const { client, server, close } = pair();
-  let q: Queue = { steering: ["s0", "s1"], followUp: ["f0", "f1"] };
-  server.onRequest("crank/clearQueue", () => {
-    const removed = q;
-    q = { steering: [], followUp: [] };
-    return removed;
+  let asked: unknown;
+  server.onRequest("crank/removeQueued", (p: unknown) => {
+    asked = p;
+    return { steering: ["s0", "s1"], followUp: ["f1"], removed: "f0" };
   });
-  server.onRequest("crank/steer", (p: { text: string }) => (q = { ...q, steering: [...q.steering, p.text] }));
-  server.onRequest("crank/followUp", (p: { text: string }) => (q = { ...q, followUp: [...q.followUp, p.text] }));
-  const after = await new CrankClient(client).removeQueued({}, "followUp", 0);
+  const after = await new CrankClient(client).removeQueued({ workspace: "w" }, "followUp", 0, "f0");
+  assert.deepEqual(asked, { workspace: "w", queue: "followUp", index: 0, text: "f0" });
   assert.deepEqual(after, { steering: ["s0", "s1"], followUp: ["f1"] });
-  assert.deepEqual(q, after);
   close();
 });
 

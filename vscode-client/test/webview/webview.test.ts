@@ -191,7 +191,7 @@ test("live bash output and the queue show while running; Enter steers, Alt+Enter
   assert.deepEqual((await posted()).at(-1), { type: "send", text: "then update the README", mode: "followUp" });
   assert.equal(await input.inputValue(), "");
   await page.locator(".queue button").first().click();
-  assert.deepEqual((await posted()).at(-1), { type: "removeQueued", kind: "steering", index: 0 });
+  assert.deepEqual((await posted()).at(-1), { type: "removeQueued", kind: "steering", index: 0, text: "also add a test for negative numbers" });
 });
 
 test("Stop posts abort, and after the run settles Stop goes away and Send is back", async () => {
