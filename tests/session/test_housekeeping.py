@@ -77,6 +77,22 @@ async def test_manual_compaction_with_instructions(tmp_path: Path) -> None:
     assert r.events[-3]["reason"] == "manual"
 
 
+async def test_the_summary_call_is_counted_in_the_session_totals(tmp_path: Path) -> None:
+    r = rig(tmp_path, window=100_000, settings=ContextSettings(keep_recent_tokens=150))
+    for name in write_files(tmp_path / "project", 5):
+        await r.harness.prompt(f"Read {name}.").wait()
+    before = r.keeper.usage(r.harness)
+    assert (await r.keeper.compact(r.harness))["compacted"] is True
+    paid = r.summary_model.usages[0]
+    after = r.keeper.usage(r.harness)
+    assert after["output"] == before["output"] + paid["output"] > before["output"]
+    assert after["input"] == before["input"] + paid["input"]
+    fresh = Housekeeper(r.log, r.agent, ContextSettings())  # a restart reads the same totals
+    assert {k: v for k, v in fresh.usage(r.harness).items() if k != "contextTokens"} == {
+        k: v for k, v in after.items() if k != "contextTokens"
+    }
+
+
 async def test_manual_compaction_is_refused_while_running(tmp_path: Path) -> None:
     r = rig(tmp_path, window=100_000, replies=[Reply(text="slow", delay=0.05)])
     run = r.harness.prompt("hi")

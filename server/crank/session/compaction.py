@@ -85,10 +85,10 @@ async def compact_log(
         summarizer, older, previous=previous, instructions=instructions, calibration=calibration
     )
     try:
-        text = await summarize(summarizer, request, signal)
+        summary = await summarize(summarizer, request, signal)
     except SummaryFailed as failure:
         return Outcome(False, f"{failure}; nothing was written")
     identifiers = collect(older) + (collect_from_text(previous) if previous else [])
-    text = with_identifiers(text, list(dict.fromkeys(identifiers)))
-    entry_id = await log.append_compaction(text, first_kept, tokens_before)
+    text = with_identifiers(summary.text, list(dict.fromkeys(identifiers)))
+    entry_id = await log.append_compaction(text, first_kept, tokens_before, usage=summary.usage)
     return Outcome(True, entry_id=entry_id, first_kept_id=first_kept, summary=text)

@@ -312,6 +312,7 @@ class Housekeeper:
                     calibration=self._calibration if summarizer is self._model else None,
                 )
                 if outcome.compacted:
+                    self.recount()
                     replayed = self._log.replay()
                     if in_hook:
                         harness.adopt_messages(replayed)
@@ -339,15 +340,25 @@ class Housekeeper:
 
     # -- usage --------------------------------------------------------------------------
 
+    def recount(self) -> None:
+        """Sum the session's usage again from the file (after an entry this keeper did
+        not hear as an event was written: a compaction, a branch summary)."""
+        self._totals = self._totals_from_log()
+
     def _totals_from_log(self) -> dict[str, Any]:
         totals: dict[str, Any] = {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
         cost = 0.0
         for entry in self._log.entries():
             message = entry.get("message")
             if entry["type"] == "message" and message and message["role"] == "assistant":
-                for key in totals:
-                    totals[key] += int(message["usage"].get(key, 0))
-                cost += float(message["usage"].get("cost", 0.0))
+                usage = message["usage"]
+            elif entry["type"] in ("compaction", "branchSummary") and "usage" in entry:
+                usage = entry["usage"]  # a summary call is paid for too
+            else:
+                continue
+            for key in totals:
+                totals[key] += int(usage.get(key, 0))
+            cost += float(usage.get("cost", 0.0))
         totals["cost"] = cost
         return totals
 

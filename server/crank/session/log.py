@@ -30,7 +30,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from crank.agent.messages import Message, now_ms
+from crank.agent.messages import Message, Usage, now_ms
 from crank.agent.model import Model
 
 from .entries import Entry, encode, make_header, new_entry_id
@@ -195,12 +195,21 @@ class SessionLog:
         """Name the session; the newest name is its title."""
         return await self.append("sessionInfo", {"name": name})
 
-    async def append_compaction(self, summary: str, first_kept_id: str, tokens_before: int) -> str:
-        """Record a compaction (its policy lives elsewhere); the cut must be on this branch."""
+    async def append_compaction(
+        self, summary: str, first_kept_id: str, tokens_before: int, *, usage: Usage | None = None
+    ) -> str:
+        """Record a compaction (its policy lives elsewhere); the cut must be on this branch.
+        ``usage`` is what the summary call cost, kept so the session's totals include it."""
         self._require(first_kept_id)
         if all(entry["id"] != first_kept_id for entry in self._tree.path_to(self._tree.tip)):
             raise UnknownEntry(first_kept_id, self.path)
-        fields = {"summary": summary, "firstKeptId": first_kept_id, "tokensBefore": tokens_before}
+        fields: dict[str, Any] = {
+            "summary": summary,
+            "firstKeptId": first_kept_id,
+            "tokensBefore": tokens_before,
+        }
+        if usage is not None:
+            fields["usage"] = usage
         return await self.append("compaction", fields)
 
     async def branch_to(self, entry_id: str, *, summarize: Model | None = None) -> str:
@@ -220,7 +229,7 @@ class SessionLog:
         branch_id = await self.append("branch", {}, parent=entry_id)
         if summary is None:
             return branch_id
-        fields = {"summary": summary, "fromId": old_tip}
+        fields = {"summary": summary.text, "fromId": old_tip, "usage": summary.usage}
         return await self.append("branchSummary", fields, parent=branch_id)
 
     def _check_can_branch(self, entry_id: str) -> None:

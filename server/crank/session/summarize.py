@@ -12,8 +12,9 @@ when it is needed. The summary is checked in code: any file the old attempt chan
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 
-from crank.agent.messages import Message, text_of, tool_calls, user_message
+from crank.agent.messages import Message, Usage, text_of, tool_calls, user_message
 from crank.agent.model import AbortSignal, Model, ModelRequest
 
 from .entries import Entry
@@ -87,11 +88,21 @@ def render_quote(messages: list[Message], limit: int = MAX_INPUT_CHARS) -> str:
     return "\n\n".join(reversed(parts))
 
 
+@dataclass(frozen=True)
+class Summary:
+    """A summary's text and what its model call cost (kept with the entry it becomes,
+    so the session's totals include the calls made to summarise it)."""
+
+    text: str
+    usage: Usage
+
+
 async def reply_text(
     model: Model, request: ModelRequest, signal: AbortSignal | None, what: str
-) -> str:
-    """The stripped text of one reply to ``request``; ``SummaryFailed`` (naming ``what``)
-    if the call failed or came back empty, so nothing is ever mistaken for a summary."""
+) -> Summary:
+    """The stripped text of one reply to ``request`` and its usage; ``SummaryFailed``
+    (naming ``what``) if the call failed or came back empty, so nothing is ever
+    mistaken for a summary."""
     reply = None
     async for event in model.stream(request, signal or AbortSignal()):
         if event["type"] == "done":
@@ -102,12 +113,12 @@ async def reply_text(
     text = text_of(reply).strip()
     if not text:
         raise SummaryFailed(f"{what} came back empty; nothing was written")
-    return text
+    return Summary(text, reply["usage"])
 
 
 async def summarize_branch(
     model: Model, messages: list[Message], signal: AbortSignal | None = None
-) -> str:
+) -> Summary:
     """One model call, no tools; raises ``SummaryFailed`` (nothing written) on failure."""
     files = changed_files(messages)
     prompt = "The abandoned attempt:\n\n" + render_quote(messages)
@@ -120,7 +131,8 @@ async def summarize_branch(
         max_output_tokens=MAX_OUTPUT_TOKENS,
     )
     summary = await reply_text(model, request, signal, "the branch summary")
-    missing = [path for path in files if path not in summary]
+    missing = [path for path in files if path not in summary.text]
     if missing:
-        summary += "\n\nFiles changed on the abandoned branch: " + ", ".join(files)
+        text = summary.text + "\n\nFiles changed on the abandoned branch: " + ", ".join(files)
+        return Summary(text, summary.usage)
     return summary

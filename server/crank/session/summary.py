@@ -20,7 +20,7 @@ from crank.agent.messages import Message, user_message
 from crank.agent.model import AbortSignal, Model, ModelRequest
 
 from .estimate import Calibration, request_chars
-from .summarize import clip, render_message, reply_text
+from .summarize import Summary, clip, render_message, reply_text
 
 MAX_OUTPUT_TOKENS = 4_096
 CLIP_STEPS = (2_000, 800, 300, 120)
@@ -139,6 +139,6 @@ async def summarize(
     summarizer: Model,
     request: ModelRequest,
     signal: AbortSignal | None = None,
-) -> str:
-    """Make the call; the reply's text, stripped. Raises ``SummaryFailed`` on failure."""
+) -> Summary:
+    """Make the call; the reply's text, stripped, and its usage. Raises ``SummaryFailed``."""
     return await reply_text(summarizer, request, signal, "the compaction summary")

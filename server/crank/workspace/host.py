@@ -508,6 +508,8 @@ class WorkspaceHost:
         model = self.harness.model if summarize else None
         tip = await self.log.branch_to(entry_id, summarize=model)
         self.harness.replace_messages(self.log.replay())
+        if self.keeper is not None:
+            self.keeper.recount()
         return {"tip": tip}
 
     async def compact(self, instructions: str | None) -> dict[str, Any]:
