@@ -300,3 +300,23 @@ async def test_already_aborted_sends_nothing(server: ModelServer, make_model: Ma
     events = await collect(make_model(), signal=signal)
     assert done_message(events)["stopReason"] == "aborted" and len(events) == 1
     assert server.requests == []
+
+
+async def test_redacted_thinking_is_kept_and_sent_back_unchanged(
+    server: ModelServer, make_model: MakeModel
+) -> None:
+    server.add({"rawFile": str(FIXTURES / "anthropic_redacted_thinking.sse")}, {"text": "done"})
+    model = make_model()
+    reply = done_message(await collect(model))
+    data = "EmwKAhgBEgy3va3pzix/LafPsn4aDFIT2Xlxh0L5L8rLVyIwxtE3rAFBa8cr3qpP"
+    assert reply["content"][0] == {"type": "thinking", "thinking": "", "redacted": data}
+    assert reply["content"][1]["arguments"] == {"path": "a.py"}
+    follow = ModelRequest(
+        system="SYS",
+        messages=[user_message("go", 1), reply, tool_result("toolu_01R", "read", "x = 1")],
+        tools=TOOLS,
+    )
+    await collect(model, follow)
+    sent = server.requests[1]["body"]["messages"][1]["content"]
+    assert sent[0] == {"type": "redacted_thinking", "data": data}
+    assert sent[1]["type"] == "tool_use"

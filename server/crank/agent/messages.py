@@ -26,6 +26,9 @@ class ThinkingBlock(TypedDict):
     thinking: str
     signature: NotRequired[str]
     """Opaque provider token; Anthropic needs it sent back unchanged."""
+    redacted: NotRequired[str]
+    """Reasoning the provider encrypted (Anthropic ``redacted_thinking``): opaque data,
+    never shown, sent back unchanged; ``thinking`` is then empty."""
 
 
 class ToolCallBlock(TypedDict):

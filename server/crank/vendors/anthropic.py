@@ -53,7 +53,9 @@ def _blocks_of(message: Message) -> tuple[str, list[dict[str, Any]]]:
             if part["text"]:
                 blocks.append({"type": "text", "text": part["text"]})
         elif part["type"] == "thinking":
-            if "signature" in part:
+            if "redacted" in part:
+                blocks.append({"type": "redacted_thinking", "data": part["redacted"]})
+            elif "signature" in part:
                 blocks.append(
                     {
                         "type": "thinking",
@@ -94,7 +96,7 @@ def render_messages(
             continue
         turn, last = where[index]
         for block in reversed(rendered[turn]["content"][: last + 1]):
-            if block["type"] != "thinking":
+            if block["type"] not in ("thinking", "redacted_thinking"):
                 if "cache_control" not in block:
                     block["cache_control"] = dict(_EPHEMERAL)
                     placed += 1
@@ -171,7 +173,7 @@ class AnthropicParser:
         self.complete = False
         self.stop_reason: StopReason = "stop"
         self._index: dict[int, int] = {}
-        """Anthropic block index -> our content index (redacted blocks are skipped)."""
+        """Anthropic block index -> our content index."""
 
     def feed(self, event: str, data: str) -> list[StreamEvent]:
         if event == "ping" or not data:
@@ -208,6 +210,9 @@ class AnthropicParser:
                 index, start = builder.open_tool(block.get("id"), block.get("name", ""))
                 self._index[payload["index"]] = index
                 return [start]
+            if block_type == "redacted_thinking":
+                self._index[payload["index"]] = builder.open_redacted(str(block.get("data", "")))
+                return []
             if block_type in ("text", "thinking"):
                 index = builder.open(block_type)
                 self._index[payload["index"]] = index

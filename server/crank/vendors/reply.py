@@ -32,6 +32,7 @@ class _Block:
     id: str = ""
     name: str = ""
     signature: list[str] = field(default_factory=list)
+    redacted: str | None = None
 
 
 def make_call_id() -> str:
@@ -67,6 +68,12 @@ class ReplyBuilder:
 
     def open(self, kind: Literal["text", "thinking"]) -> int:
         self.blocks.append(_Block(kind))
+        return len(self.blocks) - 1
+
+    def open_redacted(self, data: str) -> int:
+        """A reasoning block the provider encrypted: kept whole, to be sent back as is."""
+        self.streamed = True
+        self.blocks.append(_Block("thinking", redacted=data))
         return len(self.blocks) - 1
 
     def open_tool(self, call_id: str | None, name: str) -> tuple[int, ToolCallStart]:
@@ -121,7 +128,9 @@ class ReplyBuilder:
             if block.type == "text":
                 out.append({"type": "text", "text": joined})
             elif block.type == "thinking":
-                if block.signature:
+                if block.redacted is not None:
+                    out.append({"type": "thinking", "thinking": "", "redacted": block.redacted})
+                elif block.signature:
                     out.append(
                         {
                             "type": "thinking",
