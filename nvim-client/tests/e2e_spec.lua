@@ -185,6 +185,7 @@ H.test("reopening the chat restores the transcript (crank/messages)", function()
   vim.cmd("Crank first question")
   wait_settled()
   local ws = current_ws()
+  io.stderr:write("USAGE " .. vim.inspect(ws.usage) .. "\n")
   local settled = ws.settled_count
   vim.cmd("Crank second question")
   wait_next_settle(ws, settled, "the second run")
@@ -530,6 +531,35 @@ H.test("retry notices come from the server's retry events (a 529, then success)"
   })
   H.contains(H.transcript(), "Overloaded")
   H.eq(2, #H.model_requests(port))
+end)
+
+H.test("a compaction the server starts mid-run (threshold) shows its notices in the chat", function()
+  -- About 2,000 tokens of reply in a 3,000-token window: the second prompt passes the
+  -- threshold whatever the system prompt's size (it is about 1,750 tokens today).
+  local long = string.rep("This answer is long enough to be worth summarising. ", 150)
+  local port = H.model_server({
+    estimateUsage = true,
+    replies = {
+      { text = "First: " .. long },
+      { text = "A summary of the first question." },
+      { text = "Second answer, after the compaction." },
+    },
+  })
+  H.setup_crank(port, { provider = { contextWindow = 3000 }, context = { keepRecentTokens = 60 } })
+  H.project({})
+  vim.cmd("Crank first question")
+  wait_settled()
+  local ws = current_ws()
+  local settled = ws.settled_count
+  vim.cmd("Crank second question")
+  wait_next_settle(ws, settled, "the second run")
+  in_order(H.transcript(), {
+    "## You\n\nsecond question",
+    "_Compacting the conversation (threshold)…_",
+    "_Conversation compacted._",
+    "Second answer, after the compaction.",
+  })
+  H.contains(vim.json.encode(H.model_requests(port)[3].body), "A summary of the first question.", "the summary went to the model")
 end)
 
 H.run()
