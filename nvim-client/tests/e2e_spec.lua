@@ -185,6 +185,7 @@ H.test("reopening the chat restores the transcript (crank/messages)", function()
   vim.cmd("Crank first question")
   wait_settled()
   local ws = current_ws()
+  io.stderr:write("USAGE " .. vim.inspect(ws.usage) .. "\n")
   local settled = ws.settled_count
   vim.cmd("Crank second question")
   wait_next_settle(ws, settled, "the second run")
@@ -350,6 +351,215 @@ H.test("one client per project root, attached to the file buffers inside it", fu
   end
   table.sort(names)
   H.eq({ "crank://chat", "crank://chat/" .. vim.fs.basename(b) }, names)
+end)
+
+--- Positions of `needles` in `text`, failing unless each is found after the one before.
+local function in_order(text, needles)
+  local at = 0
+  for _, needle in ipairs(needles) do
+    local found = text:find(needle, at + 1, true)
+    H.ok(found, string.format("%q not found after position %d in:\n%s", needle, at, text))
+    at = found
+  end
+end
+
+H.test(":CrankSteer during a run: the text enters after the current tool batch", function()
+  local port = H.model_server({
+    {
+      text = "Reading the readme first, slowly.",
+      chunks = 6,
+      delayMs = 120,
+      toolCalls = { { id = "call_r1", name = "read", arguments = { path = "README.md" } } },
+    },
+    { text = "Steered: doing it your way." },
+  })
+  H.setup_crank(port, { permission_mode = "auto" })
+  H.project({ ["README.md"] = "demo readme" })
+  vim.cmd("Crank look at the readme")
+  local ws
+  H.wait_for(function()
+    ws = current_ws()
+    return ws and ws.running and H.transcript():find("Reading", 1, true)
+  end, "the first reply to be streaming")
+  vim.cmd("CrankSteer use the other approach")
+  H.wait_for(function()
+    return vim.tbl_contains(ws.queue.steering or {}, "use the other approach")
+  end, "the steering text in the queue")
+  H.ok(not H.transcript():find("use the other approach", 1, true), "not in the transcript while queued")
+  wait_settled()
+  in_order(H.transcript(), {
+    "## You\n\nlook at the readme",
+    "Reading the readme first, slowly.",
+    "✓ **read** `README.md`",
+    "## You\n\nuse the other approach",
+    "## Crank\n\nSteered: doing it your way.",
+  })
+  H.eq({}, ws.queue.steering, "the queue is empty once the steering went in")
+  local requests = H.model_requests(port)
+  H.eq(2, #requests, "one request per turn")
+  H.ok(not vim.json.encode(requests[1].body):find("use the other approach", 1, true), "not in the first request")
+  local second = vim.json.encode(requests[2].body)
+  local result_at = second:find("demo readme", 1, true)
+  local steer_at = second:find("use the other approach", 1, true)
+  H.ok(result_at and steer_at and result_at < steer_at, "the second request has the steering after the tool result")
+end)
+
+H.test(":CrankCompact shows the notice; reopening shows the summary", function()
+  local long = string.rep("This answer is long enough to be worth summarising. ", 8)
+  local port = H.model_server({
+    estimateUsage = true,
+    replies = {
+      { text = "First: " .. long },
+      { text = "Second: " .. long },
+      { text = "Third: " .. long },
+      { text = "We talked about three questions and their long answers." },
+    },
+  })
+  H.setup_crank(port, { context = { keepRecentTokens = 60 } })
+  H.project({})
+  vim.cmd("Crank first question")
+  wait_settled()
+  local ws = current_ws()
+  for _, q in ipairs({ "second question", "third question" }) do
+    local settled = ws.settled_count
+    vim.cmd("Crank " .. q)
+    wait_next_settle(ws, settled, "the run of " .. q)
+  end
+  local told = #H.notifications
+  vim.cmd("CrankCompact")
+  H.wait_for(function()
+    return H.notified("crank: compacted (", told)
+  end, "crank/compact's answer")
+  -- Let anything the answer set off (requests, redraws) finish before looking.
+  H.eq(nil, (ws:request_wait("crank/state", {})))
+  vim.wait(50)
+  in_order(H.transcript(), {
+    "Third: ",
+    "_Compacting the conversation (manual)…_",
+    "_Conversation compacted._",
+  })
+  local requests = H.model_requests(port)
+  H.eq(4, #requests, "three prompts and one summary request")
+
+  vim.cmd("bwipeout! " .. H.chat().buf)
+  vim.cmd("Crank")
+  H.wait_for(function()
+    return H.transcript():find("Previous conversation summary:", 1, true)
+  end, "the summary in the reopened chat")
+  in_order(H.transcript(), {
+    "## You\n\nPrevious conversation summary:",
+    "We talked about three questions and their long answers.",
+    "Third: ",
+  })
+  H.ok(not H.transcript():find("First: ", 1, true), "the summarised answers are gone from the transcript")
+end)
+
+H.test(":CrankMode readOnly offers no mutating tool and a write changes nothing; back to ask", function()
+  local port = H.model_server({
+    { toolCalls = { { id = "call_w1", name = "write", arguments = { path = "notes.txt", content = "overwritten" } } } },
+    { text = "I cannot write in read-only mode." },
+  })
+  H.setup_crank(port, { permission_mode = "ask" })
+  local root = H.project({ ["notes.txt"] = "keep me" })
+  local calls = H.stub_select(function(label)
+    return label == "Allow"
+  end)
+  vim.cmd("Crank")
+  local ws = current_ws()
+  vim.cmd("CrankMode readOnly")
+  H.wait_for(function()
+    return ws.permission_mode == "readOnly"
+  end, "crank/setPermissionMode")
+  local mutating = { write = true, edit = true, bash = true }
+  local function offered_tools()
+    local err, prompt = ws:request_wait("crank/systemPrompt", {})
+    H.eq(nil, err)
+    local names = {}
+    for _, source in ipairs(prompt.sources or {}) do
+      if source.kind == "tool" then
+        names[#names + 1] = source.name
+      end
+    end
+    for name in pairs(mutating) do
+      local listed = prompt.text:find("\n- " .. name .. ":", 1, true) ~= nil
+      if listed and not vim.tbl_contains(names, name) then
+        names[#names + 1] = name
+      end
+    end
+    return names
+  end
+  local names = offered_tools()
+  H.ok(vim.tbl_contains(names, "read"), "read is still offered: " .. vim.inspect(names))
+  for _, name in ipairs(names) do
+    H.ok(not mutating[name], "readOnly offers " .. name)
+  end
+
+  vim.cmd("Crank overwrite notes.txt")
+  wait_settled()
+  H.eq({ "keep me" }, vim.fn.readfile(root .. "/notes.txt"), "the file is unchanged")
+  H.eq(0, #calls, "nothing to ask about: the tool does not exist in readOnly")
+  H.contains(H.transcript(), "✗ **write** `notes.txt`")
+  local request_tools = {}
+  for _, tool in ipairs(H.model_requests(port)[1].body.tools or {}) do
+    request_tools[#request_tools + 1] = tool["function"] and tool["function"].name or tool.name
+  end
+  H.ok(#request_tools > 0 and not vim.tbl_contains(request_tools, "write"), "the model was not offered write: " .. vim.inspect(request_tools))
+
+  vim.cmd("CrankMode ask")
+  H.wait_for(function()
+    return ws.permission_mode == "ask"
+  end, "back to ask")
+  H.ok(vim.tbl_contains(offered_tools(), "write"), "ask offers write again")
+end)
+
+H.test("retry notices come from the server's retry events (a 529, then success)", function()
+  local port = H.model_server({
+    { status = 529, retryAfter = 0.1, errorMessage = "Overloaded, try again" },
+    { text = "Answered after the retry." },
+  })
+  H.setup_crank(port, { provider = { api = "anthropic", baseUrl = "http://127.0.0.1:" .. port, model = "test" } })
+  H.project({})
+  vim.cmd("Crank are you there")
+  wait_settled()
+  local ws = current_ws()
+  in_order(table.concat(ws.events, " "), { "retry_start", "retry_end", "agent_settled" })
+  in_order(H.transcript(), {
+    "## You\n\nare you there",
+    "_Retrying (attempt 1) in 0.1s: ",
+    "_Retry succeeded._",
+    "Answered after the retry.",
+  })
+  H.contains(H.transcript(), "Overloaded")
+  H.eq(2, #H.model_requests(port))
+end)
+
+H.test("a compaction the server starts mid-run (threshold) shows its notices in the chat", function()
+  -- About 2,000 tokens of reply in a 3,000-token window: the second prompt passes the
+  -- threshold whatever the system prompt's size (it is about 1,750 tokens today).
+  local long = string.rep("This answer is long enough to be worth summarising. ", 150)
+  local port = H.model_server({
+    estimateUsage = true,
+    replies = {
+      { text = "First: " .. long },
+      { text = "A summary of the first question." },
+      { text = "Second answer, after the compaction." },
+    },
+  })
+  H.setup_crank(port, { provider = { contextWindow = 3000 }, context = { keepRecentTokens = 60 } })
+  H.project({})
+  vim.cmd("Crank first question")
+  wait_settled()
+  local ws = current_ws()
+  local settled = ws.settled_count
+  vim.cmd("Crank second question")
+  wait_next_settle(ws, settled, "the second run")
+  in_order(H.transcript(), {
+    "## You\n\nsecond question",
+    "_Compacting the conversation (threshold)…_",
+    "_Conversation compacted._",
+    "Second answer, after the compaction.",
+  })
+  H.contains(vim.json.encode(H.model_requests(port)[3].body), "A summary of the first question.", "the summary went to the model")
 end)
 
 H.run()

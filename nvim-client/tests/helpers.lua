@@ -12,9 +12,22 @@ vim.opt.runtimepath:prepend(H.plugin)
 vim.o.swapfile = false
 vim.o.shortmess = vim.o.shortmess .. "F"
 
--- Messages from the plugin (and Neovim's LSP handlers) on lines of their own.
+-- Messages from the plugin (and Neovim's LSP handlers) on lines of their own, and
+-- kept in H.notifications for tests that check what the user was told.
+H.notifications = {}
 vim.notify = function(msg)
+  H.notifications[#H.notifications + 1] = tostring(msg)
   io.stderr:write("[notify] " .. tostring(msg) .. "\n")
+end
+
+--- Whether a notification since index `since` contains `text`.
+function H.notified(text, since)
+  for i = (since or 0) + 1, #H.notifications do
+    if H.notifications[i]:find(text, 1, true) then
+      return true
+    end
+  end
+  return false
 end
 _G.print = function(...)
   local parts = {}
@@ -27,7 +40,12 @@ end
 local results = { passed = 0, failed = 0 }
 local cases = {}
 
+--- Register a test. CRANK_SPEC_FILTER=text runs only the tests whose name has it.
 function H.test(name, fn)
+  local only = vim.env.CRANK_SPEC_FILTER
+  if only and only ~= "" and not name:find(only, 1, true) then
+    return
+  end
   cases[#cases + 1] = { name = name, fn = fn }
 end
 

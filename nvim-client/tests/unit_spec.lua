@@ -16,9 +16,13 @@ H.test("config rejects a bad option, naming it", function()
   config.apply({})
 end)
 
-H.test("init options carry the provider, session dir and mode in camelCase", function()
-  config.apply({ provider = { api = "openai", model = "m" }, session_dir = "/tmp/s", permission_mode = "autoEdit", trusted = true })
-  H.eq({ crank = { provider = { api = "openai", model = "m" }, sessionDir = "/tmp/s", permissionMode = "autoEdit", trusted = true } }, config.init_options())
+H.test("init options carry the provider, session dir, mode and context in camelCase", function()
+  config.apply({ provider = { api = "openai", model = "m" }, session_dir = "/tmp/s", permission_mode = "autoEdit", trusted = true, context = { keepRecentTokens = 50 } })
+  local expected = { provider = { api = "openai", model = "m" }, sessionDir = "/tmp/s", permissionMode = "autoEdit", trusted = true, context = { keepRecentTokens = 50 } }
+  H.eq({ crank = expected }, config.init_options())
+  local ok, err = pcall(config.apply, { context = 50 })
+  H.ok(not ok, "a context that is not a table is refused")
+  H.contains(err, "option context")
   config.apply({})
 end)
 

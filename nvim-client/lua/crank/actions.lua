@@ -297,21 +297,21 @@ function M.model(spec)
 end
 
 --- :CrankCompact [instructions]
+---
+--- The chat is not reloaded: the conversation stays readable where it was, with the
+--- compaction notices (from the server's events) under it, as after a compaction the
+--- server does on its own mid-run. Reopening the chat shows what the agent now sees.
 function M.compact(instructions)
   local params = {}
   if instructions and instructions ~= "" then
     params.instructions = instructions
   end
-  call("compaction", "crank/compact", params, function(ws, result)
+  call("compaction", "crank/compact", params, function(_, result)
     if not result.compacted then
       return vim.notify("crank: not compacted: " .. tostring(result.reason or "nothing to do"), vim.log.levels.INFO)
     end
     local msg = string.format("crank: compacted (%s → %s tokens)", tostring(result.tokensBefore), tostring(result.tokensAfter))
     vim.notify(msg, vim.log.levels.INFO)
-    local chat = chat_mod.by_root[ws.root]
-    if chat then
-      chat:reload()
-    end
   end)
 end
 

@@ -25,6 +25,9 @@ M.defaults = {
   permission_mode = nil,
   --- Whether the workspace is trusted (nil: the server decides).
   trusted = nil,
+  --- Compaction settings sent as initializationOptions.crank.context (policy,
+  --- reserveTokens, keepRecentTokens, clearAtTokens). nil: the server's defaults.
+  context = nil,
   --- Files or folders that mark a project root.
   root_markers = { ".git", ".hg", "pyproject.toml", "package.json", "Cargo.toml", "go.mod" },
   --- Attach to file buffers inside a root automatically (so code actions and
@@ -83,6 +86,9 @@ local function check(cfg)
       fail("provider.api", '"anthropic", "openai" or "scripted"', api)
     end
   end
+  if cfg.context ~= nil and type(cfg.context) ~= "table" then
+    fail("context", "a table", cfg.context)
+  end
   if cfg.permission_mode ~= nil and not MODES[cfg.permission_mode] then
     fail("permission_mode", '"ask", "autoEdit", "auto" or "readOnly"', cfg.permission_mode)
   end
@@ -126,6 +132,7 @@ local INIT_KEYS = {
   session_dir = "sessionDir",
   permission_mode = "permissionMode",
   trusted = "trusted",
+  context = "context",
 }
 
 --- The `initializationOptions.crank` object the server reads.
