@@ -172,8 +172,8 @@ class WorkspaceHost:
 
     # -- configuration ----------------------------------------------------------------
 
-    def _tool_set(self) -> list[Any]:
-        if self.permissions.mode == "readOnly":
+    def _tool_set(self, mode: str | None = None) -> list[Any]:
+        if (mode or self.permissions.mode) == "readOnly":
             return read_only_tools(self.ctx)
         return standard_tools(self.ctx)
 
@@ -530,11 +530,12 @@ class WorkspaceHost:
     async def set_permission_mode(self, mode: str) -> dict[str, Any]:
         if mode not in PERMISSION_MODES:
             raise invalid_params("mode", f"must be one of {', '.join(PERMISSION_MODES)}")
-        was_read_only = self.permissions.mode == "readOnly"
-        self.permissions.mode = mode
-        if was_read_only != (mode == "readOnly"):
-            self.tools = self._tool_set()
+        if (self.permissions.mode == "readOnly") != (mode == "readOnly"):
+            # The tool set and the prompt change first; the mode is published (in
+            # crank/state) only once the prompt that goes with it is built.
+            self.tools = self._tool_set(mode)
             self.harness.set_tools(self.tools)
             if self.watcher is not None:
                 await self.watcher.refresh()
+        self.permissions.mode = mode
         return {"mode": mode}
