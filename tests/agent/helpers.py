@@ -26,15 +26,26 @@ def failing_tool(name: str = "explode") -> Tool:
 
 
 def slow_tool(
-    name: str = "slow", seconds: float = 30.0, started: asyncio.Event | None = None
+    name: str = "slow",
+    seconds: float = 30.0,
+    started: asyncio.Event | None = None,
+    cancelled: list[bool] | None = None,
 ) -> Tool:
+    """Sleeps ``seconds``; appends True to ``cancelled`` if it was cancelled mid-sleep
+    (so a test can tell an abort that cancels from one that waits, without a clock)."""
+
     async def execute(
         arguments: dict[str, Any], signal: AbortSignal, on_update: OnUpdate
     ) -> ToolOutput:
         on_update("working...")
         if started is not None:
             started.set()
-        await asyncio.sleep(seconds)
+        try:
+            await asyncio.sleep(seconds)
+        except asyncio.CancelledError:
+            if cancelled is not None:
+                cancelled.append(True)
+            raise
         return ToolOutput("finished")
 
     return Tool(name=name, description="Takes a while.", parameters=STRING_ARG, execute=execute)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import time
 from typing import Any
 
 import pytest
@@ -98,11 +97,10 @@ async def test_abort_during_a_silent_stream_is_prompt_and_keeps_the_partial_repl
         collected.append(event)
         if sum(1 for e in collected if e["type"] == "message_update") == 2:
             break
-    started = time.monotonic()
+    # The stream is silent for ever (hang_after), so abort returning at all proves it
+    # cancelled the stream instead of waiting; latency is measured by bench/abort.py.
     assert await harness.abort() == "aborted"
-    elapsed = time.monotonic() - started
     collected += [e async for e in events]
-    assert elapsed < 0.2, elapsed
     last = harness.messages[-1]
     assert last["role"] == "assistant" and last["stopReason"] == "aborted"
     assert last["content"] == [{"type": "text", "text": "Hello ther"}]
@@ -113,14 +111,15 @@ async def test_abort_during_a_silent_stream_is_prompt_and_keeps_the_partial_repl
 
 async def test_abort_during_a_slow_tool_gives_an_aborted_result() -> None:
     started = asyncio.Event()
+    cancelled: list[bool] = []
     model = ScriptedModel([call("slow", {"text": "x"}), say("never")])
-    harness = Harness(system="s", tools=[slow_tool(started=started)], model=model)
+    tool = slow_tool(started=started, cancelled=cancelled)
+    harness = Harness(system="s", tools=[tool], model=model)
     run = harness.prompt("go")
     events = run.events()
     await started.wait()
-    t0 = time.monotonic()
-    await harness.abort()
-    assert time.monotonic() - t0 < 0.2
+    assert await harness.abort() == "aborted"
+    assert cancelled == [True]  # cut short mid-sleep, not waited for (bench/abort.py times it)
     collected = [e async for e in events]
     result = harness.messages[-1]
     assert result["role"] == "toolResult" and result["isError"] and "Aborted" in result["content"]

@@ -107,3 +107,26 @@ async def test_an_event_announced_by_a_listener_follows_the_event_it_heard() -> 
     await run.wait()
     for seen in (heard, consumed):
         assert seen.index("usage_update") == seen.index("message_end", 3) + 1
+
+
+@pytest.mark.parametrize("which", ["before_request", "build_request"])
+async def test_a_hook_that_raises_still_settles_the_run_balanced(which: str) -> None:
+    async def broken_hook(*_: Any) -> Any:
+        raise RuntimeError("the disk is full")
+
+    model = ScriptedModel([say("never sent")])
+    harness = Harness(system="s", tools=[], model=model, **{which: broken_hook})
+    run = harness.prompt("go")
+    events = [e async for e in run.events()]
+    assert events[-1]["type"] == "agent_settled"
+    assert_balanced(events)
+    assert not harness.is_running
+    last = harness.messages[-1]
+    assert last["role"] == "assistant" and last["stopReason"] == "error"
+    assert "the disk is full" in last["errorMessage"]
+    assert model.requests == []
+    assert await harness.abort() == "idle"
+    again = ScriptedModel([say("fine")])
+    harness.model = again
+    harness.before_request = harness.build_request = None
+    assert await harness.prompt("again").wait() == "stop"

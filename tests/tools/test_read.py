@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 
@@ -104,3 +105,22 @@ async def test_outside_hook_can_allow(root: Path, tmp_path: Path) -> None:
     result = await call(tools, "read", {"path": "../shared.txt"})
     assert result.content == "shared"
     assert asked == [(root.parent / "shared.txt").resolve()]
+
+
+async def test_a_named_pipe_is_refused_not_waited_on(root: Path, tools: list[Tool]) -> None:
+    os.mkfifo(root / "pipe")
+    # Reading a FIFO with no writer blocks for ever in a thread no abort can stop; the
+    # wait_for only turns that hang into a failure, it times nothing.
+    for name in ("read", "edit"):
+        args = (
+            {"path": "pipe"} if name == "read" else {"path": "pipe", "oldText": "a", "newText": "b"}
+        )
+        result = await asyncio.wait_for(call(tools, name, args), 10)
+        assert result.is_error
+        assert "pipe is not a regular file" in result.content
+
+
+async def test_a_directory_is_named_as_one(root: Path, tools: list[Tool]) -> None:
+    (root / "sub").mkdir()
+    result = await call(tools, "read", {"path": "sub"})
+    assert result.is_error and "sub is a directory, not a file; use ls" in result.content

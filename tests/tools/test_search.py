@@ -141,3 +141,18 @@ async def test_ls(tree: Path, ctx: ToolContext) -> None:
     assert limited.content.startswith("app.py\n\n[Showing 1 of 3 entries")
     missing = await call(tools, "ls", {"path": "nowhere"})
     assert missing.is_error and "Directory not found: nowhere" in missing.content
+
+
+@pytest.mark.parametrize("engine", ENGINES)
+async def test_grep_and_find_do_not_follow_a_file_link_out_of_the_workspace(
+    root: Path, ctx: ToolContext, engine: str
+) -> None:
+    secret = root.parent / "secret.txt"
+    secret.write_text("TODO the key is hunter2\n")
+    (root / "inside.txt").write_text("TODO inside\n")
+    (root / "leak.txt").symlink_to(secret)
+    result = await call(grep_tool(ctx, engine), "grep", {"pattern": "TODO"})
+    assert "hunter2" not in result.content
+    assert result.content.splitlines() == ["inside.txt:1: TODO inside"]
+    found = await call([make_find(ctx)], "find", {"pattern": "*.txt"})
+    assert found.content.splitlines() == ["inside.txt"]

@@ -7,7 +7,8 @@ listener that raises ends the run loudly: a saver that cannot save must not be s
 
 Every run ends with exactly one ``agent_settled``, after ``agent_end`` and after whatever
 the run caused afterwards (``after_run``, e.g. compaction). Events are balanced on every
-exit: if the loop is cut short (a listener failed), the pairs it opened are closed.
+exit: if the loop is cut short (a listener failed, or a hook such as ``build_request``
+raised), the pairs it opened are closed and the failure is recorded as an error reply.
 
 System prompt, tools and model are captured when a run starts; changing them while a
 run is active takes effect at the next run, never mid-run (principle 9).
@@ -339,6 +340,7 @@ class Harness:
             recover_overflow=recover_overflow,
         )
         open_pairs: list[str] = []
+        crash: Exception | None = None
         loop = agent_loop(self._record, new_messages, config, self._signal)
         try:
             async for event in loop:
@@ -349,10 +351,16 @@ class Harness:
                     run.stop_reason = event["stopReason"]
                 if not await self._flush_pending_events(run):
                     break
+        except Exception as exc:  # a hook raised: the run must still end, recorded and settled
+            log.exception("the run stopped on an error")
+            crash = exc
         finally:
             await loop.aclose()
         if run.error is not None:
-            await self._close_after_failure(run, open_pairs)
+            await self._close_after_failure(run, open_pairs, f"a listener failed: {run.error}")
+        elif crash is not None:
+            why = f"{type(crash).__name__}: {crash}"
+            await self._close_after_failure(run, open_pairs, why, saved=True)
         try:
             if self.after_run is not None and run.error is None:
                 await self.after_run(self, run.stop_reason or "stop")
@@ -392,16 +400,19 @@ class Harness:
         elif kind in _OPENS and open_pairs and open_pairs[-1] == _OPENS[kind]:
             open_pairs.pop()
 
-    async def _close_after_failure(self, run: Run, open_pairs: list[str]) -> None:
+    async def _close_after_failure(
+        self, run: Run, open_pairs: list[str], why: str, *, saved: bool = False
+    ) -> None:
         """Record the failure and close every pair the loop opened, for the listeners
-        that still work and the consumer."""
+        that still work and the consumer. ``saved``: the listeners still work, so the
+        notice gets a message pair of its own when none was open (the log keeps it)."""
         notice = assistant_message(
-            [],
-            stop_reason="error",
-            model=self.model.id,
-            error_message=f"Run stopped: a listener failed: {run.error}",
+            [], stop_reason="error", model=self.model.id, error_message=f"Run stopped: {why}"
         )
         closing: list[Event] = []
+        if saved and "message_start" not in open_pairs:
+            open_pairs = [*open_pairs, "message_start"]
+            closing.append({"type": "message_start", "message": notice})
         for kind in reversed(open_pairs):
             end = _CLOSES[kind]
             if end == "message_end":

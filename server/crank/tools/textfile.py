@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -69,8 +70,18 @@ def decode_file(path: Path, data: bytes, display: str) -> str:
 
 
 def _read_bytes(path: Path, display: str) -> bytes:
+    """The file's bytes. Only a regular file is read: a FIFO or a device could block
+    the worker thread for ever, where no abort reaches it (O_NONBLOCK makes the open
+    itself return at once, so the check can be made on what was opened)."""
     try:
-        return path.read_bytes()
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
+        with os.fdopen(fd, "rb") as handle:
+            mode = os.fstat(handle.fileno()).st_mode
+            if stat.S_ISDIR(mode):
+                raise IsADirectoryError(path)
+            if not stat.S_ISREG(mode):
+                raise ToolError(f"{display} is not a regular file (a pipe, socket or device).")
+            return handle.read()
     except FileNotFoundError:
         raise ToolError(f"File not found: {display}") from None
     except IsADirectoryError:

@@ -1,5 +1,6 @@
 """Walking a tree the way a developer means it: .gitignore respected (roughly), .git
-and node_modules skipped, symlinked directories not followed, names in sorted order.
+and node_modules skipped, symlinks not followed (neither directories nor files, as
+ripgrep does: a link may point out of the workspace), names in sorted order.
 
 "Roughly" means: .gitignore files in the walked directories and their ancestors up to
 the workspace root, with negation, directory-only and anchored patterns, last match
@@ -120,5 +121,5 @@ def _walk(
             continue
         if is_dir:
             yield from _walk(path, layers, stop, respect)
-        elif entry.is_file():
+        elif entry.is_file(follow_symlinks=False):
             yield path
