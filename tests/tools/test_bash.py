@@ -120,3 +120,14 @@ async def test_rejected_command_does_not_run(root: Path) -> None:
 async def test_pager_is_disabled(tools: list[Tool]) -> None:
     result = await call(tools, "bash", {"command": "echo $PAGER $GIT_PAGER"})
     assert result.content == "cat cat"
+
+
+async def test_commands_never_see_the_providers_keys(
+    tools: list[Tool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ANTHROPIC_API_KEY", "sk-ant-never-shown")
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-oai-never-shown")
+    monkeypatch.setenv("PROJECT_SETTING", "kept")
+    out = await call(tools, "bash", {"command": "env"})
+    assert "never-shown" not in out.content
+    assert "PROJECT_SETTING=kept" in out.content

@@ -103,3 +103,14 @@ def test_the_key_never_prints(tmp_path: Path, caplog: pytest.LogCaptureFixture) 
         assert KEY not in text
     assert config.public()["hasApiKey"] is True
     assert config.api_key is not None and config.api_key.reveal() == KEY
+
+
+def test_credentials_in_a_base_url_are_never_shown() -> None:
+    from crank.vendors.config import without_credentials
+
+    assert (
+        without_credentials("https://user:sk-123@proxy.example/v1")
+        == "https://***@proxy.example/v1"
+    )
+    assert without_credentials("http://127.0.0.1:8080/v1") == "http://127.0.0.1:8080/v1"
+    assert without_credentials(None) is None

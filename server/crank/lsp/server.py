@@ -421,7 +421,7 @@ async def _messages(ls: CrankServer, params: Params) -> Any:
 
 @handles("crank/sessions")
 async def _sessions(ls: CrankServer, params: Params) -> Any:
-    return (await ls.host_for(params)).sessions()
+    return await (await ls.host_for(params)).sessions()
 
 
 @handles("crank/newSession")
@@ -432,7 +432,7 @@ async def _new_session(ls: CrankServer, params: Params) -> Any:
 @handles("crank/openSession")
 async def _open_session(ls: CrankServer, params: Params) -> Any:
     session_id = params.required_text("sessionId")
-    return (await ls.host_for(params)).open_session(session_id)
+    return await (await ls.host_for(params)).open_session(session_id)
 
 
 @handles("crank/tree")

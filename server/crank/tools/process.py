@@ -24,9 +24,16 @@ def shell() -> str:
     return shutil.which("bash") or "/bin/sh"
 
 
+PROVIDER_SECRETS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
+"""The model providers' keys: Crank's own credentials, not the project's. A command the
+agent runs never sees them, so ``env`` or a debug print cannot copy a key into a tool
+result (and from there into events and the session file)."""
+
+
 def command_env() -> dict[str, str]:
-    """The server's environment, with pagers turned off (nobody can press q)."""
-    env = dict(os.environ)
+    """The server's environment without the providers' keys, with pagers turned off
+    (nobody can press q)."""
+    env = {name: value for name, value in os.environ.items() if name not in PROVIDER_SECRETS}
     env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"})
     return env
 

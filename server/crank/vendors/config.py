@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import platformdirs
 
@@ -95,9 +96,19 @@ class ProviderConfig:
         return {
             "api": self.api,
             "model": self.model,
-            "baseUrl": self.base_url,
+            "baseUrl": without_credentials(self.base_url),
             "hasApiKey": self.api_key is not None,
         }
+
+
+def without_credentials(url: str | None) -> str | None:
+    """A URL with any ``user:password@`` taken out, for showing it."""
+    if url is None:
+        return None
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url
+    return urlunsplit(parts._replace(netloc="***@" + parts.netloc.rsplit("@", 1)[1]))
 
 
 def default_config_file() -> Path:

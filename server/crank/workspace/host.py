@@ -49,6 +49,16 @@ from .usage import usage_of
 log = logging.getLogger(__name__)
 
 
+def open_and_replay(path: Path) -> tuple[SessionLog, list[Message]]:
+    """Open a session for writing and read its transcript: file work, for a thread."""
+    opened = SessionLog.open(path)
+    try:
+        return opened, opened.replay()
+    except BaseException:
+        opened.close()
+        raise
+
+
 def seconds_until_tomorrow() -> float:
     """From now to a second past the next local midnight."""
     now = datetime.datetime.now()
@@ -121,7 +131,7 @@ class WorkspaceHost:
         """Resume the newest session, build the prompt, arm the watcher."""
         try:
             if self._resume_last:
-                self._resume_newest()
+                await self._resume_newest()
             first = await self._rebuild()
             self.prompt = first
             self.harness.set_system(first.text)
@@ -159,13 +169,13 @@ class WorkspaceHost:
         if self.log is not None:
             self.log.close()
 
-    def _resume_newest(self) -> None:
-        path = self.store.newest()
-        if path is None:
-            return
+    async def _resume_newest(self) -> None:
         try:
-            opened = SessionLog.open(path)
-            self.harness.replace_messages(opened.replay())
+            path = await asyncio.to_thread(self.store.newest)
+            if path is None:
+                return
+            opened, messages = await asyncio.to_thread(open_and_replay, path)
+            self.harness.replace_messages(messages)
             self._adopt_log(opened)
         except (SessionError, OSError) as exc:
             self.client.log(f"Crank: the last session was not resumed: {exc}")
@@ -450,8 +460,9 @@ class WorkspaceHost:
     def messages(self) -> dict[str, Any]:
         return {"messages": list(self.harness.messages)}
 
-    def sessions(self) -> dict[str, Any]:
-        return {"sessions": [dict(summary) for summary in self.store.list()]}
+    async def sessions(self) -> dict[str, Any]:
+        listed = await asyncio.to_thread(self.store.list)  # a cold listing reads the files
+        return {"sessions": [dict(summary) for summary in listed]}
 
     def tree(self) -> dict[str, Any]:
         if self.log is None:
@@ -487,13 +498,15 @@ class WorkspaceHost:
         )
         return {"sessionId": self.session_id}
 
-    def open_session(self, session_id: str) -> dict[str, Any]:
+    async def open_session(self, session_id: str) -> dict[str, Any]:
         self._require_idle("opening a session")
         path = self.store.path_of(session_id)
         if self.log is not None and self.log.path == path:
             return {"sessionId": self.session_id}
-        opened = SessionLog.open(path)
-        messages = opened.replay()
+        opened, messages = await asyncio.to_thread(open_and_replay, path)  # off the loop
+        if self.harness.is_running:  # a prompt won the race while the file was read
+            opened.close()
+            self._require_idle("opening a session")
         self._adopt_log(opened)
         self.harness.replace_messages(messages)
         self.stream.emit(
