@@ -6,7 +6,7 @@
  * context chips for the next prompt.
  */
 import * as vscode from "vscode";
-import type { HostMessage, ViewMessage } from "./chat/protocol";
+import { parseViewMessage, type HostMessage, type ViewMessage } from "./chat/protocol";
 import type { ChatAction } from "./chat/state";
 import { chatPageHtml, makeNonce } from "./chat/html";
 import { diffSides, editOf, planUndo, type EditInfo } from "./chat/edits";
@@ -94,7 +94,14 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
       scriptUri: view.webview.asWebviewUri(vscode.Uri.joinPath(dist, "chat.js")).toString(),
       styleUri: view.webview.asWebviewUri(vscode.Uri.joinPath(dist, "chat.css")).toString(),
     });
-    view.webview.onDidReceiveMessage((m: ViewMessage) => this.onMessage(m).catch((err) => this.showError(err)));
+    view.webview.onDidReceiveMessage((raw: unknown) => {
+      const m = parseViewMessage(raw);
+      if (!m) {
+        this.server.output.appendLine(`Ignored a malformed message from the chat view: ${JSON.stringify(raw)?.slice(0, 200)}`);
+        return;
+      }
+      this.onMessage(m).catch((err) => this.showError(err));
+    });
     view.onDidDispose(() => (this.view = undefined));
   }
 

@@ -37,3 +37,63 @@ export type ViewMessage =
   | { type: "removeContext"; index: number }
   | { type: "pickWorkspace" }
   | { type: "installHelp" };
+
+const DECISIONS = new Set(["allow", "allowSession", "allowAlways", "reject"]);
+const MODES = new Set(["ask", "autoEdit", "auto", "readOnly"]);
+const SEND_MODES = new Set(["prompt", "steer", "followUp"]);
+const QUEUES = new Set(["steering", "followUp"]);
+const isStr = (v: unknown): v is string => typeof v === "string";
+const isIndex = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v) && v >= 0;
+const optStr = (v: unknown) => v === undefined || isStr(v);
+
+/**
+ * The page's message checked field by field before the host acts on it. The page runs
+ * model output through its renderer, so the host treats what it posts as untrusted: a
+ * message of an unknown type, or with a field of the wrong type or value, is refused
+ * (undefined) rather than half-applied, and the caller says so in the log.
+ */
+export function parseViewMessage(m: unknown): ViewMessage | undefined {
+  if (!m || typeof m !== "object") return undefined;
+  const o = m as Record<string, unknown>;
+  switch (o.type) {
+    case "ready":
+    case "resync":
+    case "abort":
+    case "newSession":
+    case "listSessions":
+    case "restartServer":
+    case "showLog":
+    case "showSystemPrompt":
+    case "addContext":
+    case "pickWorkspace":
+    case "installHelp":
+      return { type: o.type };
+    case "send":
+      return isStr(o.text) && isStr(o.mode) && SEND_MODES.has(o.mode) ? { type: "send", text: o.text, mode: o.mode as "prompt" | "steer" | "followUp" } : undefined;
+    case "removeQueued":
+      return isStr(o.kind) && QUEUES.has(o.kind) && isIndex(o.index) && optStr(o.text)
+        ? { type: "removeQueued", kind: o.kind as "steering" | "followUp", index: o.index, ...(isStr(o.text) ? { text: o.text } : {}) }
+        : undefined;
+    case "permission":
+      return isStr(o.id) && isStr(o.decision) && DECISIONS.has(o.decision) && optStr(o.reason)
+        ? { type: "permission", id: o.id, decision: o.decision as PermissionDecision, ...(isStr(o.reason) ? { reason: o.reason } : {}) }
+        : undefined;
+    case "openSession":
+      return isStr(o.sessionId) && o.sessionId ? { type: "openSession", sessionId: o.sessionId } : undefined;
+    case "setModel":
+      return isStr(o.api) && o.api && isStr(o.id) && o.id ? { type: "setModel", api: o.api, id: o.id } : undefined;
+    case "setPermissionMode":
+      return isStr(o.mode) && MODES.has(o.mode) ? { type: "setPermissionMode", mode: o.mode as PermissionMode } : undefined;
+    case "openDiff":
+    case "undoEdit":
+      return isStr(o.toolCallId) && o.toolCallId ? { type: o.type, toolCallId: o.toolCallId } : undefined;
+    case "openFile":
+      return isStr(o.path) && o.path ? { type: "openFile", path: o.path } : undefined;
+    case "copy":
+      return isStr(o.text) ? { type: "copy", text: o.text } : undefined;
+    case "removeContext":
+      return isIndex(o.index) ? { type: "removeContext", index: o.index } : undefined;
+    default:
+      return undefined;
+  }
+}
