@@ -24,13 +24,17 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
   private pinnedWorkspace: vscode.WorkspaceFolder | undefined;
   private lastFolder: vscode.WorkspaceFolder | undefined;
   private readonly pending = new Map<string, { request: PermissionRequest; resolve: (r: PermissionResponse) => void }>();
+  /** Pending ids already asked as a notification (so closing the view does not ask twice). */
+  private readonly notified = new Set<string>();
   private readonly edits = new Map<string, TrackedEdit>();
   private readonly diffDocs = new Map<string, string>();
   private context: { label: string; item: ContextItem }[] = [];
   private nextPermissionId = 1;
+  /** Permission ids are unique across reloads, so a card restored from an old page state never answers a new question. */
+  private readonly permissionPrefix = `perm-${Date.now().toString(36)}`;
 
   constructor(private readonly ext: vscode.ExtensionContext, private readonly server: ServerManager) {
-    server.permissionHandler = (p) => this.askPermission(p);
+    server.permissionHandler = (p, cancelled) => this.askPermission(p, cancelled);
     server.beforeServerCommand = () => void this.reveal();
     ext.subscriptions.push(
       server.onEvent((p) => this.onEvent(p)),
@@ -102,7 +106,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
       }
       this.onMessage(m).catch((err) => this.showError(err));
     });
-    view.onDidDispose(() => (this.view = undefined));
+    view.onDidDispose(() => {
+      this.view = undefined;
+      // The cards went with the page: ask the open questions as notifications instead, so the run does not wait on nothing.
+      for (const [id, p] of this.pending) void this.notifyPermission(id, p.request);
+    });
   }
 
   async reveal(): Promise<void> {
@@ -168,6 +176,12 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
       const edit = editOf(ev.toolName, ev.arguments ?? {});
       if (edit) this.edits.set(ev.toolCallId, { ...this.edits.get(ev.toolCallId), edit, workspace: p.workspace });
     }
+    if (ev.type === "agent_settled") {
+      // A settled run asks nothing more: its questions still open here are stale.
+      for (const [id, q] of this.pending) {
+        if (q.request.workspace === p.workspace && (!p.runId || q.request.runId === p.runId)) this.withdrawPermission(id, "the run ended before an answer");
+      }
+    }
     if (ev.type === "session_changed" && p.workspace === this.workspace()) {
       void this.ext.workspaceState.update(`crank.lastSession.${p.workspace}`, ev.sessionId);
       void this.refresh();
@@ -178,8 +192,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
 
   // ---- permission requests -----------------------------------------------------------
 
-  private askPermission(request: PermissionRequest): Promise<PermissionResponse> {
-    const id = `perm-${this.nextPermissionId++}`;
+  private askPermission(request: PermissionRequest, cancelled: (listener: () => void) => void): Promise<PermissionResponse> {
+    const id = `${this.permissionPrefix}-${this.nextPermissionId++}`;
     if (request.preview?.kind === "diff") {
       // Remember the file's previous text: it is what "Undo this edit" restores after a write.
       const edit = editOf(request.toolName, request.arguments) ?? {
@@ -194,10 +208,13 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
       this.pending.set(id, { request, resolve });
       this.dispatch({ type: "permissionRequest", id, request });
       if (!this.view?.visible || request.workspace !== this.workspace()) void this.notifyPermission(id, request);
+      cancelled(() => this.withdrawPermission(id, "the run was stopped"));
     });
   }
 
   private async notifyPermission(id: string, r: PermissionRequest): Promise<void> {
+    if (this.notified.has(id)) return;
+    this.notified.add(id);
     const what = r.preview?.kind === "command" ? r.preview.command : r.preview?.kind === "diff" ? r.preview.path : r.toolName;
     const pick = await vscode.window.showWarningMessage(`Crank wants to run ${r.toolName}: ${what}`, "Allow", "Allow for Session", "Always Allow", "Reject", "Show");
     const map: Record<string, PermissionResponse["decision"]> = { Allow: "allow", "Allow for Session": "allowSession", "Always Allow": "allowAlways", Reject: "reject" };
@@ -209,8 +226,25 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     const p = this.pending.get(id);
     if (!p) return; // already answered elsewhere (card or notification)
     this.pending.delete(id);
+    this.notified.delete(id);
     p.resolve(response);
     this.dispatch({ type: "permissionResolved", id, decision: response.decision, reason: response.reason });
+  }
+
+  /** The question is void (the server withdrew it, or its run settled): answer reject and close the card as not answered. */
+  private withdrawPermission(id: string, reason: string): void {
+    const p = this.pending.get(id);
+    if (!p) return;
+    this.pending.delete(id);
+    this.notified.delete(id);
+    p.resolve({ decision: "reject", reason });
+    this.dispatch({ type: "permissionResolved", id, decision: "reject", reason, withdrawn: true });
+  }
+
+  /** Tell a (re)loaded page which questions are open: it closes any other card and shows these. */
+  private syncPermissions(): void {
+    this.dispatch({ type: "permissionsOpen", ids: Array.from(this.pending.keys()) });
+    for (const [id, p] of this.pending) this.dispatch({ type: "permissionRequest", id, request: p.request });
   }
 
   private rejectAllPending(reason: string): void {
@@ -224,6 +258,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     const workspace = this.workspace();
     switch (m.type) {
       case "ready":
+        this.syncPermissions();
+        return this.refresh();
       case "resync":
         return this.refresh();
       case "restartServer":

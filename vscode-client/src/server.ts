@@ -57,7 +57,7 @@ export class ServerManager implements vscode.Disposable {
   readonly onStatus = this.statusEmitter.event;
   readonly onEvent = this.eventEmitter.event;
   /** Set by the chat view: answers crank/requestPermission. */
-  permissionHandler: ((p: PermissionRequest) => Promise<PermissionResponse>) | undefined;
+  permissionHandler: ((p: PermissionRequest, cancelled: (listener: () => void) => void) => Promise<PermissionResponse>) | undefined;
   /** Called before a server-side command (quick fix) runs, so the chat can come forward. */
   beforeServerCommand: (() => void) | undefined;
 
@@ -135,7 +135,7 @@ export class ServerManager implements vscode.Disposable {
         if (e.newState === State.Stopped && this.lc === lc) this.setStatus("down", "The server process exited. Its log is in the Crank output channel.");
       }),
       this.crank.onEvent((p) => this.eventEmitter.fire(p)),
-      this.crank.onPermissionRequest((p) => (this.permissionHandler ? this.permissionHandler(p) : Promise.resolve({ decision: "reject", reason: "no chat view to ask in" }))),
+      this.crank.onPermissionRequest((p, cancelled) => (this.permissionHandler ? this.permissionHandler(p, cancelled) : Promise.resolve({ decision: "reject", reason: "no chat view to ask in" }))),
     );
     this.setStatus("starting");
     try {

@@ -46,6 +46,8 @@ export interface PermissionItem {
   request: PermissionRequest;
   decision?: PermissionDecision;
   reason?: string;
+  /** The question was withdrawn unanswered (the run stopped, or the host no longer holds it). */
+  withdrawn?: boolean;
 }
 export interface NoticeItem { kind: "notice"; id: string; level: "info" | "warning" | "error"; text: string }
 export type ChatItem = UserItem | AssistantItem | ToolItem | PermissionItem | NoticeItem;
@@ -78,7 +80,9 @@ export type ChatAction =
   | { type: "transcript"; messages: Message[]; sessionId?: string; workspace?: string }
   | { type: "state"; state: StateResult; workspace?: string }
   | { type: "permissionRequest"; id: string; request: PermissionRequest }
-  | { type: "permissionResolved"; id: string; decision: PermissionDecision; reason?: string }
+  | { type: "permissionResolved"; id: string; decision: PermissionDecision; reason?: string; withdrawn?: boolean }
+  /** The host's open questions: any other open card is stale (answered elsewhere, or from before a reload). */
+  | { type: "permissionsOpen"; ids: string[] }
   | { type: "server"; status: ServerStatus; message?: string }
   | { type: "sessions"; sessions: SessionInfo[] }
   | { type: "models"; models: ModelInfo[] }
@@ -103,6 +107,12 @@ let noticeCounter = 0;
 function notice(level: NoticeItem["level"], text: string): NoticeItem {
   noticeCounter += 1;
   return { kind: "notice", id: `notice-${Date.now().toString(36)}-${noticeCounter}`, level, text };
+}
+
+/** Close open permission cards that `which` selects, as withdrawn with `reason`. */
+function withdrawPermissions(items: ChatItem[], which: (p: PermissionItem) => boolean, reason: string): ChatItem[] {
+  if (!items.some((it) => it.kind === "permission" && !it.decision && which(it))) return items;
+  return items.map((it) => (it.kind === "permission" && !it.decision && which(it) ? { ...it, decision: "reject" as const, reason, withdrawn: true } : it));
 }
 
 function replaceItem(items: ChatItem[], id: string, kind: ChatItem["kind"], f: (it: any) => ChatItem): ChatItem[] {
@@ -254,7 +264,9 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
             ? { ...it, status: "failed" as const, result: it.result ?? "(interrupted)" }
             : it,
       );
-      return { ...s, running: false, items: settled, compacting: false, retry: undefined };
+      // A settled run asks nothing more: a question of this run still open is stale.
+      const closed = withdrawPermissions(settled, (q) => !p.runId || !q.request.runId || q.request.runId === p.runId, "the run ended before an answer");
+      return { ...s, running: false, items: closed, compacting: false, retry: undefined };
     }
     case "queue_update":
       return { ...s, queue: { steering: ev.steering, followUp: ev.followUp } };
@@ -305,7 +317,8 @@ export function reduce(s: ChatState, a: ChatAction): ChatState {
     case "transcript":
       return {
         ...s,
-        items: itemsFromMessages(a.messages),
+        // An open question is not in any transcript: keep its card, or it could not be answered.
+        items: [...itemsFromMessages(a.messages), ...pendingPermissions(s)],
         sessionId: a.sessionId ?? s.sessionId,
         workspace: a.workspace ?? s.workspace,
         gap: false,
@@ -329,18 +342,24 @@ export function reduce(s: ChatState, a: ChatAction): ChatState {
       };
     }
     case "permissionRequest":
+      // The host re-sends its open questions when the page (re)loads: one card per id.
+      if (s.items.some((it) => it.kind === "permission" && it.id === a.id)) return s;
       return { ...s, items: [...s.items, { kind: "permission", id: a.id, request: a.request }] };
     case "permissionResolved":
       return {
         ...s,
-        items: replaceItem(s.items, a.id, "permission", (p: PermissionItem) => ({ ...p, decision: a.decision, reason: a.reason })),
+        items: replaceItem(s.items, a.id, "permission", (p: PermissionItem) =>
+          p.decision ? p : { ...p, decision: a.decision, reason: a.reason, ...(a.withdrawn ? { withdrawn: true } : {}) },
+        ),
       };
+    case "permissionsOpen": {
+      const open = new Set(a.ids);
+      return { ...s, items: withdrawPermissions(s.items, (p) => !open.has(p.id), "no longer asked") };
+    }
     case "server": {
       const down = a.status === "down" || a.status === "notInstalled";
       // A dead server answers no permission request: close open cards so no button lies.
-      const items = down
-        ? s.items.map((it) => (it.kind === "permission" && !it.decision ? { ...it, decision: "reject" as const, reason: "server stopped" } : it))
-        : s.items;
+      const items = down ? withdrawPermissions(s.items, () => true, "server stopped") : s.items;
       return { ...s, server: { status: a.status, message: a.message }, running: down ? false : s.running, items };
     }
     case "sessions":

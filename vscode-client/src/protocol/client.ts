@@ -29,7 +29,13 @@ export interface Disposable { dispose(): void }
 export interface RpcChannel {
   sendRequest<R>(method: string, params?: unknown): Promise<R>;
   onNotification(method: string, handler: (params: any) => void): Disposable;
-  onRequest(method: string, handler: (params: any) => unknown): Disposable;
+  onRequest(method: string, handler: (params: any, token?: Cancellation) => unknown): Disposable;
+}
+
+/** The part of a JSON-RPC cancellation token this client reads (vscode-jsonrpc's CancellationToken). */
+export interface Cancellation {
+  readonly isCancellationRequested: boolean;
+  onCancellationRequested(listener: () => void): unknown;
 }
 
 /** Which workspace (and optionally session) a request acts on. */
@@ -125,9 +131,19 @@ export class CrankClient {
     return this.rpc.onNotification(Methods.event, handler);
   }
 
-  /** Install the one handler that answers the server's permission requests. */
-  onPermissionRequest(handler: (p: PermissionRequest) => Promise<PermissionResponse>): Disposable {
-    return this.rpc.onRequest(Methods.requestPermission, handler);
+  /**
+   * Install the one handler that answers the server's permission requests. `cancelled`
+   * fires when the server withdraws the question (`$/cancelRequest`: the run was
+   * aborted), so the handler can close its prompt instead of leaving it open and stale.
+   */
+  onPermissionRequest(handler: (p: PermissionRequest, cancelled: (listener: () => void) => void) => Promise<PermissionResponse>): Disposable {
+    return this.rpc.onRequest(Methods.requestPermission, (p: PermissionRequest, token?: Cancellation) =>
+      handler(p, (listener) => {
+        if (!token) return;
+        if (token.isCancellationRequested) listener();
+        else token.onCancellationRequested(listener);
+      }),
+    );
   }
 }
 

@@ -391,7 +391,8 @@ function renderPermission(p: PermissionItem): HTMLElement {
   if (p.decision) {
     const what = pv?.kind === "diff" ? pv.path : pv?.kind === "command" ? pv.command : keyArg({ args: r.arguments } as ToolItem);
     card.querySelector(".card-head")!.append(h("code", { class: "tool-arg", title: what }, what));
-    card.append(h("div", { class: `decision ${p.decision}` }, `${decisionLabel[p.decision]}${p.reason ? `: ${p.reason}` : ""}`));
+    const label = p.withdrawn ? "Not answered" : decisionLabel[p.decision];
+    card.append(h("div", { class: `decision ${p.withdrawn ? "withdrawn" : p.decision}` }, `${label}${p.reason ? `: ${p.reason}` : ""}`));
     return card;
   }
   if (pv?.kind === "command") card.append(h("pre", { class: "command" }, pv.command));

@@ -6,7 +6,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { PassThrough } from "node:stream";
-import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type MessageConnection } from "vscode-jsonrpc/node";
+import { CancellationTokenSource, createMessageConnection, StreamMessageReader, StreamMessageWriter, type MessageConnection } from "vscode-jsonrpc/node";
 import { CrankClient } from "../../src/protocol/client";
 import type { EventParams, PermissionResponse } from "../../src/protocol/types";
 
@@ -74,5 +74,32 @@ test("crank/event notifications and crank/requestPermission requests reach their
   assert.equal(got[0].event.type, "agent_start");
   const answer = await server.sendRequest<PermissionResponse>("crank/requestPermission", { toolName: "bash", toolCallId: "c", arguments: {} });
   assert.deepEqual(answer, { decision: "reject", reason: "no shells" });
+  close();
+});
+
+test("a crank/requestPermission the server cancels ($/cancelRequest) tells the handler", { timeout: 10_000 }, async () => {
+  const { client, server, close } = pair();
+  const crank = new CrankClient(client);
+  let withdrawn!: () => void;
+  let asked!: () => void;
+  const heard = new Promise<void>((r) => (withdrawn = r));
+  const asking = new Promise<void>((r) => (asked = r));
+  crank.onPermissionRequest(
+    (_p, cancelled) =>
+      new Promise<PermissionResponse>((resolve) => {
+        cancelled(() => {
+          withdrawn();
+          resolve({ decision: "reject", reason: "withdrawn" });
+        });
+        asked();
+      }),
+  );
+  const source = new CancellationTokenSource();
+  const answer = server.sendRequest<PermissionResponse>("crank/requestPermission", { toolName: "bash", toolCallId: "c", arguments: {} }, source.token);
+  // Cancel only once the question is being asked (as an abort during a prompt does).
+  await asking;
+  source.cancel();
+  await heard;
+  assert.deepEqual(await answer.catch((e: Error) => ({ error: e.message })), { decision: "reject", reason: "withdrawn" });
   close();
 });

@@ -1,7 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { contextFraction, initialState, itemsFromMessages, pendingPermissions, reduce, type AssistantItem, type ChatState, type ToolItem } from "../../src/chat/state";
-import type { CrankEvent, EventParams, Message } from "../../src/protocol/types";
+import { contextFraction, initialState, itemsFromMessages, pendingPermissions, reduce, type AssistantItem, type ChatState, type PermissionItem, type ToolItem } from "../../src/chat/state";
+import type { CrankEvent, EventParams, Message, PermissionRequest } from "../../src/protocol/types";
 import { eventsOf, loadRun } from "./fixture";
 
 const run = loadRun();
@@ -128,4 +128,36 @@ test("session_changed empties the chat and asks for a re-read", () => {
   assert.equal(s2.sessionId, "s-new");
   assert.equal(s2.items.length, 0);
   assert.equal(s2.gap, true);
+});
+
+test("agent_settled closes the open questions of its own run, not another run's", () => {
+  const req = run.untilPermission.find((s) => "request" in s)!.params as PermissionRequest;
+  let s = reduce(initialState(), { type: "permissionRequest", id: "p1", request: { ...req, runId: "r" } });
+  s = reduce(s, { type: "permissionRequest", id: "p2", request: { ...req, runId: "other" } });
+  s = reduce(s, { type: "event", params: at(0, { type: "agent_settled" }) });
+  assert.deepEqual(pendingPermissions(s).map((p) => p.id), ["p2"]);
+  const closed = s.items.find((i) => i.kind === "permission" && i.id === "p1") as PermissionItem;
+  assert.equal(closed.withdrawn, true);
+  // A late answer for a withdrawn card does not rewrite what it says.
+  s = reduce(s, { type: "permissionResolved", id: "p1", decision: "allow" });
+  assert.equal((s.items.find((i) => i.kind === "permission" && i.id === "p1") as PermissionItem).decision, "reject");
+});
+
+test("a reloaded page shows each open question once and closes cards the host no longer holds", () => {
+  const req = run.untilPermission.find((s) => "request" in s)!.params as PermissionRequest;
+  let s = reduce(initialState(), { type: "permissionRequest", id: "old-1", request: req });
+  s = reduce(s, { type: "permissionRequest", id: "new-1", request: req });
+  s = reduce(s, { type: "permissionsOpen", ids: ["new-1"] });
+  s = reduce(s, { type: "permissionRequest", id: "new-1", request: req });
+  assert.equal(s.items.filter((i) => i.kind === "permission").length, 2);
+  assert.deepEqual(pendingPermissions(s).map((p) => p.id), ["new-1"]);
+});
+
+test("re-reading the transcript (resync after a gap) keeps the card of an open question", () => {
+  const req = run.untilPermission.find((s) => "request" in s)!.params as PermissionRequest;
+  let s = feed(initialState(), eventsOf(run.untilPermission));
+  s = reduce(s, { type: "permissionRequest", id: "p1", request: req });
+  s = reduce(s, { type: "transcript", messages: [{ role: "user", content: "fix add", timestamp: 1 }] });
+  assert.deepEqual(s.items.map((i) => i.kind), ["user", "permission"]);
+  assert.deepEqual(pendingPermissions(s).map((p) => p.id), ["p1"]);
 });
