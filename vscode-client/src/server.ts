@@ -200,7 +200,11 @@ export class ServerManager implements vscode.Disposable {
   private configChanged(e: vscode.ConfigurationChangeEvent): void {
     if (!e.affectsConfiguration("crank")) return;
     if (e.affectsConfiguration("crank.permissionMode")) {
-      void this.client?.setPermissionMode({ mode: readSettings().permissionMode }).catch(() => undefined);
+      const mode = readSettings().permissionMode;
+      void this.client?.setPermissionMode({ mode }).catch((err: Error) => {
+        this.output.appendLine(`crank/setPermissionMode ${mode} failed: ${err.message}`);
+        void vscode.window.showErrorMessage(`Crank: the permission mode setting (${mode}) was not applied: ${err.message}`);
+      });
     }
     if (["crank.server", "crank.provider", "crank.sessionDir"].some((s) => e.affectsConfiguration(s))) {
       void vscode.window.showInformationMessage("Crank: restart the server to apply the new settings?", "Restart").then((pick) => {
