@@ -265,4 +265,44 @@ H.test("a refused prompt goes back into the prompt area", function()
   H.eq("do not lose me", chat:prompt_text())
 end)
 
+H.test("a question still open when its run settles is withdrawn: rejected once, preview closed, a late pick ignored", function()
+  local permission = require("crank.permission")
+  local original = vim.ui.select
+  local picks = {}
+  vim.ui.select = function(_, _, on_choice)
+    picks[#picks + 1] = on_choice
+  end
+  local answers = {}
+  local params = { toolName = "bash", runId = "run-1", arguments = { command = "make" }, preview = { kind = "command", command = "make" } }
+  permission.ask(params, function(a)
+    answers[#answers + 1] = a
+  end)
+  local other = { kind = "command", command = "make test" }
+  permission.ask(vim.tbl_extend("force", params, { runId = "run-2", preview = other }), function(a)
+    answers[#answers + 1] = a
+  end)
+  local function float_texts()
+    local out = {}
+    for _, w in ipairs(vim.api.nvim_list_wins()) do
+      if vim.api.nvim_win_get_config(w).relative ~= "" then
+        out[#out + 1] = table.concat(vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(w), 0, -1, false), "\n")
+      end
+    end
+    return out
+  end
+  H.eq(2, #float_texts(), "both previews are open")
+  H.eq(1, permission.withdraw("run-1"))
+  H.eq(1, #answers)
+  H.eq("reject", answers[1].decision)
+  local left = float_texts()
+  H.eq(1, #left, "the withdrawn question's preview is closed")
+  H.contains(left[1], "make test", "the other run's question stays")
+  picks[1]({ decision = "allow", label = "Allow" })
+  H.eq(1, #answers, "a late pick for a withdrawn question answers nothing")
+  picks[2]({ decision = "allow", label = "Allow" })
+  H.eq("allow", answers[2].decision)
+  H.eq(0, permission.withdraw(nil))
+  vim.ui.select = original
+end)
+
 H.run()

@@ -9,6 +9,9 @@ local did_setup = false
 local function wire()
   local client = require("crank.client")
   client.on_event = function(ws, params)
+    if type(params.event) == "table" and params.event.type == "agent_settled" then
+      require("crank.permission").withdraw(params.runId)
+    end
     require("crank.chat").dispatch(ws, params)
   end
   client.on_permission = function(ws, params)

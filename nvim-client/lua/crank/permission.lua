@@ -43,16 +43,28 @@ function M.preview(params)
   return win, buf
 end
 
---- Ask the user; `callback({decision, reason?})`. Closes the preview afterwards.
+--- Questions being asked, each `{run_id, finish}`, so a run that ends can withdraw them.
+---@type table<table, {run_id: string|nil, finish: fun(answer: table)}>
+M.open = {}
+
+--- Ask the user; `callback({decision, reason?})` once. Closes the preview afterwards.
 function M.ask(params, callback)
   local win = M.preview(params)
   M.last_preview = win and vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(win), 0, -1, false) or nil
+  local key, done = {}, false
   local function finish(answer)
+    -- A picker answered after the question was withdrawn (or twice) changes nothing.
+    if done then
+      return
+    end
+    done = true
+    M.open[key] = nil
     if win and vim.api.nvim_win_is_valid(win) then
       vim.api.nvim_win_close(win, true)
     end
     callback(answer)
   end
+  M.open[key] = { run_id = params.runId, finish = finish }
   vim.ui.select(M.CHOICES, {
     prompt = string.format("Crank: allow %s?", params.toolName or "this tool"),
     kind = "crank.permission",
@@ -70,6 +82,26 @@ function M.ask(params, callback)
     end
     finish({ decision = choice.decision })
   end)
+end
+
+--- Withdraw the open questions of `run_id` (every one when nil): the run settled, so
+--- the server asks nothing more (an abort cancels its question). Each is answered
+--- "reject" (which resumes the waiting handler) and its preview closed; the picker's
+--- later answer is ignored. Returns how many were withdrawn.
+---@param run_id string|nil
+---@return integer
+function M.withdraw(run_id)
+  local n = 0
+  for _, q in pairs(M.open) do
+    if run_id == nil or q.run_id == nil or q.run_id == run_id then
+      n = n + 1
+      q.finish({ decision = "reject", reason = "The run ended before an answer." })
+    end
+  end
+  if n > 0 then
+    vim.notify("crank: the run ended; its permission question was withdrawn", vim.log.levels.INFO)
+  end
+  return n
 end
 
 --- The crank/requestPermission handler body: waits (in the RPC coroutine) for the user.
