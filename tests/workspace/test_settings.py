@@ -34,3 +34,19 @@ def test_a_malformed_layer_is_refused_by_its_name(tmp_path: Path) -> None:
     with pytest.raises(CrankError) as raised:
         merge_layers([("pushed", {"provider": {"script": 3}})], config_file=tmp_path / "n.json")
     assert "pushed.provider.script" in raised.value.message
+
+
+def test_a_pushed_change_without_the_key_keeps_the_key_from_start_up(tmp_path: Path) -> None:
+    from crank.vendors import resolve_provider
+
+    settings = merge_layers(
+        [
+            ("workspace/didChangeConfiguration", {"trusted": True, "provider": {"model": "m2"}}),
+            ("initializationOptions.crank", {"provider": {"api": "anthropic", "apiKey": "k-1"}}),
+        ],
+        config_file=tmp_path / "none.json",
+    )
+    assert settings.trusted is True
+    config = resolve_provider(*settings.provider_layers, config_file=tmp_path / "none.json", env={})
+    assert config.api == "anthropic" and config.model == "m2"
+    assert config.api_key is not None and config.api_key.reveal() == "k-1"
