@@ -98,3 +98,17 @@ def test_ids_resolve_by_unique_prefix_and_unknown_ones_are_named(tmp_path: Path)
     assert error.value.code == 1002
     with pytest.raises(NoSuchSession):
         store.path_of("../escape")
+
+
+async def test_the_listing_cache_is_as_private_as_the_sessions(tmp_path: Path) -> None:
+    # The cache holds each session's first prompt; session files are 0o600, so it is too.
+    store = SessionStore(tmp_path / "ws", tmp_path / "sessions")
+    with store.create() as log:
+        await log.append_message(ask("my token is s3cret, fix the login"))
+        session_file = log.path
+    store.list()
+    cache = store.directory / INDEX_NAME
+    assert b"s3cret" in cache.read_bytes()
+    assert session_file.stat().st_mode & 0o777 == 0o600
+    assert cache.stat().st_mode & 0o777 == 0o600
+    assert [p.name for p in store.directory.iterdir() if p.name.endswith(".tmp")] == []

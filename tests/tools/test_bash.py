@@ -131,3 +131,28 @@ async def test_commands_never_see_the_providers_keys(
     out = await call(tools, "bash", {"command": "env"})
     assert "never-shown" not in out.content
     assert "PROJECT_SETTING=kept" in out.content
+
+
+async def test_saved_output_is_private_to_the_user(tmp_path: Path, tools: list[Tool]) -> None:
+    # The default folder is in the shared temp directory, and a command's output can
+    # hold anything it printed (an environment, a token): only its owner may read it.
+    outputs = tmp_path / "outputs"
+    outputs.mkdir(mode=0o755)
+    outputs.chmod(0o755)
+    result = await call(tools, "bash", {"command": "seq 1 5000"})
+    saved = Path(result.details["fullOutputPath"]) if result.details else None
+    assert saved is not None and saved.parent == outputs
+    assert saved.stat().st_mode & 0o777 == 0o600
+    assert outputs.stat().st_mode & 0o777 == 0o700
+
+
+async def test_output_is_not_saved_through_a_link(root: Path, tmp_path: Path) -> None:
+    # Someone who made the predictable folder name a link first does not get the output.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (tmp_path / "outputs").symlink_to(elsewhere)
+    tools = standard_tools(ToolContext(root, output_dir=tmp_path / "outputs"))
+    result = await call(tools, "bash", {"command": "seq 1 5000"})
+    assert result.is_error
+    assert str(tmp_path / "outputs") in result.content
+    assert list(elsewhere.iterdir()) == []

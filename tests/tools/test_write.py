@@ -1,6 +1,9 @@
 from __future__ import annotations
 
+import os
 from pathlib import Path
+
+import pytest
 
 from crank.agent.tools import Tool
 from crank.tools import Decision, MemoryDocuments, ToolContext, standard_tools
@@ -59,3 +62,26 @@ async def test_directory_and_escape_refused(root: Path, tools: list[Tool]) -> No
     assert folder.is_error and "directory" in folder.content
     assert escape.is_error and "outside the workspace" in escape.content
     assert not (root.parent / "evil.txt").exists()
+
+
+async def test_a_new_file_gets_the_umask_mode_without_touching_the_umask(
+    root: Path, tools: list[Tool], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A spy, not a mock: os.umask still runs. The umask is one per process, so setting it
+    # to 0 even for a moment gives a file another thread creates then mode 0o666.
+    changes: list[int] = []
+    real_umask = os.umask
+
+    def spy(mask: int) -> int:
+        changes.append(mask)
+        return real_umask(mask)
+
+    previous = real_umask(0o027)
+    try:
+        monkeypatch.setattr(os, "umask", spy)
+        result = await call(tools, "write", {"path": "fresh.txt", "content": "x\n"})
+    finally:
+        real_umask(previous)
+    assert not result.is_error, result.content
+    assert changes == []
+    assert (root / "fresh.txt").stat().st_mode & 0o777 == 0o640

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.text import Text
 
 from .lsp_client import LspClient
 from .render import EventPrinter
@@ -153,9 +154,15 @@ async def _demo_via_server(workdir: Path, console: Console) -> int:
         await client.notify("initialized", {})
         _header(console, project, "crank serve (a child process, LSP over stdio)")
         await client.request("crank/prompt", {"text": PROMPT})
-        await settled.wait()
+        await client.wait_for(settled)
         state = await client.request("crank/state", {})
         console.print(f"[dim]session file:[/] {state.get('sessionFile')}")
+    except ConnectionError as exc:
+        server_log.flush()
+        tail = (workdir / "server.log").read_text(errors="replace").splitlines()[-20:]
+        console.print(Text(f"Error: {exc}", style="bold red"))
+        console.print(Text("\n".join(tail), style="dim"))
+        return 1
     finally:
         await client.close()
         server_log.close()

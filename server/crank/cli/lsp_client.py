@@ -42,6 +42,10 @@ class LspClient:
         self._reading = asyncio.create_task(self._read_forever())
 
     async def request(self, method: str, params: Any = None) -> Any:
+        """The result of ``method``; ConnectionError once the server's output is closed
+        (a request it can no longer answer is never waited on)."""
+        if self._reading.done():
+            raise ConnectionError("the server closed its output")
         self._next_id += 1
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self._waiting[self._next_id] = future
@@ -49,6 +53,18 @@ class LspClient:
             {"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params}
         )
         return await future
+
+    async def wait_for(self, event: asyncio.Event) -> None:
+        """Wait until ``event`` is set; ConnectionError if the server's output closes
+        first (it exited or crashed), so a caller waiting on a notification the server
+        will never send does not hang."""
+        waiting = asyncio.ensure_future(event.wait())
+        try:
+            await asyncio.wait({waiting, self._reading}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            waiting.cancel()
+        if not event.is_set():
+            raise ConnectionError("the server closed its output before it was done")
 
     async def notify(self, method: str, params: Any = None) -> None:
         await self._send({"jsonrpc": "2.0", "method": method, "params": params})

@@ -24,7 +24,7 @@ from .errors import SummaryFailed
 from .estimate import Calibration
 from .identifiers import collect, collect_from_text, with_identifiers
 from .log import SessionLog
-from .replay import BRANCH_SUMMARY_PREFIX, COMPACTION_PREFIX, _as_user
+from .replay import replay_rows
 from .summary import build_request, summarize
 
 
@@ -42,24 +42,7 @@ def branch_rows(log: SessionLog) -> tuple[list[Row], str | None]:
     """The active branch as replay reads it, each row with its entry id (``None`` for
     the newest compaction's summary), and that summary's text if there is one."""
     branch = log.tree.path_to(log.tip) if log.tip is not None else []
-    start, previous = 0, None
-    rows: list[Row] = []
-    for position in range(len(branch) - 1, -1, -1):
-        entry = branch[position]
-        if entry["type"] == "compaction":
-            kept = entry["firstKeptId"]
-            start = next(i for i in range(position) if branch[i]["id"] == kept)
-            previous = str(entry["summary"])
-            rows.append((None, _as_user(f"{COMPACTION_PREFIX}\n\n{previous}", entry)))
-            break
-    for entry in branch[start:]:
-        if entry["type"] == "message":
-            rows.append((entry["id"], entry["message"]))
-        elif entry["type"] == "branchSummary":
-            rows.append(
-                (entry["id"], _as_user(f"{BRANCH_SUMMARY_PREFIX}\n\n{entry['summary']}", entry))
-            )
-    return rows, previous
+    return replay_rows(log.path, branch)
 
 
 async def compact_log(

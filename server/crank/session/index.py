@@ -20,6 +20,7 @@ import contextlib
 import json
 import mmap
 import os
+import secrets
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, NotRequired, TypedDict
@@ -191,9 +192,19 @@ def _load_cache(directory: Path) -> dict[str, dict[str, Any]]:
 
 
 def _save_cache(directory: Path, files: dict[str, dict[str, Any]]) -> None:
-    """Best effort, atomic: a failed save only means the next listing scans again."""
+    """Best effort, atomic: a failed save only means the next listing scans again.
+
+    The cache holds each session's first prompt, so it is 0o600 like the sessions; the
+    temporary name is unique, so two listings at once (threads of one process) never
+    write into the same file."""
     target = directory / INDEX_NAME
-    temporary = directory / f"{INDEX_NAME}.{os.getpid()}.tmp"
-    with contextlib.suppress(OSError):
-        temporary.write_text(json.dumps({"version": INDEX_VERSION, "files": files}))
+    temporary = directory / f"{INDEX_NAME}.{secrets.token_hex(6)}.tmp"
+    data = json.dumps({"version": INDEX_VERSION, "files": files}).encode("utf-8")
+    try:
+        fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
         os.replace(temporary, target)
+    except OSError:
+        with contextlib.suppress(OSError):
+            os.unlink(temporary)

@@ -24,8 +24,19 @@ BRANCH_SUMMARY_PREFIX = "Summary of an abandoned branch:"
 
 def transcript(path: Path, branch: list[Entry]) -> list[Message]:
     """The messages a model is shown for ``branch`` (a root-to-entry path)."""
+    rows, _ = replay_rows(path, branch)
+    return [message for _, message in rows]
+
+
+def replay_rows(
+    path: Path, branch: list[Entry]
+) -> tuple[list[tuple[str | None, Message]], str | None]:
+    """What ``transcript`` makes of ``branch``, each message with the id of the entry
+    that holds it (``None`` for the newest compaction's summary, which no entry holds
+    as a message), and that summary's text when there is one."""
     start = 0
-    messages: list[Message] = []
+    previous: str | None = None
+    rows: list[tuple[str | None, Message]] = []
     for position in range(len(branch) - 1, -1, -1):
         entry = branch[position]
         if entry["type"] != "compaction":
@@ -38,15 +49,17 @@ def transcript(path: Path, branch: list[Entry]) -> list[Message]:
                 f"entry {entry['id']}",
                 f"compaction's firstKeptId {kept} is not an earlier entry on its branch",
             )
-        messages.append(_as_user(f"{COMPACTION_PREFIX}\n\n{entry['summary']}", entry))
+        previous = str(entry["summary"])
+        rows.append((None, _as_user(f"{COMPACTION_PREFIX}\n\n{previous}", entry)))
         break
     for entry in branch[start:]:
         kind = entry["type"]
         if kind == "message":
-            messages.append(cast(Message, entry["message"]))
+            rows.append((entry["id"], cast(Message, entry["message"])))
         elif kind == "branchSummary":
-            messages.append(_as_user(f"{BRANCH_SUMMARY_PREFIX}\n\n{entry['summary']}", entry))
-    return messages
+            summary = _as_user(f"{BRANCH_SUMMARY_PREFIX}\n\n{entry['summary']}", entry)
+            rows.append((entry["id"], summary))
+    return rows, previous
 
 
 def _as_user(text: str, entry: Entry) -> UserMessage:

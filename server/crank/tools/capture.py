@@ -1,9 +1,16 @@
 """Command output held within a bound: all of it in memory while it is small, and
 spilled to a file in ``output_dir`` (plus a bounded tail in memory) once it is not.
-So ``yes | head -c 1G`` costs a file, not a gigabyte of RAM, and nothing is lost."""
+So ``yes | head -c 1G`` costs a file, not a gigabyte of RAM, and nothing is lost.
+
+The folder is by default in the shared temp directory under a predictable name, and
+output can hold anything a command printed: the folder is the user's own and 0o700
+(an existing one is tightened; a link or another user's folder is refused, naming it),
+and each file is created 0o600, never through a link."""
 
 from __future__ import annotations
 
+import os
+import stat
 import time
 import uuid
 from collections import deque
@@ -11,6 +18,19 @@ from pathlib import Path
 from typing import IO
 
 from crank.agent.tools import MAX_BYTES, MAX_LINES
+
+
+def private_dir(directory: Path) -> None:
+    """Make ``directory`` (if needed) and see that only this user can enter it."""
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    info = os.lstat(directory)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+        raise PermissionError(
+            f"{directory} is a link or not this user's own folder; "
+            "command output is not saved there"
+        )
+    if info.st_mode & 0o077:
+        os.chmod(directory, 0o700)
 
 
 class Capture:
@@ -47,10 +67,13 @@ class Capture:
     def spill(self) -> Path:
         """Start (or keep) the full-output file; everything so far goes into it."""
         if self.path is None:
-            self.output_dir.mkdir(parents=True, exist_ok=True)
+            private_dir(self.output_dir)
             stamp = time.strftime("%Y%m%d-%H%M%S")
-            self.path = self.output_dir / f"{self.prefix}-{stamp}-{uuid.uuid4().hex[:8]}.log"
-            self._file = self.path.open("w", encoding="utf-8", errors="surrogateescape")
+            path = self.output_dir / f"{self.prefix}-{stamp}-{uuid.uuid4().hex[:8]}.log"
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+            fd = os.open(path, flags, 0o600)
+            self._file = open(fd, "w", encoding="utf-8", errors="surrogateescape")  # noqa: SIM115
+            self.path = path
             self._file.write("".join(self._tail))
         return self.path
 

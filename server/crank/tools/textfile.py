@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import secrets
 import stat
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,6 +99,20 @@ async def load_text(path: Path, documents: Documents, display: str) -> Text:
     return split_text(decode_file(path, data, display))
 
 
+def _create_temp(path: Path) -> tuple[int, str]:
+    """A new temp file next to ``path``, created 0o666 so the kernel applies the umask
+    (a new file gets the mode any other program would give it). The umask is never read
+    by setting it: it is one per process, and another thread creating a file in that
+    moment would get mode 0o666."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
+    while True:
+        temp = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp")
+        try:
+            return os.open(temp, flags, 0o666), temp
+        except FileExistsError:
+            continue
+
+
 def write_atomic(path: Path, text: str) -> None:
     """Replace ``path`` with ``text`` (UTF-8) so readers see the old or the new file,
     never a half-written one. Creates missing parent directories."""
@@ -107,7 +121,7 @@ def write_atomic(path: Path, text: str) -> None:
         mode: int | None = path.stat().st_mode & 0o7777
     except FileNotFoundError:
         mode = None
-    fd, temp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    fd, temp = _create_temp(path)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(text.encode("utf-8"))
@@ -115,10 +129,6 @@ def write_atomic(path: Path, text: str) -> None:
             os.fsync(handle.fileno())
         if mode is not None:
             os.chmod(temp, mode)
-        else:
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(temp, 0o666 & ~umask)
         os.replace(temp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
