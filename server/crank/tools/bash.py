@@ -112,10 +112,15 @@ def report(done: Finished, timeout: float) -> ToolOutput:
     notes: list[str] = []
     saved = None
     if cut.truncated or capture.path is not None:
-        saved = capture.spill()
+        saved = capture.try_spill()
+        where = (
+            f"Full output saved to {saved}"
+            if saved is not None
+            else f"The full output could not be saved: {capture.save_error}"
+        )
         notes.append(
             f"[Output truncated: showing the last {cut.kept_lines} of {capture.lines} lines. "
-            f"Full output saved to {saved}]"
+            f"{where}]"
         )
     capture.close()
     if done.left_running:

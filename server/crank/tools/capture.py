@@ -44,6 +44,8 @@ class Capture:
         self._tail: deque[str] = deque()
         self._tail_chars = 0
         self._ends_open = False
+        self.save_error: str | None = None
+        """Why the full output could not be saved (the command goes on regardless)."""
 
     @property
     def lines(self) -> int:
@@ -58,11 +60,24 @@ class Capture:
         self._tail_chars += len(text)
         if self._file is not None:
             self._file.write(text)
-        elif self.total_chars > MAX_BYTES or self.total_lines > MAX_LINES:
-            self.spill()
-        if self._file is not None:
+        elif self.save_error is None and (
+            self.total_chars > MAX_BYTES or self.total_lines > MAX_LINES
+        ):
+            self.try_spill()
+        if self._file is not None or self.save_error is not None:
             while len(self._tail) > 1 and self._tail_chars - len(self._tail[0]) >= 2 * MAX_BYTES:
                 self._tail_chars -= len(self._tail.popleft())
+
+    def try_spill(self) -> Path | None:
+        """``spill``, but a folder that cannot be used is noted, not raised: the command
+        must keep being read (a reader that stops leaves it blocked on a full pipe)."""
+        if self.save_error is not None:
+            return None
+        try:
+            return self.spill()
+        except OSError as error:
+            self.save_error = str(error)
+            return None
 
     def spill(self) -> Path:
         """Start (or keep) the full-output file; everything so far goes into it."""
