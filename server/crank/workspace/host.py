@@ -44,7 +44,6 @@ from .prompts import context_text
 from .sessions import tree_json
 from .settings import PERMISSION_MODES, Settings
 from .stream import EventStream
-from .usage import usage_of
 
 log = logging.getLogger(__name__)
 
@@ -268,7 +267,9 @@ class WorkspaceHost:
     def usage(self) -> dict[str, Any]:
         if self.keeper is not None:
             return self.keeper.usage(self.harness)
-        return usage_of(self.harness.messages, self.harness.model.context_window)
+        # No log yet means a new, empty session: nothing used, nothing in the window.
+        empty = {"contextTokens": 0, "input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
+        return {**empty, "contextWindow": self.harness.model.context_window, "cost": 0.0}
 
     # -- context (compaction, policies): the Housekeeper of the active session ----------
 
