@@ -6,7 +6,7 @@ events. Listeners hear every event after the record changed and before the consu
 listener that raises ends the run loudly: a saver that cannot save must not be silent.
 
 Every run ends with exactly one ``agent_settled``, after ``agent_end`` and after whatever
-the run caused afterwards (``after_run``, e.g. compaction). Events are balanced on every
+the run caused (compaction and overflow retries happen inside it, in hooks). Events are balanced on every
 exit: if the loop is cut short (a listener failed, or a hook such as ``build_request``
 raised), the pairs it opened are closed and the failure is recorded as an error reply.
 
@@ -32,7 +32,6 @@ log = logging.getLogger(__name__)
 _T = TypeVar("_T")
 
 Listener = Callable[[Event], Awaitable[None] | None]
-AfterRun = Callable[["Harness", str], Awaitable[None]]
 
 _CLOSES = {
     "agent_start": "agent_end",
@@ -114,7 +113,6 @@ class Harness:
         build_request: BuildRequest | None = None,
         before_request: Callable[[Harness], Awaitable[None]] | None = None,
         recover_overflow: Callable[[Harness], Awaitable[bool]] | None = None,
-        after_run: AfterRun | None = None,
     ) -> None:
         self.system = system
         self.tools: list[Tool] = list(tools)
@@ -124,7 +122,6 @@ class Harness:
         self.before_request = before_request
         self.recover_overflow = recover_overflow
         self._in_hook = False
-        self.after_run = after_run
         self._record: list[Message] = list(messages)
         self._listeners: list[Listener] = []
         self._queues = Queues([], [])
@@ -361,21 +358,14 @@ class Harness:
         elif crash is not None:
             why = f"{type(crash).__name__}: {crash}"
             await self._close_after_failure(run, open_pairs, why, saved=True)
-        try:
-            if self.after_run is not None and run.error is None:
-                await self.after_run(self, run.stop_reason or "stop")
-        except Exception as exc:  # after_run must not leave the run unsettled
-            log.exception("after_run failed")
-            run.error = exc
-        finally:
-            self._run = None
-            settled: Event = {"type": "agent_settled"}
-            failure = await self._tell(settled, skip=run.failed_listener)
-            if failure is not None and run.error is None:
-                run.error = failure[0]
-            run._deliver(settled)
-            run._deliver(None)
-            run.settled.set()
+        self._run = None
+        settled: Event = {"type": "agent_settled"}
+        failure = await self._tell(settled, skip=run.failed_listener)
+        if failure is not None and run.error is None:
+            run.error = failure[0]
+        run._deliver(settled)
+        run._deliver(None)
+        run.settled.set()
 
     async def _emit(self, run: Run, event: Event) -> bool:
         """Tell the listeners, then the consumer. False once a listener has failed."""
