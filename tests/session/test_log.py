@@ -95,7 +95,7 @@ def _try_open_in_child(path: Path) -> subprocess.CompletedProcess[str]:
         "from crank.session import SessionLocked, SessionLog, resume\n"
         "print(len(resume(sys.argv[1])))\n"
         "try:\n    SessionLog.open(sys.argv[1])\n"
-        "except SessionLocked as e:\n    print(e.code, e)\n"
+        "except SessionLocked as e:\n    print(e.kind, e)\n"
     )
     return subprocess.run(
         [sys.executable, "-c", code, str(path)],
@@ -106,11 +106,11 @@ def _try_open_in_child(path: Path) -> subprocess.CompletedProcess[str]:
     )
 
 
-async def test_a_second_process_is_refused_with_1007_but_may_read(log: SessionLog) -> None:
+async def test_a_second_process_is_refused_as_locked_but_may_read(log: SessionLog) -> None:
     await log.append_message(ask("mine"))
     output = _try_open_in_child(log.path).stdout.splitlines()
     assert output[0] == "1"
-    assert output[1].startswith("1007 ") and str(log.path) in output[1]
+    assert output[1].startswith("session_locked ") and str(log.path) in output[1]
     log.close()
     assert _try_open_in_child(log.path).stdout.splitlines() == ["1"]
 

@@ -49,7 +49,7 @@ def refused(path: Path, data: bytes) -> SessionUnreadable:
         SessionLog.open(path)
     assert path.read_bytes() == data
     assert str(path) in str(reading.value)
-    assert reading.value.code == 1005
+    assert reading.value.kind == "session_unreadable"
     return reading.value
 
 
@@ -135,7 +135,7 @@ async def test_branch_to_an_unknown_id_writes_nothing_and_names_it(log: SessionL
     before = log.path.read_bytes()
     with pytest.raises(UnknownEntry) as error:
         await log.branch_to("deadbeef")
-    assert "deadbeef" in str(error.value) and error.value.code == -32602
+    assert "deadbeef" in str(error.value) and error.value.kind == "invalid_params"
     assert log.path.read_bytes() == before and len(log.tree) == 1
 
 
@@ -145,7 +145,7 @@ async def test_branch_while_a_run_is_active_writes_nothing(log: SessionLog) -> N
     before = log.path.read_bytes()
     with pytest.raises(SessionBusy) as error:
         await log.branch_to(first)
-    assert error.value.code == 1006
+    assert error.value.kind == "refused_while_running"
     assert log.path.read_bytes() == before
 
 
@@ -160,7 +160,7 @@ async def test_a_torn_last_line_is_reported_then_repaired_into_a_sidecar(log: Se
     with pytest.raises(TornSession) as error:
         SessionLog.open(path)
     assert f"crank sessions repair {path}" in str(error.value)
-    assert error.value.where == "line 4" and error.value.code == 1005
+    assert error.value.where == "line 4" and error.value.kind == "session_unreadable"
     with pytest.raises(TornSession):
         read_tree(path)
 

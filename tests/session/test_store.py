@@ -95,7 +95,7 @@ def test_ids_resolve_by_unique_prefix_and_unknown_ones_are_named(tmp_path: Path)
     assert store.path_of(session_id[:-3]) == log.path
     with pytest.raises(NoSuchSession, match="nope") as error:
         store.open("nope")
-    assert error.value.code == 1002
+    assert error.value.kind == "no_such_session"
     with pytest.raises(NoSuchSession):
         store.path_of("../escape")
 

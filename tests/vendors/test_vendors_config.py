@@ -11,7 +11,7 @@ from crank.vendors import ConfigError, Secret, create_model, resolve_provider
 def test_nothing_configured_is_error_1004_saying_what_to_set(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as caught:
         resolve_provider(None, None, config_file=tmp_path / "config.json", env={})
-    assert caught.value.code == 1004
+    assert caught.value.kind == "no_provider"
     message = str(caught.value)
     for needed in ("ANTHROPIC_API_KEY", "OPENAI_BASE_URL", "CRANK_PROVIDER", "crank.provider"):
         assert needed in message
@@ -57,7 +57,7 @@ def test_local_server_without_model_name_says_to_set_one(tmp_path: Path) -> None
 def test_hosted_api_without_key_names_the_variable(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="ANTHROPIC_API_KEY") as caught:
         resolve_provider({"api": "anthropic"}, config_file=tmp_path / "x.json")
-    assert caught.value.code == 1004
+    assert caught.value.kind == "no_provider"
 
 
 @pytest.mark.parametrize(

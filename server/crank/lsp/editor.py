@@ -27,6 +27,8 @@ from pygls.workspace import TextDocument
 
 from crank.tools import EditRefused
 
+from . import pygls_adapter
+
 if TYPE_CHECKING:
     from .server import CrankServer
 
@@ -133,7 +135,7 @@ class LspEditor:
         try:
             return await future
         except asyncio.CancelledError:
-            protocol._request_futures.pop(msg_id, None)
+            pygls_adapter.forget_request(protocol, msg_id)
             self.send_notification("$/cancelRequest", {"id": msg_id})
             raise
 

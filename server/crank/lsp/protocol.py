@@ -3,10 +3,11 @@
 - Messages of methods lsprotocol does not know (``crank/*``, and answers to our own
   custom requests) keep their params as plain dicts: pygls would turn them into
   namedtuples (renaming keys that are not identifiers). We validate them ourselves.
-- A request that arrives after ``shutdown`` is answered (-32600) instead of dropped,
-  so every request gets exactly one response.
 - ``initialize`` advertises what protocol.md promises (``experimental.crank``,
-  workspace folder change notifications, the commands).
+  workspace folder change notifications, the commands) and Crank's error codes by name.
+
+What may reach pygls at all (and what is answered before it would) is decided by
+``frames.Inbox``; pygls's private names are reached only through ``pygls_adapter``.
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ from pygls.protocol.json_rpc import (
     JsonRPCResponseMessage,
 )
 
+from . import pygls_adapter
+from .errors import wire_codes
+
 log = logging.getLogger(__name__)
 
 PROTOCOL_VERSION = 1
 COMMANDS = ["crank.fixFile", "crank.abort", "crank.newSession"]
-INVALID_REQUEST = -32600
 
 
 class CrankProtocol(LanguageServerProtocol):
@@ -47,31 +50,12 @@ class CrankProtocol(LanguageServerProtocol):
             method is None
             and "id" in data
             and "error" not in data
-            and data["id"] in self._result_types
-            and self._result_types[data["id"]] is None
+            and pygls_adapter.take_plain_result(self, data["id"])
         ):
-            del self._result_types[data["id"]]
             return JsonRPCResponseMessage(
                 id=data["id"], jsonrpc=data["jsonrpc"], result=data.get("result")
             )
         return super().structure_message(data)
-
-    def handle_message(self, message: Any) -> None:
-        method = getattr(message, "method", None)
-        if (
-            self._shutdown
-            and method is not None
-            and method != types.EXIT
-            and hasattr(message, "id")
-        ):
-            self._send_response(
-                message.id,
-                error=types.ResponseError(
-                    code=INVALID_REQUEST, message=f"{method}: the server is shutting down"
-                ),
-            )
-            return
-        super().handle_message(message)
 
     @lsp_method(types.INITIALIZE)
     def lsp_initialize(
@@ -79,7 +63,9 @@ class CrankProtocol(LanguageServerProtocol):
     ) -> Generator[Any, Any, types.InitializeResult]:
         result: types.InitializeResult = yield from super().lsp_initialize(params)
         caps = result.capabilities
-        caps.experimental = {"crank": {"protocolVersion": PROTOCOL_VERSION}}
+        caps.experimental = {
+            "crank": {"protocolVersion": PROTOCOL_VERSION, "errorCodes": wire_codes()}
+        }
         caps.execute_command_provider = types.ExecuteCommandOptions(commands=list(COMMANDS))
         caps.code_action_provider = types.CodeActionOptions(
             code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.Source]

@@ -2,22 +2,28 @@
 
 Nothing but protocol bytes reaches stdout: the real stdout is kept for the transport
 and ``sys.stdout`` is pointed at stderr, so a stray print cannot corrupt a frame.
-End of input (the editor went away) aborts running runs, flushes the session logs
-and exits 0; ``exit`` exits 0 after ``shutdown`` and 1 without it, as LSP says.
+End of input (the editor went away, or stdin is ``/dev/null``) aborts running runs,
+flushes the session logs and exits 0; ``exit`` exits 0 after ``shutdown`` and 1
+without it, as LSP says. Bytes go through ``framing.FrameParser`` and
+``frames.Inbox``, never pygls's own reader: see those modules for what is tolerated
+and what is refused.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
+import os
+import stat
 import sys
-import threading
-from typing import Any, BinaryIO
+from collections.abc import Awaitable, Callable
+from typing import BinaryIO
 
-from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
+from pygls.io_ import StdoutWriter
 
+from .frames import Inbox
+from .framing import FrameParser
 from .server import CrankServer, build_server
 
 log = logging.getLogger("crank.lsp")
@@ -51,59 +57,68 @@ def _setup_logging(level: str, log_file: str | None) -> None:
     )
     logging.getLogger("pygls").setLevel(max(logging.WARNING, logging.getLogger().level))
     if logging.getLogger().level > logging.DEBUG:
-        # pygls logs every error answer with a traceback; ours are expected refusals.
+        # pygls logs every error answer with a traceback; ours are expected refusals,
+        # each already logged in one line by frames.Inbox.
         logging.getLogger("pygls.protocol.json_rpc").setLevel(logging.CRITICAL)
 
 
-def _error_handler(server: CrankServer) -> Any:
-    def handle(exc: Exception, _source: Any) -> None:
-        if isinstance(exc, json.JSONDecodeError | UnicodeDecodeError):
-            server.protocol._send_data(
-                {
-                    "jsonrpc": "2.0",
-                    "id": None,
-                    "error": {"code": -32700, "message": f"Parse error: {exc}"},
-                }
-            )
-        else:
-            log.error("a message could not be handled: %s", exc)
-
-    return handle
+ReadChunk = Callable[[], Awaitable[bytes]]
+CHUNK = 1 << 16
 
 
-async def _serve(server: CrankServer, reader: Any) -> None:
-    stop = threading.Event()
-    server._stop_event = stop
+async def pump(read: ReadChunk, inbox: Inbox) -> None:
+    """Read until end of input, handing each delimited frame to the inbox in order."""
+    parser = FrameParser()
+    while True:
+        chunk = await read()
+        if not chunk:
+            break
+        for event in parser.feed(chunk):
+            inbox.receive(event)
+        await asyncio.sleep(0)  # let handlers run between reads of a fast stream
+    for event in parser.end():
+        inbox.receive(event)
+
+
+async def _serve(server: CrankServer, read: ReadChunk) -> None:
     try:
-        await run_async(
-            stop_event=stop,
-            reader=reader,
-            protocol=server.protocol,
-            logger=log,
-            error_handler=_error_handler(server),
-        )
+        await pump(read, Inbox(server.protocol))
     finally:
         await server.close_all()
 
 
-async def _pipe_reader(stdin: BinaryIO, server: CrankServer) -> Any:
-    """stdin as an asyncio stream: no reader thread, so nothing can keep the process
-    alive after exit. A stdin that is not a pipe (a file) falls back to pygls's
-    threaded reader."""
-    loop = asyncio.get_running_loop()
-    reader = asyncio.StreamReader(limit=2**24)
+def _pollable(stdin: BinaryIO) -> bool:
+    """Whether the event loop can watch stdin: a pipe, socket or terminal can be; a
+    regular file or ``/dev/null`` cannot (epoll refuses them)."""
     try:
-        await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
-    except (ValueError, OSError):
-        return StdinAsyncReader(stdin, server.thread_pool)
-    return reader
+        mode = os.fstat(stdin.fileno()).st_mode
+    except (OSError, ValueError):
+        return False
+    return stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) or stdin.isatty()
+
+
+async def _stdin_reader(stdin: BinaryIO, server: CrankServer) -> ReadChunk:
+    """stdin as an asyncio stream when it is pollable: no reader thread, so nothing can
+    keep the process alive after exit. Otherwise (a file, ``/dev/null``) reads run in a
+    thread, which such a stdin never blocks."""
+    loop = asyncio.get_running_loop()
+    if _pollable(stdin):
+        reader = asyncio.StreamReader(limit=CHUNK)
+        try:
+            await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), stdin)
+        except (ValueError, OSError):
+            pass
+        else:
+            return lambda: reader.read(CHUNK)
+    read1 = getattr(stdin, "read1", stdin.read)
+    return lambda: loop.run_in_executor(server.thread_pool, read1, CHUNK)
 
 
 def serve_stdio(server: CrankServer, stdin: BinaryIO, stdout: BinaryIO) -> int:
     server.protocol.set_writer(StdoutWriter(stdout))
 
     async def run() -> None:
-        await _serve(server, await _pipe_reader(stdin, server))
+        await _serve(server, await _stdin_reader(stdin, server))
 
     try:
         asyncio.run(run())
@@ -123,7 +138,7 @@ def serve_tcp(server: CrankServer, host: str, port: int) -> int:
         async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
             server.protocol.set_writer(writer)
             try:
-                await _serve(server, reader)
+                await _serve(server, lambda: reader.read(CHUNK))
             finally:
                 writer.close()
                 done.set()

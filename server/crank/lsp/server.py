@@ -17,11 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
-from crank.session import SessionError
-from crank.vendors import ConfigError
 from crank.workspace import (
     PERMISSION_MODES,
     CrankError,
@@ -33,7 +30,9 @@ from crank.workspace import (
 )
 from crank.workspace.errors import NO_SUCH_WORKSPACE
 
+from . import pygls_adapter
 from .editor import LspEditor, path_of_uri
+from .errors import rpc_error
 from .params import Params, check_diagnostics, check_range
 from .progress import RunProgress
 from .protocol import CrankProtocol
@@ -50,14 +49,6 @@ def handles(method: str) -> Callable[[Handler], Handler]:
         return handler
 
     return register
-
-
-def as_rpc_error(exc: Exception) -> JsonRpcException | None:
-    if isinstance(exc, CrankError):
-        return JsonRpcException(exc.message, exc.code)
-    if isinstance(exc, SessionError | ConfigError):
-        return JsonRpcException(str(exc), exc.code)
-    return None
 
 
 class CrankServer(LanguageServer):
@@ -121,7 +112,7 @@ class CrankServer(LanguageServer):
         try:
             return await handler(self, Params(raw))
         except Exception as exc:
-            rpc = as_rpc_error(exc)
+            rpc = rpc_error(exc)
             if rpc is None:
                 raise
             raise rpc from exc
@@ -320,7 +311,7 @@ class CrankServer(LanguageServer):
         if path is None or self.host_of_path(path) is None:
             return None
         diagnostics = list(params.context.diagnostics)
-        plain = [self.protocol._converter.unstructure(d) for d in diagnostics]
+        plain = [pygls_adapter.unstructure(self.protocol, d) for d in diagnostics]
         actions: list[types.CodeAction] = []
         only = params.context.only
         if diagnostics and (not only or types.CodeActionKind.QuickFix in only):
@@ -336,7 +327,7 @@ class CrankServer(LanguageServer):
                             {
                                 "uri": uri,
                                 "diagnostics": plain,
-                                "range": self.protocol._converter.unstructure(params.range),
+                                "range": pygls_adapter.unstructure(self.protocol, params.range),
                             }
                         ],
                     ),

@@ -1,32 +1,43 @@
-"""Errors a session can raise, each carrying its protocol error code.
+"""Errors a session can raise, each a class with its refusal ``kind``.
 
-The frontends turn ``code`` and ``str(error)`` into a JSON-RPC error as they are; so
-every message here names the file and the line or entry that is wrong, and says what
-to do when there is something to do.
+The layer knows no wire numbers: each frontend's error table (``crank.lsp.errors``)
+maps ``kind`` to its code and sends ``str(error)`` as it is; so every message here
+names the file and the line or entry that is wrong, and says what to do when there is
+something to do.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import ClassVar, Final, Literal
 
-NO_SUCH_SESSION = 1002
-SESSION_UNREADABLE = 1005
-REFUSED_WHILE_RUNNING = 1006
-SESSION_LOCKED = 1007
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
+SessionErrorKind = Literal[
+    "no_such_session",
+    "session_unreadable",
+    "refused_while_running",
+    "session_locked",
+    "invalid_params",
+    "internal_error",
+]
+"""The refusal kinds of this layer (defined here, the lowest layer that uses them)."""
+NO_SUCH_SESSION: Final = "no_such_session"
+SESSION_UNREADABLE: Final = "session_unreadable"
+REFUSED_WHILE_RUNNING: Final = "refused_while_running"
+SESSION_LOCKED: Final = "session_locked"
+INVALID_PARAMS: Final = "invalid_params"
+INTERNAL_ERROR: Final = "internal_error"
 
 
 class SessionError(Exception):
-    """Base class: ``code`` is the protocol error code for this failure."""
+    """Base class: ``kind`` says which refusal this is."""
 
-    code: int = SESSION_UNREADABLE
+    kind: ClassVar[SessionErrorKind] = SESSION_UNREADABLE
 
 
 class SessionUnreadable(SessionError):
     """The file breaks the format; the message names the file and the line or entry."""
 
-    code = SESSION_UNREADABLE
+    kind = SESSION_UNREADABLE
 
     def __init__(self, path: Path | str, where: str, problem: str) -> None:
         self.path = Path(path)
@@ -54,7 +65,7 @@ class TornSession(SessionUnreadable):
 class SessionLocked(SessionError):
     """Another process holds the writer's lock; the session can still be read."""
 
-    code = SESSION_LOCKED
+    kind = SESSION_LOCKED
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
@@ -65,7 +76,7 @@ class SessionLocked(SessionError):
 
 
 class NoSuchSession(SessionError):
-    code = NO_SUCH_SESSION
+    kind = NO_SUCH_SESSION
 
     def __init__(self, session_id: str, where: Path | str) -> None:
         self.session_id = session_id
@@ -75,7 +86,7 @@ class NoSuchSession(SessionError):
 class UnknownEntry(SessionError):
     """An entry id that the session does not hold; nothing was written."""
 
-    code = INVALID_PARAMS
+    kind = INVALID_PARAMS
 
     def __init__(self, entry_id: str, path: Path | str) -> None:
         self.entry_id = entry_id
@@ -87,7 +98,7 @@ class UnknownEntry(SessionError):
 class SessionBusy(SessionError):
     """The operation would rewrite the session's direction while a run is appending to it."""
 
-    code = REFUSED_WHILE_RUNNING
+    kind = REFUSED_WHILE_RUNNING
 
     def __init__(self, what: str) -> None:
         super().__init__(f"{what} is refused while a run is active; abort it or wait for it")
@@ -96,10 +107,10 @@ class SessionBusy(SessionError):
 class SessionClosed(SessionError):
     """The log was closed, or an earlier write failed and left the file unsafe to extend."""
 
-    code = SESSION_UNREADABLE
+    kind = SESSION_UNREADABLE
 
 
 class SummaryFailed(SessionError):
     """The branch summary's model call failed; nothing was written."""
 
-    code = INTERNAL_ERROR
+    kind = INTERNAL_ERROR

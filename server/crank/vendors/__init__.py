@@ -7,7 +7,14 @@ Completions). See docs/vendors.md.
 
 from .anthropic import AnthropicModel
 from .catalog import ModelInfo, cost_of, known_models, lookup
-from .config import NO_PROVIDER, ConfigError, ProviderConfig, Secret, resolve_provider
+from .config import (
+    NO_PROVIDER,
+    ConfigError,
+    ConfigErrorKind,
+    ProviderConfig,
+    Secret,
+    resolve_provider,
+)
 from .errors import ProviderError, classify
 from .factory import create_model
 from .openai import OpenAIModel
@@ -16,6 +23,7 @@ __all__ = [
     "NO_PROVIDER",
     "AnthropicModel",
     "ConfigError",
+    "ConfigErrorKind",
     "ModelInfo",
     "OpenAIModel",
     "ProviderConfig",

@@ -5,8 +5,8 @@ first layer that sets it, in the order explicit settings (initialization options
 the ``crank`` configuration section, passed in as provider dicts), the user config file
 (``{"provider": {...}}`` in ``user_config_dir("crank")/config.json``), then the
 environment. An API key is held in a ``Secret`` whose ``repr``/``str`` never show it.
-With nothing usable configured, ``ConfigError`` (protocol code 1004) says exactly what
-to set.
+With nothing usable configured, ``ConfigError`` (kind ``no_provider``; the frontends
+give it its wire code) says exactly what to set.
 """
 
 from __future__ import annotations
@@ -15,12 +15,14 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Final, Literal
 from urllib.parse import urlsplit, urlunsplit
 
 import platformdirs
 
-NO_PROVIDER = 1004
+ConfigErrorKind = Literal["no_provider"]
+"""The refusal kind of ``ConfigError`` (the frontends' error tables map it to a code)."""
+NO_PROVIDER: Final = "no_provider"
 APIS = ("anthropic", "openai", "scripted")
 DEFAULT_BASE_URLS = {
     "anthropic": "https://api.anthropic.com",
@@ -65,11 +67,9 @@ class Secret:
 
 
 class ConfigError(Exception):
-    """The provider cannot be configured; ``code`` is the protocol error code."""
+    """The provider cannot be configured; the message says what to set."""
 
-    def __init__(self, message: str, code: int = NO_PROVIDER) -> None:
-        super().__init__(message)
-        self.code = code
+    kind: ClassVar[ConfigErrorKind] = NO_PROVIDER
 
 
 @dataclass(frozen=True)

@@ -1,28 +1,52 @@
-"""Errors a workspace request can end in, each carrying its protocol error code.
+"""Refusals a workspace request can end in, each carrying its ``kind``.
 
-The frontends turn ``code`` and ``str(error)`` into a JSON-RPC error unchanged, so
-every message names what was wrong and, where there is something to do, what to do.
+The layer knows no wire numbers: each frontend's error table (``crank.lsp.errors``)
+maps the kind to its code and sends the message unchanged, so every message names
+what was wrong and, where there is something to do, what to do. The kinds this layer
+adds to those of the session and vendor layers are ``run_in_progress`` and
+``no_such_workspace``.
 """
 
 from __future__ import annotations
 
-RUN_IN_PROGRESS = 1001
-NO_SUCH_SESSION = 1002
-NO_SUCH_WORKSPACE = 1003
-NO_PROVIDER = 1004
-REFUSED_WHILE_RUNNING = 1006
-INVALID_PARAMS = -32602
+from typing import Final, Literal
+
+from crank.session.errors import (
+    INVALID_PARAMS,
+    NO_SUCH_SESSION,
+    REFUSED_WHILE_RUNNING,
+    SessionErrorKind,
+)
+from crank.vendors.config import NO_PROVIDER, ConfigErrorKind
+
+__all__ = [
+    "INVALID_PARAMS",
+    "NO_PROVIDER",
+    "NO_SUCH_SESSION",
+    "NO_SUCH_WORKSPACE",
+    "REFUSED_WHILE_RUNNING",
+    "RUN_IN_PROGRESS",
+    "CrankError",
+    "ErrorKind",
+    "invalid_params",
+]
+
+ErrorKind = SessionErrorKind | ConfigErrorKind | Literal["run_in_progress", "no_such_workspace"]
+"""Every refusal kind a frontend can meet below it."""
+RUN_IN_PROGRESS: Final = "run_in_progress"
+NO_SUCH_WORKSPACE: Final = "no_such_workspace"
 
 
 class CrankError(Exception):
-    """A refusal with a protocol code (1001-1007, or -32602 for bad params)."""
+    """A refusal of a workspace request: ``kind`` says which, ``message`` says why."""
 
-    def __init__(self, code: int, message: str) -> None:
+    def __init__(self, kind: ErrorKind, message: str) -> None:
         super().__init__(message)
-        self.code = code
+        self.kind: ErrorKind = kind
         self.message = message
 
 
 def invalid_params(field: str, problem: str) -> CrankError:
-    """-32602 naming the field, e.g. ``invalid params: text: must be a string``."""
+    """An ``invalid_params`` refusal naming the field, e.g.
+    ``invalid params: text: must be a string``."""
     return CrankError(INVALID_PARAMS, f"invalid params: {field}: {problem}")

@@ -1,0 +1,96 @@
+"""Every use of a pygls name that pygls does not document, in one place.
+
+pygls 2.x keeps its book-keeping in underscore attributes (``_send_data``,
+``_request_futures``, ``_result_types``, ``_converter``, ``_shutdown``). Crank needs a
+few of them: to write an answer pygls itself would not send, to withdraw or fail a
+request we sent, to structure and unstructure lsprotocol types, to know whether
+``shutdown`` has been received. Nothing outside this module touches them;
+tests/lsp/test_pygls_adapter.py fails loudly, naming the attribute, when a pygls
+upgrade renames or retypes one (and checks that no other module reaches them).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+from pygls.exceptions import JsonRpcException
+from pygls.protocol import JsonRPCProtocol
+
+PRIVATE_NAMES = (
+    "_send_data",
+    "_request_futures",
+    "_result_types",
+    "_converter",
+    "_shutdown",
+)
+"""What this module relies on; the adapter test checks each exists on a real protocol."""
+
+
+def send_payload(protocol: JsonRPCProtocol, payload: dict[str, Any] | list[Any]) -> None:
+    """Write one JSON-RPC message (an answer pygls would not send) on the transport."""
+    protocol._send_data(payload)
+
+
+def is_shut_down(protocol: JsonRPCProtocol) -> bool:
+    """Whether ``shutdown`` has been answered (pygls sets the flag)."""
+    return bool(protocol._shutdown)
+
+
+def is_pending(protocol: JsonRPCProtocol, msg_id: Any) -> bool:
+    """Whether ``msg_id`` is one of our requests still waiting for the client's answer."""
+    try:
+        return msg_id in protocol._request_futures
+    except TypeError:  # an unhashable id cannot be ours
+        return False
+
+
+def forget_request(protocol: JsonRPCProtocol, msg_id: Any) -> None:
+    """Stop waiting for the answer to our request ``msg_id`` (we withdrew it)."""
+    protocol._request_futures.pop(msg_id, None)
+    protocol._result_types.pop(msg_id, None)
+
+
+def fail_request(protocol: JsonRPCProtocol, msg_id: Any, message: str) -> None:
+    """End our request ``msg_id`` with an error: the client's answer was unusable."""
+    future = protocol._request_futures.pop(msg_id, None)
+    protocol._result_types.pop(msg_id, None)
+    if future is not None and not future.done():
+        future.set_exception(JsonRpcException(message, -32603))
+
+
+def take_plain_result(protocol: JsonRPCProtocol, msg_id: Any) -> bool:
+    """True (and forgets the expectation) when our request ``msg_id`` has no lsprotocol
+    result type: a custom request, whose answer stays plain JSON."""
+    types = protocol._result_types
+    if msg_id in types and types[msg_id] is None:
+        del types[msg_id]
+        return True
+    return False
+
+
+def expect_plain_result(protocol: JsonRPCProtocol, msg_id: Any) -> None:
+    """Keep the answer to our request ``msg_id`` as plain JSON (for a request whose
+    lsprotocol result type would misread what the client sends)."""
+    protocol._result_types[msg_id] = None
+
+
+def unstructure(protocol: JsonRPCProtocol, value: Any) -> Any:
+    """An lsprotocol object as the JSON it is on the wire."""
+    return protocol._converter.unstructure(value)
+
+
+def structure(protocol: JsonRPCProtocol, data: Any, cls: type[Any]) -> Any:
+    """JSON as an lsprotocol object; raises cattrs' errors when it does not fit."""
+    return protocol._converter.structure(data, cls)
+
+
+def is_request_type(cls: type[Any]) -> bool:
+    """Whether an lsprotocol message class is a request (it has an ``id``)."""
+    return attrs.has(cls) and "id" in attrs.fields_dict(cls)
+
+
+def has_handler(protocol: JsonRPCProtocol, method: str) -> bool:
+    """Whether pygls would find a handler for ``method`` (built in or registered)."""
+    manager = protocol.fm
+    return method in manager.builtin_features or method in manager.features
