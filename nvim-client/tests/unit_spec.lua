@@ -265,6 +265,23 @@ H.test("a refused prompt goes back into the prompt area", function()
   H.eq("do not lose me", chat:prompt_text())
 end)
 
+H.test("error hints are found by the names the server gives its codes", function()
+  local client = require("crank.client")
+  local actions = require("crank.actions")
+  local original = vim.notify
+  local said = {}
+  vim.notify = function(msg)
+    said[#said + 1] = msg
+  end
+  client.by_client[-7] = { error_codes = { runInProgress = 4242, sessionLocked = 4343 } }
+  actions.report("sending", { code = 4242, message = "a run is in progress" })
+  actions.report("sending", { code = 1001, message = "an unnamed code" })
+  client.by_client[-7] = nil
+  vim.notify = original
+  H.eq("crank: sending failed: a run is in progress (use :CrankSteer or :CrankFollowUp, or :CrankAbort)", said[1])
+  H.eq("crank: sending failed: an unnamed code", said[2])
+end)
+
 H.test("a question still open when its run settles is withdrawn: rejected once, preview closed, a late pick ignored", function()
   local permission = require("crank.permission")
   local original = vim.ui.select

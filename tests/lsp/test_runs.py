@@ -10,6 +10,7 @@ from typing import Any
 
 from lsprotocol import types
 
+from crank.lsp import pygls_adapter
 from tests.support.model_server import ModelServer
 
 from .helpers import Crank, plain, provider_for, read_text, running_server
@@ -424,7 +425,7 @@ async def untyped_request(crank: Crank, method: str, params: Any) -> Any:
     protocol = crank.client.protocol
     msg_id = f"test-{method}"
     future = protocol.send_request(method, params, msg_id=msg_id)
-    protocol._result_types[msg_id] = None
+    pygls_adapter.expect_plain_result(protocol, msg_id)
     return plain(await asyncio.wrap_future(future))
 
 

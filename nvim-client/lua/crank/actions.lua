@@ -9,18 +9,20 @@ local format = require("crank.format")
 
 local M = {}
 
---- What the user can do about the server's own error codes.
+--- What the user can do about the server's own errors, by the names the server gives
+--- their codes (so no number is copied here).
 local HINTS = {
-  [1001] = "use :CrankSteer or :CrankFollowUp, or :CrankAbort",
-  [1004] = "see :help crank-setup",
-  [1006] = ":CrankAbort first",
-  [1007] = "another Neovim or crank process has this session open",
+  runInProgress = "use :CrankSteer or :CrankFollowUp, or :CrankAbort",
+  noProvider = "see :help crank-setup",
+  refusedWhileRunning = ":CrankAbort first",
+  sessionLocked = "another Neovim or crank process has this session open",
 }
 
 local function report(what, err)
   local msg = err.message or vim.inspect(err)
-  if HINTS[err.code] then
-    msg = msg .. " (" .. HINTS[err.code] .. ")"
+  local hint = HINTS[client.error_name(err.code) or ""]
+  if hint then
+    msg = msg .. " (" .. hint .. ")"
   end
   vim.notify(string.format("crank: %s failed: %s", what, msg), vim.log.levels.ERROR)
 end

@@ -31,6 +31,21 @@ M.by_root = {}
 ---@type table<integer, crank.Workspace>
 M.by_client = {}
 
+--- The name the server gives an error code (its `initialize` result advertises
+--- `experimental.crank.errorCodes`, name -> code), or nil.
+---@param code any
+---@return string|nil
+function M.error_name(code)
+  for _, ws in pairs(M.by_client) do
+    for name, number in pairs(ws.error_codes or {}) do
+      if number == code then
+        return name
+      end
+    end
+  end
+  return nil
+end
+
 --- Hooks other modules register (kept here so the layers stay one-way).
 M.on_event = nil ---@type fun(ws: crank.Workspace, params: table)|nil
 M.on_permission = nil ---@type fun(ws: crank.Workspace, params: table): table|nil
@@ -228,6 +243,10 @@ function M.ensure(root)
       if ws and result and result.serverInfo then
         ws.server_version = result.serverInfo.version
         ws.server_name = result.serverInfo.name
+      end
+      local experimental = ws and result and result.capabilities and result.capabilities.experimental
+      if experimental and type(experimental.crank) == "table" then
+        ws.error_codes = experimental.crank.errorCodes
       end
       if ws then
         ws:refresh_state()

@@ -167,6 +167,7 @@ class Inbox:
     def __init__(self, protocol: JsonRPCProtocol) -> None:
         self.protocol = protocol
         self.initialize_received = False
+        self._shutdown_id: Any = None
 
     def receive(self, event: Event) -> None:
         try:
@@ -318,9 +319,12 @@ class Inbox:
         try:
             message = self._structure(data, message_type)
         except Exception as exc:
+            log.debug("the params of %s do not structure", method, exc_info=True)
             return self._refuse(msg_id, INVALID_PARAMS, f"invalid params: {_fields(exc)}")
         if method == types.INITIALIZE:
             self.initialize_received = True
+        if method == types.SHUTDOWN:
+            self._shutdown_id = msg_id
         protocol.handle_message(message)
         return None
 
@@ -344,6 +348,13 @@ class Inbox:
             message = self._structure(data, message_type)
         except Exception as exc:
             log.warning("ignored %s: invalid params: %s", method, _fields(exc))
+            return
+        if method == types.EXIT and self._shutdown_id is not None:
+            # LSP: exit after shutdown *was received* exits 0, even if it is still
+            # being handled (a client that did not wait for its answer).
+            adapter.after_handled(
+                protocol, self._shutdown_id, lambda: protocol.handle_message(message)
+            )
             return
         protocol.handle_message(message)
 

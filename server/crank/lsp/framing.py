@@ -42,6 +42,18 @@ _HEADER_IN_BODY = re.compile(rb"content-length[ \t]*:[ \t]*[0-9]+[ \t]*\r?\n", r
 _WHITESPACE = b" \t\r\n"
 
 
+def _prefix_pattern() -> re.Pattern[bytes]:
+    """Any proper start of a Content-Length header line, at the end of the input."""
+    steps = [re.escape(bytes([c])) for c in _LENGTH_NAME] + [rb"[ \t]*:", rb"[ \t]*[0-9]*[ \t]*\r?"]
+    pattern = b""
+    for step in reversed(steps[1:]):
+        pattern = b"(?:" + step + pattern + b")?"
+    return re.compile(steps[0] + pattern + rb"\Z", re.IGNORECASE)
+
+
+_HEADER_PREFIX_AT_END = _prefix_pattern()
+
+
 @dataclass(frozen=True)
 class Frame:
     """A complete body, exactly as many bytes as its header said."""
@@ -85,6 +97,7 @@ class FrameParser:
         """The bytes being skipped belong to a frame already refused (not reported again)."""
         self._skipped = 0
         self._preview = b""
+        self._ending = False
 
     def feed(self, data: bytes) -> list[Event]:
         self._buffer += data
@@ -96,6 +109,9 @@ class FrameParser:
     def end(self) -> list[Event]:
         """The input closed: report what was left unfinished."""
         events: list[Event] = []
+        self._ending = True
+        while self._step(events):
+            pass
         if self._length is not None:
             events.append(
                 Refused(
@@ -111,6 +127,7 @@ class FrameParser:
         self._flush_skip(events)
         self._buffer.clear()
         self._length = None
+        self._skipping = self._quiet = self._ending = False
         return events
 
     def _step(self, events: list[Event]) -> bool:
@@ -142,6 +159,8 @@ class FrameParser:
             return True
         if len(self._buffer) < length:
             return False
+        if not self._ending and self._header_may_start_inside(length):
+            return False  # only a body that is not JSON can end like a header's start
         body = bytes(self._buffer[:length])
         del self._buffer[:length]
         self._length = None
@@ -149,13 +168,25 @@ class FrameParser:
         return True
 
     def _header_inside(self, window: int) -> int | None:
-        """The offset of a Content-Length header line inside the first ``window`` bytes
-        of the pending body. Only new bytes are searched (with an overlap for a header
-        split across two reads)."""
+        """The offset of a Content-Length header line that starts inside the first
+        ``window`` bytes of the pending body (it may end after them). Only new bytes are
+        searched, with an overlap for a header split across two reads."""
         start = max(0, self._body_scanned - MAX_HEADER)
-        found = _HEADER_IN_BODY.search(self._buffer, start, window)
+        limit = min(len(self._buffer), window + MAX_HEADER)
+        found = _HEADER_IN_BODY.search(self._buffer, start, limit)
         self._body_scanned = window
-        return None if found is None else found.start()
+        if found is None or found.start() >= window:
+            return None
+        return found.start()
+
+    def _header_may_start_inside(self, length: int) -> bool:
+        """Whether the buffer ends inside what may be a header line that began inside
+        the body: then wait for the rest before delivering the body."""
+        if len(self._buffer) - length >= MAX_HEADER:
+            return False
+        tail_start = max(0, len(self._buffer) - MAX_HEADER)
+        found = _HEADER_PREFIX_AT_END.search(self._buffer, tail_start)
+        return found is not None and found.start() < length
 
     # -- headers ---------------------------------------------------------------------
 
@@ -173,14 +204,14 @@ class FrameParser:
                 if position == 0 and not _could_be_header(bytes(self._buffer)):
                     return self._start_skipping(1)
                 if len(self._buffer) > MAX_HEADER:
-                    return self._refuse(events, position, _TOO_LONG)
+                    return self._refuse(events, 0, _TOO_LONG)
                 return False
             if line_end > MAX_HEADER:
-                return self._refuse(events, position, _TOO_LONG)
+                return self._refuse(events, 0, _TOO_LONG)
             line = bytes(self._buffer[position:line_end]).rstrip(b"\r")
             if not line.strip(b" \t"):
-                if length is None:
-                    return self._refuse(events, position, "a header block without Content-Length")
+                if length is None:  # a header may be glued inside one of its lines
+                    return self._refuse(events, 0, "a header block without Content-Length")
                 break
             name, colon, value = line.partition(b":")
             name = name.strip(b" \t")
@@ -224,8 +255,9 @@ class FrameParser:
 
     def _refuse(self, events: list[Event], line_start: int, reason: str) -> bool:
         """Refuse the header block at the front. Resynchronise on the next header after
-        the first byte of the line that was wrong: a header glued to the end of that
-        line is found, the rest of the refused block and its body are skipped."""
+        the first byte of the line that was wrong (of the block, when no one line was):
+        a header glued to the end of that line is found, the rest of the refused block
+        and its body are skipped."""
         self._flush_skip(events)
         events.append(Refused(reason))
         self._quiet = True

@@ -11,6 +11,7 @@ upgrade renames or retypes one (and checks that no other module reaches them).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import attrs
@@ -38,11 +39,23 @@ def is_shut_down(protocol: JsonRPCProtocol) -> bool:
 
 
 def is_pending(protocol: JsonRPCProtocol, msg_id: Any) -> bool:
-    """Whether ``msg_id`` is one of our requests still waiting for the client's answer."""
+    """Whether ``msg_id`` is one of our requests still waiting for the client's answer
+    (pygls keeps the client's requests being handled in the same table, but only ours
+    have an expected result type)."""
     try:
-        return msg_id in protocol._request_futures
+        return msg_id in protocol._result_types and msg_id in protocol._request_futures
     except TypeError:  # an unhashable id cannot be ours
         return False
+
+
+def after_handled(protocol: JsonRPCProtocol, msg_id: Any, then: Callable[[], None]) -> None:
+    """Call ``then`` once the client's request ``msg_id`` has been handled (at once if
+    it is not in flight)."""
+    future = protocol._request_futures.get(msg_id)
+    if future is None or future.done():
+        then()
+    else:
+        future.add_done_callback(lambda _: then())
 
 
 def forget_request(protocol: JsonRPCProtocol, msg_id: Any) -> None:

@@ -74,7 +74,7 @@ class CrankServer(LanguageServer):
             self.feature(method)(self._wrap(handler))
         self.feature(types.INITIALIZE)(self._fn(self._initialize))
         self.feature(types.INITIALIZED)(self._fn(self._initialized))
-        self.feature(types.SHUTDOWN)(self._fn(self._shutdown))
+        self.feature(types.SHUTDOWN)(self._fn(self._on_shutdown))
         self.feature(types.EXIT)(self._fn(self._exit))
         self.feature(types.WORKSPACE_DID_CHANGE_WORKSPACE_FOLDERS)(self._fn(self._folders_changed))
         self.feature(types.WORKSPACE_DID_CHANGE_CONFIGURATION)(
@@ -188,6 +188,10 @@ class CrankServer(LanguageServer):
         root = path_of_uri(uri)
         if root is None or uri in self.hosts:
             return
+        if not root.is_dir():
+            # A host for it would make every request without ``workspace`` ambiguous.
+            self.editor.log(f"Crank: workspace folder {uri} ignored: it is not a directory")
+            return
         settings = await self.settings_for(uri) or Settings()
         host = WorkspaceHost(uri, root, self.editor, settings, env=self.env)
         self.hosts[uri] = host
@@ -201,7 +205,7 @@ class CrankServer(LanguageServer):
             if isinstance(outcome, BaseException):
                 log.error("closing a workspace failed: %s", outcome)
 
-    async def _shutdown(self, *args: Any) -> None:
+    async def _on_shutdown(self, *args: Any) -> None:
         await self.close_all()
 
     async def _exit(self, *args: Any) -> None:

@@ -272,7 +272,7 @@ class Housekeeper:
     async def compact(
         self, harness: Harness, *, reason: str = "manual", instructions: str | None = None
     ) -> dict[str, Any]:
-        """Compact now (the user asked); refused while a run is active (1006)."""
+        """Compact now (the user asked); refused while a run is active (``SessionBusy``)."""
         if harness.is_running:
             raise SessionBusy("compaction")
         self._attach(harness)

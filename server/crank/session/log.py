@@ -7,7 +7,7 @@ Promises:
 - The blocking write runs in a worker thread (``append``), and appends are kept in the
   order they were asked for; ``append_sync`` is the same thing for the command line.
 - One writer: opening for writing takes an advisory ``flock`` on the file; a second
-  process is refused with ``SessionLocked`` (1007) and may still ``read`` it.
+  process is refused with ``SessionLocked`` and may still ``read`` it.
 - If a write fails half way the log refuses every later append (the file may end in a
   torn line that only ``crank sessions repair`` may touch).
 - The process's view is the file's view: ``replay()`` on the live log and on a freshly

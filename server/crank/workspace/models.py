@@ -2,7 +2,7 @@
 
 ``api: "scripted"`` reads ``{"replies": [...]}`` from the file named by
 ``provider.script`` (each reply as ``crank.agent.scripted.reply_from_dict`` takes it),
-for the offline demo. A missing or broken script is a 1004 saying what to fix.
+for the offline demo. A missing or broken script is a ``ConfigError`` saying what to fix.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from .settings import Settings
 
 class Unconfigured:
     """Stands in for a model while none is configured; prompts are refused before a
-    run starts (1004), so this only ever answers with the configuration error."""
+    run starts (a ``no_provider`` refusal), so this only ever answers with the configuration error."""
 
     def __init__(self, reason: str) -> None:
         self.reason = reason
@@ -72,7 +72,7 @@ def build_model(
     env: Mapping[str, str] | None = None,
 ) -> tuple[Model, ProviderConfig]:
     """The model the settings describe (``override`` first, e.g. ``crank/setModel``).
-    Raises ConfigError (1004) naming what is missing."""
+    Raises ConfigError naming what is missing."""
     layers = [dict(override)] if override else []
     layers.extend(settings.provider_layers)
     config = resolve_provider(*layers, env=os.environ if env is None else env)
