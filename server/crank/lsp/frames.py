@@ -200,9 +200,12 @@ class Inbox:
         if event.body:
             try:
                 value = decode(event.body)
-                msg_id = value.get("id") if isinstance(value, dict) else None
             except Undecodable:
-                pass
+                value = None
+            if isinstance(value, dict) and _is_answer(value):
+                self._bad_answer(value.get("id"), f"its frame was refused: {event.reason}")
+            elif isinstance(value, dict):
+                msg_id = value.get("id")
         if valid_id(msg_id):
             self._send(self._refuse(msg_id, INVALID_REQUEST, f"frame refused: {event.reason}"))
         else:
@@ -256,7 +259,7 @@ class Inbox:
             )
         msg_id = data.get("id")
         answer_id = msg_id if valid_id(msg_id) else None
-        is_response = "method" not in data and ("result" in data or "error" in data)
+        is_response = _is_answer(data)
         if data.get("jsonrpc") != "2.0":
             problem = f'jsonrpc must be "2.0", not {json.dumps(data.get("jsonrpc"))}'
             if "jsonrpc" not in data:
@@ -396,6 +399,11 @@ class Inbox:
         if message_type is None:
             return self.protocol.structure_message(data)
         return adapter.structure(self.protocol, data, message_type)
+
+
+def _is_answer(data: dict[str, Any]) -> bool:
+    """A message shaped as an answer to a request of ours: never answered itself."""
+    return "method" not in data and ("result" in data or "error" in data)
 
 
 def _kind(value: Any) -> str:
