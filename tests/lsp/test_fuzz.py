@@ -342,7 +342,9 @@ async def test_ten_thousand_hostile_frames(tmp_path: Path) -> None:
         for i in wire.answers
         if json.dumps(i) not in sent and json.dumps(i).encode() not in plan.damaged
     ]
-    assert stray == [], f"answers to ids never sent {where}: {[(i, wire.answers[i]) for i in stray[:3]]}"
+    assert stray == [], (
+        f"answers to ids never sent {where}: {[(i, wire.answers[i]) for i in stray[:3]]}"
+    )
     twice = {i: a for i, a in wire.answers.items() if len(a) > 1}
     assert twice == {}, f"ids answered more than once {where}: {list(twice.items())[:3]}"
     assert len(plan.exactly_once) > FRAMES // 4, where
