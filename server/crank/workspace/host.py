@@ -15,17 +15,25 @@ import logging
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from crank.agent.harness import Harness, HarnessBusy, Listener, Run
 from crank.agent.loop import Event
 from crank.agent.messages import Message
 from crank.agent.model import Model, ModelRequest
-from crank.agent.tools import spec_of
+from crank.agent.tools import ToolCall, spec_of
 from crank.prompt import PromptLocations, PromptWatcher, SystemPrompt, compute_prompt
 from crank.session import Housekeeper, SessionError, SessionLog, SessionStore
 from crank.session.log import new_session_id
-from crank.tools import ApprovalRequest, Decision, ToolContext, read_only_tools, standard_tools
+from crank.tools import (
+    ApprovalRequest,
+    Decision,
+    PathPreview,
+    ToolContext,
+    approval_request,
+    read_only_tools,
+    standard_tools,
+)
 from crank.vendors import ConfigError, ProviderConfig, known_models
 from crank.vendors.config import default_config_file
 
@@ -91,7 +99,6 @@ class WorkspaceHost:
         self.stream = EventStream(uri, client.send_event)
         self.permissions = Permissions(self.root, settings.permission_mode, rules_file)
         self.store = SessionStore(self.root, settings.session_dir)
-        self._calls: dict[str, tuple[str, dict[str, Any]]] = {}
         self.ctx = ToolContext(
             self.root,
             documents=client.documents,
@@ -253,16 +260,10 @@ class WorkspaceHost:
             outcome = self._log_listener(event)
             if outcome is not None:
                 await outcome
-        kind = event["type"]
-        if kind == "tool_execution_start":
-            self._calls[event["toolCallId"]] = (event["toolName"], event["arguments"])
-        elif kind == "tool_execution_end":
-            self._calls.pop(event["toolCallId"], None)
         run_id = self._run_id()
         self.stream.emit(self.session_id, run_id, event)
-        if kind == "agent_settled":
+        if event["type"] == "agent_settled":
             self._run = None
-            self._calls.clear()
 
     def usage(self) -> dict[str, Any]:
         if self.keeper is not None:
@@ -290,12 +291,6 @@ class WorkspaceHost:
 
     # -- permissions ------------------------------------------------------------------
 
-    def _call_id_for(self, tool: str, arguments: dict[str, Any]) -> str:
-        for call_id, (name, args) in self._calls.items():
-            if name == tool and args == arguments:
-                return call_id
-        return next(iter(self._calls), "")
-
     async def _ask(self, request: ApprovalRequest) -> Decision:
         if not self.permissions.needs_asking(request):
             return Decision.allow()
@@ -303,7 +298,7 @@ class WorkspaceHost:
             "workspace": self.uri,
             "sessionId": self.session_id,
             "runId": self._run_id(),
-            "toolCallId": self._call_id_for(request["toolName"], request["arguments"]),
+            "toolCallId": request["toolCallId"],
             "toolName": request["toolName"],
             "arguments": request["arguments"],
             "preview": request["preview"],
@@ -326,19 +321,11 @@ class WorkspaceHost:
     async def _approve(self, request: ApprovalRequest) -> Decision:
         return await self._ask(request)
 
-    async def _outside(self, path: Path) -> Decision:
-        _name, arguments = next(iter(self._calls.values()), ("outside", {}))
-        request = cast(
-            ApprovalRequest,
-            {
-                "toolName": "outside",
-                "arguments": arguments,
-                "preview": {"kind": "path", "path": str(path)},
-            },
-        )
+    async def _outside(self, path: Path, call: ToolCall) -> Decision:
         if self.permissions.mode == "auto":
             return Decision.allow()
-        return await self._ask(request)
+        preview: PathPreview = {"kind": "path", "path": str(path)}
+        return await self._ask(approval_request(call, preview, tool_name="outside"))
 
     # -- runs -------------------------------------------------------------------------
 
