@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 import pytest
@@ -222,3 +223,13 @@ async def test_remove_queued_takes_out_exactly_the_message_named() -> None:
     assert harness.remove_queued("steering", 5) is None
     assert harness.remove_queued("steering", 0, "zzz") is None
     assert harness.queues.steering == ["a", "c"] and harness.queues.follow_up == []
+
+
+async def test_a_run_id_is_minted_once_and_no_two_harnesses_share_one() -> None:
+    first = Harness(system="s", tools=[], model=ScriptedModel([say("a")]))
+    second = Harness(system="s", tools=[], model=ScriptedModel([say("b")]))
+    runs = [first.prompt("go"), second.prompt("go")]
+    for run in runs:
+        assert re.fullmatch(r"run-1-[0-9a-f]{8}", run.id)
+        await run.wait()
+    assert runs[0].id != runs[1].id

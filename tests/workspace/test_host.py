@@ -123,10 +123,14 @@ async def test_two_identical_calls_in_one_batch_each_get_their_own_answer(
     host = scripted_host(tmp_path, editor, [{"calls": [same, same]}, {"text": "done"}])
     await host.start()
     try:
-        host.prompt_run("write it twice")
+        accepted = host.prompt_run("write it twice")
         run = host.harness.current_run
         assert run is not None
         await run.wait()
+        # One run id, minted once: the answer, every event and every question carry it.
+        assert accepted["runId"] == run.id
+        assert {e["runId"] for e in editor.events if "runId" in e} == {run.id}
+        assert {q["runId"] for q in editor.questions} == {run.id}
         results = [m for m in host.harness.messages if m["role"] == "toolResult"]
         assert [q["toolCallId"] for q in editor.questions] == ["call_1", "call_2"]
         assert [r["toolCallId"] for r in results] == ["call_1", "call_2"]

@@ -19,11 +19,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TypeVar
 
-from .loop import BuildRequest, Event, LoopConfig, agent_loop
+from .loop import BuildRequest, Event, LoopConfig, RunPrompt, agent_loop
 from .messages import Message, UserMessage, assistant_message, user_message
 from .model import AbortSignal, Model
 from .tools import Tool
@@ -59,11 +60,21 @@ class Queues:
         return {"steering": list(self.steering), "followUp": list(self.follow_up)}
 
 
-class Run:
-    """One accepted run: its id, its events (if you iterate at once) and its end."""
+def new_run_id(number: int) -> str:
+    """A run's one id, minted when the run is accepted and used everywhere (events,
+    the protocol's ``runId``, permission questions): ``run-N-<8 hex>``, the counter for
+    reading and the random part so no two sessions or processes share one."""
+    return f"run-{number}-{uuid.uuid4().hex[:8]}"
 
-    def __init__(self, run_id: str) -> None:
+
+class Run:
+    """One accepted run: its id, the prompt it was started with, its events (if you
+    iterate at once) and its end."""
+
+    def __init__(self, run_id: str, prompt: RunPrompt) -> None:
         self.id = run_id
+        self.prompt = prompt
+        """The system prompt and tool specs every request of this run sends."""
         self.settled = asyncio.Event()
         self.stop_reason: str | None = None
         self.error: BaseException | None = None
@@ -299,10 +310,11 @@ class Harness:
         if self._run is not None:
             raise HarnessBusy("a run is already active; steer, queue a follow-up, or abort it")
         self._run_counter += 1
-        run = Run(f"run-{self._run_counter}")
+        run = Run(new_run_id(self._run_counter), RunPrompt.of(self.system, self.tools))
+        config = self._config(run)
         self._run = run
         self._signal = AbortSignal()
-        run.task = asyncio.get_running_loop().create_task(self._drive(run, new_messages))
+        run.task = asyncio.get_running_loop().create_task(self._drive(run, new_messages, config))
         return run
 
     async def abort(self) -> str:
@@ -314,7 +326,9 @@ class Harness:
         await run.settled.wait()
         return "aborted"
 
-    async def _drive(self, run: Run, new_messages: list[Message]) -> None:
+    def _config(self, run: Run) -> LoopConfig:
+        """The run's fixed configuration, captured now: model, prompt, tools, hooks."""
+
         async def before_request() -> None:
             await self._flush_pending_events(run)
             if self.before_request is not None:
@@ -327,7 +341,7 @@ class Harness:
 
         config = LoopConfig(
             model=self.model,
-            system=self.system,
+            system=run.prompt.system,
             tools=list(self.tools),
             max_turns=self.max_turns,
             build_request=self.build_request,
@@ -336,6 +350,10 @@ class Harness:
             before_request=before_request,
             recover_overflow=recover_overflow,
         )
+        config.prompt = run.prompt  # one capture: what the run's requests send is run.prompt
+        return config
+
+    async def _drive(self, run: Run, new_messages: list[Message], config: LoopConfig) -> None:
         open_pairs: list[str] = []
         crash: Exception | None = None
         loop = agent_loop(self._record, new_messages, config, self._signal)

@@ -12,16 +12,15 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
-import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from crank.agent.harness import Harness, HarnessBusy, Listener, Run
-from crank.agent.loop import Event
+from crank.agent.loop import Event, RunPrompt
 from crank.agent.messages import Message
 from crank.agent.model import Model, ModelRequest
-from crank.agent.tools import ToolCall, spec_of
+from crank.agent.tools import ToolCall
 from crank.prompt import PromptLocations, PromptWatcher, SystemPrompt, compute_prompt
 from crank.session import Housekeeper, SessionError, SessionLog, SessionStore
 from crank.session.log import new_session_id
@@ -124,8 +123,6 @@ class WorkspaceHost:
         self._log_listener: Listener | None = None
         self.session_id = new_session_id()
         self._run: Run | None = None
-        self._run_label = ""
-        """The run's id on the wire: unique in the process, unlike the harness's own."""
         self.prompt: SystemPrompt | None = None
         self.watcher: PromptWatcher | None = None
         self.ready = asyncio.Event()
@@ -223,7 +220,6 @@ class WorkspaceHost:
     async def _on_prompt_change(self, prompt: SystemPrompt) -> None:
         self.prompt = prompt
         self.harness.set_system(prompt.text)
-        self._brief_keeper()
         event = {
             "type": "system_prompt_changed",
             "hash": prompt.hash,
@@ -246,7 +242,7 @@ class WorkspaceHost:
     # -- events -----------------------------------------------------------------------
 
     def _run_id(self) -> str | None:
-        return self._run_label if self._run is not None else None
+        return self._run.id if self._run is not None else None
 
     @property
     def run_id(self) -> str | None:
@@ -274,13 +270,9 @@ class WorkspaceHost:
 
     # -- context (compaction, policies): the Housekeeper of the active session ----------
 
-    def _brief_keeper(self) -> None:
-        if self.keeper is not None:
-            self.keeper.set_prompt(self.harness.system, [spec_of(tool) for tool in self.tools])
-
-    async def _build_request(self, record: Sequence[Message]) -> ModelRequest:
+    async def _build_request(self, record: Sequence[Message], prompt: RunPrompt) -> ModelRequest:
         assert self.keeper is not None, "a run always has a session log"
-        return await self.keeper.build_request(record)
+        return await self.keeper.build_request(record, prompt)
 
     async def _before_request(self, harness: Harness) -> None:
         if self.keeper is not None:
@@ -343,7 +335,6 @@ class WorkspaceHost:
         self._log_listener = new_log.listener()
         self.session_id = new_log.session_id
         self.keeper = Housekeeper(new_log, self.harness.model, self.settings.context)
-        self._brief_keeper()
         self.keeper.attach(self.harness)
 
     def _drop_log(self) -> None:
@@ -398,8 +389,7 @@ class WorkspaceHost:
         except HarnessBusy as exc:
             raise CrankError(RUN_IN_PROGRESS, str(exc)) from exc
         self._run = run
-        self._run_label = f"{run.id}-{uuid.uuid4().hex[:8]}"
-        return {"sessionId": self.session_id, "runId": self._run_label}
+        return {"sessionId": self.session_id, "runId": run.id}
 
     def steer(self, text: str) -> dict[str, list[str]]:
         return self.harness.steer(text).as_dict()
@@ -429,7 +419,7 @@ class WorkspaceHost:
             "running": self.harness.is_running,
         }
         if self._run is not None:
-            state["runId"] = self._run_label
+            state["runId"] = self._run.id
         state.update(
             {
                 "model": {"api": model.api, "id": model.id},
