@@ -13,6 +13,7 @@ from pathlib import Path
 from crank.agent.messages import Message
 
 from .errors import (
+    AmbiguousSession,
     NoSuchSession,
     SessionBusy,
     SessionClosed,
@@ -45,6 +46,7 @@ def resume(path: Path | str) -> list[Message]:
 __all__ = [
     "BRANCH_SUMMARY_PREFIX",
     "COMPACTION_PREFIX",
+    "AmbiguousSession",
     "ContextSettings",
     "Housekeeper",
     "NoSuchSession",
