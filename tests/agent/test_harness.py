@@ -10,7 +10,7 @@ import pytest
 
 from crank.agent.harness import Harness, HarnessBusy, ListenerFailed
 from crank.agent.messages import user_message
-from crank.agent.scripted import Reply, ScriptedModel, call, say
+from crank.agent.scripted import Reply, ScriptedModel, call, reply_from_dict, say
 from crank.agent.view import build_view, is_valid_view
 
 from .helpers import assert_balanced, echo_tool, gated_tool, slow_tool
@@ -233,3 +233,18 @@ async def test_a_run_id_is_minted_once_and_no_two_harnesses_share_one() -> None:
         assert re.fullmatch(r"run-1-[0-9a-f]{8}", run.id)
         await run.wait()
     assert runs[0].id != runs[1].id
+
+
+async def test_an_unknown_queue_name_is_an_error_not_the_follow_up_queue() -> None:
+    harness = Harness(system="s", tools=[], model=ScriptedModel([]))
+    harness.follow_up("later")
+    with pytest.raises(ValueError, match="unknown queue 'follow_up'"):
+        harness.remove_queued("follow_up", 0)  # type: ignore[arg-type]
+    assert harness.queues.follow_up == ["later"]
+    assert harness.remove_queued("followUp", 0) == "later"
+
+
+def test_a_scripted_reply_with_an_unknown_error_kind_is_refused_by_name() -> None:
+    assert reply_from_dict({"error": "x", "errorKind": "overflow"}).error_kind == "overflow"
+    with pytest.raises(ValueError, match="errorKind 'too_long' is not one of"):
+        reply_from_dict({"error": "x", "errorKind": "too_long"})

@@ -22,7 +22,7 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Literal, TypedDict, TypeVar, get_args
 
 from .loop import BuildRequest, Event, LoopConfig, RunPrompt, agent_loop
 from .messages import Message, UserMessage, assistant_message, user_message
@@ -51,13 +51,34 @@ class ListenerFailed(RuntimeError):
     """A listener raised; the run was ended and the original error is the cause."""
 
 
+QueueKind = Literal["steering", "followUp"]
+"""The two queues, spelled as on the wire: steering enters at the next safe point,
+a follow-up only when the run would otherwise end (principle 6)."""
+QUEUE_KINDS: tuple[QueueKind, ...] = get_args(QueueKind)
+
+
+class QueueState(TypedDict):
+    """Both queues as the wire shows them (``queue_update``, ``crank/state``)."""
+
+    steering: list[str]
+    followUp: list[str]
+
+
 @dataclass
 class Queues:
     steering: list[str]
     follow_up: list[str]
 
-    def as_dict(self) -> dict[str, list[str]]:
+    def as_dict(self) -> QueueState:
         return {"steering": list(self.steering), "followUp": list(self.follow_up)}
+
+    def of(self, which: QueueKind) -> list[str]:
+        """The queue ``which`` names; an unknown name is a ValueError, never a fallback."""
+        if which == "steering":
+            return self.steering
+        if which == "followUp":
+            return self.follow_up
+        raise ValueError(f"unknown queue {which!r}; the queues are {', '.join(QUEUE_KINDS)}")
 
 
 def new_run_id(number: int) -> str:
@@ -260,12 +281,12 @@ class Harness:
             self._queue_changed()
         return removed
 
-    def remove_queued(self, which: str, index: int, text: str | None = None) -> str | None:
+    def remove_queued(self, which: QueueKind, index: int, text: str | None = None) -> str | None:
         """Take one message out of a queue ("steering" or "followUp") and return it, or
         None if it is no longer there. With ``text``, the entry at ``index`` is removed
         only if it still holds that text (else the first entry that does), so a client
         acting on a slightly old view never removes the wrong message."""
-        texts = self._queues.steering if which == "steering" else self._queues.follow_up
+        texts = self._queues.of(which)
         if text is not None and not (0 <= index < len(texts) and texts[index] == text):
             index = texts.index(text) if text in texts else -1
         if not 0 <= index < len(texts):
@@ -287,8 +308,8 @@ class Harness:
     async def _tell_quietly(self, event: Event) -> None:
         await self._tell(event)
 
-    def _take(self, which: str) -> list[UserMessage]:
-        texts = self._queues.steering if which == "steering" else self._queues.follow_up
+    def _take(self, which: QueueKind) -> list[UserMessage]:
+        texts = self._queues.of(which)
         if not texts:
             return []
         taken = list(texts)
@@ -346,7 +367,7 @@ class Harness:
             max_turns=self.max_turns,
             build_request=self.build_request,
             take_steering=lambda: self._take("steering"),
-            take_follow_up=lambda: self._take("follow_up"),
+            take_follow_up=lambda: self._take("followUp"),
             before_request=before_request,
             recover_overflow=recover_overflow,
         )

@@ -10,9 +10,22 @@ mutates a message it is given.
 from __future__ import annotations
 
 import time
-from typing import Any, Literal, NotRequired, TypedDict, TypeGuard
+from typing import Any, Literal, NotRequired, TypedDict, TypeGuard, get_args
 
 StopReason = Literal["stop", "toolUse", "length", "error", "aborted"]
+ErrorKind = Literal[
+    "rate_limit",
+    "overloaded",
+    "server",
+    "auth",
+    "invalid_request",
+    "overflow",
+    "network",
+    "timeout",
+]
+"""The class of an error reply (``errorKind``). Vendors classify; the loop acts on
+``overflow`` only (it recovers once); clients show the rest."""
+ERROR_KINDS: tuple[ErrorKind, ...] = get_args(ErrorKind)
 STOP_REASONS: tuple[StopReason, ...] = ("stop", "toolUse", "length", "error", "aborted")
 
 
@@ -65,7 +78,7 @@ class AssistantMessage(TypedDict):
     timestamp: int
     errorMessage: NotRequired[str]
     api: NotRequired[str]
-    errorKind: NotRequired[str]
+    errorKind: NotRequired[ErrorKind]
     """Structured class of an error reply (``overflow``, ``rate_limit``, ...)."""
 
 

@@ -20,10 +20,12 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
+from crank.agent.harness import QUEUE_KINDS
 from crank.session import SessionError
 from crank.vendors import ConfigError
 from crank.workspace import (
     PERMISSION_MODES,
+    WHILE_RUNNING,
     CrankError,
     Settings,
     WorkspaceHost,
@@ -374,7 +376,7 @@ def _context(params: Params) -> list[tuple[Path, dict[str, Any] | None]]:
 @handles("crank/prompt")
 async def _prompt(ls: CrankServer, params: Params) -> Any:
     text = params.required_text("text")
-    mode = params.text("whileRunning", choices=("steer", "followUp", "reject"))
+    mode = params.optional_choice("whileRunning", WHILE_RUNNING)
     context = _context(params)
     return (await ls.session_host(params)).prompt_run(text, context, mode)
 
@@ -398,7 +400,7 @@ async def _clear_queue(ls: CrankServer, params: Params) -> Any:
 
 @handles("crank/removeQueued")
 async def _remove_queued(ls: CrankServer, params: Params) -> Any:
-    which = params.required_text("queue", choices=("steering", "followUp"))
+    which = params.choice("queue", QUEUE_KINDS)
     index = params.index("index")
     text = params.text("text")
     return (await ls.session_host(params)).remove_queued(which, index, text)
@@ -472,7 +474,7 @@ async def _system_prompt(ls: CrankServer, params: Params) -> Any:
 
 @handles("crank/setPermissionMode")
 async def _set_permission_mode(ls: CrankServer, params: Params) -> Any:
-    mode = params.required_text("mode", choices=PERMISSION_MODES)
+    mode = params.choice("mode", PERMISSION_MODES)
     return await (await ls.host_for(params)).set_permission_mode(mode)
 
 

@@ -55,7 +55,7 @@ from .estimate import (
     view_chars,
 )
 from .log import SessionLog
-from .policies import ClearState, Policy, cache_marks, clear_old_results
+from .policies import ClearState, Policy, PolicyName, cache_marks, clear_old_results
 
 log = logging.getLogger(__name__)
 
@@ -72,7 +72,7 @@ class ContextSettings:
     keep_recent_tokens: int = 20_000
     """About how much of the newest conversation a compaction keeps word for word (at
     most a third of the usable window, so a small window still gets room back)."""
-    policy: str = "default"
+    policy: PolicyName = "default"
     """``none`` | ``cache`` | ``clear`` | ``compact`` | ``default``."""
     clear_at_tokens: int | None = None
     """Clear old results once a request passes this. Default: the kept size."""

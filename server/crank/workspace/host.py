@@ -14,13 +14,13 @@ import datetime
 import logging
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
-from crank.agent.harness import Harness, HarnessBusy, Listener, Run
+from crank.agent.harness import Harness, HarnessBusy, Listener, QueueKind, QueueState, Run
 from crank.agent.loop import Event, RunPrompt
 from crank.agent.messages import Message
 from crank.agent.model import Model, ModelRequest
-from crank.agent.tools import ToolCall
+from crank.agent.tools import Tool, ToolCall
 from crank.prompt import PromptLocations, PromptWatcher, SystemPrompt, compute_prompt
 from crank.session import Housekeeper, SessionError, SessionLog, SessionStore
 from crank.session.log import new_session_id
@@ -46,13 +46,17 @@ from .errors import (
     invalid_params,
 )
 from .models import Unconfigured, build_model
-from .permissions import DECISIONS, Permissions
+from .permissions import DECISIONS, PERMISSION_MODES, PermissionMode, Permissions
 from .prompts import context_text
 from .sessions import tree_json
-from .settings import PERMISSION_MODES, Settings
+from .settings import Settings
 from .stream import EventStream
 
 log = logging.getLogger(__name__)
+
+WhileRunning = Literal["steer", "followUp", "reject"]
+"""What ``crank/prompt`` does when a run is active: queue the text, or refuse (1001)."""
+WHILE_RUNNING: tuple[WhileRunning, ...] = get_args(WhileRunning)
 
 
 def open_and_replay(path: Path) -> tuple[SessionLog, list[Message]]:
@@ -185,7 +189,7 @@ class WorkspaceHost:
 
     # -- configuration ----------------------------------------------------------------
 
-    def _tool_set(self, mode: str | None = None) -> list[Any]:
+    def _tool_set(self, mode: PermissionMode | None = None) -> list[Tool]:
         if (mode or self.permissions.mode) == "readOnly":
             return read_only_tools(self.ctx)
         return standard_tools(self.ctx)
@@ -366,7 +370,7 @@ class WorkspaceHost:
         self,
         text: str,
         context: Sequence[tuple[Path, dict[str, Any] | None]] = (),
-        while_running: str | None = None,
+        while_running: WhileRunning | None = None,
     ) -> dict[str, Any]:
         """Start a run, or queue the text when one is active and the client said how."""
         self._require_model()
@@ -391,16 +395,16 @@ class WorkspaceHost:
         self._run = run
         return {"sessionId": self.session_id, "runId": run.id}
 
-    def steer(self, text: str) -> dict[str, list[str]]:
+    def steer(self, text: str) -> QueueState:
         return self.harness.steer(text).as_dict()
 
-    def follow_up(self, text: str) -> dict[str, list[str]]:
+    def follow_up(self, text: str) -> QueueState:
         return self.harness.follow_up(text).as_dict()
 
-    def clear_queue(self) -> dict[str, list[str]]:
+    def clear_queue(self) -> QueueState:
         return self.harness.clear_queue().as_dict()
 
-    def remove_queued(self, which: str, index: int, text: str | None) -> dict[str, Any]:
+    def remove_queued(self, which: QueueKind, index: int, text: str | None) -> dict[str, Any]:
         removed = self.harness.remove_queued(which, index, text)
         return {**self.harness.queues.as_dict(), "removed": removed}
 
@@ -518,7 +522,7 @@ class WorkspaceHost:
             await self.log.append_model_change(model.api, model.id)
         return {"model": {"api": model.api, "id": model.id}}
 
-    async def set_permission_mode(self, mode: str) -> dict[str, Any]:
+    async def set_permission_mode(self, mode: PermissionMode) -> dict[str, Any]:
         if mode not in PERMISSION_MODES:
             raise invalid_params("mode", f"must be one of {', '.join(PERMISSION_MODES)}")
         if (self.permissions.mode == "readOnly") != (mode == "readOnly"):
