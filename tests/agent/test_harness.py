@@ -248,3 +248,16 @@ def test_a_scripted_reply_with_an_unknown_error_kind_is_refused_by_name() -> Non
     assert reply_from_dict({"error": "x", "errorKind": "overflow"}).error_kind == "overflow"
     with pytest.raises(ValueError, match="errorKind 'too_long' is not one of"):
         reply_from_dict({"error": "x", "errorKind": "too_long"})
+
+
+async def test_events_asked_for_after_the_run_began_is_an_error_not_a_stream_with_a_hole() -> None:
+    harness = Harness(system="s", tools=[], model=ScriptedModel([say("a")]))
+    run = harness.prompt("go")
+    await run.wait()
+    with pytest.raises(RuntimeError, match=r"after \d+ event"):
+        run.events()
+    fresh = harness.prompt("again")
+    events = fresh.events()
+    with pytest.raises(RuntimeError, match="already called"):
+        fresh.events()
+    assert [e["type"] async for e in events][-1] == "agent_settled"

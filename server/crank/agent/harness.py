@@ -101,14 +101,24 @@ class Run:
         self.error: BaseException | None = None
         self.failed_listener: Listener | None = None
         self._queue: asyncio.Queue[Event | None] | None = None
+        self._sent_unheard = 0
+        """Events that went out before anyone asked for ``events()``."""
         self.task: asyncio.Task[None] | None = None
 
     def events(self) -> AsyncIterator[Event]:
-        """Every event of the run, ``agent_settled`` last. Call before the first await
-        after the run was started, or events already sent are not seen."""
-        if self._queue is None:
-            self._queue = asyncio.Queue()
-        queue = self._queue
+        """Every event of the run, ``agent_settled`` last, for one consumer. Call it
+        before the first await after the run was started: once an event has gone out
+        unheard, or a second time, it raises RuntimeError rather than give a stream
+        with a hole (``Harness.subscribe`` hears a run that is already under way)."""
+        if self._queue is not None:
+            raise RuntimeError(f"{self.id}: events() was already called; it has one consumer")
+        if self._sent_unheard:
+            raise RuntimeError(
+                f"{self.id}: events() was called after {self._sent_unheard} event(s) went out; "
+                "call it before the first await after the run started"
+            )
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        self._queue = queue
 
         async def iterate() -> AsyncIterator[Event]:
             while True:
@@ -122,6 +132,8 @@ class Run:
     def _deliver(self, event: Event | None) -> None:
         if self._queue is not None:
             self._queue.put_nowait(event)
+        elif event is not None:
+            self._sent_unheard += 1
 
     async def wait(self) -> str:
         """Wait for ``agent_settled``; returns the stop reason, raises if a listener failed."""

@@ -10,7 +10,7 @@ mutates a message it is given.
 from __future__ import annotations
 
 import time
-from typing import Any, Literal, NotRequired, TypedDict, TypeGuard, get_args
+from typing import Any, Literal, NotRequired, TypedDict, get_args
 
 StopReason = Literal["stop", "toolUse", "length", "error", "aborted"]
 ErrorKind = Literal[
@@ -26,7 +26,6 @@ ErrorKind = Literal[
 """The class of an error reply (``errorKind``). Vendors classify; the loop acts on
 ``overflow`` only (it recovers once); clients show the rest."""
 ERROR_KINDS: tuple[ErrorKind, ...] = get_args(ErrorKind)
-STOP_REASONS: tuple[StopReason, ...] = ("stop", "toolUse", "length", "error", "aborted")
 
 
 class TextBlock(TypedDict):
@@ -144,18 +143,6 @@ def tool_result(
         "isError": is_error,
         "timestamp": now_ms(),
     }
-
-
-def is_user(message: Message) -> TypeGuard[UserMessage]:
-    return message["role"] == "user"
-
-
-def is_assistant(message: Message) -> TypeGuard[AssistantMessage]:
-    return message["role"] == "assistant"
-
-
-def is_tool_result(message: Message) -> TypeGuard[ToolResultMessage]:
-    return message["role"] == "toolResult"
 
 
 def text_of(message: AssistantMessage) -> str:

@@ -20,6 +20,7 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
+from crank import __version__
 from crank.agent.harness import QUEUE_KINDS
 from crank.session import SessionError
 from crank.vendors import ConfigError
@@ -41,7 +42,6 @@ from .progress import RunProgress
 from .protocol import CrankProtocol
 
 log = logging.getLogger(__name__)
-VERSION = "0.1.0"
 Handler = Callable[["CrankServer", Params], Awaitable[Any]]
 HANDLERS: dict[str, Handler] = {}
 
@@ -64,7 +64,7 @@ def as_rpc_error(exc: Exception) -> JsonRpcException | None:
 
 class CrankServer(LanguageServer):
     def __init__(self, *, env: dict[str, str] | None = None) -> None:
-        super().__init__("crank", VERSION, protocol_cls=CrankProtocol)
+        super().__init__("crank", __version__, protocol_cls=CrankProtocol)
         self.env = env
         self.hosts: dict[str, WorkspaceHost] = {}
         self.started = asyncio.Event()

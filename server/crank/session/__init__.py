@@ -25,7 +25,7 @@ from .errors import (
     UnknownEntry,
 )
 from .housekeeping import ContextSettings, Housekeeper
-from .index import SessionSummary, list_sessions
+from .index import SessionListing, list_sessions
 from .log import SessionLog, read_tree
 from .policies import POLICY_NAMES, PolicyName
 from .repair import RepairResult, repair
@@ -57,10 +57,10 @@ __all__ = [
     "SessionBusy",
     "SessionClosed",
     "SessionError",
+    "SessionListing",
     "SessionLocked",
     "SessionLog",
     "SessionStore",
-    "SessionSummary",
     "SessionTree",
     "SessionUnreadable",
     "SummaryFailed",

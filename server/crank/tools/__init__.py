@@ -53,7 +53,8 @@ __all__ = [
 
 
 def read_only_tools(ctx: ToolContext) -> list[Tool]:
-    return [make_read(ctx), make_ls(ctx), make_grep(ctx), make_find(ctx)]
+    """The standard tools that change nothing (``Tool.mutates`` is the one owner)."""
+    return [tool for tool in standard_tools(ctx) if not tool.mutates]
 
 
 def standard_tools(ctx: ToolContext) -> list[Tool]:

@@ -130,7 +130,6 @@ class WorkspaceHost:
         self.prompt: SystemPrompt | None = None
         self.watcher: PromptWatcher | None = None
         self.ready = asyncio.Event()
-        self.closed = False
 
     # -- lifetime ---------------------------------------------------------------------
 
@@ -166,7 +165,6 @@ class WorkspaceHost:
 
     async def close(self) -> None:
         """Abort a run (it settles and is saved), stop the watcher, release the log."""
-        self.closed = True
         if self._daily is not None:
             self._daily.cancel()
         await self.harness.abort()
