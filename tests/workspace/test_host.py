@@ -11,8 +11,10 @@ from typing import Any
 
 import pytest
 
+from crank.agent.messages import assistant_message, user_message
 from crank.agent.model import AbortSignal
 from crank.agent.tools import run_tool
+from crank.session import SessionLog
 from crank.tools import MemoryDocuments
 from crank.workspace import Settings, WorkspaceHost
 from crank.workspace import host as host_module
@@ -186,5 +188,36 @@ async def test_the_outside_question_names_the_call_that_asked(tmp_path: Path) ->
         ]
         results = [m for m in host.harness.messages if m["role"] == "toolResult"]
         assert results[0]["isError"] and not results[1]["isError"]
+    finally:
+        await host.close()
+
+
+async def test_a_record_the_view_had_to_repair_is_logged_and_shown_in_state(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A crash between a call and its result: the file keeps the hole, the request
+    repairs it, and the host says so (log and ``crank/state``) instead of hiding it."""
+    editor = RecordingEditor()
+    host = scripted_host(tmp_path, editor, [{"text": "resumed"}])
+    crashed = SessionLog.create(host.store.directory, str(host.root))
+    crashed.append_message_sync(user_message("go"))
+    blocks: list[Any] = [{"type": "toolCall", "id": "c1", "name": "read", "arguments": {}}]
+    crashed.append_message_sync(assistant_message(blocks, stop_reason="toolUse"))
+    session_id = crashed.session_id
+    crashed.close()
+    await host.start()
+    try:
+        with caplog.at_level("WARNING", logger="crank.session.housekeeping"):
+            await host.open_session(session_id)
+            repairs = host.state()["viewRepairs"]  # the meter builds the view at once
+            assert repairs["interruptedResults"] == 1 and repairs["droppedOrphanResults"] == 0
+            host.prompt_run("continue")
+            run = host.harness.current_run
+            assert run is not None
+            await run.wait()
+        sent = host.harness.model.requests[0].messages  # type: ignore[attr-defined]
+        assert sent[2]["role"] == "toolResult" and sent[2]["toolCallId"] == "c1"
+        assert host.state()["viewRepairs"] == repairs
+        assert sum("repairs the record" in r.getMessage() for r in caplog.records) == 1
     finally:
         await host.close()

@@ -11,6 +11,9 @@ Wiring (the API is fixed; the server is built against it):
 
 What it promises:
 
+- ``repairs`` says what the view repaired in the record (results given for calls
+  that have none, orphan and duplicate results and empty failed replies left out);
+  a change is logged once, not at every request.
 - ``build_request`` turns the record into the request under the run's prompt (the
   system prompt and tool specs the Harness captured when the run started; the keeper
   keeps no copy): the repaired view, old results cleared by policy, cache marks
@@ -40,7 +43,7 @@ from crank.agent.harness import Harness
 from crank.agent.loop import RunPrompt
 from crank.agent.messages import Message, now_ms
 from crank.agent.model import Model, ModelRequest
-from crank.agent.view import build_view
+from crank.agent.view import Repairs, repair_view
 
 from .compaction import compact_log
 from .errors import SessionBusy
@@ -103,6 +106,7 @@ class Housekeeper:
         self._clear = ClearState()
         self._view_changed_ms = 0
         self._last_request_chars: int | None = None
+        self._repairs = Repairs()
         self._harness: Harness | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._totals = self._totals_from_log()
@@ -150,8 +154,17 @@ class Housekeeper:
     def _size(self, message: Message) -> int:
         return self._calibration.tokens(message_chars(message))
 
+    @property
+    def repairs(self) -> Repairs:
+        """What the view last repaired in the record (nothing, for a healthy session)."""
+        return self._repairs
+
     def _sent(self, record: Sequence[Message], fixed: int) -> tuple[list[Message], ClearState]:
-        view = build_view(record)
+        view, repairs = repair_view(record)
+        if repairs != self._repairs:
+            self._repairs = repairs
+            if repairs:
+                log.warning("%s: the request view repairs the record: %s", self._log.path, repairs)
         if not self._policy.clear:
             return view, self._clear
         calibration = self._calibration

@@ -435,6 +435,8 @@ class WorkspaceHost:
         )
         if self.config_error is not None:
             state["configError"] = self.config_error
+        if self.keeper is not None and self.keeper.repairs:
+            state["viewRepairs"] = self.keeper.repairs.to_json()
         return state
 
     def messages(self) -> dict[str, Any]:
