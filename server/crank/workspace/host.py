@@ -16,6 +16,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Literal, get_args
 
+import anyio.to_thread
+
 from crank.agent.harness import Harness, HarnessBusy, Listener, QueueKind, QueueState, Run
 from crank.agent.loop import Event, RunPrompt
 from crank.agent.messages import Message
@@ -176,10 +178,10 @@ class WorkspaceHost:
 
     async def _resume_newest(self) -> None:
         try:
-            path = await asyncio.to_thread(self.store.newest)
+            path = await anyio.to_thread.run_sync(self.store.newest)
             if path is None:
                 return
-            opened, messages = await asyncio.to_thread(open_and_replay, path)
+            opened, messages = await anyio.to_thread.run_sync(open_and_replay, path)
             self.harness.replace_messages(messages)
             self._adopt_log(opened)
         except (SessionError, OSError) as exc:
@@ -443,7 +445,7 @@ class WorkspaceHost:
         return {"messages": list(self.harness.messages)}
 
     async def sessions(self) -> dict[str, Any]:
-        listed = await asyncio.to_thread(self.store.list)  # a cold listing reads the files
+        listed = await anyio.to_thread.run_sync(self.store.list)  # a cold listing reads the files
         return {"sessions": [dict(summary) for summary in listed]}
 
     def tree(self) -> dict[str, Any]:
@@ -485,7 +487,7 @@ class WorkspaceHost:
         path = self.store.path_of(session_id)
         if self.log is not None and self.log.path == path:
             return {"sessionId": self.session_id}
-        opened, messages = await asyncio.to_thread(open_and_replay, path)  # off the loop
+        opened, messages = await anyio.to_thread.run_sync(open_and_replay, path)  # off the loop
         if self.harness.is_running:  # a prompt won the race while the file was read
             opened.close()
             self._require_idle("opening a session")
