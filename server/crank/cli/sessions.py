@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TextIO
 
 from crank.session import SessionError, SessionStore, read_tree, repair, transcript
-from crank.session.summarize import render_message
+from crank.session.branch_summary import render_message
 
 PREVIEW_CHARS = 240
 

@@ -31,11 +31,11 @@ import anyio.to_thread
 from crank.agent.messages import Message, Usage, now_ms
 from crank.agent.model import Model
 
+from .branch_summary import abandoned_messages, summarize_branch
 from .entries import Entry, encode, make_header, new_entry_id
 from .errors import SessionBusy, SessionClosed, SessionLocked, UnknownEntry
 from .filelock import try_lock
 from .replay import transcript
-from .summarize import abandoned_messages, summarize_branch
 from .tree import SessionTree
 
 Listener = Callable[[dict[str, Any]], Awaitable[None]]
