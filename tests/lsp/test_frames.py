@@ -104,6 +104,17 @@ async def test_notification_methods_sent_with_an_id_are_refused(tmp_path: Path) 
     assert await wire.close() == 0
 
 
+async def test_request_methods_sent_without_an_id_are_not_run(tmp_path: Path) -> None:
+    wire = await started(tmp_path)
+    wire.send(notification("crank/setPermissionMode", {"mode": "readOnly"}))
+    wire.send(notification("shutdown"))
+    wire.send(request(1, STATE, {}))
+    state = (await wire.answer(1))["result"]
+    assert state["permissionMode"] != "readOnly"  # neither was run
+    assert await wire.close() == 0
+    assert wire.stderr.decode().count("sent without an id") == 2
+
+
 async def test_standard_requests_whose_params_do_not_fit(tmp_path: Path) -> None:
     wire = await started(tmp_path)
     wire.send(request(1, "textDocument/codeAction", {}))

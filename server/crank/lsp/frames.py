@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Collection
 from typing import Any
 
 import cattrs
@@ -164,8 +165,10 @@ def _error(msg_id: Any, code: int, message: str) -> dict[str, Any]:
 class Inbox:
     """One per connection: what arrives goes through ``receive``, in order."""
 
-    def __init__(self, protocol: JsonRPCProtocol) -> None:
+    def __init__(self, protocol: JsonRPCProtocol, requests: Collection[str] = ()) -> None:
         self.protocol = protocol
+        self.requests = frozenset(requests)
+        """Custom methods that are requests (lsprotocol knows the standard ones)."""
         self.initialize_received = False
         self._shutdown_id: Any = None
 
@@ -340,7 +343,9 @@ class Inbox:
             log.info("ignored the notification %s %s", method, when)
             return
         message_type = protocol.get_message_type(method)
-        if message_type is not None and adapter.is_request_type(message_type):
+        if method in self.requests or (
+            message_type is not None and adapter.is_request_type(message_type)
+        ):
             log.warning("ignored %s: it is a request and was sent without an id", method)
             return
         if not adapter.has_handler(protocol, method) and method != types.CANCEL_REQUEST:

@@ -24,7 +24,7 @@ from pygls.io_ import StdoutWriter
 
 from .frames import Inbox
 from .framing import FrameParser
-from .server import CrankServer, build_server
+from .server import HANDLERS, CrankServer, build_server
 
 log = logging.getLogger("crank.lsp")
 
@@ -82,7 +82,7 @@ async def pump(read: ReadChunk, inbox: Inbox) -> None:
 
 async def _serve(server: CrankServer, read: ReadChunk) -> None:
     try:
-        await pump(read, Inbox(server.protocol))
+        await pump(read, Inbox(server.protocol, requests=HANDLERS))
     finally:
         await server.close_all()
 
