@@ -70,6 +70,7 @@ def test_tolerated_headers(header: bytes) -> None:
         (b"Content-Length: 10\r\nContent-Length: 12\r\n\r\n" + BODY, "two different"),
         (b"Content-Length: %d\r\n\r\n" % (MAX_BODY + 1) + BODY, "larger than the limit"),
         (b"Content-Length: 99999999999999999999\r\n\r\n" + BODY, "larger than the limit"),
+        (b"Content-Length: " + b"9" * 6000 + b"\r\n\r\n" + BODY, "larger than the limit"),
         (b"Content-Type: text/plain\r\n\r\n" + BODY, "without Content-Length"),
         (b"Content-Length: 5\r\nno colon here\r\n\r\n" + BODY, "not Name: value"),
         (b"Content-Length: 500\r\n\r\n" + BODY, "larger than the body"),
@@ -203,3 +204,14 @@ def test_a_refused_frame_never_costs_the_next(
     expected, stream = data.draw(streams())
     chunks = data.draw(splits(bad + bad_body + stream))
     assert frames(parse(*chunks))[-len(expected) :] == expected
+
+
+@relaxed
+@given(st.lists(st.binary(max_size=300), max_size=10))
+def test_no_bytes_make_the_parser_raise(chunks: list[bytes]) -> None:
+    parser = FrameParser()
+    for chunk in chunks:
+        parser.feed(chunk)
+    parser.end()
+    # and it still reads a well-formed frame afterwards
+    assert parser.feed(frame(NEXT)) == [Frame(NEXT)]

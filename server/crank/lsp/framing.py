@@ -229,7 +229,7 @@ class FrameParser:
                         position,
                         f"Content-Length {_show(value)} is not a decimal byte count",
                     )
-                number = int(value)
+                number = int(value) if len(value) <= 20 else MAX_BODY + 1
                 if number > MAX_BODY:
                     return self._refuse(
                         events,
