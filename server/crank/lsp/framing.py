@@ -38,8 +38,10 @@ MAX_HEADER = 8 * 1024
 _TOKEN = re.compile(rb"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _NUMBER = re.compile(rb"[0-9]+")
 _LENGTH_NAME = b"content-length"
+_DASH_LENGTH = re.compile(rb"-[Ll][Ee][Nn][Gg][Tt][Hh]")
 _HEADER_IN_BODY = re.compile(rb"content-length[ \t]*:[ \t]*[0-9]+[ \t]*\r?\n", re.IGNORECASE)
 _WHITESPACE = b" \t\r\n"
+_LEADING_WHITESPACE = re.compile(rb"[ \t\r\n]*")
 
 
 def _prefix_pattern() -> re.Pattern[bytes]:
@@ -172,26 +174,33 @@ class FrameParser:
         ``window`` bytes of the pending body (it may end after them). Only new bytes are
         searched, with an overlap for a header split across two reads."""
         start = max(0, self._body_scanned - MAX_HEADER)
-        limit = min(len(self._buffer), window + MAX_HEADER)
-        found = _HEADER_IN_BODY.search(self._buffer, start, limit)
         self._body_scanned = window
-        if found is None or found.start() >= window:
-            return None
-        return found.start()
+        limit = min(len(self._buffer), window + len(_LENGTH_NAME) - 1)
+        # Find "-length" fast, then check "content" before it (any case).
+        while (dash := _DASH_LENGTH.search(self._buffer, start + 7, limit)) is not None:
+            name = dash.start() - 7
+            if (
+                bytes(self._buffer[name : dash.start()]).lower() == b"content"
+                and _HEADER_IN_BODY.match(self._buffer, name) is not None
+            ):
+                return name
+            start = name + 1
+        return None
 
     def _header_may_start_inside(self, length: int) -> bool:
         """Whether the buffer ends inside what may be a header line that began inside
         the body: then wait for the rest before delivering the body."""
-        if len(self._buffer) - length >= MAX_HEADER:
+        last_line = self._buffer.rfind(b"\n") + 1  # a header's start runs to the end
+        if last_line >= length or len(self._buffer) - length >= MAX_HEADER:
             return False
-        tail_start = max(0, len(self._buffer) - MAX_HEADER)
-        found = _HEADER_PREFIX_AT_END.search(self._buffer, tail_start)
+        start = max(last_line, len(self._buffer) - MAX_HEADER)
+        found = _HEADER_PREFIX_AT_END.search(self._buffer, start)
         return found is not None and found.start() < length
 
     # -- headers ---------------------------------------------------------------------
 
     def _read_header(self, events: list[Event]) -> bool:
-        leading = len(self._buffer) - len(self._buffer.lstrip(_WHITESPACE))
+        leading = _LEADING_WHITESPACE.match(self._buffer).end()  # type: ignore[union-attr]
         if leading:  # whitespace between frames is tolerated
             del self._buffer[:leading]
         if not self._buffer:
