@@ -12,6 +12,7 @@ to set.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,13 +43,38 @@ _INT_KEYS = (
 )
 
 
+_KNOWN_SECRETS: set[str] = set()
+"""Every key this process has held (8 characters or more), for ``redact``."""
+_KEY_FIELD = re.compile(
+    r"""(?i)(["']?(?:api[-_]?key|x-api-key|authorization|password|secret|access[-_]?token)"""
+    r"""["']?\s*[:=]\s*)(["'])[^"']*\2"""
+)
+_BEARER = re.compile(r"(?i)\b(bearer\s+)[\w.~+/=-]+")
+_KEY_LIKE = re.compile(r"\bsk-[\w-]{12,}")
+
+
+def redact(text: str) -> str:
+    """``text`` with every known key, and anything shaped like one, replaced by
+    ``***``: the value of an ``apiKey``/``authorization``/``password``/... field,
+    a bearer token, an ``sk-...`` token. For log lines, whatever produced them."""
+    for value in sorted(_KNOWN_SECRETS, key=len, reverse=True):
+        if value in text:
+            text = text.replace(value, "***")
+    text = _KEY_FIELD.sub(lambda m: f"{m[1]}{m[2]}***{m[2]}", text)
+    text = _BEARER.sub(r"\1***", text)
+    return _KEY_LIKE.sub("sk-***", text)
+
+
 class Secret:
-    """A string that will not print itself. ``reveal()`` is the only way to read it."""
+    """A string that will not print itself. ``reveal()`` is the only way to read it.
+    Every secret is remembered by ``redact``, so no log line can show it either."""
 
     __slots__ = ("_value",)
 
     def __init__(self, value: str) -> None:
         self._value = value
+        if len(value) >= 8:
+            _KNOWN_SECRETS.add(value)
 
     def reveal(self) -> str:
         return self._value
@@ -279,6 +305,7 @@ def resolve_provider(
             sources["api"] = name
         for key, value in values.items():
             if key == "apiKey":
+                Secret(value)  # known to ``redact`` even if it is never sent
                 keys.append((name, value, _endpoint(target, values.get("baseUrl"))))
             elif key not in merged:
                 merged[key] = value
