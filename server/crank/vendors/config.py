@@ -1,10 +1,13 @@
 """Provider configuration: where the model comes from and how to reach it.
 
-Resolution follows protocol.md "Lifecycle", field by field: each field comes from the
-first layer that sets it, in the order explicit settings (initialization options, then
-the ``crank`` configuration section, passed in as provider dicts), the user config file
-(``{"provider": {...}}`` in ``user_config_dir("crank")/config.json``), then the
-environment. An API key is held in a ``Secret`` whose ``repr``/``str`` never show it.
+Resolution follows protocol.md "Lifecycle": the layers are explicit settings
+(initialization options, then the ``crank`` configuration section, passed in as
+provider dicts), the user config file (``{"provider": {...}}`` in
+``user_config_dir("crank")/config.json``), then the environment. The result is one
+api's profile: a layer that names an api counts only for it, each field comes from the
+first layer that counts and sets it, and a key only ever goes to the base URL of its
+own layer (docs/vendors.md "Configuration"). An API key is held in a ``Secret`` whose
+``repr``/``str`` never show it, and ``redact`` takes every held key out of log text.
 With nothing usable configured, ``ConfigError`` (protocol code 1004) says exactly what
 to set.
 """
