@@ -333,11 +333,16 @@ def resolve_provider(
         for name, _key, endpoint in keys
         if endpoint != url
     )
-    return _build(merged, sources, path, withheld)
+    return _build(merged, sources, path, withheld, switching=api is not None)
 
 
 def _build(
-    merged: dict[str, Any], sources: dict[str, str], path: Path, withheld: tuple[str, ...]
+    merged: dict[str, Any],
+    sources: dict[str, str],
+    path: Path,
+    withheld: tuple[str, ...],
+    *,
+    switching: bool = False,
 ) -> ProviderConfig:
     api = merged["api"]
     if api == "scripted":
@@ -354,6 +359,12 @@ def _build(
             if withheld
             else ""
         )
+        if switching:
+            raise ConfigError(
+                f"The {api} provider at {base_url} needs an API key of its own: set "
+                f'{_ENV_PREFIX[api]}_API_KEY, or {{"provider": {{"api": "{api}", '
+                f'"apiKey": "..."}}}} in {path}.{unused}'
+            )
         raise ConfigError(
             f"The {api} provider at {base_url} needs an API key: set "
             f"{_ENV_PREFIX[api]}_API_KEY, or provider.apiKey in the same place that sets "
