@@ -10,11 +10,13 @@ for the other one.
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
 import pytest
+from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 
 from tests.support.model_server import ModelServer
@@ -146,3 +148,29 @@ async def test_same_api_switch_keeps_endpoint_and_key_and_drops_the_window(
             await ask(crank, "hello")
             assert local.requests[0]["body"]["model"] == "gpt-4.1"
             assert keys_sent(local) == {OPENAI_KEY}
+
+
+async def test_a_pushed_base_url_does_not_take_the_start_up_key_along(tmp_path: Path) -> None:
+    """The key came with the start-up options for one server; a later change points the
+    provider somewhere else without a key. Before, the old key went to the new URL."""
+    with (
+        ModelServer({"replies": [{"text": "a"}]}) as first,
+        ModelServer({"replies": [{"text": "b"}]}) as second,
+    ):
+        editor = {"api": "openai", "baseUrl": f"{first.url}/v1", "model": "m", "apiKey": OPENAI_KEY}
+        options = {"provider": editor, **sessions(tmp_path)}
+        async with running_server(tmp_path, [project(tmp_path)], options) as crank:
+            await ask(crank, "one")
+            crank.client.workspace_did_change_configuration(
+                types.DidChangeConfigurationParams(
+                    settings={"crank": {"provider": {"baseUrl": f"{second.url}/v1"}}}
+                )
+            )
+            for _ in range(1000):  # the change is applied in the background
+                if any("not sent to" in m.message for m in crank.client.log_messages):
+                    break
+                await asyncio.sleep(0.01)
+            await ask(crank, "two")
+            assert len(first.requests) == 1 and len(second.requests) == 1
+            assert keys_sent(first) == {OPENAI_KEY}
+            assert keys_sent(second) == set()
