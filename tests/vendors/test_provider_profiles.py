@@ -116,3 +116,9 @@ def test_a_base_url_without_any_api_is_refused_by_name(tmp_path: Path) -> None:
 def test_a_key_alone_means_anthropic_as_the_editor_setting_did(tmp_path: Path) -> None:
     config = resolve_provider({"apiKey": ANT}, config_file=tmp_path / "n.json", env={})
     assert config.api == "anthropic" and config.api_key == Secret(ANT)
+
+
+def test_a_held_back_key_is_named_only_when_no_key_goes_out(tmp_path: Path) -> None:
+    editor = {"api": "openai", "baseUrl": "http://h:1/v1", "model": "q", "apiKey": "sk-local-key-1"}
+    config = resolve_provider(editor, config_file=tmp_path / "n.json", env={"OPENAI_API_KEY": OAI})
+    assert config.api_key == Secret("sk-local-key-1") and config.withheld_keys == ()

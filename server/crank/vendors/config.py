@@ -328,10 +328,10 @@ def resolve_provider(
     bound = next(((name, key) for name, key, endpoint in keys if endpoint == url), None)
     if bound is not None:
         sources["apiKey"], merged["apiKey"] = bound
-    withheld = tuple(
+    withheld = tuple(  # worth saying only when no key goes out at all
         f"the key from {name} (configured for {without_credentials(endpoint)})"
         for name, _key, endpoint in keys
-        if endpoint != url
+        if bound is None
     )
     return _build(merged, sources, path, withheld, switching=api is not None)
 
