@@ -26,6 +26,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_sessions_parser(commands)
     add_serve_parser(commands)
     add_demo_parser(commands)
+    commands.add_parser(
+        "acp", help="serve the Agent Client Protocol on stdio (Zed, JetBrains, ...)", add_help=False
+    )
     return parser
 
 
@@ -35,6 +38,10 @@ def main(argv: list[str] | None = None) -> int:
         # The server parses its own options: argparse's REMAINDER would refuse a first
         # argument that looks like an option (``crank serve --tcp HOST:PORT``).
         return run_server(argv[1:])
+    if argv[:1] == ["acp"]:
+        from crank.acp.serve import main as serve_acp
+
+        return serve_acp(argv[1:])
     _log_to_stderr()
     args = build_parser().parse_args(argv)
     try:
