@@ -19,7 +19,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from .test_host import AnsweringEditor, scripted_host
+from .test_host import AnsweringEditor, resolved, scripted_host
 
 RECORDING = Path(__file__).parent / "recorded" / "host_events.json"
 VARYING = {"timestamp", "entryId", "sessionId", "runId", "workspace", "hash"}
@@ -126,16 +126,21 @@ async def record(tmp_path: Path) -> list[dict[str, Any]]:
         await host.close()
     seqs = [e["seq"] for e in editor.events if e["sessionId"] == editor.events[0]["sessionId"]]
     assert seqs == sorted(seqs) and len(set(seqs)) == len(seqs)
-    tmp = str(tmp_path.resolve())
+    tmp = resolved(tmp_path)
     return [
         normalise({k: v for k, v in e.items() if k != "seq"}, tmp) for e in joined(editor.events)
     ]
 
 
-async def test_the_events_on_the_wire_match_the_recording(tmp_path: Path) -> None:
-    seen = await record(tmp_path)
+def recording(seen: list[dict[str, Any]]) -> list[dict[str, Any]]:
     if os.environ.get("CRANK_RECORD_EVENTS") == "1":
         RECORDING.write_text(json.dumps(seen, indent=1) + "\n")
-    recorded = json.loads(RECORDING.read_text())
+    recorded: list[dict[str, Any]] = json.loads(RECORDING.read_text())
+    return recorded
+
+
+async def test_the_events_on_the_wire_match_the_recording(tmp_path: Path) -> None:
+    seen = await record(tmp_path)
+    recorded = recording(seen)
     assert [e["event"]["type"] for e in seen] == [e["event"]["type"] for e in recorded]
     assert seen == recorded
