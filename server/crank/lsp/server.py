@@ -35,6 +35,7 @@ from crank.workspace import (
     merge_layers,
 )
 from crank.workspace.errors import NO_SUCH_WORKSPACE
+from crank.workspace.stream import Envelope
 
 from .editor import LspEditor, path_of_uri
 from .params import Params, check_diagnostics, check_range
@@ -139,7 +140,7 @@ class CrankServer(LanguageServer):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _on_event(self, params: dict[str, Any]) -> None:
+    def _on_event(self, params: Envelope) -> None:
         self.run_progress.on_event(params)
 
     # -- lifecycle --------------------------------------------------------------------
