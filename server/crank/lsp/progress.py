@@ -18,7 +18,7 @@ from lsprotocol import types
 
 if TYPE_CHECKING:
     from crank.workspace import WorkspaceHost
-    from crank.workspace.stream import Envelope, WireEvent
+    from crank.workspace.stream import EventParams, WireEvent
 
     from .server import CrankServer
 
@@ -46,7 +46,7 @@ class RunProgress:
         host = self._server.hosts.get(found[0])
         return (host, found[1]) if host is not None else None
 
-    def on_event(self, params: Envelope) -> None:
+    def on_event(self, params: EventParams) -> None:
         event = params["event"]
         kind = event["type"]
         if kind not in ("agent_start", "tool_execution_start", "agent_settled"):

@@ -25,7 +25,7 @@ from .errors import (
     UnknownEntry,
 )
 from .housekeeping import ContextSettings, ContextUsage, Housekeeper
-from .index import SessionListing, list_sessions
+from .index import SessionInfo, list_sessions
 from .log import SessionLog, read_tree
 from .policies import POLICY_NAMES, PolicyName
 from .repair import RepairResult, repair
@@ -58,7 +58,7 @@ __all__ = [
     "SessionBusy",
     "SessionClosed",
     "SessionError",
-    "SessionListing",
+    "SessionInfo",
     "SessionLocked",
     "SessionLog",
     "SessionStore",

@@ -104,7 +104,12 @@ def usage_update(usage: ContextUsage) -> UsageUpdate:
 
 
 class Housekeeper:
-    """See the module docstring."""
+    """Keeps one session inside its model's window. It owns the request-view state of
+    that session (what was cleared, the cache marks' policy), the token calibration
+    learned from the provider's usage, the session's usage totals and the last view
+    repairs; it reads the log and appends compaction entries to it. It does not own the
+    transcript (the Harness does), the prompt (each run's ``RunPrompt``) or the model
+    (it is handed one, and a new one with ``set_model``). See the module docstring."""
 
     def __init__(
         self,

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from crank.tools import Documents
 
-from .stream import Envelope
+from .stream import EventParams
 
 
 class EditorClient(Protocol):
@@ -26,7 +26,7 @@ class EditorClient(Protocol):
         raises ``crank.tools.EditRefused`` when the editor says no."""
         ...
 
-    def send_event(self, params: Envelope) -> None:
+    def send_event(self, params: EventParams) -> None:
         """Deliver one ``crank/event`` (the whole envelope) to the client, in order."""
         ...
 

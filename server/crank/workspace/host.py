@@ -80,6 +80,12 @@ def seconds_until_tomorrow() -> float:
 
 
 class WorkspaceHost:
+    """Everything one workspace folder owns that has a lifetime: the Harness, the
+    active session (its log, Housekeeper and id), the system prompt and its watcher
+    (plus the daily refresh for the date), the provider configuration, the permission
+    rules and the routing of approval questions to the editor, and the event stream.
+    Each public method answers one protocol request (see the module docstring)."""
+
     def __init__(
         self,
         uri: str,

@@ -36,7 +36,7 @@ WireEvent = Event | SystemPromptChanged | SessionChanged
 """Every event a client hears: a run's (``crank.agent.events``) and the workspace's own."""
 
 
-class Envelope(TypedDict):
+class EventParams(TypedDict):
     """``crank/event`` params: the event and where it belongs."""
 
     workspace: str
@@ -46,7 +46,7 @@ class Envelope(TypedDict):
     event: WireEvent
 
 
-Send = Callable[[Envelope], None]
+Send = Callable[[EventParams], None]
 
 
 class EventStream:
@@ -94,7 +94,7 @@ class EventStream:
         self._seq[session_id] = seq
         # Key order is the wire's: workspace, sessionId, runId?, seq, event.
         if run_id is None:
-            envelope: Envelope = {
+            envelope: EventParams = {
                 "workspace": self.workspace,
                 "sessionId": session_id,
                 "seq": seq,
