@@ -66,6 +66,8 @@ def test_each_documented_command_exists(line: str) -> None:
         check_crank_command(args)
     elif program.endswith("python") and args and args[0].startswith("bench/"):
         assert (ROOT / args[0]).is_file(), f"{args[0]} does not exist"
+    elif program == "git":
+        assert args[:1] == ["clone"], "the docs only ever clone"
     elif program in ("./dev", "./test.sh", "uv", "pipx"):
         where = {"./dev": ROOT, "./test.sh": ROOT / "vscode-client"}
         if program in where:

@@ -352,7 +352,12 @@ class CrankServer(LanguageServer):
                     ),
                 )
             )
-        if not only or any(kind.startswith(types.CodeActionKind.Source) for kind in only):
+        # The whole-file fix is a source action: offered when asked for source actions
+        # (VS Code's "Source Action..." menu), and in an unfiltered menu only where there
+        # is something to fix, so it is not in every menu of every buffer (Neovim's
+        # code_action() asks unfiltered); :CrankFix and the command work anywhere.
+        asked = any(kind.startswith(types.CodeActionKind.Source) for kind in only or ())
+        if asked or (not only and diagnostics):
             actions.append(
                 types.CodeAction(
                     title="Crank: fix this file",

@@ -128,6 +128,7 @@ def _how_to_configure(config_file: Path) -> str:
         f'  {config_file}: {{"provider": {{"api": "openai", "baseUrl": "...", '
         '"model": "..."}}\n'
         '  in an editor: the "crank.provider" setting (or initializationOptions.crank.provider)\n'
+        "With more than one key set, CRANK_PROVIDER=anthropic|openai chooses.\n"
         "Every setting is described in docs/vendors.md."
     )
 
