@@ -35,6 +35,7 @@ from crank.workspace import (
     merge_layers,
 )
 from crank.workspace.errors import NO_SUCH_WORKSPACE
+from crank.workspace.stream import EventParams
 
 from .editor import LspEditor, path_of_uri
 from .params import Params, check_diagnostics, check_range
@@ -63,6 +64,13 @@ def as_rpc_error(exc: Exception) -> JsonRpcException | None:
 
 
 class CrankServer(LanguageServer):
+    """The LSP side of one editor connection. It owns the map of workspace folders to
+    their ``WorkspaceHost`` (created on ``initialize`` and folder changes, closed on
+    ``shutdown``), the client's declared capabilities (``permission_requests``), the
+    settings the client pushed (``init_crank``, ``pushed_crank``), the one ``LspEditor``
+    every host talks through, and run progress. It owns nothing about runs, sessions or
+    permissions: those are the hosts'."""
+
     def __init__(self, *, env: dict[str, str] | None = None) -> None:
         super().__init__("crank", __version__, protocol_cls=CrankProtocol)
         self.env = env
@@ -139,7 +147,7 @@ class CrankServer(LanguageServer):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _on_event(self, params: dict[str, Any]) -> None:
+    def _on_event(self, params: EventParams) -> None:
         self.run_progress.on_event(params)
 
     # -- lifecycle --------------------------------------------------------------------

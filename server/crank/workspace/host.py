@@ -18,13 +18,14 @@ from typing import Any, Literal, get_args
 
 import anyio.to_thread
 
+from crank.agent.events import Event
 from crank.agent.harness import Harness, HarnessBusy, Listener, QueueKind, QueueState, Run
-from crank.agent.loop import Event, RunPrompt
+from crank.agent.loop import RunPrompt
 from crank.agent.messages import Message
 from crank.agent.model import Model, ModelRequest
 from crank.agent.tools import Tool, ToolCall
 from crank.prompt import PromptLocations, PromptWatcher, SystemPrompt, compute_prompt
-from crank.session import Housekeeper, SessionError, SessionLog, SessionStore
+from crank.session import ContextUsage, Housekeeper, SessionError, SessionLog, SessionStore
 from crank.session.log import new_session_id
 from crank.tools import (
     ApprovalRequest,
@@ -52,7 +53,7 @@ from .permissions import DECISIONS, PERMISSION_MODES, PermissionMode, Permission
 from .prompts import context_text
 from .sessions import tree_json
 from .settings import Settings
-from .stream import EventStream
+from .stream import EventStream, SystemPromptChanged
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +80,12 @@ def seconds_until_tomorrow() -> float:
 
 
 class WorkspaceHost:
+    """Everything one workspace folder owns that has a lifetime: the Harness, the
+    active session (its log, Housekeeper and id), the system prompt and its watcher
+    (plus the daily refresh for the date), the provider configuration, the permission
+    rules and the routing of approval questions to the editor, and the event stream.
+    Each public method answers one protocol request (see the module docstring)."""
+
     def __init__(
         self,
         uri: str,
@@ -224,7 +231,7 @@ class WorkspaceHost:
     async def _on_prompt_change(self, prompt: SystemPrompt) -> None:
         self.prompt = prompt
         self.harness.set_system(prompt.text)
-        event = {
+        event: SystemPromptChanged = {
             "type": "system_prompt_changed",
             "hash": prompt.hash,
             "sources": prompt.source_list(),
@@ -265,12 +272,20 @@ class WorkspaceHost:
         if event["type"] == "agent_settled":
             self._run = None
 
-    def usage(self) -> dict[str, Any]:
+    def usage(self) -> ContextUsage:
         if self.keeper is not None:
             return self.keeper.usage(self.harness)
         # No log yet means a new, empty session: nothing used, nothing in the window.
-        empty = {"contextTokens": 0, "input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
-        return {**empty, "contextWindow": self.harness.model.context_window, "cost": 0.0}
+        window = self.harness.model.context_window
+        return {
+            "contextTokens": 0,
+            "contextWindow": window,
+            "input": 0,
+            "output": 0,
+            "cacheRead": 0,
+            "cacheWrite": 0,
+            "cost": 0.0,
+        }
 
     # -- context (compaction, policies): the Housekeeper of the active session ----------
 
