@@ -202,19 +202,26 @@ class WorkspaceHost:
         return standard_tools(self.ctx)
 
     def _configure_model(self, override: dict[str, Any] | None = None) -> Model:
-        settings = self.settings
-        if override and self.provider is not None and override["api"] != self.provider.api:
-            settings = Settings(script=settings.script)
         try:
-            model, self.provider = build_model(
-                settings, self.root, override=override, env=self._env
+            model, provider = build_model(
+                self.settings, self.root, override=override, env=self._env
             )
         except ConfigError as exc:
             if override:
-                raise
+                raise ConfigError(
+                    f"Crank cannot switch to {override['api']} model {override['model']}: "
+                    f"{exc} (keys and base URLs configured for another api are never "
+                    "used for this one)",
+                    exc.code,
+                ) from exc
             self.provider, self.config_error = None, str(exc)
             return Unconfigured(str(exc))
-        self.config_error = None
+        self.provider, self.config_error = provider, None
+        for withheld in provider.withheld_keys:
+            self.client.log(
+                f"Crank: {withheld} is not sent to {provider.public()['baseUrl']}: a key "
+                "goes only to the endpoint it was configured with"
+            )
         return model
 
     def _locations(self) -> PromptLocations:
