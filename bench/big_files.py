@@ -10,15 +10,13 @@ memory (VmHWM, which includes the ~40 MB of an idle Python with crank imported: 
 the "baseline" row), the peak of any child it started (ripgrep), and wall time.
 Everything is deleted afterwards.
 
-Run: PYTHONPATH=server .venv/bin/python bench/big_files.py [sizes in MB, e.g. 200 2048]
+Run: .venv/bin/python bench/big_files.py [sizes in MB, e.g. 200 2048]
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import resource
 import shutil
 import statistics
 import subprocess
@@ -95,38 +93,18 @@ def cases(lines: int) -> list[tuple[str, str, dict[str, Any], str | None]]:
     ]
 
 
-async def call_tool(
-    root: Path, tool: str, args: dict[str, Any], engine: str | None
-) -> tuple[dict[str, Any], float]:
-    from crank.agent.model import AbortSignal
-    from crank.agent.tools import run_tool
-    from crank.tools import ToolContext, standard_tools
-    from crank.tools.grep import make_grep
-
-    ctx = ToolContext(root, output_dir=root / ".outputs")
-    tools = [make_grep(ctx, engine=engine) if t.name == "grep" else t for t in standard_tools(ctx)]
-    call = {"type": "toolCall", "id": "b", "name": tool, "arguments": args}
-    start = time.perf_counter()
-    message, _ = await run_tool(tools, call, AbortSignal(), lambda _: None)  # type: ignore[arg-type]
-    return dict(message), time.perf_counter() - start
-
-
-def run_one(root: Path, tool: str, args: dict[str, Any], engine: str | None) -> None:
-    """In the subprocess: one tool call, then its figures as one JSON line."""
-    message, elapsed = asyncio.run(call_tool(root, tool, args, engine))
-    status = Path("/proc/self/status").read_text()
-    hwm = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM"))
-    child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    text = message["content"]
-    last = text.strip().rsplit("\n", 1)[-1]
-    figures = {"hwm": hwm, "child": child, "seconds": elapsed, "error": message["isError"]}
-    print(json.dumps({**figures, "bytes": len(text.encode()), "last": last[:150]}))
+PROBE = Path(__file__).resolve().parents[1] / "tests" / "support" / "tool_probe.py"
 
 
 def measure(root: Path, tool: str, args: dict[str, Any], engine: str | None) -> dict[str, Any]:
-    command = [sys.executable, __file__, "--one", str(root), tool, json.dumps(args), engine or ""]
+    """One call in a fresh process (tests/support/tool_probe.py), its figures back."""
+    command = [sys.executable, str(PROBE), str(root), tool, json.dumps(args), engine or ""]
     out = subprocess.run(command, capture_output=True, text=True, check=True)
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    text = result["content"]
+    result["bytes"] = len(text.encode())
+    result["last"] = text.strip().rsplit("\n", 1)[-1][:150]
+    result["error"] = result["isError"]
     return result
 
 
@@ -161,8 +139,4 @@ def main(sizes_mb: list[int]) -> None:
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["--one"]:
-        folder, name, raw, engine = sys.argv[2:6]
-        run_one(Path(folder), name, json.loads(raw), engine or None)
-    else:
-        main([int(arg) for arg in sys.argv[1:]] or [200, 2048])
+    main([int(arg) for arg in sys.argv[1:]] or [200, 2048])

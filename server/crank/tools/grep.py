@@ -60,6 +60,8 @@ def render(ctx: ToolContext, hits: list[Hit], limit: int) -> tuple[str, int]:
     last: tuple[Path, int] | None = None
     with_context = any(not h.match for h in hits)
     for hit in sorted(hits):
+        if len(lines) >= MOST_HITS:
+            break
         if hit.match:
             if matches == limit:
                 break
@@ -112,8 +114,8 @@ def report_note(ctx: ToolContext, report: Report) -> str:
         )
     if report.fallback is not None:
         note += (
-            f"\n\n[ripgrep failed ({report.fallback[:200]}), probably on a giant line; "
-            "searched with the built-in engine instead.]"
+            f"\n\n[ripgrep failed ({report.fallback[:200]}); searched with the built-in "
+            "engine instead, which skips what is not a regular file.]"
         )
     return note
 

@@ -100,10 +100,13 @@ class LineReader:
                 return
             self._consume(len(self._buf))
             if not self._more():
+                self._partial = False  # the line ended with the file; it was returned
                 return
 
-    def read_line(self, cap: int) -> Line | None:
-        """The next line, cut to ``cap`` bytes; None at end of file."""
+    def read_line(self, cap: int, *, skip_rest: bool = True) -> Line | None:
+        """The next line, cut to ``cap`` bytes; None at end of file. The rest of a cut
+        line is skipped, unless ``skip_rest`` is False: then the reader stays inside
+        that line (``count_lines`` still counts it, once)."""
         while True:
             start = self.offset
             newline = self._buf.find(b"\n", self._pos, self._pos + cap + 1)
@@ -114,13 +117,15 @@ class LineReader:
             if len(self._buf) - self._pos > cap:
                 line = Line(self._buf[self._pos : self._pos + cap], True, start)
                 self._consume(self._pos + cap)
-                self._skip_rest_of_line()
+                if skip_rest:
+                    self._skip_rest_of_line()
                 return line
             if not self._more():
                 if self._pos == len(self._buf):
                     return None
                 line = Line(self._buf[self._pos :], False, start)
                 self._consume(len(self._buf))
+                self._partial = False
                 return line
 
     def read_block(self, size: int) -> Block | None:
@@ -134,6 +139,7 @@ class LineReader:
         if self._eof:
             block = Block(self._buf[self._pos :], False, start)
             self._consume(len(self._buf))
+            self._partial = False
             return block
         newline = self._buf.rfind(b"\n", self._pos, self._pos + size)
         if newline == -1:

@@ -3,7 +3,7 @@
 Both hold only what they can show: ls streams a directory's entries and keeps the
 first ``limit`` by name (a heap), however many there are; find stops at ``limit``
 matches and walks a huge directory in part (see ``walk``). A ``limit`` above the output
-budget's MAX_LINES is taken as MAX_LINES: more lines could not be shown.
+budget's MAX_LINES is taken as MAX_LINES less room for the note: no more could be shown.
 """
 
 from __future__ import annotations
@@ -16,12 +16,13 @@ from typing import Any
 
 import anyio
 
-from crank.agent.tools import MAX_LINES, Tool, ToolError, ToolOutput
+from crank.agent.tools import MAX_LINES, NOTE_ROOM_LINES, Tool, ToolError, ToolOutput
 
 from .context import ToolContext
 from .globs import matches_path
 from .walk import crowded_note, walk_files
 
+MOST_SHOWN = MAX_LINES - NOTE_ROOM_LINES
 LS_LIMIT = 500
 FIND_LIMIT = 1000
 
@@ -70,11 +71,11 @@ def make_ls(ctx: ToolContext) -> Tool:
     async def execute(args: dict[str, Any], signal: object, on_update: object) -> ToolOutput:
         path = await ctx.resolve(args.get("path", "."))
         display = ctx.display(path)
-        limit = min(args.get("limit", LS_LIMIT), MAX_LINES)
+        limit = min(args.get("limit", LS_LIMIT), MOST_SHOWN)
         names, total = await anyio.to_thread.run_sync(_entries, path, display, limit)
         if not names:
             return ToolOutput(f"({display} is empty)")
-        more = "Raise limit to see more." if limit < MAX_LINES else "Use find or bash to see more."
+        more = "Raise limit to see more." if limit < MOST_SHOWN else "Use find or bash to see more."
         note = f"Showing {limit} of {total} entries. {more}"
         return ToolOutput(capped(names, total, limit, note))
 
@@ -117,7 +118,7 @@ def make_find(ctx: ToolContext) -> Tool:
         if not base.exists():
             raise ToolError(f"Path not found: {ctx.display(base)}")
         pattern: str = args["pattern"]
-        limit = min(args.get("limit", FIND_LIMIT), MAX_LINES)
+        limit = min(args.get("limit", FIND_LIMIT), MOST_SHOWN)
         stop = [False]
         crowded: list[Path] = []
         try:

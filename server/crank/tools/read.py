@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio
 
-from crank.agent.tools import MAX_BYTES, MAX_LINES, Tool, ToolError, ToolOutput
+from crank.agent.tools import MAX_BYTES, MAX_LINES, NOTE_ROOM_LINES, Tool, ToolError, ToolOutput
 
 from .context import ToolContext
 from .lines import LineReader, text_of_line
@@ -32,7 +32,6 @@ from .textfile import (
     utf8_error,
 )
 
-NOTE_ROOM_LINES = 3
 NOTE_ROOM_BYTES = 512
 COUNT_BYTES = 64 * 1024 * 1024
 """After a window, the rest of a file is scanned to count its lines only up to this
@@ -76,14 +75,15 @@ def window_of(
     budget = MAX_BYTES - NOTE_ROOM_BYTES
     lines: list[str] = []
     used = 0
-    consumed_more = False
     while len(lines) < most_lines:
         room = budget - used - (1 if lines else 0)
         if room <= 0:
             break
-        line = reader.read_line(room)
+        line = reader.read_line(room, skip_rest=False)
         if line is None:
             return Window(lines, offset - 1 + len(lines), False)
+        if line.cut and lines:  # does not fit after what is shown: the window ends here
+            break
         nul = line.data.find(b"\0")
         if nul != -1:
             raise binary_error(display, size, line.start + nul)
@@ -94,16 +94,13 @@ def window_of(
         if offset == 1 and not lines:
             text = text.removeprefix(BOM)
         if line.cut:
-            if lines:
-                consumed_more = True
-                break
             return Window([text], None, True)
         lines.append(text)
         used += len(line.data) + (1 if len(lines) > 1 else 0)
     rest = reader.count_lines(COUNT_BYTES)
     if rest is None:
         return Window(lines, None, False)
-    return Window(lines, offset - 1 + len(lines) + consumed_more + rest, False)
+    return Window(lines, offset - 1 + len(lines) + rest, False)
 
 
 def render(found: Window, offset: int, display: str, size: int) -> str:

@@ -21,7 +21,6 @@ import heapq
 import io
 import os
 import re
-import resource
 import shutil
 from collections import deque
 from collections.abc import Callable, Iterable
@@ -29,7 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
-from crank.agent.tools import MAX_LINES, ToolError
+from crank.agent.tools import MAX_LINES, NOTE_ROOM_LINES, ToolError
 
 from .context import Documents
 from .globs import matches_path
@@ -42,7 +41,7 @@ LINE_CHARS = 500
 BLOCK_BYTES = 1 << 20
 """The Python engine searches a file this many bytes of whole lines at a time; a line
 longer than this is searched in its first BLOCK_BYTES only."""
-MOST_HITS = MAX_LINES
+MOST_HITS = MAX_LINES - NOTE_ROOM_LINES
 """Hits (matches and context) collected before a search stops: no more could be shown
 within the output budget anyway."""
 RG_COLUMNS = 4 * LINE_CHARS
@@ -52,6 +51,11 @@ RG_MEMORY = 512 << 20
 """Address space ripgrep may use. It holds a whole line in memory to search it, so a
 file with a giant line would take as much memory as the line is long; past this limit
 it fails, and grep searches again with the Python engine, which is bounded."""
+
+RG_STALL_SECONDS = 5
+"""ripgrep that does no I/O at all for this long is stuck: opening a FIFO that a
+hostile tree put where a .gitignore goes blocks it for ever. It is then killed and the
+Python engine (which opens only regular files) searches instead."""
 
 
 @dataclass
@@ -67,7 +71,32 @@ class Report:
 
 
 class RipgrepFailed(Exception):
-    """ripgrep died (out of its memory allowance): search again without it."""
+    """ripgrep died (out of its memory allowance) or was stuck: search again without it."""
+
+
+def _io_counters(pid: int) -> str | None:
+    """The process's I/O counters as text (Linux), None where they cannot be read."""
+    try:
+        with open(f"/proc/{pid}/io") as handle:
+            return handle.read()
+    except OSError:
+        return None
+
+
+async def _watch(process: asyncio.subprocess.Process, stuck: list[bool]) -> None:
+    """Kill ``process`` once its I/O counters stay still for RG_STALL_SECONDS."""
+    last = _io_counters(process.pid)
+    still = 0
+    while last is not None and process.returncode is None:
+        await asyncio.sleep(1)
+        now = _io_counters(process.pid)
+        still = still + 1 if now == last else 0
+        last = now
+        if still >= RG_STALL_SECONDS:
+            stuck.append(True)
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            return
 
 
 @dataclass(frozen=True, order=True)
@@ -285,19 +314,24 @@ async def rg_search(rg: str, query: Query, base: Path, skip: set[Path]) -> list[
     a FIFO or device (ripgrep would wait on it): grep checks a file base first. Raises
     RipgrepFailed when ripgrep died, typically of RG_MEMORY on a giant line.
     """
+    command = _rg_args(rg, query, base)
+    if (
+        os.name == "posix"
+    ):  # the limit is set before ripgrep starts, so it holds from the first byte
+        limit = f'ulimit -v {RG_MEMORY // 1024} 2>/dev/null; exec "$@"'
+        command = ["/bin/sh", "-c", limit, "rg", *command]
     process = await asyncio.create_subprocess_exec(
-        *_rg_args(rg, query, base),
+        *command,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,
         limit=RG_LINE_LIMIT,
     )
     assert process.stdout is not None and process.stderr is not None
-    if hasattr(resource, "prlimit"):  # Linux; set just after the start, before any search
-        with contextlib.suppress(OSError):
-            resource.prlimit(process.pid, resource.RLIMIT_AS, (RG_MEMORY, RG_MEMORY))
     hits: list[Hit] = []
     matches = 0
+    stuck: list[bool] = []
+    watchdog = asyncio.ensure_future(_watch(process, stuck))
     try:
         while True:
             try:
@@ -318,10 +352,13 @@ async def rg_search(rg: str, query: Query, base: Path, skip: set[Path]) -> list[
         if complete:  # stdout ended, so ripgrep is done writing; else it may never be
             errors = (await process.stderr.read(RG_LINE_LIMIT)).decode(errors="replace")
     finally:
+        watchdog.cancel()
         if process.returncode is None:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
         await process.wait()
+    if stuck:
+        raise RipgrepFailed(f"it did no I/O for {RG_STALL_SECONDS} s, as when opening a FIFO")
     if complete and process.returncode is not None and process.returncode < 0:
         raise RipgrepFailed(errors.strip() or f"ripgrep was killed by signal {-process.returncode}")
     if complete and process.returncode == 2 and not hits:

@@ -28,6 +28,9 @@ ALWAYS_SKIPPED = frozenset({".git", "node_modules"})
 DIR_ENTRIES = 100_000
 """Entries read from one directory, at most (they are sorted, so they are held)."""
 GITIGNORE_BYTES = 1 << 20
+PATTERN_CHARS = 4096
+"""A longer .gitignore line is no path pattern (PATH_MAX is 4096); it is skipped rather
+than compiled into a regex of that size."""
 
 
 @dataclass(frozen=True)
@@ -48,7 +51,7 @@ def parse_gitignore(text: str) -> list[Rule]:
     rules: list[Rule] = []
     for raw in text.splitlines():
         line = raw.rstrip()
-        if not line or line.startswith("#"):
+        if not line or line.startswith("#") or len(line) > PATTERN_CHARS:
             continue
         negated = line.startswith("!")
         if negated:
@@ -68,6 +71,8 @@ def _load_rules(directory: Path) -> list[Rule]:
         with open_regular(path, str(path)) as (handle, _):
             data = handle.read(GITIGNORE_BYTES)
     except (OSError, ToolError):
+        return []
+    if b"\0" in data:  # not a text file: git would make nothing useful of it either
         return []
     return parse_gitignore(data.decode("utf-8", "replace"))
 
