@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Any
 
 import anyio
 
-from crank.agent.tools import ToolError, ToolOutput
+from crank.agent.tools import ToolCall, ToolError, ToolOutput
 
-from .context import ApprovalRequest, Decision, DiffPreview, EditRefused, ToolContext
+from .context import Decision, DiffPreview, EditRefused, ToolContext, approval_request
 from .textfile import Text, current_raw, write_atomic
 
 
@@ -44,8 +43,7 @@ def declined(action: str, decision: Decision) -> ToolOutput:
 async def apply_change(
     ctx: ToolContext,
     *,
-    tool_name: str,
-    arguments: dict[str, Any],
+    call: ToolCall,
     path: Path,
     before: Text | None,
     new_body: str,
@@ -65,8 +63,7 @@ async def apply_change(
     }
     if before is not None and before.omitted:
         preview["oldTextOmitted"] = before.omitted
-    request: ApprovalRequest = {"toolName": tool_name, "arguments": arguments, "preview": preview}
-    decision = await ctx.approve(request)
+    decision = await ctx.approve(approval_request(call, preview))
     if not decision.allowed:
         return decision
     new_raw = before.encode(new_body) if before else new_body

@@ -12,11 +12,10 @@ import heapq
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import anyio
 
-from crank.agent.tools import MAX_LINES, NOTE_ROOM_LINES, Tool, ToolError, ToolOutput
+from crank.agent.tools import MAX_LINES, NOTE_ROOM_LINES, Tool, ToolCall, ToolError, ToolOutput
 
 from .context import ToolContext
 from .globs import matches_path
@@ -68,8 +67,9 @@ def _entries(directory: Path, display: str, limit: int) -> tuple[list[str], int]
 
 
 def make_ls(ctx: ToolContext) -> Tool:
-    async def execute(args: dict[str, Any], signal: object, on_update: object) -> ToolOutput:
-        path = await ctx.resolve(args.get("path", "."))
+    async def execute(call: ToolCall, signal: object, on_update: object) -> ToolOutput:
+        args = call.arguments
+        path = await ctx.resolve(args.get("path", "."), call)
         display = ctx.display(path)
         limit = min(args.get("limit", LS_LIMIT), MOST_SHOWN)
         names, total = await anyio.to_thread.run_sync(_entries, path, display, limit)
@@ -113,8 +113,9 @@ def _find(
 
 
 def make_find(ctx: ToolContext) -> Tool:
-    async def execute(args: dict[str, Any], signal: object, on_update: object) -> ToolOutput:
-        base = await ctx.resolve(args.get("path", "."))
+    async def execute(call: ToolCall, signal: object, on_update: object) -> ToolOutput:
+        args = call.arguments
+        base = await ctx.resolve(args.get("path", "."), call)
         if not base.exists():
             raise ToolError(f"Path not found: {ctx.display(base)}")
         pattern: str = args["pattern"]

@@ -16,7 +16,15 @@ from typing import Any
 
 import anyio
 
-from crank.agent.tools import MAX_BYTES, MAX_LINES, NOTE_ROOM_LINES, Tool, ToolError, ToolOutput
+from crank.agent.tools import (
+    MAX_BYTES,
+    MAX_LINES,
+    NOTE_ROOM_LINES,
+    Tool,
+    ToolCall,
+    ToolError,
+    ToolOutput,
+)
 
 from .context import ToolContext
 from .lines import LineReader, text_of_line
@@ -151,8 +159,9 @@ def buffer_window(buffer: str, offset: int, limit: int | None, display: str) -> 
 
 
 def make_read(ctx: ToolContext) -> Tool:
-    async def execute(args: dict[str, Any], signal: object, on_update: object) -> ToolOutput:
-        path = await ctx.resolve(args["path"])
+    async def execute(call: ToolCall, signal: object, on_update: object) -> ToolOutput:
+        args = call.arguments
+        path = await ctx.resolve(args["path"], call)
         display = ctx.display(path)
         offset, limit = args.get("offset", 1), args.get("limit")
         buffer = ctx.documents.text_of(path)
