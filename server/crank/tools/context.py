@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypedDict
+from typing import Any, Literal, NotRequired, Protocol, TypedDict
 
 from crank.agent.tools import ToolCall, ToolError
 
@@ -53,6 +53,10 @@ class DiffPreview(TypedDict):
     path: str
     oldText: str
     newText: str
+    oldTextOmitted: NotRequired[int]
+    """Set (to the old file's size in bytes) when the old file was too large or not
+    text, so it was not loaded: ``oldText`` is then empty and is NOT the old content
+    (a client must not offer to restore it)."""
 
 
 class CommandPreview(TypedDict):
