@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import datetime
 import json
-import os
 import signal
 import sys
 from pathlib import Path
@@ -26,6 +25,7 @@ from crank.prompt import PromptLocations, compute_prompt
 from crank.session import SessionError, SessionLog, SessionStore
 from crank.tools import ToolContext, read_only_tools, standard_tools
 from crank.vendors import ConfigError, create_model, resolve_provider
+from crank.vendors.secrets import provider_env
 
 EXIT_INTERRUPTED = 130
 
@@ -79,7 +79,7 @@ def load_script(path: Path) -> ScriptedModel:
 def choose_model(script: str | None) -> Model:
     if script:
         return load_script(Path(script))
-    config = resolve_provider(env=os.environ)
+    config = resolve_provider(env=provider_env())
     if config.api == "scripted":
         raise UsageError("the configured provider is 'scripted': pass --script FILE")
     return create_model(config)
