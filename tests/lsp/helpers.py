@@ -113,6 +113,8 @@ async def running_server(
     permission_requests: bool = True,
     progress: bool = False,
     configuration: bool = False,
+    env: dict[str, str] | None = None,
+    server_args: tuple[str, ...] = (),
 ) -> AsyncIterator[Crank]:
     client = make_test_lsp_client()
     crank = Crank(client)
@@ -152,8 +154,10 @@ async def running_server(
             )
         return types.ApplyWorkspaceEditResult(applied=True)
 
-    env = server_env(tmp_path)
-    await client.start_io(sys.executable, "-m", "crank.lsp", env=env, cwd=str(tmp_path))
+    env = env if env is not None else server_env(tmp_path)
+    await client.start_io(
+        sys.executable, "-m", "crank.lsp", *server_args, env=env, cwd=str(tmp_path)
+    )
     experimental = {"crank": {"events": True, "permissionRequests": permission_requests}}
     capabilities = types.ClientCapabilities(
         experimental=experimental,

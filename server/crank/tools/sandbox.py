@@ -154,7 +154,7 @@ def _base(bwrap: str, *, network: bool) -> list[str]:
 
 def _hide(path: Path) -> list[str]:
     if path.is_dir():
-        return ["--tmpfs", str(path)]
+        return ["--tmpfs", str(path), "--remount-ro", str(path)]
     if path.exists():
         return ["--ro-bind", "/dev/null", str(path)]
     return []

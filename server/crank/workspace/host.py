@@ -26,6 +26,7 @@ from crank.prompt import PromptLocations, PromptWatcher, SystemPrompt, compute_p
 from crank.session import Housekeeper, SessionError, SessionLog, SessionStore
 from crank.session.log import new_session_id
 from crank.tools import ApprovalRequest, Decision, ToolContext, read_only_tools, standard_tools
+from crank.tools.sandbox import SandboxStatus, probe, protected_paths
 from crank.vendors import ConfigError, ProviderConfig, known_models
 from crank.vendors.config import default_config_file
 
@@ -98,7 +99,12 @@ class WorkspaceHost:
             apply_edit=client.apply_edit,
             approve=self._approve,
             outside=self._outside,
+            sandbox=lambda: self.settings.sandbox,
+            protected=protected_paths(
+                [Path(settings.session_dir).expanduser()] if settings.session_dir else []
+            ),
         )
+        self.sandbox_status = SandboxStatus(False, "not checked yet")
         self.tools = self._tool_set()
         self.provider: ProviderConfig | None = None
         self.config_error: str | None = None
@@ -129,6 +135,7 @@ class WorkspaceHost:
     async def start(self) -> None:
         """Resume the newest session, build the prompt, arm the watcher."""
         try:
+            self.sandbox_status = await asyncio.to_thread(probe)
             if self._resume_last:
                 await self._resume_newest()
             first = await self._rebuild()
@@ -296,10 +303,16 @@ class WorkspaceHost:
                 return call_id
         return next(iter(self._calls), "")
 
+    def unconfined(self) -> bool:
+        """True when commands should be sandboxed but cannot be on this machine: then
+        every command is asked about, whatever the mode or remembered rules say."""
+        return self.settings.sandbox.mode != "off" and not self.sandbox_status.available
+
     async def _ask(self, request: ApprovalRequest) -> Decision:
-        if not self.permissions.needs_asking(request):
+        must_ask = request["toolName"] == "bash" and self.unconfined()
+        if not must_ask and not self.permissions.needs_asking(request):
             return Decision.allow()
-        params = {
+        params: dict[str, Any] = {
             "workspace": self.uri,
             "sessionId": self.session_id,
             "runId": self._run_id(),
@@ -308,6 +321,11 @@ class WorkspaceHost:
             "arguments": request["arguments"],
             "preview": request["preview"],
         }
+        if must_ask:
+            params["warning"] = (
+                f"No sandbox: {self.sandbox_status.detail}. This command would run "
+                "unconfined, as you."
+            )
         try:
             answer = await self.client.ask_permission(params)
         except asyncio.CancelledError:
@@ -448,6 +466,7 @@ class WorkspaceHost:
                 "model": {"api": model.api, "id": model.id},
                 "permissionMode": self.permissions.mode,
                 "trusted": self.settings.trusted,
+                "sandbox": self.sandbox_status.to_json(self.settings.sandbox),
                 "queue": self.harness.queues.as_dict(),
                 "usage": self.usage(),
                 "sessionFile": str(self.store.directory / f"{self.session_id}.jsonl"),
