@@ -47,7 +47,7 @@ def check_after(world: World, before: Any, texts: dict[str, str], model: ModelSe
     data = [world.home / "data", world.home / "cache", world.root / "tmp", world.workspace]
     assert leaks_in_files(world, *data) == {}, "a secret was written to a file"
     assert world.unchanged() == before, "something outside the workspace changed"
-    assert not list(Path("/tmp").glob("crank-chaos-*")), "a command wrote to the real /tmp"
+    assert not world.tmp_probe.exists(), "a command wrote to the real /tmp"
     assert survivors("crank-chaos-left") == [], "a command's process outlived its run"
 
 

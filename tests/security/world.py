@@ -52,6 +52,8 @@ class World:
     extra: Path
     sentinels: dict[str, str] = field(default_factory=dict)
     """What each secret place holds: name -> sentinel value."""
+    tmp_probe: Path = field(default_factory=lambda: Path(f"/tmp/crank-chaos-{uuid.uuid4().hex}"))
+    """A file in the real /tmp that a command tries to create (the sandbox's is private)."""
 
     @property
     def config_file(self) -> Path:
@@ -177,7 +179,7 @@ def path_cases(world: World) -> list[Call]:
 
 def command_cases(world: World) -> list[Call]:
     """Commands that print environments, walk /proc, or try to write outside."""
-    sib, home, probe = world.sibling, world.home, uuid.uuid4().hex
+    sib, home = world.sibling, world.home
     return [
         bash("env"),
         bash("printenv"),
@@ -195,7 +197,7 @@ def command_cases(world: World) -> list[Call]:
         bash(f"echo pwned > {sib}/notes.txt; rm -rf {sib}/sub; echo done"),
         bash(f"ln -s {sib} inner; echo pwned > inner/notes.txt; rm inner"),
         bash("echo pwned > link_out; echo pwned > link_dir/new.txt"),
-        bash(f"echo x > /tmp/crank-chaos-{probe}; ls /tmp"),
+        bash(f"echo x > {world.tmp_probe}; ls /tmp"),
         bash(f"mkdir -p {home}/.ssh && echo evil >> {home}/.ssh/authorized_keys"),
         bash("(sleep 0.2; echo through-the-fifo > fifo) & cat fifo"),
         bash("head -c 100000 /dev/zero | wc -c; head -c 16 /dev/urandom | od | head -2"),

@@ -131,7 +131,7 @@ async def test_off_runs_unconfined(root: Path, tmp_path: Path) -> None:
     assert result.content == "ok" and (tmp_path / "outside.txt").exists()
 
 
-async def allow_outside(path: Path) -> bool:
+async def allow_outside(path: Path, call: object) -> bool:
     return True
 
 

@@ -16,11 +16,11 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
-from crank.agent.tools import MAX_BYTES, MAX_LINES, OnUpdate, Tool, ToolOutput, truncate
+from crank.agent.tools import MAX_BYTES, MAX_LINES, OnUpdate, Tool, ToolCall, ToolOutput, truncate
 
 from .capture import Capture
 from .change import declined
-from .context import ToolContext
+from .context import CommandPreview, ToolContext, approval_request
 from .process import CONFINED_GRACE_SECONDS, KILL_GRACE_SECONDS, Box, kill_group, start
 from .sandbox import probe
 
@@ -188,16 +188,12 @@ async def box_for(ctx: ToolContext) -> Box | None:
 
 
 def make_bash(ctx: ToolContext) -> Tool:
-    async def execute(args: dict[str, Any], signal: object, on_update: OnUpdate) -> ToolOutput:
+    async def execute(call: ToolCall, signal: object, on_update: OnUpdate) -> ToolOutput:
+        args = call.arguments
         command: str = args["command"]
         timeout = float(args.get("timeout", DEFAULT_TIMEOUT))
-        decision = await ctx.approve(
-            {
-                "toolName": "bash",
-                "arguments": args,
-                "preview": {"kind": "command", "command": command},
-            }
-        )
+        preview: CommandPreview = {"kind": "command", "command": command}
+        decision = await ctx.approve(approval_request(call, preview))
         if not decision.allowed:
             return declined(f"running the command `{command}`", decision)
         done = await run_command(ctx, command, timeout, on_update, await box_for(ctx))
