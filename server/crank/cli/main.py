@@ -9,6 +9,7 @@ import signal
 import sys
 
 from crank import __version__
+from crank.vendors.secrets import handover
 
 from .demo import add_demo_parser
 from .run import add_run_parser
@@ -33,7 +34,12 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    """The command line. Called without ``argv`` it is the process's entry point:
+    provider keys are first moved out of the environment (``handover``), so no
+    command the agent runs can read them from ``/proc/<this pid>/environ``."""
+    if argv is None:
+        handover()
+        argv = sys.argv[1:]
     if argv[:1] == ["serve"]:
         # The server parses its own options: argparse's REMAINDER would refuse a first
         # argument that looks like an option (``crank serve --tcp HOST:PORT``).

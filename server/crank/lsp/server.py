@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from crank import __version__
 from crank.agent.harness import QUEUE_KINDS
 from crank.session import SessionError
 from crank.vendors import ConfigError
+from crank.vendors.secrets import provider_env
 from crank.workspace import (
     PERMISSION_MODES,
     WHILE_RUNNING,
@@ -500,4 +500,4 @@ async def _set_permission_mode(ls: CrankServer, params: Params) -> Any:
 
 
 def build_server(env: dict[str, str] | None = None) -> CrankServer:
-    return CrankServer(env=dict(os.environ) if env is None else env)
+    return CrankServer(env=provider_env() if env is None else env)

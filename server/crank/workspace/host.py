@@ -36,6 +36,7 @@ from crank.tools import (
     read_only_tools,
     standard_tools,
 )
+from crank.tools.sandbox import SandboxStatus, probe, protected_paths
 from crank.vendors import ConfigError, ProviderConfig, known_models
 from crank.vendors.config import default_config_file
 
@@ -117,7 +118,12 @@ class WorkspaceHost:
             apply_edit=client.apply_edit,
             approve=self._approve,
             outside=self._outside,
+            sandbox=lambda: self.settings.sandbox,
+            protected=protected_paths(
+                [Path(settings.session_dir).expanduser()] if settings.session_dir else []
+            ),
         )
+        self.sandbox_status = SandboxStatus(False, "not checked yet")
         self.tools = self._tool_set()
         self.provider: ProviderConfig | None = None
         self.config_error: str | None = None
@@ -145,6 +151,7 @@ class WorkspaceHost:
     async def start(self) -> None:
         """Resume the newest session, build the prompt, arm the watcher."""
         try:
+            self.sandbox_status = await asyncio.to_thread(probe)
             if self._resume_last:
                 await self._resume_newest()
             first = await self._rebuild()
@@ -309,10 +316,16 @@ class WorkspaceHost:
 
     # -- permissions ------------------------------------------------------------------
 
+    def unconfined(self) -> bool:
+        """True when commands should be sandboxed but cannot be on this machine: then
+        every command is asked about, whatever the mode or remembered rules say."""
+        return self.settings.sandbox.mode != "off" and not self.sandbox_status.available
+
     async def _ask(self, request: ApprovalRequest) -> Decision:
-        if not self.permissions.needs_asking(request):
+        must_ask = request["toolName"] == "bash" and self.unconfined()
+        if not must_ask and not self.permissions.needs_asking(request):
             return Decision.allow()
-        params = {
+        params: dict[str, Any] = {
             "workspace": self.uri,
             "sessionId": self.session_id,
             "runId": self._run_id(),
@@ -321,6 +334,11 @@ class WorkspaceHost:
             "arguments": request["arguments"],
             "preview": request["preview"],
         }
+        if must_ask:
+            params["warning"] = (
+                f"No sandbox: {self.sandbox_status.detail}. This command would run "
+                "unconfined, as you."
+            )
         try:
             answer = await self.client.ask_permission(params)
         except asyncio.CancelledError:
@@ -451,6 +469,7 @@ class WorkspaceHost:
                 "model": {"api": model.api, "id": model.id},
                 "permissionMode": self.permissions.mode,
                 "trusted": self.settings.trusted,
+                "sandbox": self.sandbox_status.to_json(self.settings.sandbox),
                 "queue": self.harness.queues.as_dict(),
                 "usage": self.usage(),
                 "sessionFile": str(self.store.directory / f"{self.session_id}.jsonl"),
