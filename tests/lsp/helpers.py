@@ -115,6 +115,8 @@ async def running_server(
     configuration: bool = False,
     section: dict[str, Any] | None = None,
     extra_env: dict[str, str] | None = None,
+    env: dict[str, str] | None = None,
+    server_args: tuple[str, ...] = (),
 ) -> AsyncIterator[Crank]:
     """``section``: what the client answers for ``workspace/configuration`` section
     ``crank`` from the start (implies ``configuration``); ``extra_env``: variables
@@ -160,8 +162,10 @@ async def running_server(
             )
         return types.ApplyWorkspaceEditResult(applied=True)
 
-    env = {**server_env(tmp_path), **(extra_env or {})}
-    await client.start_io(sys.executable, "-m", "crank.lsp", env=env, cwd=str(tmp_path))
+    env = {**(env if env is not None else server_env(tmp_path)), **(extra_env or {})}
+    await client.start_io(
+        sys.executable, "-m", "crank.lsp", *server_args, env=env, cwd=str(tmp_path)
+    )
     experimental = {"crank": {"events": True, "permissionRequests": permission_requests}}
     capabilities = types.ClientCapabilities(
         experimental=experimental,

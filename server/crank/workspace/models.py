@@ -8,7 +8,6 @@ for the offline demo. A missing or broken script is a 1004 saying what to fix.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from crank.agent.messages import assistant_message
 from crank.agent.model import AbortSignal, Model, ModelRequest, StreamEvent
 from crank.agent.scripted import ScriptedModel, reply_from_dict
 from crank.vendors import ConfigError, ProviderConfig, create_model, resolve_provider
+from crank.vendors.secrets import provider_env
 
 from .settings import Settings
 
@@ -77,7 +77,7 @@ def build_model(
     endpoint. Raises ConfigError (1004) naming what is missing."""
     config = resolve_provider(
         *settings.provider_layers,
-        env=os.environ if env is None else env,
+        env=provider_env() if env is None else env,
         api=override["api"] if override else None,
         model=override["model"] if override else None,
     )

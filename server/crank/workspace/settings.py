@@ -22,12 +22,13 @@ from pathlib import Path
 from typing import Any, cast
 
 from crank.session import POLICY_NAMES, ContextSettings
+from crank.tools.sandbox import SANDBOX_MODES, SandboxSettings
 from crank.vendors.config import default_config_file
 
 from .errors import invalid_params
 from .permissions import PERMISSION_MODES, PermissionMode
 
-_KEYS = {"provider", "sessionDir", "trusted", "permissionMode", "context"}
+_KEYS = {"provider", "sessionDir", "trusted", "permissionMode", "context", "sandbox"}
 _CONTEXT_KEYS = {
     "policy": "policy",
     "reserveTokens": "reserve_tokens",
@@ -59,6 +60,8 @@ class Settings:
     permission_mode: PermissionMode = "ask"
     context: ContextSettings = field(default_factory=ContextSettings)
     """Compaction and request-view policies (``context: {policy, reserveTokens, ...}``)."""
+    sandbox: SandboxSettings = field(default_factory=SandboxSettings)
+    """How commands are confined (``sandbox: {mode, network}``; crank.tools.sandbox)."""
     problems: tuple[str, ...] = field(default=())
     """Settings that were refused, one sentence each, for the log."""
 
@@ -83,6 +86,8 @@ def _checked(layer: Any, where: str) -> dict[str, Any]:
             raise invalid_params(name, f"must be one of {', '.join(PERMISSION_MODES)}")
         if key == "context" and value is not None:
             value = _context(value, name)
+        if key == "sandbox" and value is not None:
+            value = _sandbox(value, name)
         if value is not None:
             out[key] = dict(value) if key == "provider" else value
     return out
@@ -105,6 +110,21 @@ def _context(value: Any, where: str) -> ContextSettings:
         if raw is not None:
             fields[_CONTEXT_KEYS[key]] = raw
     return ContextSettings(**fields)
+
+
+def _sandbox(value: Any, where: str) -> SandboxSettings:
+    if not isinstance(value, Mapping):
+        raise invalid_params(where, "must be an object")
+    for key in value:
+        if key not in ("mode", "network"):
+            raise invalid_params(f"{where}.{key}", "is not a setting; known: mode, network")
+    mode = value.get("mode", SandboxSettings.mode)
+    if mode not in SANDBOX_MODES:
+        raise invalid_params(f"{where}.mode", f"must be one of {', '.join(SANDBOX_MODES)}")
+    network = value.get("network", False)
+    if not isinstance(network, bool):
+        raise invalid_params(f"{where}.network", "must be true or false")
+    return SandboxSettings(mode=mode, network=network)
 
 
 def read_config_file(path: Path | None = None) -> dict[str, Any]:
@@ -216,4 +236,5 @@ def merge_layers(
         permission_mode=first("permissionMode") or "ask",
         context=first("context") or ContextSettings(),
         problems=tuple(problems),
+        sandbox=first("sandbox") or SandboxSettings(),
     )
