@@ -38,7 +38,7 @@ echo "-- webview test (headless Chromium; screenshots in build/screenshots/)"
 node --test build/test/test/webview/
 
 echo "-- package"
-npx vsce package --no-dependencies --allow-missing-repository -o build/crank.vsix
+npx vsce package --no-dependencies -o build/crank.vsix
 
 if [ "${CRANK_INTEGRATION:-0}" = 1 ]; then
   echo "-- integration test against crank serve (CRANK_PYTHON=${CRANK_PYTHON:-python3})"
