@@ -101,6 +101,10 @@ export interface StateResult {
   sessionFile?: string;
 }
 
+/** One entry of crank/tree: the session file's tree, in file order. */
+export interface TreeEntry { id: string; parentId: string | null; type: string; role?: string; preview?: string; label?: string }
+export interface TreeResult { tip: string | null; entries: TreeEntry[] }
+
 export interface SessionInfo {
   sessionId: string;
   title?: string;

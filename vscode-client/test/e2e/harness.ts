@@ -79,9 +79,16 @@ export async function modelRequests(modelUrl: string): Promise<{ body: { message
   return (await r.json()) as { body: { messages: { role: string; content: unknown }[] } }[];
 }
 
+/**
+ * Writes the settings as user settings and as the remote machine's settings: the
+ * workbench runs as a remote window, where machine-scoped settings (crank.server.*)
+ * are read from Machine/settings.json, not from the user's.
+ */
 export function writeSettings(userData: string, settings: Record<string, unknown>): void {
-  mkdirSync(path.join(userData, "User"), { recursive: true });
-  writeFileSync(path.join(userData, "User", "settings.json"), JSON.stringify(settings, null, 2));
+  for (const scope of ["User", "Machine"]) {
+    mkdirSync(path.join(userData, scope), { recursive: true });
+    writeFileSync(path.join(userData, scope, "settings.json"), JSON.stringify(settings, null, 2));
+  }
 }
 
 /** Base settings: a quiet workbench, trust on (the suite answers the prompt), Crank on the loopback model. */
@@ -185,6 +192,8 @@ export async function startHarness(script: unknown): Promise<Harness> {
   const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
   const page = await context.newPage();
   page.setDefaultTimeout(GUARD);
+  // A reload asks "leave the page?" while an editor is dirty: leave.
+  page.on("dialog", (d) => void d.accept().catch(() => undefined));
   mkdirSync(shots, { recursive: true });
 
   const stop = async () => {
@@ -218,33 +227,66 @@ export async function answerTrust(page: Page, trust: boolean): Promise<void> {
   await dialog.waitFor({ state: "detached" });
 }
 
-/** Runs a command from the command palette by its title, e.g. "Crank: Open Chat". */
+/**
+ * Runs a command from the command palette by its title, e.g. "Crank: Open Chat". The
+ * palette lists the commands known when it opens; early after a (re)load the
+ * extensions' commands may not be registered yet, so it is reopened until the title
+ * shows up.
+ */
 export async function runCommand(page: Page, title: string): Promise<void> {
-  await page.locator(".monaco-workbench .part.statusbar").click({ position: { x: 700, y: 5 } });
-  await page.keyboard.press("F1");
+  const deadline = Date.now() + GUARD;
   const input = page.locator(".quick-input-widget input.input");
-  await input.waitFor({ state: "visible" });
-  await input.fill(`>${title}`);
   const row = page.locator(".quick-input-widget .monaco-list-row", { hasText: title }).first();
-  await row.waitFor();
+  for (;;) {
+    await page.locator(".monaco-workbench .part.statusbar").click({ position: { x: 700, y: 5 } });
+    await page.keyboard.press("F1");
+    await input.waitFor({ state: "visible" });
+    await input.fill(`>${title}`);
+    try {
+      await row.waitFor({ timeout: 5000 });
+      break;
+    } catch (err) {
+      if (Date.now() > deadline) throw err;
+      await page.keyboard.press("Escape");
+    }
+  }
   await row.click();
   await page.locator(".quick-input-widget").waitFor({ state: "hidden" });
 }
 
-/** The chat page's frame (a frame inside the webview's frame): the one that holds the textarea. */
+/** Reloads the window and waits for the new workbench (not the old page on its way out). */
+export async function reloadWindow(page: Page): Promise<void> {
+  await page.evaluate(() => ((window as unknown as { __crankOld: boolean }).__crankOld = true));
+  await page.reload();
+  await page.waitForFunction(() => !(window as unknown as { __crankOld?: boolean }).__crankOld);
+  await page.locator(".monaco-workbench .part.statusbar").waitFor();
+}
+
+/**
+ * The chat page's frame (a frame inside the webview's frame): the one that holds the
+ * textarea. A frame is returned once: after a reload or a new folder the next call
+ * waits for the new page's frame, never the old one on its way out.
+ */
 export async function chatFrame(page: Page): Promise<Frame> {
   const deadline = Date.now() + GUARD;
   while (Date.now() < deadline) {
     for (const f of page.frames()) {
       try {
-        if (await f.locator("textarea.input").count()) return f;
+        if (!(await f.locator("textarea.input").count())) continue;
+        const fresh = await f.evaluate(() => {
+          const w = window as unknown as { __crankSeen?: boolean };
+          const was = w.__crankSeen;
+          w.__crankSeen = true;
+          return !was;
+        });
+        if (fresh) return f;
       } catch {
         // a frame that went away while looking
       }
     }
     await page.waitForTimeout(200);
   }
-  throw new Error("no chat frame with a textarea appeared");
+  throw new Error("no (new) chat frame with a textarea appeared");
 }
 
 export async function shot(page: Page, name: string): Promise<string> {
@@ -256,6 +298,7 @@ export async function shot(page: Page, name: string): Promise<string> {
 /** Types a prompt into the chat and sends it with Enter. */
 export async function send(frame: Frame, text: string): Promise<void> {
   const input = frame.locator("textarea.input");
+  await input.click(); // a real click moves keyboard focus into the webview (fill alone does not)
   await input.fill(text);
   await input.press("Enter");
 }
@@ -267,4 +310,38 @@ export function toasts(page: Page) {
 
 export function readText(file: string): string {
   return readFileSync(file, "utf8");
+}
+
+/** The text of the active editor, line by line in order (Monaco reuses line nodes, so sort by position). */
+export async function editorText(page: Page): Promise<string> {
+  return page.locator(".editor-group-container.active .monaco-editor .view-lines").first().evaluate((el) => {
+    const lines = Array.from(el.querySelectorAll<HTMLElement>(".view-line"));
+    lines.sort((a, b) => parseFloat(a.style.top) - parseFloat(b.style.top));
+    return lines.map((l) => (l.textContent ?? "").replace(/\u00a0/g, " ")).join("\n");
+  });
+}
+
+/** Opens a workspace file in the editor with Quick Open. */
+export async function openFile(page: Page, name: string): Promise<void> {
+  await page.locator(".monaco-workbench .part.statusbar").click({ position: { x: 700, y: 5 } });
+  await page.keyboard.press("F1");
+  const input = page.locator(".quick-input-widget input.input");
+  await input.waitFor({ state: "visible" });
+  await input.fill(name);
+  const row = page.locator(".quick-input-widget .monaco-list-row", { hasText: name }).first();
+  await row.waitFor();
+  await row.click();
+  await page.locator(".editor-group-container.active .tab.active", { hasText: name }).waitFor();
+}
+
+/** Waits until `check` holds, polling; a hang guard fails it after GUARD with what was last seen. */
+export async function until<T>(what: string, get: () => Promise<T>, check: (v: T) => boolean): Promise<T> {
+  const deadline = Date.now() + GUARD;
+  let last: T | undefined;
+  while (Date.now() < deadline) {
+    last = await get();
+    if (check(last)) return last;
+    await new Promise((r) => setTimeout(r, 150));
+  }
+  throw new Error(`${what}: never happened; last seen ${JSON.stringify(last)}`);
 }

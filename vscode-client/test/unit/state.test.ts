@@ -161,3 +161,18 @@ test("re-reading the transcript (resync after a gap) keeps the card of an open q
   assert.deepEqual(s.items.map((i) => i.kind), ["user", "permission"]);
   assert.deepEqual(pendingPermissions(s).map((p) => p.id), ["p1"]);
 });
+
+test("an edit asked about shows its diff once: on the question, not on its own card, until answered", () => {
+  const s0 = feed(initialState(), eventsOf(run.untilPermission));
+  const edit = s0.items[5] as ToolItem;
+  assert.ok(edit.edit, "the recorded run has an edit card");
+  const req = { ...(run.untilPermission.find((s) => "request" in s)!.params as PermissionRequest), toolCallId: edit.id };
+  const asked = reduce(s0, { type: "permissionRequest", id: "p1", request: req });
+  assert.equal((asked.items[5] as ToolItem).asked, true);
+  const bash = asked.items[2];
+  assert.equal(bash, s0.items[2], "a card the question is not about keeps its identity");
+  const answered = reduce(asked, { type: "permissionResolved", id: "p1", decision: "allow" });
+  assert.equal((answered.items[5] as ToolItem).asked, false);
+  const withdrawn = reduce(asked, { type: "server", status: "down" });
+  assert.equal((withdrawn.items[5] as ToolItem).asked, false, "a closed question gives the diff back to the edit card");
+});
