@@ -20,7 +20,8 @@ import {
   type StaticFeature,
 } from "vscode-languageclient/node";
 import { CrankClient, experimentalCapabilities } from "./protocol/client";
-import { findExecutable, initOptions, redacted, serverCommand, type CrankSettings } from "./protocol/launch";
+import { findExecutable, initOptions, redacted, serverCommand, settingsFrom, type CrankSettings } from "./protocol/launch";
+import { redactingChannel } from "./protocol/redact";
 import type { EventParams, PermissionRequest, PermissionResponse } from "./protocol/types";
 import type { BarServerStatus } from "./chat/status";
 
@@ -28,17 +29,10 @@ const SECRET_KEY = "crank.apiKey";
 /** globalState: the command line whose "not found" message was last shown. */
 const MISSING_SHOWN_KEY = "crank.missingServerShown";
 
+/** Only what the user set (never a contributed default); restricted settings from the user alone while untrusted. */
 export function readSettings(): CrankSettings {
   const c = vscode.workspace.getConfiguration("crank");
-  return {
-    command: c.get<string[]>("server.command", []),
-    python: c.get<string>("server.python", ""),
-    api: c.get<string>("provider.api", ""),
-    baseUrl: c.get<string>("provider.baseUrl", ""),
-    model: c.get<string>("provider.model", ""),
-    permissionMode: c.get("permissionMode", "ask"),
-    sessionDir: c.get<string>("sessionDir", ""),
-  };
+  return settingsFrom((key) => c.inspect(key), vscode.workspace.isTrusted);
 }
 
 /** Adds `capabilities.experimental.crank` so the server sends events and permission requests. */
@@ -54,8 +48,10 @@ class CrankCapabilities implements StaticFeature {
 }
 
 export class ServerManager implements vscode.Disposable {
-  /** A log channel: levels, timestamps, and the user's chosen log level (Developer: Set Log Level). */
-  readonly output = vscode.window.createOutputChannel("Crank", { log: true });
+  /** Every stored key handed to a server: taken out of every line the channel gets (traces included). */
+  private readonly keys = new Set<string>();
+  /** A log channel (levels, timestamps, the user's chosen log level) that redacts keys from every line. */
+  readonly output = redactingChannel(vscode.window.createOutputChannel("Crank", { log: true }), () => this.keys);
   private lc: LanguageClient | undefined;
   private crank: CrankClient | undefined;
   private status: BarServerStatus = "idle";
@@ -133,6 +129,7 @@ export class ServerManager implements vscode.Disposable {
     }
     if (this.context.globalState.get(MISSING_SHOWN_KEY) !== undefined) await this.context.globalState.update(MISSING_SHOWN_KEY, undefined);
     const apiKey = await this.context.secrets.get(SECRET_KEY);
+    if (apiKey) this.keys.add(apiKey);
     const init = initOptions(settings, apiKey, vscode.workspace.isTrusted);
     this.output.info(`Starting ${line} with ${JSON.stringify(redacted(init))}`);
     const serverOptions: ServerOptions = { command, args, options: { env: process.env } };
@@ -235,7 +232,7 @@ export class ServerManager implements vscode.Disposable {
   private configChanged(e: vscode.ConfigurationChangeEvent): void {
     if (!e.affectsConfiguration("crank")) return;
     if (e.affectsConfiguration("crank.permissionMode")) {
-      const mode = readSettings().permissionMode;
+      const mode = readSettings().permissionMode ?? "ask";
       void this.client?.setPermissionMode({ mode }).catch((err: Error) => {
         this.output.error(`crank/setPermissionMode ${mode} failed: ${err.message}`);
         void vscode.window.showErrorMessage(`Crank: the permission mode setting (${mode}) was not applied: ${err.message}`);
