@@ -70,7 +70,7 @@ class RecordingClient:
     def of(self, kind: str) -> list[Any]:
         return [update for _, update in self.updates if update.session_update == kind]
 
-    async def wait_for(self, predicate: Any, what: str, within: float = 30) -> None:
+    async def wait_for(self, predicate: Any, what: str, within: float = 120) -> None:
         async def loop() -> None:
             while not predicate():
                 self.changed.clear()

@@ -122,11 +122,11 @@ async def test_cancel_ends_the_turn_with_cancelled(tmp_path: Path, stage: str) -
         if stage in ("silent stream", "retry"):
             await model_received(model, 1)
         elif stage == "permission":
-            await asyncio.wait_for(client.asked.wait(), 30)
+            await asyncio.wait_for(client.asked.wait(), 120)
         else:
             await client.wait_for(lambda: client.of("tool_call"), "the command to start")
         await conn.cancel(session_id=session.session_id)
-        answer = await asyncio.wait_for(turn, 30)
+        answer = await asyncio.wait_for(turn, 120)
         assert answer.stop_reason == "cancelled"
         again = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("more")])
         assert again.stop_reason == "end_turn"

@@ -63,13 +63,13 @@ def run_agent(lines: list[str], model: ModelServer, tmp: Path) -> list[str]:
         text=True,
         env=agent_env(model, home),
         cwd=tmp,
-        timeout=120,
+        timeout=300,
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return done.stdout.splitlines()
 
 
-def read_line(stream: Any, within: float = 60) -> str:
+def read_line(stream: Any, within: float = 180) -> str:
     """The agent's next line; a hung agent fails the test instead of hanging it."""
     ready, _, _ = select.select([stream], [], [], within)
     assert ready, f"no line from the agent within {within} s"

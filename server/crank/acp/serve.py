@@ -11,11 +11,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import sys
 import threading
 from typing import BinaryIO
 
+from crank.tools.sandbox import SANDBOX_MODES
 from crank.workspace import PERMISSION_MODES, CrankError, merge_layers
 
 from .agent import CrankAgent, default_host_factory
@@ -29,6 +29,12 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--trust", action="store_true", help="load projects' AGENTS.md and skills")
     p.add_argument("--permission-mode", choices=PERMISSION_MODES, default=None)
     p.add_argument("--session-dir", default=None, help="where session files live")
+    p.add_argument(
+        "--sandbox",
+        choices=SANDBOX_MODES,
+        default=None,
+        help="how commands are confined (default: workspace-write where bubblewrap works)",
+    )
     p.add_argument("--log-file", default=None)
     p.add_argument("--log-level", default="warning")
     return p
@@ -56,13 +62,15 @@ async def serve(stdin: BinaryIO, stdout: BinaryIO, options: argparse.Namespace) 
         layer["permissionMode"] = options.permission_mode
     if options.session_dir:
         layer["sessionDir"] = options.session_dir
+    if options.sandbox:
+        layer["sandbox"] = {"mode": options.sandbox}
     try:
         settings = merge_layers([("crank acp options", layer)])
     except CrankError as exc:
         print(f"crank acp: {exc.message}", file=sys.stderr)
         return 2
     peer = Peer(stdout)
-    agent = CrankAgent(peer, default_host_factory(settings, dict(os.environ)))
+    agent = CrankAgent(peer, default_host_factory(settings, None))  # keys: provider_env()
     ended = _read_lines(stdin, asyncio.get_running_loop(), peer)
     await ended.wait()
     await asyncio.sleep(0)  # the last lines' handlers have started

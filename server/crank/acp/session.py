@@ -21,6 +21,7 @@ from typing import Any
 
 from crank.tools import Documents, EditRefused, NoDocuments
 from crank.workspace import WorkspaceHost
+from crank.workspace.stream import EventParams
 
 from .translate import UpdateTranslator, replay, stop_reason, tool_kind, tool_title
 from .wire import INTERNAL_ERROR, Peer, PeerGone, RpcError
@@ -53,7 +54,7 @@ class AcpEditor:
         # With no open documents the tools write the disk; this is never reached.
         raise EditRefused(f"{path} cannot be changed through the ACP client")
 
-    def send_event(self, params: dict[str, Any]) -> None:
+    def send_event(self, params: EventParams) -> None:
         self._session.on_event(params)
 
     async def ask_permission(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -121,10 +122,8 @@ class AcpSession:
     def update(self, update: dict[str, Any]) -> None:
         self._peer.notify("session/update", {"sessionId": self.session_id, "update": update})
 
-    def on_event(self, envelope: dict[str, Any]) -> None:
-        event = envelope.get("event")
-        if not isinstance(event, dict):
-            return
+    def on_event(self, envelope: EventParams) -> None:
+        event: dict[str, Any] = dict(envelope["event"])
         for update in self.translator.event(event):
             self.update(update)
         if event.get("type") == "agent_settled":
