@@ -363,7 +363,9 @@ function reduceAction(s: ChatState, a: ChatAction): ChatState {
         queue: st.queue,
         usage: st.usage,
         items: changed ? [] : s.items,
-        lastSeq: changed ? -1 : s.lastSeq,
+        // A new server process (a reload, a restart) counts seq from 0 again: a page that
+        // kept the old, higher lastSeq would drop every new event as a duplicate.
+        lastSeq: changed ? -1 : typeof st.seq === "number" && st.seq < s.lastSeq ? st.seq : s.lastSeq,
       };
     }
     case "permissionRequest":

@@ -99,6 +99,8 @@ export interface StateResult {
   queue: Queue;
   usage: UsageUpdate;
   sessionFile?: string;
+  /** The last seq the server sent for the session (it counts from 0 again in a new server process). */
+  seq?: number;
 }
 
 /** One entry of crank/tree: the session file's tree, in file order. */

@@ -70,7 +70,7 @@ const empty = h(
   "div",
   { class: "empty" },
   h("p", {}, "Ask Crank to change something in this workspace."),
-  h("p", { class: "hint" }, "Add the current selection with Ctrl+Alt+L, or right-click a file: “Crank: Fix This File”."),
+  h("p", { class: "hint" }, "Add the current selection with Ctrl+K L, or right-click a file: “Crank: Fix This File”."),
 );
 const scroller = h("div", { class: "scroller" }, empty, list);
 

@@ -41,6 +41,16 @@ export interface Harness {
 }
 
 const procs: ChildProcess[] = [];
+// A suite that dies (a crash, a timeout) still takes its servers along.
+process.on("exit", () => {
+  for (const p of procs) {
+    try {
+      if (p.pid) process.kill(p.spawnargs.includes("--auth") ? -p.pid : p.pid, "SIGTERM");
+    } catch {
+      // already gone
+    }
+  }
+});
 
 function entry(): string {
   const dir = process.env.CRANK_CODE_SERVER;

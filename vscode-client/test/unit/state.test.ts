@@ -176,3 +176,25 @@ test("an edit asked about shows its diff once: on the question, not on its own c
   const withdrawn = reduce(asked, { type: "server", status: "down" });
   assert.equal((withdrawn.items[5] as ToolItem).asked, false, "a closed question gives the diff back to the edit card");
 });
+
+test("after a reload the new server counts seq from 0 again: crank/state's seq lets its events in", () => {
+  const before = feed(initialState(), eventsOf(run.untilPermission));
+  assert.ok(before.lastSeq > 5, "the old server's events raised lastSeq");
+  const st = {
+    sessionId: before.sessionId!,
+    running: false,
+    model: { api: "openai", id: "m" },
+    permissionMode: "ask" as const,
+    trusted: true,
+    queue: { steering: [], followUp: [] },
+    usage: { contextTokens: 0, contextWindow: 1, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 },
+    seq: 0,
+  };
+  const after = reduce(before, { type: "state", state: st });
+  const started = reduce(after, { type: "event", params: at(1, { type: "agent_start" }, before.sessionId) });
+  assert.equal(started.running, true, "the new server's first event is applied, not dropped as a duplicate");
+  assert.equal(started.gap, false);
+  // The same server (its seq not behind the page's) changes nothing.
+  const same = reduce(before, { type: "state", state: { ...st, seq: before.lastSeq } });
+  assert.equal(same.lastSeq, before.lastSeq);
+});
