@@ -186,7 +186,8 @@ class LspEditor:
             )
         request = types.ShowMessageRequestParams(
             type=types.MessageType.Warning,
-            message=f"Crank wants to {what}",
+            message=f"Crank wants to {what}"
+            + (f" ({params['warning']})" if params.get("warning") else ""),
             actions=[types.MessageActionItem(title=title) for title in CHOICES],
         )
         answer = await self.request(types.WINDOW_SHOW_MESSAGE_REQUEST, request)

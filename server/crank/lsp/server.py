@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from crank import __version__
 from crank.agent.harness import QUEUE_KINDS
 from crank.session import SessionError
 from crank.vendors import ConfigError
+from crank.vendors.secrets import provider_env
 from crank.workspace import (
     PERMISSION_MODES,
     WHILE_RUNNING,
@@ -45,6 +45,9 @@ from .protocol import CrankProtocol
 log = logging.getLogger(__name__)
 Handler = Callable[["CrankServer", Params], Awaitable[Any]]
 HANDLERS: dict[str, Handler] = {}
+FOLDER_LAYER = "workspace/configuration crank"
+"""The folder-scoped layer: the client's answer for one folder, which may come from
+that folder's own settings file (see ``crank.workspace.settings.RESTRICTED``)."""
 
 
 def handles(method: str) -> Callable[[Handler], Handler]:
@@ -178,7 +181,9 @@ class CrankServer(LanguageServer):
         """The folder's settings, or None when they are malformed (logged by name).
         Before any change the editor's start-up options come first; after
         ``workspace/didChangeConfiguration`` the newer layers (what it pushed, then the
-        client's answer for the section) win over them."""
+        client's answer for the section) win over them. The answer for the folder is
+        folder-scoped: it cannot grant trust, and in an untrusted folder its
+        safety-lowering settings are ignored (and logged)."""
         section: Any = None
         caps = self.client_capabilities.workspace
         if caps is not None and caps.configuration:
@@ -192,16 +197,19 @@ class CrankServer(LanguageServer):
             except Exception as exc:
                 log.warning("workspace/configuration failed: %s", exc)
         init = ("initializationOptions.crank", self.init_crank)
-        queried = ("workspace/configuration crank", section)
+        queried = (FOLDER_LAYER, section)
         layers = [init, queried]
         if self.config_changed:
             pushed = ("workspace/didChangeConfiguration settings.crank", self.pushed_crank)
             layers = [pushed, queried, init]
         try:
-            return merge_layers(layers)
+            settings = merge_layers(layers, folder_scoped={FOLDER_LAYER})
         except CrankError as exc:
             self.editor.log(f"Crank: settings ignored: {exc.message}")
             return None
+        for problem in settings.problems:
+            self.editor.log(f"Crank: {problem}")
+        return settings
 
     async def add_host(self, uri: str) -> None:
         root = path_of_uri(uri)
@@ -492,4 +500,4 @@ async def _set_permission_mode(ls: CrankServer, params: Params) -> Any:
 
 
 def build_server(env: dict[str, str] | None = None) -> CrankServer:
-    return CrankServer(env=dict(os.environ) if env is None else env)
+    return CrankServer(env=provider_env() if env is None else env)

@@ -36,6 +36,7 @@ from crank.tools import (
     read_only_tools,
     standard_tools,
 )
+from crank.tools.sandbox import SandboxStatus, probe, protected_paths
 from crank.vendors import ConfigError, ProviderConfig, known_models
 from crank.vendors.config import default_config_file
 
@@ -117,7 +118,12 @@ class WorkspaceHost:
             apply_edit=client.apply_edit,
             approve=self._approve,
             outside=self._outside,
+            sandbox=lambda: self.settings.sandbox,
+            protected=protected_paths(
+                [Path(settings.session_dir).expanduser()] if settings.session_dir else []
+            ),
         )
+        self.sandbox_status = SandboxStatus(False, "not checked yet")
         self.tools = self._tool_set()
         self.provider: ProviderConfig | None = None
         self.config_error: str | None = None
@@ -145,6 +151,7 @@ class WorkspaceHost:
     async def start(self) -> None:
         """Resume the newest session, build the prompt, arm the watcher."""
         try:
+            self.sandbox_status = await asyncio.to_thread(probe)
             if self._resume_last:
                 await self._resume_newest()
             first = await self._rebuild()
@@ -202,19 +209,26 @@ class WorkspaceHost:
         return standard_tools(self.ctx)
 
     def _configure_model(self, override: dict[str, Any] | None = None) -> Model:
-        settings = self.settings
-        if override and self.provider is not None and override["api"] != self.provider.api:
-            settings = Settings(script=settings.script)
         try:
-            model, self.provider = build_model(
-                settings, self.root, override=override, env=self._env
+            model, provider = build_model(
+                self.settings, self.root, override=override, env=self._env
             )
         except ConfigError as exc:
             if override:
-                raise
+                raise ConfigError(
+                    f"Crank cannot switch to {override['api']} model {override['model']}: "
+                    f"{exc} (keys and base URLs configured for another api are never "
+                    "used for this one)",
+                    exc.code,
+                ) from exc
             self.provider, self.config_error = None, str(exc)
             return Unconfigured(str(exc))
-        self.config_error = None
+        self.provider, self.config_error = provider, None
+        for withheld in provider.withheld_keys:
+            self.client.log(
+                f"Crank: {withheld} is not sent to {provider.public()['baseUrl']}: a key "
+                "goes only to the endpoint it was configured with"
+            )
         return model
 
     def _locations(self) -> PromptLocations:
@@ -302,10 +316,16 @@ class WorkspaceHost:
 
     # -- permissions ------------------------------------------------------------------
 
+    def unconfined(self) -> bool:
+        """True when commands should be sandboxed but cannot be on this machine: then
+        every command is asked about, whatever the mode or remembered rules say."""
+        return self.settings.sandbox.mode != "off" and not self.sandbox_status.available
+
     async def _ask(self, request: ApprovalRequest) -> Decision:
-        if not self.permissions.needs_asking(request):
+        must_ask = request["toolName"] == "bash" and self.unconfined()
+        if not must_ask and not self.permissions.needs_asking(request):
             return Decision.allow()
-        params = {
+        params: dict[str, Any] = {
             "workspace": self.uri,
             "sessionId": self.session_id,
             "runId": self._run_id(),
@@ -314,6 +334,11 @@ class WorkspaceHost:
             "arguments": request["arguments"],
             "preview": request["preview"],
         }
+        if must_ask:
+            params["warning"] = (
+                f"No sandbox: {self.sandbox_status.detail}. This command would run "
+                "unconfined, as you."
+            )
         try:
             answer = await self.client.ask_permission(params)
         except asyncio.CancelledError:
@@ -444,6 +469,7 @@ class WorkspaceHost:
                 "model": {"api": model.api, "id": model.id},
                 "permissionMode": self.permissions.mode,
                 "trusted": self.settings.trusted,
+                "sandbox": self.sandbox_status.to_json(self.settings.sandbox),
                 "queue": self.harness.queues.as_dict(),
                 "usage": self.usage(),
                 "sessionFile": str(self.store.directory / f"{self.session_id}.jsonl"),

@@ -112,7 +112,9 @@ export interface SessionInfo {
 
 export interface SystemPromptResult { text: string; hash: string; sources: PromptSource[] }
 
-export type DiffPreview = { kind: "diff"; path: string; oldText: string; newText: string };
+/** `oldTextOmitted` (the old file's size in bytes) is set when the old file was too large or
+ * not text, so the server never loaded it: `oldText` is then empty and is NOT its content. */
+export type DiffPreview = { kind: "diff"; path: string; oldText: string; newText: string; oldTextOmitted?: number };
 export type CommandPreview = { kind: "command"; command: string };
 
 export interface PermissionRequest {
