@@ -66,6 +66,12 @@ H.test("permission preview shows a unified diff", function()
   })
   H.contains(lines, "-x = 1")
   H.contains(lines, "+x = 2")
+  local huge = format.permission_lines({
+    toolName = "write",
+    arguments = { path = "big.log" },
+    preview = { kind = "diff", path = "big.log", oldText = "", newText = "x\n", oldTextOmitted = 2147483648 },
+  })
+  H.contains(huge, "2147483648 bytes, is too large or not text")
   local cmd = format.permission_lines({ toolName = "bash", arguments = {}, preview = { kind = "command", command = "rm -rf build" } })
   H.contains(cmd, "$ rm -rf build")
 end)

@@ -1,8 +1,11 @@
-"""Crank's error codes on the wire: the one table, owned by the frontend.
+"""Crank's error codes on the LSP wire.
 
-The layers below raise typed exceptions that carry a *kind* and know no numbers; this
-module maps each kind to the JSON-RPC code protocol.md fixes (extend, never renumber).
-The exceptions a handler can meet, and their codes::
+The session and vendor layers raise typed exceptions that carry a *kind* and know no
+numbers; ``crank.workspace.errors.CODES`` is the one table from kind to the JSON-RPC
+code protocol.md fixes (extend, never renumber), kept in the API both frontends
+translate so ``crank.acp`` does not copy it. This module turns a refusal into pygls's
+``JsonRpcException`` and holds the JSON-RPC and LSP codes of the framing and message
+layer. The exceptions a handler can meet, and their codes::
 
     Exception
     ├── crank.workspace.CrankError            .kind is per instance:
@@ -20,9 +23,7 @@ The exceptions a handler can meet, and their codes::
         ├── UnknownEntry                      invalid_params        -32602
         └── SummaryFailed                     internal_error        -32603
 
-The JSON-RPC and LSP codes of the framing and message layer (``frames.py``) are here
-too, so there is one list of every number Crank puts in an ``error.code``. Clients
-read the Crank codes by name from ``initialize``'s
+Clients read the Crank codes by name from ``initialize``'s
 ``capabilities.experimental.crank.errorCodes`` instead of copying the numbers.
 """
 
@@ -32,31 +33,31 @@ from typing import Any, Final, get_args
 
 from pygls.exceptions import JsonRpcException
 
-from crank.session import SessionError
-from crank.vendors import ConfigError
 from crank.workspace import CrankError
-from crank.workspace.errors import ErrorKind
+from crank.workspace.errors import CODES, ErrorKind, code_of
+
+__all__ = [
+    "CODES",
+    "INTERNAL_ERROR",
+    "INVALID_PARAMS",
+    "INVALID_REQUEST",
+    "METHOD_NOT_FOUND",
+    "PARSE_ERROR",
+    "REQUEST_CANCELLED",
+    "SERVER_NOT_INITIALIZED",
+    "all_kinds",
+    "camel_case",
+    "rpc_error",
+    "wire_codes",
+]
 
 PARSE_ERROR: Final = -32700
 INVALID_REQUEST: Final = -32600
 METHOD_NOT_FOUND: Final = -32601
-INVALID_PARAMS: Final = -32602
-INTERNAL_ERROR: Final = -32603
+INVALID_PARAMS: Final = CODES["invalid_params"]
+INTERNAL_ERROR: Final = CODES["internal_error"]
 SERVER_NOT_INITIALIZED: Final = -32002
 REQUEST_CANCELLED: Final = -32800
-
-CODES: Final[dict[ErrorKind, int]] = {
-    "run_in_progress": 1001,
-    "no_such_session": 1002,
-    "no_such_workspace": 1003,
-    "no_provider": 1004,
-    "session_unreadable": 1005,
-    "refused_while_running": 1006,
-    "session_locked": 1007,
-    "invalid_params": INVALID_PARAMS,
-    "internal_error": INTERNAL_ERROR,
-}
-"""Every refusal kind of the layers below, to its wire code."""
 
 
 def all_kinds() -> set[str]:
@@ -72,22 +73,14 @@ def all_kinds() -> set[str]:
     return found
 
 
-def kind_of(exc: BaseException) -> ErrorKind | None:
-    if isinstance(exc, CrankError):
-        return exc.kind
-    if isinstance(exc, SessionError | ConfigError):
-        return exc.kind
-    return None
-
-
 def rpc_error(exc: BaseException) -> JsonRpcException | None:
     """The JSON-RPC error a refusal from below is answered with, or None when the
     exception is not a refusal (a bug: pygls answers it with -32603)."""
-    kind = kind_of(exc)
-    if kind is None:
+    code = code_of(exc)
+    if code is None:
         return None
     message = exc.message if isinstance(exc, CrankError) else str(exc)
-    return JsonRpcException(message, CODES[kind])
+    return JsonRpcException(message, code)
 
 
 def wire_codes() -> dict[str, int]:

@@ -22,6 +22,8 @@ from typing import BinaryIO
 
 from pygls.io_ import StdoutWriter
 
+from crank.vendors import RedactingFormatter
+
 from .frames import Inbox
 from .framing import FrameParser
 from .server import HANDLERS, CrankServer, build_server
@@ -49,12 +51,10 @@ def _setup_logging(level: str, log_file: str | None) -> None:
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if log_file:
         handlers.append(logging.FileHandler(log_file))
-    logging.basicConfig(
-        level=level.upper(),
-        handlers=handlers,
-        force=True,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    formatter = RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for handler in handlers:
+        handler.setFormatter(formatter)
+    logging.basicConfig(level=level.upper(), handlers=handlers, force=True)
     logging.getLogger("pygls").setLevel(max(logging.WARNING, logging.getLogger().level))
     if logging.getLogger().level > logging.DEBUG:
         # pygls logs every error answer with a traceback; ours are expected refusals,

@@ -17,7 +17,7 @@ import anyio
 from crank.agent.tools import ToolCall, ToolError, ToolOutput
 
 from .context import Decision, DiffPreview, EditRefused, ToolContext, approval_request
-from .textfile import Text, decode_file, split_text, write_atomic
+from .textfile import Text, current_raw, write_atomic
 
 
 def unified_diff(display: str, old: str, new: str, context: int = 3) -> str:
@@ -38,14 +38,6 @@ def declined(action: str, decision: Decision) -> ToolOutput:
     if decision.reason:
         text += f" Their reason: {decision.reason}"
     return ToolOutput(text, is_error=True, details={"declined": True, "reason": decision.reason})
-
-
-def _disk_text(path: Path) -> str | None:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    return split_text(decode_file(path, data, str(path))).raw
 
 
 async def apply_change(
@@ -69,6 +61,8 @@ async def apply_change(
         "oldText": old_body,
         "newText": new_body,
     }
+    if before is not None and before.omitted:
+        preview["oldTextOmitted"] = before.omitted
     decision = await ctx.approve(approval_request(call, preview))
     if not decision.allowed:
         return decision
@@ -84,8 +78,8 @@ async def apply_change(
         return decision
     if before is not None and before.open_in_editor:
         raise ToolError(f"{display} was closed in the editor while waiting; read it again.")
-    current = await anyio.to_thread.run_sync(_disk_text, path)
-    expected = before.raw if before else None
+    current = await anyio.to_thread.run_sync(current_raw, path)
+    expected = (before.stamp if before.omitted else before.raw) if before else None
     if current != expected:
         raise ToolError(f"{display} changed on disk while waiting; read it again.")
     try:

@@ -12,7 +12,9 @@ from .config import (
     ConfigError,
     ConfigErrorKind,
     ProviderConfig,
+    RedactingFormatter,
     Secret,
+    redact,
     resolve_provider,
 )
 from .errors import ProviderError, classify
@@ -28,11 +30,13 @@ __all__ = [
     "OpenAIModel",
     "ProviderConfig",
     "ProviderError",
+    "RedactingFormatter",
     "Secret",
     "classify",
     "cost_of",
     "create_model",
     "known_models",
     "lookup",
+    "redact",
     "resolve_provider",
 ]

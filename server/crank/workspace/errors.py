@@ -1,10 +1,13 @@
-"""Refusals a workspace request can end in, each carrying its ``kind``.
+"""Refusals a workspace request can end in, each carrying its ``kind``, and the one
+table of Crank's error codes.
 
-The layer knows no wire numbers: each frontend's error table (``crank.lsp.errors``)
-maps the kind to its code and sends the message unchanged, so every message names
-what was wrong and, where there is something to do, what to do. The kinds this layer
-adds to those of the session and vendor layers are ``run_in_progress`` and
-``no_such_workspace``.
+The layers below (session, vendors) raise typed exceptions with a kind and know no
+numbers. ``CODES`` maps every kind to the JSON-RPC code protocol.md fixes (extend,
+never renumber); it lives here, in the API both frontends translate (``crank.lsp``
+and ``crank.acp``), so neither copies it. The frontends send the message unchanged,
+so every message names what was wrong and, where there is something to do, what to
+do. The kinds this layer adds to those below are ``run_in_progress`` and
+``no_such_workspace``. ``crank.lsp.errors`` draws the exception tree.
 """
 
 from __future__ import annotations
@@ -15,11 +18,13 @@ from crank.session.errors import (
     INVALID_PARAMS,
     NO_SUCH_SESSION,
     REFUSED_WHILE_RUNNING,
+    SessionError,
     SessionErrorKind,
 )
-from crank.vendors.config import NO_PROVIDER, ConfigErrorKind
+from crank.vendors.config import NO_PROVIDER, ConfigError, ConfigErrorKind
 
 __all__ = [
+    "CODES",
     "INVALID_PARAMS",
     "NO_PROVIDER",
     "NO_SUCH_SESSION",
@@ -28,7 +33,9 @@ __all__ = [
     "RUN_IN_PROGRESS",
     "CrankError",
     "ErrorKind",
+    "code_of",
     "invalid_params",
+    "kind_of",
 ]
 
 ErrorKind = SessionErrorKind | ConfigErrorKind | Literal["run_in_progress", "no_such_workspace"]
@@ -50,3 +57,32 @@ def invalid_params(field: str, problem: str) -> CrankError:
     """An ``invalid_params`` refusal naming the field, e.g.
     ``invalid params: text: must be a string``."""
     return CrankError(INVALID_PARAMS, f"invalid params: {field}: {problem}")
+
+
+CODES: Final[dict[ErrorKind, int]] = {
+    "run_in_progress": 1001,
+    "no_such_session": 1002,
+    "no_such_workspace": 1003,
+    "no_provider": 1004,
+    "session_unreadable": 1005,
+    "refused_while_running": 1006,
+    "session_locked": 1007,
+    "invalid_params": -32602,
+    "internal_error": -32603,
+}
+"""Every refusal kind to its wire code: the only place these numbers are written."""
+
+
+def kind_of(exc: BaseException) -> ErrorKind | None:
+    """The refusal kind of an exception, or None when it is not a refusal (a bug)."""
+    if isinstance(exc, CrankError):
+        return exc.kind
+    if isinstance(exc, SessionError | ConfigError):
+        return exc.kind
+    return None
+
+
+def code_of(exc: BaseException) -> int | None:
+    """The wire code of a refusal, or None when the exception is not one."""
+    kind = kind_of(exc)
+    return None if kind is None else CODES[kind]
