@@ -323,6 +323,9 @@ H.test(":CrankNew starts an empty session and the chat follows it", function()
   local err, state = ws:request_wait("crank/state", {})
   H.eq(nil, err)
   H.eq(ws.session_id, state.sessionId)
+  -- the server names its error codes at initialize, so the hints copy no numbers
+  H.eq(1001, ws.error_codes.runInProgress)
+  H.eq("sessionLocked", require("crank.client").error_name(1007))
 end)
 
 H.test("one client per project root, attached to the file buffers inside it", function()
