@@ -26,6 +26,7 @@ import random
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import suppress
+from dataclasses import replace
 from typing import Any, Protocol
 
 import httpx
@@ -41,6 +42,11 @@ from .errors import ProviderError, body_of, classify
 from .reply import ReplyBuilder
 
 log = logging.getLogger("crank.vendors")
+
+HOSTED_OPENAI = "https://api.openai.com"
+REFUSED_RETRY_DELAY = 0.5
+"""Seconds before the one retry of a refused connection: a server that is starting
+gets a moment; one that is not running is reported at once, not after the backoff."""
 
 
 class StreamFailure(Exception):
@@ -83,6 +89,7 @@ class StreamingModel:
             config.model,
             context_window=config.context_window,
             max_output_tokens=config.max_output_tokens,
+            compatible=not config.base_url.startswith(HOSTED_OPENAI),
         )
         self._limits = limits or httpx.Limits()
         self._ssl: ssl.SSLContext | None = None
@@ -100,6 +107,10 @@ class StreamingModel:
     def context_window(self) -> int:
         return self.info.context_window
 
+    def set_context_window(self, tokens: int) -> None:
+        """The window the server said it runs with (it wins over any default)."""
+        self.info = replace(self.info, context_window=tokens, known=True)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.config.public()!r})"
 
@@ -115,6 +126,25 @@ class StreamingModel:
 
     def parser(self, builder: ReplyBuilder, request: ModelRequest, payload: bytes) -> Parser:
         raise NotImplementedError
+
+    def adapt(self, error: ProviderError) -> bool:
+        """Whether the request can be changed so that the server takes it (a field it
+        refused, left out or renamed); then it is sent again at once. Each change is
+        made once per model, so this cannot loop."""
+        return False
+
+    async def unstreamed(
+        self, client: httpx.AsyncClient, request: ModelRequest, parser: Parser
+    ) -> list[StreamEvent] | ProviderError | None:
+        """A stream that closed before sending anything says nothing of why; an API
+        family may ask again without streaming to learn it (its answer, or its error).
+        None: no second opinion."""
+        return None
+
+    async def explain(self, client: httpx.AsyncClient, error: ProviderError) -> ProviderError:
+        """The chance to add what the server can tell about a refusal (the models it
+        serves, for a wrong model name)."""
+        return error
 
     # -- shared ----------------------------------------------------------------------
     def client(self) -> httpx.AsyncClient:
@@ -161,6 +191,7 @@ class StreamingModel:
     ) -> AsyncIterator[StreamEvent]:
         payload = json.dumps(self.body(request), ensure_ascii=False).encode("utf-8")
         retries = 0
+        refused = 0
         retrying = False
         if signal.aborted:
             message = ReplyBuilder(self.api, self.id).finish("aborted", note=signal.reason)
@@ -180,7 +211,7 @@ class StreamingModel:
                 ):
                     if response.status_code >= 400:
                         raw = await response.aread()
-                        error = self._http_error(response, raw)
+                        error = await self.explain(client, self._http_error(response, raw))
                     else:
                         async for sse in EventSource(response).aiter_sse():
                             for event in parser.feed(sse.event, sse.data):
@@ -194,13 +225,31 @@ class StreamingModel:
                                 aborted = True
                                 break
                         if not aborted and not parser.ended_cleanly():
-                            error = ProviderError(
-                                "network", "the connection closed before the reply finished"
-                            )
+                            second = None
+                            if not builder.streamed:
+                                second = await self.unstreamed(client, request, parser)
+                            if isinstance(second, ProviderError):
+                                error = second
+                            elif second is not None:
+                                for event in second:
+                                    yield event
+                            else:
+                                error = ProviderError(
+                                    "network", "the connection closed before the reply finished"
+                                )
             except StreamFailure as failure:
                 error = failure.error
             except httpx.TimeoutException as exc:
                 error = self._timeout(exc)
+            except httpx.ConnectError as exc:
+                refused += 1
+                error = ProviderError(
+                    "network",
+                    f"nothing answered at {self.url()} ({exc or 'connection refused'}): is the "
+                    "server running, and is the port in the base URL right?",
+                    retryable=refused <= 1,
+                    retry_after=REFUSED_RETRY_DELAY,
+                )
             except httpx.HTTPError as exc:
                 error = ProviderError(
                     "network", f"{type(exc).__name__}: {exc or 'connection failed'}"
@@ -224,9 +273,17 @@ class StreamingModel:
                 return
 
             error = self._error(error)
+            if not builder.streamed and not signal.aborted and self.adapt(error):
+                log.info("sending again, changed for the server: %s", error.message)
+                payload = json.dumps(self.body(request), ensure_ascii=False).encode("utf-8")
+                continue
             if retrying:
                 retrying = False
                 yield {"type": "retry_end", "attempt": retries, "success": False}
+            if refused and not error.retryable:
+                log.warning("model request failed: %s", error.message)
+                yield {"type": "done", "message": self._priced(builder.finish("error", error))}
+                return
             can_retry = error.should_retry and not builder.streamed and not signal.aborted
             if can_retry and retries < self.config.max_retries:
                 delay = (
@@ -242,7 +299,7 @@ class StreamingModel:
                         "type": "retry_start",
                         "attempt": retries,
                         "delayMs": round(delay * 1000),
-                        "error": error.message,
+                        "error": "no answer yet, trying once more" if refused else error.message,
                     }
                     if await _sleep(delay, signal):
                         yield {"type": "retry_end", "attempt": retries, "success": False}
