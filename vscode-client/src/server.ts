@@ -28,6 +28,7 @@ export function readSettings(): CrankSettings {
     api: c.get<string>("provider.api", ""),
     baseUrl: c.get<string>("provider.baseUrl", ""),
     model: c.get<string>("provider.model", ""),
+    contextWindow: c.get<number>("provider.contextWindow", 0),
     permissionMode: c.get("permissionMode", "ask"),
     sessionDir: c.get<string>("sessionDir", ""),
   };

@@ -85,6 +85,10 @@ local function check(cfg)
     if api ~= nil and api ~= "anthropic" and api ~= "openai" and api ~= "scripted" then
       fail("provider.api", '"anthropic", "openai" or "scripted"', api)
     end
+    local window = cfg.provider.contextWindow
+    if window ~= nil and (type(window) ~= "number" or window < 1 or window % 1 ~= 0) then
+      fail("provider.contextWindow", "a positive whole number of tokens", window)
+    end
   end
   if cfg.context ~= nil and type(cfg.context) ~= "table" then
     fail("context", "a table", cfg.context)

@@ -9,8 +9,9 @@ from .anthropic import AnthropicModel
 from .catalog import ModelInfo, cost_of, known_models, lookup
 from .config import NO_PROVIDER, ConfigError, ProviderConfig, Secret, resolve_provider
 from .errors import ProviderError, classify
-from .factory import create_model
+from .factory import create_model, discover
 from .openai import OpenAIModel
+from .served import ServedModel
 
 __all__ = [
     "NO_PROVIDER",
@@ -21,9 +22,11 @@ __all__ = [
     "ProviderConfig",
     "ProviderError",
     "Secret",
+    "ServedModel",
     "classify",
     "cost_of",
     "create_model",
+    "discover",
     "known_models",
     "lookup",
     "resolve_provider",

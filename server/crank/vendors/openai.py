@@ -227,16 +227,21 @@ class OpenAIModel(StreamingModel):
         if found:
             self.set_context_window(int(found.group(1)))
 
-    async def discover(self) -> list[ServedModel] | None:
-        """Ask the server (once) what it serves and the window it runs this model with.
-        A configured ``contextWindow`` wins; OpenAI itself is never asked."""
+    async def discover(self, *, refresh: bool = False) -> list[ServedModel] | None:
+        """Ask the server what it serves (again when ``refresh``: a local server's
+        models come and go) and, once, the window it runs this model with. A
+        configured ``contextWindow`` wins; OpenAI itself is never asked."""
         if self.hosted:
             return None
-        if self._discovered:
+        if self._discovered and not refresh:
             return self._served
         async with self._clients.lease() as client:
             self._served = await served_models(client, self.config.base_url, self.headers())
-            if self.config.context_window is None and self.id not in _CATALOGUED:
+            if (
+                not self._discovered
+                and self.config.context_window is None
+                and self.id not in _CATALOGUED
+            ):
                 window = await context_window(
                     client, self.config.base_url, self.headers(), self.id, self._served
                 )
@@ -417,6 +422,11 @@ class OpenAIParser:
         if not self._got_usage:
             self.builder.usage["input"] = self._estimated_input
             self.builder.usage["output"] = -(-self.builder.output_chars() // CHARS_PER_TOKEN)
+
+    @property
+    def measured(self) -> bool:
+        """Whether the usage is the server's own count (else an estimate)."""
+        return self._got_usage
 
     def ended_cleanly(self) -> bool:
         """``[DONE]``, or a finish reason from a server that never sends ``[DONE]``."""

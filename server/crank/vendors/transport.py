@@ -202,6 +202,7 @@ class StreamingModel:
             parser = self.parser(builder, request, payload)
             error: ProviderError | None = None
             aborted = False
+            silent = False
             try:
                 async with (
                     self._clients.lease() as client,
@@ -225,18 +226,10 @@ class StreamingModel:
                                 aborted = True
                                 break
                         if not aborted and not parser.ended_cleanly():
-                            second = None
-                            if not builder.streamed:
-                                second = await self.unstreamed(client, request, parser)
-                            if isinstance(second, ProviderError):
-                                error = second
-                            elif second is not None:
-                                for event in second:
-                                    yield event
-                            else:
-                                error = ProviderError(
-                                    "network", "the connection closed before the reply finished"
-                                )
+                            silent = not builder.streamed
+                            error = ProviderError(
+                                "network", "the connection closed before the reply finished"
+                            )
             except StreamFailure as failure:
                 error = failure.error
             except httpx.TimeoutException as exc:
@@ -255,6 +248,16 @@ class StreamingModel:
                     "network", f"{type(exc).__name__}: {exc or 'connection failed'}"
                 )
 
+            if silent and not signal.aborted:
+                # Asked only once the silent stream is closed: llama-cpp-python serves
+                # one request at a time and would wait for the first to end.
+                second = await self._ask_unstreamed(request, parser)
+                if isinstance(second, list):
+                    error = None
+                    for event in second:
+                        yield event
+                elif second is not None:
+                    error = second
             if aborted:
                 if retrying:
                     yield {"type": "retry_end", "attempt": retries, "success": False}
@@ -269,7 +272,9 @@ class StreamingModel:
                 parser.finalize()
                 if retrying:
                     yield {"type": "retry_end", "attempt": retries, "success": True}
-                yield {"type": "done", "message": self._checked(builder.finish(parser.stop_reason))}
+                measured = getattr(parser, "measured", True)
+                message = builder.finish(parser.stop_reason)
+                yield {"type": "done", "message": self._checked(message, measured)}
                 return
 
             error = self._error(error)
@@ -327,6 +332,23 @@ class StreamingModel:
             yield {"type": "done", "message": self._priced(builder.finish("error", error))}
             return
 
+    async def _ask_unstreamed(
+        self, request: ModelRequest, parser: Parser
+    ) -> list[StreamEvent] | ProviderError | None:
+        try:
+            async with self._clients.lease() as client:
+                try:
+                    return await self.unstreamed(client, request, parser)
+                except httpx.RemoteProtocolError:
+                    # The server dropped the kept-alive connection the silent stream
+                    # came on (llama-cpp-python does, while saying keep-alive): the
+                    # pool hands it out again once, and a fresh one works.
+                    return await self.unstreamed(client, request, parser)
+        except httpx.TimeoutException as exc:
+            return self._timeout(exc)
+        except httpx.HTTPError as exc:
+            return ProviderError("network", f"{type(exc).__name__}: {exc or 'connection failed'}")
+
     def _http_error(self, response: httpx.Response, raw: bytes) -> ProviderError:
         retry_after = response.headers.get("retry-after")
         retry_after_ms = response.headers.get("retry-after-ms")
@@ -362,11 +384,13 @@ class StreamingModel:
         message["usage"]["cost"] = cost_of(message["usage"], self.info.prices)
         return message
 
-    def _checked(self, message: AssistantMessage) -> AssistantMessage:
-        """Price the reply and flag a context overflow the server did not report."""
+    def _checked(self, message: AssistantMessage, measured: bool = True) -> AssistantMessage:
+        """Price the reply and flag a context overflow the server did not report.
+        Only from usage the server measured: an estimate (a server that sends none)
+        is too rough to turn an answer into an error."""
         usage = message["usage"]
         used = usage["input"] + usage["cacheRead"] + usage["cacheWrite"]
-        if self.info.known and used > self.info.context_window:
+        if measured and self.info.known and used > self.info.context_window:
             message["stopReason"] = "error"
             message["errorKind"] = "overflow"
             message["errorMessage"] = (

@@ -12,6 +12,8 @@ export interface CrankSettings {
   api: string;
   baseUrl: string;
   model: string;
+  /** Tokens; 0 = not set (the server finds it). */
+  contextWindow?: number;
   permissionMode: PermissionMode;
   sessionDir: string;
 }
@@ -53,6 +55,7 @@ export function initOptions(s: CrankSettings, apiKey: string | undefined, truste
   if (s.api) provider.api = s.api;
   if (s.baseUrl) provider.baseUrl = s.baseUrl;
   if (s.model) provider.model = s.model;
+  if (s.contextWindow && s.contextWindow > 0) provider.contextWindow = s.contextWindow;
   if (apiKey) provider.apiKey = apiKey;
   const out: CrankInitOptions = { trusted, permissionMode: s.permissionMode };
   if (Object.keys(provider).length) out.provider = provider;
