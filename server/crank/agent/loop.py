@@ -22,8 +22,9 @@ from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
+from .events import Delta, DeltaKind, Event, MessageEnd, ToolOutcome
 from .messages import (
     AssistantMessage,
     ContentBlock,
@@ -36,14 +37,42 @@ from .messages import (
     tool_calls,
     tool_result,
 )
-from .model import AbortSignal, Model, ModelRequest, StreamEvent
+from .model import (
+    AbortSignal,
+    Model,
+    ModelRequest,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    ToolCallStart,
+    ToolSpec,
+)
 from .tools import Tool, run_tool, spec_of
 from .view import build_view
 
-Event = dict[str, Any]
-BuildRequest = Callable[[Sequence[Message]], Awaitable[ModelRequest]]
+
+@dataclass(frozen=True)
+class RunPrompt:
+    """What a run tells the model besides the transcript: the system prompt and the
+    tool specs, captured once when the run starts and sent unchanged in every request
+    of that run (principle 9). A prompt rebuilt mid-run is the next run's."""
+
+    system: str
+    tools: tuple[ToolSpec, ...]
+
+    @classmethod
+    def of(cls, system: str, tools: Sequence[Tool]) -> RunPrompt:
+        return cls(system, tuple(spec_of(tool) for tool in tools))
+
+
+BuildRequest = Callable[[Sequence[Message], RunPrompt], Awaitable[ModelRequest]]
+"""Turns the record into the request, given the run's prompt (view, policies, marks)."""
 ABORTED_TEXT = "Aborted by the user."
-_BLOCK_OF = {"text_delta": "text", "thinking_delta": "thinking", "toolcall_delta": "toolCall"}
+_BLOCK_OF: dict[str, DeltaKind] = {
+    "text_delta": "text",
+    "thinking_delta": "thinking",
+    "toolcall_delta": "toolCall",
+}
 
 
 @dataclass
@@ -53,6 +82,8 @@ class LoopConfig:
     model: Model
     system: str
     tools: Sequence[Tool] = ()
+    prompt: RunPrompt = field(init=False)
+    """``system`` and the tools' specs, computed once: what every request of the run sends."""
     max_turns: int | None = None
     build_request: BuildRequest | None = None
     """Turns the record into a request (view, policies, cache marks). Default: the view."""
@@ -64,6 +95,10 @@ class LoopConfig:
     recover_overflow: Callable[[], Awaitable[bool]] | None = None
     """Called once per run when a request is refused as a context overflow; True if it
     made room (e.g. compacted), and the turn is then tried again, once."""
+
+    def __post_init__(self) -> None:
+        self.tools = tuple(self.tools)
+        self.prompt = RunPrompt.of(self.system, self.tools)
 
 
 class _Feed:
@@ -119,10 +154,9 @@ class _Partial:
         self.model_id = model_id
         self.blocks: dict[int, dict[str, Any]] = {}
 
-    def apply(self, stream_event: StreamEvent) -> Event:
-        event = cast(dict[str, Any], stream_event)
-        kind, index = event["type"], event["contentIndex"]
-        if kind == "toolcall_start":
+    def apply(self, event: TextDelta | ThinkingDelta | ToolCallStart | ToolCallDelta) -> Delta:
+        index = event["contentIndex"]
+        if event["type"] == "toolcall_start":
             self.blocks[index] = {
                 "type": "toolCall",
                 "chunks": [],
@@ -136,7 +170,7 @@ class _Partial:
                 "toolCallId": event["id"],
                 "toolName": event["name"],
             }
-        block_type = _BLOCK_OF[kind]
+        block_type = _BLOCK_OF[event["type"]]
         block = self.blocks.setdefault(index, {"type": block_type, "chunks": []})
         block["chunks"].append(event["text"])
         return {"kind": block_type, "contentIndex": index, "text": event["text"]}
@@ -170,17 +204,14 @@ class _Partial:
         )
 
 
-def _announce(record: list[Message], message: Message) -> list[Event]:
+def _announce(record: list[Message], message: Message) -> list[MessageEnd]:
     record.append(message)
     return [{"type": "message_end", "message": message}]
 
 
-async def _default_request(config: LoopConfig, record: Sequence[Message]) -> ModelRequest:
-    return ModelRequest(
-        system=config.system,
-        messages=build_view(record),
-        tools=[spec_of(tool) for tool in config.tools],
-    )
+async def default_request(record: Sequence[Message], prompt: RunPrompt) -> ModelRequest:
+    """The request with no policies: the repaired view under the run's prompt."""
+    return ModelRequest(system=prompt.system, messages=build_view(record), tools=list(prompt.tools))
 
 
 async def agent_loop(
@@ -225,8 +256,8 @@ async def agent_loop(
         turn += 1
         yield {"type": "turn_start", "turn": turn}
 
-        build = config.build_request or (lambda r: _default_request(config, r))
-        request = await build(record)
+        build = config.build_request or default_request
+        request = await build(record, config.prompt)
         reply: AssistantMessage | None = None
         partial = _Partial(config.model.id)
         feed = _Feed(signal)
@@ -243,8 +274,8 @@ async def agent_loop(
                 if item["type"] == "done":
                     reply = item["message"]
                     break
-                if item["type"] in ("retry_start", "retry_end"):
-                    yield dict(item)
+                if item["type"] == "retry_start" or item["type"] == "retry_end":
+                    yield item
                 else:
                     yield {"type": "message_update", "delta": partial.apply(item)}
         if reply is None:
@@ -275,8 +306,8 @@ async def agent_loop(
                 for event in _announce(record, result):
                     yield event
                 continue
-            async for event in _run_one_tool(record, call, config.tools, signal):
-                yield event
+            async for tool_event in _run_one_tool(record, call, config.tools, signal):
+                yield tool_event
         yield {"type": "turn_end", "message": reply}
 
         if reply.get("errorKind") == "overflow" and config.recover_overflow and not recovered:
@@ -332,7 +363,7 @@ async def _run_one_tool(
         )
     else:
         result, details = task.result()
-    outcome: dict[str, Any] = {"content": result["content"], "isError": result["isError"]}
+    outcome: ToolOutcome = {"content": result["content"], "isError": result["isError"]}
     if details is not None:
         outcome["details"] = details
     yield {"type": "tool_execution_end", "toolCallId": call["id"], "result": outcome}

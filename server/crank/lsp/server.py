@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -20,10 +19,14 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
+from crank import __version__
+from crank.agent.harness import QUEUE_KINDS
 from crank.session import SessionError
 from crank.vendors import ConfigError
+from crank.vendors.secrets import provider_env
 from crank.workspace import (
     PERMISSION_MODES,
+    WHILE_RUNNING,
     CrankError,
     Settings,
     WorkspaceHost,
@@ -32,6 +35,7 @@ from crank.workspace import (
     merge_layers,
 )
 from crank.workspace.errors import NO_SUCH_WORKSPACE
+from crank.workspace.stream import EventParams
 
 from .editor import LspEditor, path_of_uri
 from .params import Params, check_diagnostics, check_range
@@ -39,9 +43,11 @@ from .progress import RunProgress
 from .protocol import CrankProtocol
 
 log = logging.getLogger(__name__)
-VERSION = "0.1.0"
 Handler = Callable[["CrankServer", Params], Awaitable[Any]]
 HANDLERS: dict[str, Handler] = {}
+FOLDER_LAYER = "workspace/configuration crank"
+"""The folder-scoped layer: the client's answer for one folder, which may come from
+that folder's own settings file (see ``crank.workspace.settings.RESTRICTED``)."""
 
 
 def handles(method: str) -> Callable[[Handler], Handler]:
@@ -61,8 +67,15 @@ def as_rpc_error(exc: Exception) -> JsonRpcException | None:
 
 
 class CrankServer(LanguageServer):
+    """The LSP side of one editor connection. It owns the map of workspace folders to
+    their ``WorkspaceHost`` (created on ``initialize`` and folder changes, closed on
+    ``shutdown``), the client's declared capabilities (``permission_requests``), the
+    settings the client pushed (``init_crank``, ``pushed_crank``), the one ``LspEditor``
+    every host talks through, and run progress. It owns nothing about runs, sessions or
+    permissions: those are the hosts'."""
+
     def __init__(self, *, env: dict[str, str] | None = None) -> None:
-        super().__init__("crank", VERSION, protocol_cls=CrankProtocol)
+        super().__init__("crank", __version__, protocol_cls=CrankProtocol)
         self.env = env
         self.hosts: dict[str, WorkspaceHost] = {}
         self.started = asyncio.Event()
@@ -137,7 +150,7 @@ class CrankServer(LanguageServer):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _on_event(self, params: dict[str, Any]) -> None:
+    def _on_event(self, params: EventParams) -> None:
         self.run_progress.on_event(params)
 
     # -- lifecycle --------------------------------------------------------------------
@@ -168,7 +181,9 @@ class CrankServer(LanguageServer):
         """The folder's settings, or None when they are malformed (logged by name).
         Before any change the editor's start-up options come first; after
         ``workspace/didChangeConfiguration`` the newer layers (what it pushed, then the
-        client's answer for the section) win over them."""
+        client's answer for the section) win over them. The answer for the folder is
+        folder-scoped: it cannot grant trust, and in an untrusted folder its
+        safety-lowering settings are ignored (and logged)."""
         section: Any = None
         caps = self.client_capabilities.workspace
         if caps is not None and caps.configuration:
@@ -182,16 +197,19 @@ class CrankServer(LanguageServer):
             except Exception as exc:
                 log.warning("workspace/configuration failed: %s", exc)
         init = ("initializationOptions.crank", self.init_crank)
-        queried = ("workspace/configuration crank", section)
+        queried = (FOLDER_LAYER, section)
         layers = [init, queried]
         if self.config_changed:
             pushed = ("workspace/didChangeConfiguration settings.crank", self.pushed_crank)
             layers = [pushed, queried, init]
         try:
-            return merge_layers(layers)
+            settings = merge_layers(layers, folder_scoped={FOLDER_LAYER})
         except CrankError as exc:
             self.editor.log(f"Crank: settings ignored: {exc.message}")
             return None
+        for problem in settings.problems:
+            self.editor.log(f"Crank: {problem}")
+        return settings
 
     async def add_host(self, uri: str) -> None:
         root = path_of_uri(uri)
@@ -342,7 +360,12 @@ class CrankServer(LanguageServer):
                     ),
                 )
             )
-        if not only or any(kind.startswith(types.CodeActionKind.Source) for kind in only):
+        # The whole-file fix is a source action: offered when asked for source actions
+        # (VS Code's "Source Action..." menu), and in an unfiltered menu only where there
+        # is something to fix, so it is not in every menu of every buffer (Neovim's
+        # code_action() asks unfiltered); :CrankFix and the command work anywhere.
+        asked = any(kind.startswith(types.CodeActionKind.Source) for kind in only or ())
+        if asked or (not only and diagnostics):
             actions.append(
                 types.CodeAction(
                     title="Crank: fix this file",
@@ -374,7 +397,7 @@ def _context(params: Params) -> list[tuple[Path, dict[str, Any] | None]]:
 @handles("crank/prompt")
 async def _prompt(ls: CrankServer, params: Params) -> Any:
     text = params.required_text("text")
-    mode = params.text("whileRunning", choices=("steer", "followUp", "reject"))
+    mode = params.optional_choice("whileRunning", WHILE_RUNNING)
     context = _context(params)
     return (await ls.session_host(params)).prompt_run(text, context, mode)
 
@@ -398,7 +421,7 @@ async def _clear_queue(ls: CrankServer, params: Params) -> Any:
 
 @handles("crank/removeQueued")
 async def _remove_queued(ls: CrankServer, params: Params) -> Any:
-    which = params.required_text("queue", choices=("steering", "followUp"))
+    which = params.choice("queue", QUEUE_KINDS)
     index = params.index("index")
     text = params.text("text")
     return (await ls.session_host(params)).remove_queued(which, index, text)
@@ -472,9 +495,9 @@ async def _system_prompt(ls: CrankServer, params: Params) -> Any:
 
 @handles("crank/setPermissionMode")
 async def _set_permission_mode(ls: CrankServer, params: Params) -> Any:
-    mode = params.required_text("mode", choices=PERMISSION_MODES)
+    mode = params.choice("mode", PERMISSION_MODES)
     return await (await ls.host_for(params)).set_permission_mode(mode)
 
 
 def build_server(env: dict[str, str] | None = None) -> CrankServer:
-    return CrankServer(env=dict(os.environ) if env is None else env)
+    return CrankServer(env=provider_env() if env is None else env)

@@ -13,6 +13,7 @@ from pathlib import Path
 from crank.agent.messages import Message
 
 from .errors import (
+    AmbiguousSession,
     NoSuchSession,
     SessionBusy,
     SessionClosed,
@@ -23,9 +24,10 @@ from .errors import (
     TornSession,
     UnknownEntry,
 )
-from .housekeeping import ContextSettings, Housekeeper
-from .index import SessionSummary, list_sessions
+from .housekeeping import ContextSettings, ContextUsage, Housekeeper
+from .index import SessionInfo, list_sessions
 from .log import SessionLog, read_tree
+from .policies import POLICY_NAMES, PolicyName
 from .repair import RepairResult, repair
 from .replay import BRANCH_SUMMARY_PREFIX, COMPACTION_PREFIX, transcript
 from .store import SessionStore, default_root, workspace_key
@@ -45,17 +47,21 @@ def resume(path: Path | str) -> list[Message]:
 __all__ = [
     "BRANCH_SUMMARY_PREFIX",
     "COMPACTION_PREFIX",
+    "POLICY_NAMES",
+    "AmbiguousSession",
     "ContextSettings",
+    "ContextUsage",
     "Housekeeper",
     "NoSuchSession",
+    "PolicyName",
     "RepairResult",
     "SessionBusy",
     "SessionClosed",
     "SessionError",
+    "SessionInfo",
     "SessionLocked",
     "SessionLog",
     "SessionStore",
-    "SessionSummary",
     "SessionTree",
     "SessionUnreadable",
     "SummaryFailed",

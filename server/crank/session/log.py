@@ -17,8 +17,6 @@ Promises:
 from __future__ import annotations
 
 import asyncio
-import errno
-import fcntl
 import json
 import os
 import secrets
@@ -30,16 +28,18 @@ from typing import Any
 
 import anyio.to_thread
 
+from crank.agent.events import Event
 from crank.agent.messages import Message, Usage, now_ms
 from crank.agent.model import Model
 
+from .branch_summary import abandoned_messages, summarize_branch
 from .entries import Entry, encode, make_header, new_entry_id
 from .errors import SessionBusy, SessionClosed, SessionLocked, UnknownEntry
+from .filelock import try_lock
 from .replay import transcript
-from .summarize import abandoned_messages, summarize_branch
 from .tree import SessionTree
 
-Listener = Callable[[dict[str, Any]], Awaitable[None]]
+Listener = Callable[[Event], Awaitable[None]]
 
 
 def new_session_id() -> str:
@@ -63,12 +63,13 @@ def fsync_dir(directory: Path) -> None:
 
 def _lock(fd: int, path: Path) -> None:
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as error:
+        locked = try_lock(fd)
+    except OSError:
         os.close(fd)
-        if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            raise SessionLocked(path) from None
         raise
+    if not locked:
+        os.close(fd)
+        raise SessionLocked(path)
 
 
 class SessionLog:
@@ -259,13 +260,12 @@ class SessionLog:
         ``agent_start`` / ``agent_settled`` mark a run as active, which refuses branching.
         """
 
-        async def on_event(event: dict[str, Any]) -> None:
-            kind = event.get("type")
-            if kind == "message_end":
+        async def on_event(event: Event) -> None:
+            if event["type"] == "message_end":
                 event["entryId"] = await self.append_message(event["message"])
-            elif kind == "agent_start":
+            elif event["type"] == "agent_start":
                 self.running = True
-            elif kind == "agent_settled":
+            elif event["type"] == "agent_settled":
                 self.running = False
 
         return on_event

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Any
 
 import anyio
 
-from crank.agent.tools import ToolError, ToolOutput
+from crank.agent.tools import ToolCall, ToolError, ToolOutput
 
-from .context import ApprovalRequest, Decision, EditRefused, ToolContext
-from .textfile import Text, decode_file, split_text, write_atomic
+from .context import Decision, DiffPreview, EditRefused, ToolContext, approval_request
+from .textfile import Text, current_raw, write_atomic
 
 
 def unified_diff(display: str, old: str, new: str, context: int = 3) -> str:
@@ -41,19 +40,10 @@ def declined(action: str, decision: Decision) -> ToolOutput:
     return ToolOutput(text, is_error=True, details={"declined": True, "reason": decision.reason})
 
 
-def _disk_text(path: Path) -> str | None:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    return split_text(decode_file(path, data, str(path))).raw
-
-
 async def apply_change(
     ctx: ToolContext,
     *,
-    tool_name: str,
-    arguments: dict[str, Any],
+    call: ToolCall,
     path: Path,
     before: Text | None,
     new_body: str,
@@ -65,12 +55,15 @@ async def apply_change(
     """
     display = ctx.display(path)
     old_body = before.body if before else ""
-    request: ApprovalRequest = {
-        "toolName": tool_name,
-        "arguments": arguments,
-        "preview": {"kind": "diff", "path": str(path), "oldText": old_body, "newText": new_body},
+    preview: DiffPreview = {
+        "kind": "diff",
+        "path": str(path),
+        "oldText": old_body,
+        "newText": new_body,
     }
-    decision = await ctx.approve(request)
+    if before is not None and before.omitted:
+        preview["oldTextOmitted"] = before.omitted
+    decision = await ctx.approve(approval_request(call, preview))
     if not decision.allowed:
         return decision
     new_raw = before.encode(new_body) if before else new_body
@@ -85,8 +78,8 @@ async def apply_change(
         return decision
     if before is not None and before.open_in_editor:
         raise ToolError(f"{display} was closed in the editor while waiting; read it again.")
-    current = await anyio.to_thread.run_sync(_disk_text, path)
-    expected = before.raw if before else None
+    current = await anyio.to_thread.run_sync(current_raw, path)
+    expected = (before.stamp if before.omitted else before.raw) if before else None
     if current != expected:
         raise ToolError(f"{display} changed on disk while waiting; read it again.")
     try:

@@ -8,6 +8,9 @@ in-process default so the tools work with no editor at all (``crank run``).
 Paths handed to ``documents``, ``apply_edit`` and ``outside`` are absolute and fully
 resolved (symlinks followed), so an implementation can key documents by
 ``Path(uri_to_path(uri)).resolve()``.
+
+Every question (``approve``, ``outside``) carries the ``ToolCall`` that asks, so the
+editor can tie the answer to exactly that call: nobody guesses which call it was.
 """
 
 from __future__ import annotations
@@ -17,9 +20,11 @@ import tempfile
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypedDict
+from typing import Any, Literal, NotRequired, Protocol, TypedDict
 
-from crank.agent.tools import ToolError
+from crank.agent.tools import ToolCall, ToolError
+
+from .sandbox import SandboxSettings, is_protected, protected_paths
 
 
 class Documents(Protocol):
@@ -50,6 +55,10 @@ class DiffPreview(TypedDict):
     path: str
     oldText: str
     newText: str
+    oldTextOmitted: NotRequired[int]
+    """Set (to the old file's size in bytes) when the old file was too large or not
+    text, so it was not loaded: ``oldText`` is then empty and is NOT the old content
+    (a client must not offer to restore it)."""
 
 
 class CommandPreview(TypedDict):
@@ -57,10 +66,31 @@ class CommandPreview(TypedDict):
     command: str
 
 
+class PathPreview(TypedDict):
+    kind: Literal["path"]
+    path: str
+
+
 class ApprovalRequest(TypedDict):
+    """One question to the user, on behalf of the call ``toolCallId``. ``toolName`` is
+    the tool, or the pseudo tool ``outside`` for a path outside the workspace."""
+
+    toolCallId: str
     toolName: str
     arguments: dict[str, Any]
-    preview: DiffPreview | CommandPreview
+    preview: DiffPreview | CommandPreview | PathPreview
+
+
+def approval_request(
+    call: ToolCall, preview: DiffPreview | CommandPreview | PathPreview, *, tool_name: str = ""
+) -> ApprovalRequest:
+    """The question about ``call`` (as ``tool_name`` when it is not the call's own tool)."""
+    return {
+        "toolCallId": call.id,
+        "toolName": tool_name or call.name,
+        "arguments": call.arguments,
+        "preview": preview,
+    }
 
 
 @dataclass(frozen=True)
@@ -78,8 +108,8 @@ class Decision:
 
 
 Approve = Callable[[ApprovalRequest], Awaitable[Decision]]
-Outside = Callable[[Path], Awaitable["bool | Decision"]]
-"""May a path outside the workspace be used? A Decision carries the user's reason."""
+Outside = Callable[[Path, ToolCall], Awaitable["bool | Decision"]]
+"""May the call use a path outside the workspace? A Decision carries the user's reason."""
 
 
 class NoDocuments:
@@ -124,7 +154,7 @@ async def allow_all(request: ApprovalRequest) -> Decision:
     return Decision.allow()
 
 
-async def refuse_outside(path: Path) -> bool:
+async def refuse_outside(path: Path, call: ToolCall) -> bool:
     return False
 
 
@@ -153,19 +183,30 @@ class ToolContext:
     approve: Approve = allow_all
     outside: Outside = refuse_outside
     output_dir: Path = field(default_factory=_default_output_dir)
+    sandbox: Callable[[], SandboxSettings] = SandboxSettings
+    """The sandbox settings, asked for each command (a settings change applies to the
+    next one). The default confines commands where the platform allows."""
+    protected: tuple[Path, ...] = field(default_factory=protected_paths)
+    """Secret locations (credential stores, Crank's config and data folders) that no
+    tool reads or writes, whatever ``outside`` says; commands see them empty."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "root", self.root.resolve())
 
-    async def resolve(self, raw: str) -> Path:
-        """The absolute, symlink-free path for a tool argument, after asking ``outside``
-        if it leaves the workspace; ToolError names the path when that is refused."""
+    async def resolve(self, raw: str, call: ToolCall) -> Path:
+        """The absolute, symlink-free path for an argument of ``call``, after asking
+        ``outside`` if it leaves the workspace; ToolError names the path when refused."""
         if not raw.strip():
             raise ToolError("path must not be empty")
         resolved = absolute(self.root, raw)
+        if is_protected(resolved, self.protected):
+            raise ToolError(
+                f"Path '{raw}' resolves to {resolved}, which holds credentials or another "
+                "process's data (/proc); no tool may read or change it."
+            )
         if resolved == self.root or resolved.is_relative_to(self.root):
             return resolved
-        answer = await self.outside(resolved)
+        answer = await self.outside(resolved, call)
         decision = answer if isinstance(answer, Decision) else Decision(answer)
         if decision.allowed:
             return resolved

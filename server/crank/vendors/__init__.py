@@ -7,7 +7,15 @@ Completions). See docs/vendors.md.
 
 from .anthropic import AnthropicModel
 from .catalog import ModelInfo, cost_of, known_models, lookup
-from .config import NO_PROVIDER, ConfigError, ProviderConfig, Secret, resolve_provider
+from .config import (
+    NO_PROVIDER,
+    ConfigError,
+    ProviderConfig,
+    RedactingFormatter,
+    Secret,
+    redact,
+    resolve_provider,
+)
 from .errors import ProviderError, classify
 from .factory import create_model, discover
 from .openai import OpenAIModel
@@ -21,6 +29,7 @@ __all__ = [
     "OpenAIModel",
     "ProviderConfig",
     "ProviderError",
+    "RedactingFormatter",
     "Secret",
     "ServedModel",
     "classify",
@@ -29,5 +38,6 @@ __all__ = [
     "discover",
     "known_models",
     "lookup",
+    "redact",
     "resolve_provider",
 ]

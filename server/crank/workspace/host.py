@@ -12,20 +12,31 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
-import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, get_args
 
-from crank.agent.harness import Harness, HarnessBusy, Listener, Run
-from crank.agent.loop import Event
+import anyio.to_thread
+
+from crank.agent.events import Event, QueueState
+from crank.agent.harness import Harness, HarnessBusy, Listener, QueueKind, Run
+from crank.agent.loop import RunPrompt
 from crank.agent.messages import Message
 from crank.agent.model import Model, ModelRequest
-from crank.agent.tools import spec_of
+from crank.agent.tools import Tool, ToolCall
 from crank.prompt import PromptLocations, PromptWatcher, SystemPrompt, compute_prompt
-from crank.session import Housekeeper, SessionError, SessionLog, SessionStore
+from crank.session import ContextUsage, Housekeeper, SessionError, SessionLog, SessionStore
 from crank.session.log import new_session_id
-from crank.tools import ApprovalRequest, Decision, ToolContext, read_only_tools, standard_tools
+from crank.tools import (
+    ApprovalRequest,
+    Decision,
+    PathPreview,
+    ToolContext,
+    approval_request,
+    read_only_tools,
+    standard_tools,
+)
+from crank.tools.sandbox import SandboxStatus, probe, protected_paths
 from crank.vendors import ConfigError, ProviderConfig, discover, known_models, lookup
 from crank.vendors.config import default_config_file
 
@@ -39,13 +50,17 @@ from .errors import (
     invalid_params,
 )
 from .models import Unconfigured, build_model
-from .permissions import DECISIONS, Permissions
+from .permissions import DECISIONS, PERMISSION_MODES, PermissionMode, Permissions
 from .prompts import context_text
 from .sessions import tree_json
-from .settings import PERMISSION_MODES, Settings
-from .stream import EventStream
+from .settings import Settings
+from .stream import EventStream, SystemPromptChanged
 
 log = logging.getLogger(__name__)
+
+WhileRunning = Literal["steer", "followUp", "reject"]
+"""What ``crank/prompt`` does when a run is active: queue the text, or refuse (1001)."""
+WHILE_RUNNING: tuple[WhileRunning, ...] = get_args(WhileRunning)
 
 
 def open_and_replay(path: Path) -> tuple[SessionLog, list[Message]]:
@@ -66,6 +81,12 @@ def seconds_until_tomorrow() -> float:
 
 
 class WorkspaceHost:
+    """Everything one workspace folder owns that has a lifetime: the Harness, the
+    active session (its log, Housekeeper and id), the system prompt and its watcher
+    (plus the daily refresh for the date), the provider configuration, the permission
+    rules and the routing of approval questions to the editor, and the event stream.
+    Each public method answers one protocol request (see the module docstring)."""
+
     def __init__(
         self,
         uri: str,
@@ -91,14 +112,18 @@ class WorkspaceHost:
         self.stream = EventStream(uri, client.send_event)
         self.permissions = Permissions(self.root, settings.permission_mode, rules_file)
         self.store = SessionStore(self.root, settings.session_dir)
-        self._calls: dict[str, tuple[str, dict[str, Any]]] = {}
         self.ctx = ToolContext(
             self.root,
             documents=client.documents,
             apply_edit=client.apply_edit,
             approve=self._approve,
             outside=self._outside,
+            sandbox=lambda: self.settings.sandbox,
+            protected=protected_paths(
+                [Path(settings.session_dir).expanduser()] if settings.session_dir else []
+            ),
         )
+        self.sandbox_status = SandboxStatus(False, "not checked yet")
         self.tools = self._tool_set()
         self.provider: ProviderConfig | None = None
         self.config_error: str | None = None
@@ -117,18 +142,16 @@ class WorkspaceHost:
         self._log_listener: Listener | None = None
         self.session_id = new_session_id()
         self._run: Run | None = None
-        self._run_label = ""
-        """The run's id on the wire: unique in the process, unlike the harness's own."""
         self.prompt: SystemPrompt | None = None
         self.watcher: PromptWatcher | None = None
         self.ready = asyncio.Event()
-        self.closed = False
 
     # -- lifetime ---------------------------------------------------------------------
 
     async def start(self) -> None:
         """Resume the newest session, build the prompt, arm the watcher."""
         try:
+            self.sandbox_status = await asyncio.to_thread(probe)
             if self._resume_last:
                 await self._resume_newest()
             first = await self._rebuild()
@@ -158,7 +181,6 @@ class WorkspaceHost:
 
     async def close(self) -> None:
         """Abort a run (it settles and is saved), stop the watcher, release the log."""
-        self.closed = True
         if self._daily is not None:
             self._daily.cancel()
         await self.harness.abort()
@@ -170,10 +192,10 @@ class WorkspaceHost:
 
     async def _resume_newest(self) -> None:
         try:
-            path = await asyncio.to_thread(self.store.newest)
+            path = await anyio.to_thread.run_sync(self.store.newest)
             if path is None:
                 return
-            opened, messages = await asyncio.to_thread(open_and_replay, path)
+            opened, messages = await anyio.to_thread.run_sync(open_and_replay, path)
             self.harness.replace_messages(messages)
             self._adopt_log(opened)
         except (SessionError, OSError) as exc:
@@ -181,25 +203,32 @@ class WorkspaceHost:
 
     # -- configuration ----------------------------------------------------------------
 
-    def _tool_set(self, mode: str | None = None) -> list[Any]:
+    def _tool_set(self, mode: PermissionMode | None = None) -> list[Tool]:
         if (mode or self.permissions.mode) == "readOnly":
             return read_only_tools(self.ctx)
         return standard_tools(self.ctx)
 
     def _configure_model(self, override: dict[str, Any] | None = None) -> Model:
-        settings = self.settings
-        if override and self.provider is not None and override["api"] != self.provider.api:
-            settings = Settings(script=settings.script)
         try:
-            model, self.provider = build_model(
-                settings, self.root, override=override, env=self._env
+            model, provider = build_model(
+                self.settings, self.root, override=override, env=self._env
             )
         except ConfigError as exc:
             if override:
-                raise
+                raise ConfigError(
+                    f"Crank cannot switch to {override['api']} model {override['model']}: "
+                    f"{exc} (keys and base URLs configured for another api are never "
+                    "used for this one)",
+                    exc.code,
+                ) from exc
             self.provider, self.config_error = None, str(exc)
             return Unconfigured(str(exc))
-        self.config_error = None
+        self.provider, self.config_error = provider, None
+        for withheld in provider.withheld_keys:
+            self.client.log(
+                f"Crank: {withheld} is not sent to {provider.public()['baseUrl']}: a key "
+                "goes only to the endpoint it was configured with"
+            )
         return model
 
     def _locations(self) -> PromptLocations:
@@ -216,8 +245,7 @@ class WorkspaceHost:
     async def _on_prompt_change(self, prompt: SystemPrompt) -> None:
         self.prompt = prompt
         self.harness.set_system(prompt.text)
-        self._brief_keeper()
-        event = {
+        event: SystemPromptChanged = {
             "type": "system_prompt_changed",
             "hash": prompt.hash,
             "sources": prompt.source_list(),
@@ -239,7 +267,7 @@ class WorkspaceHost:
     # -- events -----------------------------------------------------------------------
 
     def _run_id(self) -> str | None:
-        return self._run_label if self._run is not None else None
+        return self._run.id if self._run is not None else None
 
     @property
     def run_id(self) -> str | None:
@@ -253,33 +281,31 @@ class WorkspaceHost:
             outcome = self._log_listener(event)
             if outcome is not None:
                 await outcome
-        kind = event["type"]
-        if kind == "tool_execution_start":
-            self._calls[event["toolCallId"]] = (event["toolName"], event["arguments"])
-        elif kind == "tool_execution_end":
-            self._calls.pop(event["toolCallId"], None)
         run_id = self._run_id()
         self.stream.emit(self.session_id, run_id, event)
-        if kind == "agent_settled":
+        if event["type"] == "agent_settled":
             self._run = None
-            self._calls.clear()
 
-    def usage(self) -> dict[str, Any]:
+    def usage(self) -> ContextUsage:
         if self.keeper is not None:
             return self.keeper.usage(self.harness)
         # No log yet means a new, empty session: nothing used, nothing in the window.
-        empty = {"contextTokens": 0, "input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
-        return {**empty, "contextWindow": self.harness.model.context_window, "cost": 0.0}
+        window = self.harness.model.context_window
+        return {
+            "contextTokens": 0,
+            "contextWindow": window,
+            "input": 0,
+            "output": 0,
+            "cacheRead": 0,
+            "cacheWrite": 0,
+            "cost": 0.0,
+        }
 
     # -- context (compaction, policies): the Housekeeper of the active session ----------
 
-    def _brief_keeper(self) -> None:
-        if self.keeper is not None:
-            self.keeper.set_prompt(self.harness.system, [spec_of(tool) for tool in self.tools])
-
-    async def _build_request(self, record: Sequence[Message]) -> ModelRequest:
+    async def _build_request(self, record: Sequence[Message], prompt: RunPrompt) -> ModelRequest:
         assert self.keeper is not None, "a run always has a session log"
-        return await self.keeper.build_request(record)
+        return await self.keeper.build_request(record, prompt)
 
     async def _before_request(self, harness: Harness) -> None:
         await discover(harness.model)  # the server's real window, before it is measured
@@ -291,24 +317,29 @@ class WorkspaceHost:
 
     # -- permissions ------------------------------------------------------------------
 
-    def _call_id_for(self, tool: str, arguments: dict[str, Any]) -> str:
-        for call_id, (name, args) in self._calls.items():
-            if name == tool and args == arguments:
-                return call_id
-        return next(iter(self._calls), "")
+    def unconfined(self) -> bool:
+        """True when commands should be sandboxed but cannot be on this machine: then
+        every command is asked about, whatever the mode or remembered rules say."""
+        return self.settings.sandbox.mode != "off" and not self.sandbox_status.available
 
     async def _ask(self, request: ApprovalRequest) -> Decision:
-        if not self.permissions.needs_asking(request):
+        must_ask = request["toolName"] == "bash" and self.unconfined()
+        if not must_ask and not self.permissions.needs_asking(request):
             return Decision.allow()
-        params = {
+        params: dict[str, Any] = {
             "workspace": self.uri,
             "sessionId": self.session_id,
             "runId": self._run_id(),
-            "toolCallId": self._call_id_for(request["toolName"], request["arguments"]),
+            "toolCallId": request["toolCallId"],
             "toolName": request["toolName"],
             "arguments": request["arguments"],
             "preview": request["preview"],
         }
+        if must_ask:
+            params["warning"] = (
+                f"No sandbox: {self.sandbox_status.detail}. This command would run "
+                "unconfined, as you."
+            )
         try:
             answer = await self.client.ask_permission(params)
         except asyncio.CancelledError:
@@ -327,19 +358,11 @@ class WorkspaceHost:
     async def _approve(self, request: ApprovalRequest) -> Decision:
         return await self._ask(request)
 
-    async def _outside(self, path: Path) -> Decision:
-        _name, arguments = next(iter(self._calls.values()), ("outside", {}))
-        request = cast(
-            ApprovalRequest,
-            {
-                "toolName": "outside",
-                "arguments": arguments,
-                "preview": {"kind": "path", "path": str(path)},
-            },
-        )
+    async def _outside(self, path: Path, call: ToolCall) -> Decision:
         if self.permissions.mode == "auto":
             return Decision.allow()
-        return await self._ask(request)
+        preview: PathPreview = {"kind": "path", "path": str(path)}
+        return await self._ask(approval_request(call, preview, tool_name="outside"))
 
     # -- runs -------------------------------------------------------------------------
 
@@ -357,7 +380,6 @@ class WorkspaceHost:
         self._log_listener = new_log.listener()
         self.session_id = new_log.session_id
         self.keeper = Housekeeper(new_log, self.harness.model, self.settings.context)
-        self._brief_keeper()
         self.keeper.attach(self.harness)
 
     def _drop_log(self) -> None:
@@ -389,7 +411,7 @@ class WorkspaceHost:
         self,
         text: str,
         context: Sequence[tuple[Path, dict[str, Any] | None]] = (),
-        while_running: str | None = None,
+        while_running: WhileRunning | None = None,
     ) -> dict[str, Any]:
         """Start a run, or queue the text when one is active and the client said how."""
         self._require_model()
@@ -412,19 +434,18 @@ class WorkspaceHost:
         except HarnessBusy as exc:
             raise CrankError(RUN_IN_PROGRESS, str(exc)) from exc
         self._run = run
-        self._run_label = f"{run.id}-{uuid.uuid4().hex[:8]}"
-        return {"sessionId": self.session_id, "runId": self._run_label}
+        return {"sessionId": self.session_id, "runId": run.id}
 
-    def steer(self, text: str) -> dict[str, list[str]]:
+    def steer(self, text: str) -> QueueState:
         return self.harness.steer(text).as_dict()
 
-    def follow_up(self, text: str) -> dict[str, list[str]]:
+    def follow_up(self, text: str) -> QueueState:
         return self.harness.follow_up(text).as_dict()
 
-    def clear_queue(self) -> dict[str, list[str]]:
+    def clear_queue(self) -> QueueState:
         return self.harness.clear_queue().as_dict()
 
-    def remove_queued(self, which: str, index: int, text: str | None) -> dict[str, Any]:
+    def remove_queued(self, which: QueueKind, index: int, text: str | None) -> dict[str, Any]:
         removed = self.harness.remove_queued(which, index, text)
         return {**self.harness.queues.as_dict(), "removed": removed}
 
@@ -443,12 +464,13 @@ class WorkspaceHost:
             "running": self.harness.is_running,
         }
         if self._run is not None:
-            state["runId"] = self._run_label
+            state["runId"] = self._run.id
         state.update(
             {
                 "model": {"api": model.api, "id": model.id, "contextWindow": model.context_window},
                 "permissionMode": self.permissions.mode,
                 "trusted": self.settings.trusted,
+                "sandbox": self.sandbox_status.to_json(self.settings.sandbox),
                 "queue": self.harness.queues.as_dict(),
                 "usage": self.usage(),
                 "sessionFile": str(self.store.directory / f"{self.session_id}.jsonl"),
@@ -457,13 +479,15 @@ class WorkspaceHost:
         )
         if self.config_error is not None:
             state["configError"] = self.config_error
+        if self.keeper is not None and self.keeper.repairs:
+            state["viewRepairs"] = self.keeper.repairs.to_json()
         return state
 
     def messages(self) -> dict[str, Any]:
         return {"messages": list(self.harness.messages)}
 
     async def sessions(self) -> dict[str, Any]:
-        listed = await asyncio.to_thread(self.store.list)  # a cold listing reads the files
+        listed = await anyio.to_thread.run_sync(self.store.list)  # a cold listing reads the files
         return {"sessions": [dict(summary) for summary in listed]}
 
     def tree(self) -> dict[str, Any]:
@@ -527,7 +551,7 @@ class WorkspaceHost:
         path = self.store.path_of(session_id)
         if self.log is not None and self.log.path == path:
             return {"sessionId": self.session_id}
-        opened, messages = await asyncio.to_thread(open_and_replay, path)  # off the loop
+        opened, messages = await anyio.to_thread.run_sync(open_and_replay, path)  # off the loop
         if self.harness.is_running:  # a prompt won the race while the file was read
             opened.close()
             self._require_idle("opening a session")
@@ -564,7 +588,7 @@ class WorkspaceHost:
             await self.log.append_model_change(model.api, model.id)
         return {"model": {"api": model.api, "id": model.id}}
 
-    async def set_permission_mode(self, mode: str) -> dict[str, Any]:
+    async def set_permission_mode(self, mode: PermissionMode) -> dict[str, Any]:
         if mode not in PERMISSION_MODES:
             raise invalid_params("mode", f"must be one of {', '.join(PERMISSION_MODES)}")
         if (self.permissions.mode == "readOnly") != (mode == "readOnly"):

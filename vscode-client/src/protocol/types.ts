@@ -100,7 +100,13 @@ export interface StateResult {
   queue: Queue;
   usage: UsageUpdate;
   sessionFile?: string;
+  /** The last seq the server sent for the session (it counts from 0 again in a new server process). */
+  seq?: number;
 }
+
+/** One entry of crank/tree: the session file's tree, in file order. */
+export interface TreeEntry { id: string; parentId: string | null; type: string; role?: string; preview?: string; label?: string }
+export interface TreeResult { tip: string | null; entries: TreeEntry[] }
 
 export interface SessionInfo {
   sessionId: string;
@@ -113,7 +119,9 @@ export interface SessionInfo {
 
 export interface SystemPromptResult { text: string; hash: string; sources: PromptSource[] }
 
-export type DiffPreview = { kind: "diff"; path: string; oldText: string; newText: string };
+/** `oldTextOmitted` (the old file's size in bytes) is set when the old file was too large or
+ * not text, so the server never loaded it: `oldText` is then empty and is NOT its content. */
+export type DiffPreview = { kind: "diff"; path: string; oldText: string; newText: string; oldTextOmitted?: number };
 export type CommandPreview = { kind: "command"; command: string };
 
 export interface PermissionRequest {
