@@ -478,7 +478,7 @@ async def _compact(ls: CrankServer, params: Params) -> Any:
 
 @handles("crank/models")
 async def _models(ls: CrankServer, params: Params) -> Any:
-    return (await ls.host_for(params)).models()
+    return await (await ls.host_for(params)).models()
 
 
 @handles("crank/setModel")

@@ -39,7 +39,7 @@ from crank.tools import (
 )
 from crank.tools.recall import make_recall
 from crank.tools.sandbox import SandboxStatus, probe, protected_paths
-from crank.vendors import ConfigError, ProviderConfig, known_models
+from crank.vendors import ConfigError, ProviderConfig, discover, known_models, lookup
 from crank.vendors.config import default_config_file
 
 from .client import EditorClient
@@ -333,6 +333,7 @@ class WorkspaceHost:
         return await self.keeper.build_request(record, prompt)
 
     async def _before_request(self, harness: Harness) -> None:
+        await discover(harness.model)  # the server's real window, before it is measured
         if self.keeper is not None:
             await self.keeper.before_request(harness)
 
@@ -491,7 +492,7 @@ class WorkspaceHost:
             state["runId"] = self._run.id
         state.update(
             {
-                "model": {"api": model.api, "id": model.id},
+                "model": {"api": model.api, "id": model.id, "contextWindow": model.context_window},
                 "permissionMode": self.permissions.mode,
                 "trusted": self.settings.trusted,
                 "sandbox": self.sandbox_status.to_json(self.settings.sandbox),
@@ -519,12 +520,34 @@ class WorkspaceHost:
             return {"tip": None, "entries": []}
         return tree_json(self.log)
 
-    def models(self) -> dict[str, Any]:
-        listed = [
-            {"api": api, "id": mid, "contextWindow": window} for api, mid, window in known_models()
-        ]
+    async def models(self) -> dict[str, Any]:
+        """What the configured server serves (``source: "server"``, asked each time:
+        a local server's models come and go), then the catalog's cloud models, the
+        current model first when it is in neither."""
         model = self.harness.model
-        current = {"api": model.api, "id": model.id, "contextWindow": model.context_window}
+        served = await discover(model, refresh=True) if self.config_error is None else None
+        listed: list[dict[str, Any]] = [
+            {
+                "api": model.api,
+                "id": entry.id,
+                "contextWindow": model.context_window
+                if entry.id == model.id
+                else entry.context_window
+                or lookup(model.api, entry.id, compatible=True).context_window,
+                "source": "server",
+            }
+            for entry in served or ()
+        ]
+        listed += [
+            {"api": api, "id": mid, "contextWindow": window, "source": "catalog"}
+            for api, mid, window in known_models()
+        ]
+        current = {
+            "api": model.api,
+            "id": model.id,
+            "contextWindow": model.context_window,
+            "source": "config",
+        }
         if self.config_error is None and not any(
             m["api"] == current["api"] and m["id"] == current["id"] for m in listed
         ):

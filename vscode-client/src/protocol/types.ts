@@ -87,7 +87,8 @@ export interface Range { start: { line: number; character: number }; end: { line
 
 export interface PromptResult { sessionId: string; runId?: string; queued?: "steer" | "followUp" }
 export interface ModelRef { api: string; id: string }
-export interface ModelInfo extends ModelRef { contextWindow?: number }
+/** `source`: "server" (the configured server serves it), "catalog" (a known cloud model), "config". */
+export interface ModelInfo extends ModelRef { contextWindow?: number; source?: "server" | "catalog" | "config" }
 
 export interface StateResult {
   sessionId: string;
