@@ -116,3 +116,28 @@ def test_a_base_url_without_any_api_is_refused_by_name(tmp_path: Path) -> None:
 def test_a_key_alone_means_anthropic_as_the_editor_setting_did(tmp_path: Path) -> None:
     config = resolve_provider({"apiKey": ANT}, config_file=tmp_path / "n.json", env={})
     assert config.api == "anthropic" and config.api_key == Secret(ANT)
+
+
+def test_a_held_back_key_is_named_only_when_no_key_goes_out(tmp_path: Path) -> None:
+    editor = {"api": "openai", "baseUrl": "http://h:1/v1", "model": "q", "apiKey": "sk-local-key-1"}
+    config = resolve_provider(editor, config_file=tmp_path / "n.json", env={"OPENAI_API_KEY": OAI})
+    assert config.api_key == Secret("sk-local-key-1") and config.withheld_keys == ()
+
+
+async def test_an_auth_error_says_which_key_was_held_back(tmp_path: Path) -> None:
+    """OpenRouter-style: the base URL set in the editor, the key only in the shell for
+    api.openai.com. The server's 401 then says why no key went out and what to do."""
+    from tests.support.model_server import ModelServer
+    from vendor_helpers import collect, done_message
+
+    from crank.vendors import create_model
+
+    async with ModelServer([{"status": 401, "errorMessage": "No auth credentials"}]) as server:
+        editor = {"api": "openai", "baseUrl": f"{server.url}/v1", "model": "m"}
+        env = {"OPENAI_API_KEY": OAI}
+        config = resolve_provider(editor, config_file=tmp_path / "n.json", env=env)
+        reply = done_message(await collect(create_model(config)))
+        assert "authorization" not in server.requests[0]["headers"]
+    assert reply["errorKind"] == "auth"
+    assert "the key from environment" in reply["errorMessage"]
+    assert "api.openai.com" in reply["errorMessage"] and OAI not in reply["errorMessage"]

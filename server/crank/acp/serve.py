@@ -16,6 +16,7 @@ import threading
 from typing import BinaryIO
 
 from crank.tools.sandbox import SANDBOX_MODES
+from crank.vendors import RedactingFormatter
 from crank.workspace import PERMISSION_MODES, CrankError, merge_layers
 
 from .agent import CrankAgent, default_host_factory
@@ -87,5 +88,7 @@ def main(argv: list[str]) -> int:
         if options.log_file
         else logging.StreamHandler(sys.stderr)
     ]
+    for handler in handlers:
+        handler.setFormatter(RedactingFormatter(logging.BASIC_FORMAT))
     logging.basicConfig(level=options.log_level.upper(), handlers=handlers, force=True)
     return asyncio.run(serve(sys.stdin.buffer, sys.stdout.buffer, options))

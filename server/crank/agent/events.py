@@ -106,10 +106,15 @@ class AgentSettled(TypedDict):
     type: Literal["agent_settled"]
 
 
-class QueueUpdate(TypedDict):
-    type: Literal["queue_update"]
+class QueueState(TypedDict):
+    """Both queues as the wire shows them (``queue_update``, ``crank/state`` queue)."""
+
     steering: list[str]
     followUp: list[str]
+
+
+class QueueUpdate(QueueState):
+    type: Literal["queue_update"]
 
 
 class CompactionStart(TypedDict):
@@ -168,6 +173,7 @@ __all__ = [
     "MessageEnd",
     "MessageStart",
     "MessageUpdate",
+    "QueueState",
     "QueueUpdate",
     "RetryEnd",
     "RetryStart",

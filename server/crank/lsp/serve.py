@@ -18,7 +18,7 @@ from typing import Any, BinaryIO
 
 from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
 
-from crank.vendors import redact
+from crank.vendors import RedactingFormatter
 
 from .server import CrankServer, build_server
 
@@ -39,16 +39,6 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--log-file", help="also write the log to this file")
     p.add_argument("--log-level", default="WARNING", help="DEBUG, INFO, WARNING (default), ERROR")
     return p
-
-
-class RedactingFormatter(logging.Formatter):
-    """Formats as usual, then takes out anything key-like (``crank.vendors.redact``):
-    libraries log whole messages (pygls logs an unknown message with its params), and
-    a traceback can quote a value, so the last step before the log is the one that
-    checks."""
-
-    def format(self, record: logging.LogRecord) -> str:
-        return redact(super().format(record))
 
 
 def _setup_logging(level: str, log_file: str | None) -> None:

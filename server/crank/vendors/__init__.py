@@ -7,7 +7,15 @@ Completions). See docs/vendors.md.
 
 from .anthropic import AnthropicModel
 from .catalog import ModelInfo, cost_of, known_models, lookup
-from .config import NO_PROVIDER, ConfigError, ProviderConfig, Secret, redact, resolve_provider
+from .config import (
+    NO_PROVIDER,
+    ConfigError,
+    ProviderConfig,
+    RedactingFormatter,
+    Secret,
+    redact,
+    resolve_provider,
+)
 from .errors import ProviderError, classify
 from .factory import create_model
 from .openai import OpenAIModel
@@ -20,6 +28,7 @@ __all__ = [
     "OpenAIModel",
     "ProviderConfig",
     "ProviderError",
+    "RedactingFormatter",
     "Secret",
     "classify",
     "cost_of",

@@ -15,6 +15,7 @@ to set.
 from __future__ import annotations
 
 import json
+import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -66,6 +67,16 @@ def redact(text: str) -> str:
     text = _KEY_FIELD.sub(lambda m: f"{m[1]}{m[2]}***{m[2]}", text)
     text = _BEARER.sub(r"\1***", text)
     return _KEY_LIKE.sub("sk-***", text)
+
+
+class RedactingFormatter(logging.Formatter):
+    """Formats as usual, then takes out anything key-like (``redact``): libraries log
+    whole messages (pygls logs an unknown message with its params), and a traceback can
+    quote a value, so the last step before a log line is written is the one that
+    checks. Every entry point's log handlers use it."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
 
 
 class Secret:
@@ -328,10 +339,10 @@ def resolve_provider(
     bound = next(((name, key) for name, key, endpoint in keys if endpoint == url), None)
     if bound is not None:
         sources["apiKey"], merged["apiKey"] = bound
-    withheld = tuple(
+    withheld = tuple(  # worth saying only when no key goes out at all
         f"the key from {name} (configured for {without_credentials(endpoint)})"
         for name, _key, endpoint in keys
-        if endpoint != url
+        if bound is None
     )
     return _build(merged, sources, path, withheld, switching=api is not None)
 

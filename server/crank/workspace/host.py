@@ -18,8 +18,8 @@ from typing import Any, Literal, get_args
 
 import anyio.to_thread
 
-from crank.agent.events import Event
-from crank.agent.harness import Harness, HarnessBusy, Listener, QueueKind, QueueState, Run
+from crank.agent.events import Event, QueueState
+from crank.agent.harness import Harness, HarnessBusy, Listener, QueueKind, Run
 from crank.agent.loop import RunPrompt
 from crank.agent.messages import Message
 from crank.agent.model import Model, ModelRequest
