@@ -359,8 +359,9 @@ async def rg_search(rg: str, query: Query, base: Path, skip: set[Path]) -> list[
         await process.wait()
     if stuck:
         raise RipgrepFailed(f"it did no I/O for {RG_STALL_SECONDS} s, as when opening a FIFO")
-    if complete and process.returncode is not None and process.returncode < 0:
-        raise RipgrepFailed(errors.strip() or f"ripgrep was killed by signal {-process.returncode}")
+    code = process.returncode
+    if complete and code not in (0, 1, 2):  # killed (by its memory limit), or lost its status
+        raise RipgrepFailed(errors.strip()[:200] or f"it ended with status {code}")
     if complete and process.returncode == 2 and not hits:
         raise ToolError(f"grep failed: {errors.strip() or 'ripgrep exited with code 2'}")
     return hits
