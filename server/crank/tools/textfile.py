@@ -4,6 +4,10 @@ In memory a document is LF-only text without a BOM (``Text.body``); ``Text.encod
 puts the original line ending and BOM back, so a CRLF file stays CRLF and a BOM is
 never lost or invented. Disk writes are atomic: a temp file in the same directory,
 fsync, ``os.replace``, keeping the old file's permission bits.
+
+Nothing here reads more than ``MAX_TEXT_BYTES`` of a file, and only regular files are
+opened (``open_regular``): a FIFO, socket or device is refused before a byte is read.
+Larger files are for the streaming readers (``lines``) or are refused, naming the size.
 """
 
 from __future__ import annotations
