@@ -13,6 +13,7 @@ Larger files are for the streaming readers (``lines``) or are refused, naming th
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import stat
@@ -141,6 +142,12 @@ def open_regular(path: Path, display: str) -> Iterator[tuple[BinaryIO, os.stat_r
         raise ToolError(f"{display} is a directory, not a file; use ls to list it.") from None
     except PermissionError:
         raise ToolError(f"Permission denied reading {display}") from None
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a Unix socket (or a device with nothing behind it)
+            raise ToolError(
+                f"{display} is not a regular file (a pipe, socket or device)."
+            ) from None
+        raise ToolError(f"Could not open {display}: {exc.strerror or exc}") from None
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
