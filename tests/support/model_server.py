@@ -28,6 +28,10 @@ Script format (JSON): either a list of replies, or an object::
      "rules": [{"lastUserContains": "X", "reply": REPLY}, ...]}
                                                   # checked first, never used up
 
+A rule may say ``lastMessageContains`` instead: it matches the text of the request's
+last message whatever its role (a tool result, too), so a script can answer the turn
+after a tool call by what the tool printed.
+
 A REPLY is an object; every key is optional:
 
 - ``text``: the reply text. ``thinking`` (+ ``signature``): a thinking block first.
@@ -114,6 +118,24 @@ def _last_user_text(api: str, body: dict[str, Any]) -> str:
         if isinstance(content, list):
             return "".join(b.get("text", "") for b in content if b.get("type") == "text")
     return ""
+
+
+def _last_message_text(body: dict[str, Any]) -> str:
+    """The text of the request's last message of any role: for a tool result (OpenAI
+    ``tool`` message, Anthropic ``tool_result`` block) what the tool returned."""
+    messages = body.get("messages", [])
+    if not messages:
+        return ""
+    content = messages[-1].get("content")
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for block in content if isinstance(content, list) else []:
+        inner = block.get("content", block.get("text", ""))
+        if isinstance(inner, list):
+            inner = "".join(b.get("text", "") for b in inner if isinstance(b, dict))
+        parts.append(str(inner))
+    return "".join(parts)
 
 
 def anthropic_events(reply: Reply, model: str) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -334,9 +356,13 @@ class ModelServer:
     # -- serving -----------------------------------------------------------------------
     def _choose(self, api: str, body: dict[str, Any]) -> Reply:
         last = _last_user_text(api, body)
+        final = _last_message_text(body)
         for rule in self.rules:
             needle = rule.get("lastUserContains")
             if needle is not None and needle in last:
+                return dict(rule["reply"])
+            needle = rule.get("lastMessageContains")
+            if needle is not None and needle in final:
                 return dict(rule["reply"])
         if self._served < len(self.replies):
             self._served += 1

@@ -16,7 +16,7 @@ order as built), so "characters" means the same thing everywhere in this package
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from crank.agent.messages import Message, Usage
@@ -38,14 +38,52 @@ def message_chars(message: Message) -> int:
     return len(_dumps(message))
 
 
+Chars = Callable[[Message], int]
+"""How a caller measures one message: ``message_chars``, or a ``SizeCache``'s ``chars``."""
+
+
+class SizeCache:
+    """``message_chars`` remembered per message object.
+
+    A message in the record is never changed once it is there (the Harness appends
+    finished messages; the view and the policies build new objects for what they
+    change), so its size is computed once instead of on every request of a long run,
+    where the Housekeeper measures the whole view several times a turn. An entry holds
+    its message, so an id is never mistaken for another object's; ``prune`` drops the
+    messages that are in no view any more (the notes of cleared results, a replaced
+    transcript)."""
+
+    def __init__(self) -> None:
+        self._known: dict[int, tuple[Message, int]] = {}
+
+    def chars(self, message: Message) -> int:
+        known = self._known.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
+        size = message_chars(message)
+        self._known[id(message)] = (message, size)
+        return size
+
+    def prune(self, *live: Sequence[Message]) -> None:
+        """Forget every message not in ``live``, once the cache has doubled past it."""
+        count = sum(len(messages) for messages in live)
+        if len(self._known) <= 2 * count + 64:
+            return
+        keep = {id(message) for messages in live for message in messages}
+        self._known = {key: value for key, value in self._known.items() if key in keep}
+
+    def __len__(self) -> int:
+        return len(self._known)
+
+
 def prompt_chars(system: str, tools: Sequence[ToolSpec]) -> int:
     """The fixed part of every request: the system prompt and the tool definitions."""
     return len(_dumps(system)) + len(_dumps(list(tools)))
 
 
-def view_chars(fixed_chars: int, messages: Sequence[Message]) -> int:
+def view_chars(fixed_chars: int, messages: Sequence[Message], chars: Chars = message_chars) -> int:
     """Characters of a request that sends ``messages`` after the fixed part, framing included."""
-    return fixed_chars + sum(message_chars(m) for m in messages) + len(messages) + 40
+    return fixed_chars + sum(chars(m) for m in messages) + len(messages) + 40
 
 
 def request_chars(request: ModelRequest) -> int:
@@ -105,16 +143,17 @@ def context_tokens(
     messages: Sequence[Message],
     fixed_chars: int,
     calibration: Calibration,
+    chars: Chars = message_chars,
 ) -> int:
     """The size of a request that sends ``messages`` (a view) after the fixed prompt:
     the newest still-valid reported count plus an estimate for what came after it, or an
     estimate of the whole when no count is valid."""
     anchor = anchor_index(messages)
     if anchor is None:
-        return calibration.tokens(view_chars(fixed_chars, messages))
+        return calibration.tokens(view_chars(fixed_chars, messages, chars))
     reply = messages[anchor]
     assert reply["role"] == "assistant"
-    after = sum(message_chars(m) + 1 for m in messages[anchor + 1 :])
+    after = sum(chars(m) + 1 for m in messages[anchor + 1 :])
     # The reply itself is sent back with its framing: count whichever is larger.
-    sent_back = max(int(reply["usage"]["output"]), calibration.tokens(message_chars(reply)))
+    sent_back = max(int(reply["usage"]["output"]), calibration.tokens(chars(reply)))
     return usage_total(reply["usage"]) + sent_back + calibration.tokens(after)

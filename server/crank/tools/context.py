@@ -24,6 +24,8 @@ from typing import Any, Literal, NotRequired, Protocol, TypedDict
 
 from crank.agent.tools import ToolCall, ToolError
 
+from .sandbox import SandboxSettings, is_protected, protected_paths
+
 
 class Documents(Protocol):
     """The editor's open documents: their current (possibly unsaved) text."""
@@ -181,6 +183,12 @@ class ToolContext:
     approve: Approve = allow_all
     outside: Outside = refuse_outside
     output_dir: Path = field(default_factory=_default_output_dir)
+    sandbox: Callable[[], SandboxSettings] = SandboxSettings
+    """The sandbox settings, asked for each command (a settings change applies to the
+    next one). The default confines commands where the platform allows."""
+    protected: tuple[Path, ...] = field(default_factory=protected_paths)
+    """Secret locations (credential stores, Crank's config and data folders) that no
+    tool reads or writes, whatever ``outside`` says; commands see them empty."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "root", self.root.resolve())
@@ -191,6 +199,11 @@ class ToolContext:
         if not raw.strip():
             raise ToolError("path must not be empty")
         resolved = absolute(self.root, raw)
+        if is_protected(resolved, self.protected):
+            raise ToolError(
+                f"Path '{raw}' resolves to {resolved}, which holds credentials or another "
+                "process's data (/proc); no tool may read or change it."
+            )
         if resolved == self.root or resolved.is_relative_to(self.root):
             return resolved
         answer = await self.outside(resolved, call)

@@ -7,7 +7,15 @@ Completions). See docs/vendors.md.
 
 from .anthropic import AnthropicModel
 from .catalog import ModelInfo, cost_of, known_models, lookup
-from .config import NO_PROVIDER, ConfigError, ProviderConfig, Secret, resolve_provider
+from .config import (
+    NO_PROVIDER,
+    ConfigError,
+    ProviderConfig,
+    RedactingFormatter,
+    Secret,
+    redact,
+    resolve_provider,
+)
 from .errors import ProviderError, classify
 from .factory import create_model
 from .openai import OpenAIModel
@@ -20,11 +28,13 @@ __all__ = [
     "OpenAIModel",
     "ProviderConfig",
     "ProviderError",
+    "RedactingFormatter",
     "Secret",
     "classify",
     "cost_of",
     "create_model",
     "known_models",
     "lookup",
+    "redact",
     "resolve_provider",
 ]

@@ -36,7 +36,7 @@ from crank.agent.model import AbortSignal, ModelRequest, StreamEvent
 
 from .catalog import ModelInfo, cost_of, lookup
 from .clients import ClientKeeper
-from .config import ProviderConfig
+from .config import ProviderConfig, without_credentials
 from .errors import ProviderError, body_of, classify
 from .reply import ReplyBuilder
 
@@ -145,6 +145,12 @@ class StreamingModel:
 
     def _error(self, error: ProviderError) -> ProviderError:
         scrubbed = self._scrub(error.message)
+        if error.kind == "auth" and self.config.api_key is None and self.config.withheld_keys:
+            scrubbed += (
+                f" (no key was sent to {without_credentials(self.config.base_url)}: "
+                f"{'; '.join(self.config.withheld_keys)}; a key goes only to the endpoint it "
+                "was configured with, so set it next to this base URL)"
+            )
         if scrubbed == error.message:
             return error
         return ProviderError(error.kind, scrubbed, error.status, error.retry_after, error.retryable)

@@ -12,6 +12,8 @@ from typing import Any, Protocol
 
 from crank.tools import Documents
 
+from .stream import EventParams
+
 
 class EditorClient(Protocol):
     @property
@@ -24,7 +26,7 @@ class EditorClient(Protocol):
         raises ``crank.tools.EditRefused`` when the editor says no."""
         ...
 
-    def send_event(self, params: dict[str, Any]) -> None:
+    def send_event(self, params: EventParams) -> None:
         """Deliver one ``crank/event`` (the whole envelope) to the client, in order."""
         ...
 

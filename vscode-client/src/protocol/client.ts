@@ -20,6 +20,7 @@ import type {
   SessionInfo,
   StateResult,
   SystemPromptResult,
+  TreeResult,
   WhileRunning,
 } from "./types";
 
@@ -53,6 +54,8 @@ export const Methods = {
   sessions: "crank/sessions",
   newSession: "crank/newSession",
   openSession: "crank/openSession",
+  tree: "crank/tree",
+  branch: "crank/branch",
   models: "crank/models",
   setModel: "crank/setModel",
   systemPrompt: "crank/systemPrompt",
@@ -100,6 +103,13 @@ export class CrankClient {
   }
   openSession(t: { workspace?: string; sessionId: string }): Promise<{ sessionId: string }> {
     return this.rpc.sendRequest(Methods.openSession, params({ ...t }));
+  }
+  tree(t: Target = {}): Promise<TreeResult> {
+    return this.rpc.sendRequest(Methods.tree, params({ ...t }));
+  }
+  /** Go back to `entryId` (the session continues from there); refused with 1006 while running. */
+  branch(t: Target & { entryId: string; summarize?: boolean }): Promise<{ tip: string }> {
+    return this.rpc.sendRequest(Methods.branch, params({ ...t }));
   }
   models(t: { workspace?: string } = {}): Promise<{ models: ModelInfo[] }> {
     return this.rpc.sendRequest(Methods.models, params({ ...t }));

@@ -99,7 +99,13 @@ export interface StateResult {
   queue: Queue;
   usage: UsageUpdate;
   sessionFile?: string;
+  /** The last seq the server sent for the session (it counts from 0 again in a new server process). */
+  seq?: number;
 }
+
+/** One entry of crank/tree: the session file's tree, in file order. */
+export interface TreeEntry { id: string; parentId: string | null; type: string; role?: string; preview?: string; label?: string }
+export interface TreeResult { tip: string | null; entries: TreeEntry[] }
 
 export interface SessionInfo {
   sessionId: string;
