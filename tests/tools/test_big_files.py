@@ -364,3 +364,38 @@ async def test_open_buffers_are_bounded_the_same_way(
             continue
         grep = await call([make_grep(ctx, engine=engine)], "grep", {"pattern": "needle"})
         assert grep.content.startswith("huge.py:2: needle needle") and grep.content.endswith("…")
+
+
+async def test_sockets_and_devices_are_refused_by_every_file_tool(root: Path) -> None:
+    import socket
+
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(root / "sock"))
+    try:
+
+        async def anywhere(path: Path, call: object) -> bool:
+            return True
+
+        ctx = ToolContext(root, outside=anywhere)
+        tools = [*standard_tools(ctx), make_grep(ctx, engine="python")]
+        for target in ("sock", "/dev/zero", "/dev/null"):
+            for name, args in [
+                ("read", {"path": target}),
+                ("edit", {"path": target, "oldText": "a", "newText": "b"}),
+                ("write", {"path": target, "content": "x"}),
+            ]:
+                result = await asyncio.wait_for(call(tools, name, args), 10)
+                assert result.is_error and "is not a regular file" in result.content, (
+                    name,
+                    target,
+                    result.content,
+                )
+            for grep in (tools[-1], *(t for t in tools[:-1] if t.name == "grep")):
+                found = await asyncio.wait_for(
+                    call([grep], "grep", {"pattern": "x", "path": target}), 10
+                )
+                assert found.is_error and "is not a regular file" in found.content
+        listed = await call(tools, "find", {"pattern": "*"})
+        assert "sock" not in listed.content
+    finally:
+        listener.close()
