@@ -173,3 +173,23 @@ def test_against_a_real_http_model_server(tmp_path: Path, api: str) -> None:
     assert len(bodies) == 2
     session_text = next((tmp_path / "s").rglob("*.jsonl")).read_text()
     assert "sk-test-secret" not in session_text and "sk-test-secret" not in done.stderr
+
+
+def test_an_edit_is_on_disk_before_the_next_command(tmp_path: Path) -> None:
+    """Issue 14, for ``crank run`` (no editor): the edit's bash sees the edited file."""
+    (tmp_path / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    fix = {"path": "calc.py", "oldText": "return a - b", "newText": "return a + b"}
+    s = script(
+        tmp_path / "s.json",
+        {"calls": [{"name": "edit", "arguments": fix}]},
+        {"calls": [{"name": "bash", "arguments": {"command": "grep return calc.py"}}]},
+        {"text": "Fixed."},
+    )
+    done = crank(
+        tmp_path, "run", "--json", "--script", s, "--session-dir", str(tmp_path / "s"), "fix it"
+    )
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line)["event"] for line in done.stdout.splitlines()]
+    results = [e["result"] for e in events if e["type"] == "tool_execution_end"]
+    assert not results[0]["isError"], results[0]
+    assert results[1]["content"].strip() == "return a + b"

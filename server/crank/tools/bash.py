@@ -17,6 +17,7 @@ from typing import Any
 
 from crank.agent.tools import MAX_BYTES, MAX_LINES, OnUpdate, Tool, ToolOutput, truncate
 
+from .agreement import command_note, with_note
 from .capture import Capture
 from .change import declined
 from .context import ToolContext
@@ -154,7 +155,7 @@ def make_bash(ctx: ToolContext) -> Tool:
         if not decision.allowed:
             return declined(f"running the command `{command}`", decision)
         done = await run_command(ctx, command, timeout, on_update)
-        return report(done, timeout)
+        return with_note(report(done, timeout), await command_note(ctx))
 
     return Tool(
         name="bash",

@@ -13,6 +13,7 @@ import anyio
 
 from crank.agent.tools import Tool, ToolError, ToolOutput
 
+from .agreement import differing, searched_note
 from .context import ToolContext
 from .search import (
     Hit,
@@ -108,11 +109,15 @@ def make_grep(ctx: ToolContext, engine: str | None = None) -> Tool:
         )
         hits = await run_search(ctx, query, base, engine)
         text, shown = render(ctx, hits, query.limit)
+        unsaved = await differing(ctx, open_documents_under(ctx.documents, base, query))
         if not shown:
-            return ToolOutput(f"No matches for {query.pattern!r} in {ctx.display(base)}.")
+            none = f"No matches for {query.pattern!r} in {ctx.display(base)}."
+            return ToolOutput(f"{none}\n\n{searched_note(ctx, unsaved)}" if unsaved else none)
         total = sum(1 for hit in hits if hit.match)
         if total > shown:
             text += f"\n\n[Showing the first {shown} matches. Narrow the pattern, path or glob.]"
+        if unsaved:
+            text += "\n\n" + searched_note(ctx, unsaved)
         return ToolOutput(text)
 
     return Tool(

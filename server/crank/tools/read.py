@@ -12,6 +12,7 @@ from typing import Any
 
 from crank.agent.tools import MAX_BYTES, MAX_LINES, Tool, ToolError, ToolOutput, truncate
 
+from .agreement import differing, read_note
 from .context import ToolContext
 from .textfile import load_text
 
@@ -69,7 +70,11 @@ def make_read(ctx: ToolContext) -> Tool:
         display = ctx.display(path)
         text = await load_text(path, ctx.documents, display)
         content = window(text.body, args.get("offset", 1), args.get("limit"), display)
-        return ToolOutput(content, details={"path": str(path), "openInEditor": text.open_in_editor})
+        unsaved = text.open_in_editor and bool(await differing(ctx, [path]))
+        if unsaved:
+            content += "\n\n" + read_note(display)
+        details = {"path": str(path), "openInEditor": text.open_in_editor, "unsaved": unsaved}
+        return ToolOutput(content, details=details)
 
     return Tool(
         name="read",

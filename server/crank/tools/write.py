@@ -38,17 +38,18 @@ def make_write(ctx: ToolContext) -> Tool:
         content = args["content"]
         if before is not None:
             content = content.removeprefix("\ufeff").replace("\r\n", "\n")
-        decision = await apply_change(
+        applied = await apply_change(
             ctx, tool_name="write", arguments=args, path=path, before=before, new_body=content
         )
-        if not decision.allowed:
-            return declined(f"writing {display}", decision)
+        if not applied.decision.allowed:
+            return declined(f"writing {display}", applied.decision)
         old = before.body if before else ""
         diff = unified_diff(display, old, content)
         size = len(content.encode("utf-8"))
         verb = "Overwrote" if before else "Created"
+        note = f" {applied.note}" if applied.note else ""
         return ToolOutput(
-            f"{verb} {display} ({size} bytes).",
+            f"{verb} {display} ({size} bytes, {applied.where}).{note}",
             details={"path": str(path), "oldText": old, "newText": content, "diff": diff},
         )
 
