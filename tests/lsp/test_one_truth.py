@@ -214,3 +214,22 @@ async def test_a_file_changed_on_disk_under_a_stale_buffer_is_not_overwritten(
             )
             assert crank.edits == [] and crank.saves == []
             assert "def subtract" in read_text(calc) and crank.buffer(calc) == CALC
+
+
+async def test_an_error_answer_to_save_falls_back_to_the_disk_for_a_clean_buffer(
+    tmp_path: Path,
+) -> None:
+    folder, calc = setup(tmp_path)
+
+    def broken(params: dict[str, Any]) -> dict[str, Any] | None:
+        raise RuntimeError("no save handler here")
+
+    with ModelServer(script({"tool": "edit", **FIX})) as model:
+        opts = options(model, tmp_path)
+        async with running_server(tmp_path, [folder], opts, save_documents=True) as crank:
+            crank.answer_save = broken
+            await opened(crank, calc, CALC)
+            results = await run(crank)
+            assert not results["c1"]["isError"], results["c1"]
+            assert "the client answered with an error" in results["c1"]["content"]
+            assert read_text(calc) == crank.buffer(calc) == CALC.replace("a - b", "a + b", 1)

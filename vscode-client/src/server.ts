@@ -15,6 +15,7 @@ import {
 } from "vscode-languageclient/node";
 import { CrankClient, experimentalCapabilities } from "./protocol/client";
 import { findExecutable, initOptions, redacted, serverCommand, type CrankSettings } from "./protocol/launch";
+import { answerSave, type SaveHost } from "./protocol/save";
 import type { EventParams, PermissionRequest, PermissionResponse } from "./protocol/types";
 import type { ServerStatus } from "./chat/state";
 
@@ -44,6 +45,18 @@ class CrankCapabilities implements StaticFeature {
   }
   clear(): void {}
 }
+
+/** crank/saveDocument in VS Code: the open TextDocument with that URI, saved with `save()`. */
+const vscodeSaveHost: SaveHost = {
+  find(uri) {
+    const wanted = vscode.Uri.parse(uri).toString();
+    const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === wanted);
+    return doc && { name: doc.uri.path.split("/").pop() ?? doc.uri.path, save: () => Promise.resolve(doc.save()) };
+  },
+  inform(message) {
+    void vscode.window.showInformationMessage(message);
+  },
+};
 
 export class ServerManager implements vscode.Disposable {
   readonly output = vscode.window.createOutputChannel("Crank");
@@ -136,6 +149,7 @@ export class ServerManager implements vscode.Disposable {
       }),
       this.crank.onEvent((p) => this.eventEmitter.fire(p)),
       this.crank.onPermissionRequest((p, cancelled) => (this.permissionHandler ? this.permissionHandler(p, cancelled) : Promise.resolve({ decision: "reject", reason: "no chat view to ask in" }))),
+      this.crank.onSaveDocument((p) => answerSave(p, vscodeSaveHost)),
     );
     this.setStatus("starting");
     try {

@@ -112,7 +112,14 @@ class Landing:
             )
         if self._can_save():
             saves = self._sync.saves(uri)
-            answer = await self._request(SAVE_METHOD, {"uri": uri, "unsavedChanges": user_edits})
+            try:
+                answer = await self._request(
+                    SAVE_METHOD, {"uri": uri, "unsavedChanges": user_edits}
+                )
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # an error answer: the client could not save
+                answer = {"saved": False, "reason": f"the client answered with an error: {exc}"}
             saved, reason = _save_answer(answer)
             if saved:
                 await self._sync.until(uri, lambda: self._sync.saves(uri) > saves, SYNC_SECONDS)

@@ -128,6 +128,15 @@ export interface PermissionRequest {
 export type PermissionDecision = "allow" | "allowSession" | "allowAlways" | "reject";
 export interface PermissionResponse { decision: PermissionDecision; reason?: string }
 
+/**
+ * crank/saveDocument (server to client, only when the client declared
+ * `experimental.crank.saveDocuments`): save this open document now, so the agent's
+ * next command sees the change it just applied. `unsavedChanges`: the document also
+ * held the user's unsaved edits, which are saved with it (tell the user).
+ */
+export interface SaveDocumentParams { uri: string; unsavedChanges?: boolean }
+export interface SaveDocumentResult { saved: boolean; reason?: string }
+
 export interface FixFileArgs { uri: string; diagnostics?: unknown[]; range?: Range; instruction?: string }
 
 /** Crank's own JSON-RPC error codes. */
