@@ -5,7 +5,7 @@ Two cases, each a median over ``--repeat`` runs: a stream that has gone silent
 well under 200 ms; the tests check that abort cancels rather than waits, this script
 says how fast.
 
-Run: PYTHONPATH=server python bench/abort.py [--repeat 20]
+Run: .venv/bin/python bench/abort.py [--repeat 20]
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ Prints, as medians over several runs:
   two totals must stay under 12 to call the cost linear);
 - per turn, for a run of N turns that each call a no-op tool.
 
-Run: PYTHONPATH=server python bench/agent_loop.py [--repeat 5]
+Run: .venv/bin/python bench/agent_loop.py [--repeat 5]
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ summariser is a scripted model that writes a summary from what it is sent.
 Prints one row per policy: total input tokens (cached and not), the share read from the
 cache, the largest request, the number of turns (model requests), and whether every
 prompt was answered, for a 200k window (where `none` fits) and a 32k one (where it
-cannot). Run: /work/venv/bin/python bench/context_policies.py
+cannot). Run: .venv/bin/python bench/context_policies.py
 """
 
 from __future__ import annotations

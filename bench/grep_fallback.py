@@ -2,7 +2,7 @@
 
 Generates two trees (N and 4N files of ~60 lines each) in a temp dir and prints the
 median of several runs per engine, so a linear cost shows as roughly 4x.
-Run: PYTHONPATH=server /work/venv/bin/python bench/grep_fallback.py [N]
+Run: .venv/bin/python bench/grep_fallback.py [N]
 """
 
 from __future__ import annotations

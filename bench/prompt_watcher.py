@@ -9,7 +9,7 @@
 
 Generated trees live in a temporary directory that is deleted at the end.
 
-    /work/venv/bin/python bench/prompt_watcher.py [--writes 40] [--files 20000]
+    .venv/bin/python bench/prompt_watcher.py [--writes 40] [--files 20000]
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Editor server figures: per-delta overhead, prompt to first event, start-up, idle RSS.
 
-    PYTHONPATH=server python bench/server.py
+    .venv/bin/python bench/server.py
 
 Per-delta overhead: a scripted reply of N one-character deltas run through a bare
 Harness, then through a WorkspaceHost whose client frames every crank/event exactly as

@@ -1,7 +1,7 @@
 """Session log figures: append cost (two sizes, to show it is linear), open + replay of a
 10,000-entry / 50 MB session, and listing 200 sessions of 5 MB each.
 
-Run: /work/venv/bin/python bench/session_log.py [--quick]
+Run: .venv/bin/python bench/session_log.py [--quick]
 Prints medians of a few runs; nothing is asserted here (targets are in docs/session.md).
 """
 

@@ -7,7 +7,7 @@ several runs, deltas per second, and the 100k/10k ratio (linear means about 10; 
 budget is 12). Then times abort: cancel a silent stream and measure until the server
 sees the connection close, and what the fresh client after a cancel costs the next request.
 
-    /work/venv/bin/python bench/vendors_stream.py [--runs 3]
+    .venv/bin/python bench/vendors_stream.py [--runs 3]
 """
 
 from __future__ import annotations

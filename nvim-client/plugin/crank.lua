@@ -69,3 +69,13 @@ end, {
   end,
   desc = "Set the permission mode",
 })
+
+-- Mappings to bind (none is bound by default; see :help crank-mappings).
+local plug = function(modes, name, rhs, desc)
+  vim.keymap.set(modes, "<Plug>(" .. name .. ")", rhs, { desc = desc, silent = true })
+end
+plug("n", "crank-chat", "<cmd>Crank<cr>", "Crank: open the chat")
+plug("n", "crank-fix", "<cmd>CrankFix<cr>", "Crank: fix this buffer")
+plug("x", "crank-fix", ":CrankFix<cr>", "Crank: fix the selected lines")
+plug("n", "crank-abort", "<cmd>CrankAbort<cr>", "Crank: stop the agent")
+plug("n", "crank-sessions", "<cmd>CrankSessions<cr>", "Crank: pick a session")

@@ -153,6 +153,9 @@ H.test("streamed deltas become the reply text, tool calls get their own lines", 
     "Done.",
   }, chat:transcript())
   H.ok(not chat.ws.running, "settled")
+  if pcall(vim.treesitter.language.inspect, "markdown") then
+    H.ok(vim.treesitter.highlighter.active[chat.buf] ~= nil, "the chat is highlighted by treesitter")
+  end
 end)
 
 H.test("replaying crank/messages gives the same transcript as streaming", function()
@@ -321,6 +324,75 @@ H.test("a question still open when its run settles is withdrawn: rejected once, 
   H.eq("allow", answers[2].decision)
   H.eq(0, permission.withdraw(nil))
   vim.ui.select = original
+end)
+
+H.test("the permission preview is drawn before the stock vim.ui.select asks", function()
+  -- The stock select (not a picker plugin) blocks in inputlist() before the screen is
+  -- updated. inputlist is the one stand-in here: it records what was on screen then.
+  local permission = require("crank.permission")
+  local order = {}
+  local stock_select, stock_inputlist = vim.ui.select, vim.fn.inputlist
+  vim.ui.select = require("vim.ui").select
+  local redraw = vim.cmd.redraw
+  vim.cmd.redraw = function(...)
+    order[#order + 1] = "redraw"
+    return redraw(...)
+  end
+  vim.fn.inputlist = function()
+    local floats = 0
+    for _, w in ipairs(vim.api.nvim_list_wins()) do
+      if vim.api.nvim_win_get_config(w).relative ~= "" then
+        floats = floats + 1
+      end
+    end
+    order[#order + 1] = "asked with " .. floats .. " preview"
+    return 1
+  end
+  local answer
+  local ok, err = pcall(permission.ask, { toolName = "bash", preview = { kind = "command", command = "make" } }, function(a)
+    answer = a
+  end)
+  vim.ui.select, vim.fn.inputlist, vim.cmd.redraw = stock_select, stock_inputlist, nil
+  H.ok(ok, tostring(err))
+  H.eq({ "redraw", "asked with 1 preview" }, order)
+  H.eq("allow", answer and answer.decision)
+end)
+
+H.test("setup() maps no global keys by default; the <Plug> maps are there to bind", function()
+  vim.cmd.runtime("plugin/crank.lua")
+  require("crank").setup({})
+  H.eq("", vim.fn.maparg("<leader>cc", "n"))
+  H.eq("", vim.fn.maparg("<leader>cf", "n"))
+  H.contains(vim.fn.maparg("<Plug>(crank-chat)", "n"), "Crank")
+  H.contains(vim.fn.maparg("<Plug>(crank-fix)", "x"), "CrankFix")
+  require("crank").setup({ global_keymaps = { ["<leader>xc"] = "Crank" } })
+  H.contains(vim.fn.maparg("<leader>xc", "n"), "Crank")
+  vim.keymap.del("n", "<leader>xc")
+  local ok, err = pcall(require("crank").setup, { global_keymaps = "yes" })
+  H.ok(not ok)
+  H.contains(err, "global_keymaps")
+  config.apply({})
+end)
+
+H.test("the API key can come from a function or a command, resolved at each start", function()
+  local calls = 0
+  config.apply({ provider = { api = "anthropic", apiKey = function()
+    calls = calls + 1
+    return "from-function"
+  end } })
+  H.eq("from-function", config.init_options().crank.provider.apiKey)
+  H.eq(1, calls)
+  H.eq("function", type(config.values.provider.apiKey), "the function is kept, not its key")
+  config.apply({ provider = { api = "anthropic", apiKey = "cmd:printf 'from-command\\n'" } })
+  H.eq("from-command", config.init_options().crank.provider.apiKey)
+  config.apply({ provider = { api = "anthropic", apiKey = "cmd:exit 3" } })
+  local ok, err = pcall(config.init_options)
+  H.ok(not ok, "a failing key command is an error")
+  H.contains(err, "exit 3")
+  local bad, why = pcall(config.apply, { provider = { apiKey = 42 } })
+  H.ok(not bad)
+  H.contains(why, "provider.apiKey")
+  config.apply({})
 end)
 
 H.run()

@@ -6,3 +6,4 @@ harness per folder, ``lsp`` and ``cli`` are the frontends. Imports only point do
 """
 
 __version__ = "0.1.0"
+"""The one place the version is kept: the package metadata and the server read it."""

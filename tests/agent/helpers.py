@@ -6,20 +6,20 @@ import asyncio
 from typing import Any
 
 from crank.agent.model import AbortSignal
-from crank.agent.tools import OnUpdate, Tool, ToolOutput
+from crank.agent.tools import OnUpdate, Tool, ToolCall, ToolOutput
 
 STRING_ARG = {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]}
 
 
 def echo_tool(name: str = "echo") -> Tool:
-    async def execute(arguments: dict[str, Any], signal: AbortSignal, on_update: OnUpdate) -> str:
-        return f"echo: {arguments['text']}"
+    async def execute(call: ToolCall, signal: AbortSignal, on_update: OnUpdate) -> str:
+        return f"echo: {call.arguments['text']}"
 
     return Tool(name=name, description="Echo the text.", parameters=STRING_ARG, execute=execute)
 
 
 def failing_tool(name: str = "explode") -> Tool:
-    async def execute(arguments: dict[str, Any], signal: AbortSignal, on_update: OnUpdate) -> str:
+    async def execute(call: ToolCall, signal: AbortSignal, on_update: OnUpdate) -> str:
         raise ValueError("kaboom")
 
     return Tool(name=name, description="Always fails.", parameters=STRING_ARG, execute=execute)
@@ -34,9 +34,7 @@ def slow_tool(
     """Sleeps ``seconds``; appends True to ``cancelled`` if it was cancelled mid-sleep
     (so a test can tell an abort that cancels from one that waits, without a clock)."""
 
-    async def execute(
-        arguments: dict[str, Any], signal: AbortSignal, on_update: OnUpdate
-    ) -> ToolOutput:
+    async def execute(call: ToolCall, signal: AbortSignal, on_update: OnUpdate) -> ToolOutput:
         on_update("working...")
         if started is not None:
             started.set()
@@ -54,7 +52,7 @@ def slow_tool(
 def gated_tool(gate: asyncio.Event, entered: asyncio.Event, name: str = "gated") -> Tool:
     """Waits for ``gate`` so a test can act while the tool batch is unanswered."""
 
-    async def execute(arguments: dict[str, Any], signal: AbortSignal, on_update: OnUpdate) -> str:
+    async def execute(call: ToolCall, signal: AbortSignal, on_update: OnUpdate) -> str:
         entered.set()
         await gate.wait()
         return "through the gate"

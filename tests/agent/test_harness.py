@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import re
 from typing import Any
 
 import pytest
 
 from crank.agent.harness import Harness, HarnessBusy, ListenerFailed
 from crank.agent.messages import user_message
-from crank.agent.scripted import Reply, ScriptedModel, call, say
+from crank.agent.scripted import Reply, ScriptedModel, call, reply_from_dict, say
 from crank.agent.view import build_view, is_valid_view
 
 from .helpers import assert_balanced, echo_tool, gated_tool, slow_tool
@@ -222,3 +223,41 @@ async def test_remove_queued_takes_out_exactly_the_message_named() -> None:
     assert harness.remove_queued("steering", 5) is None
     assert harness.remove_queued("steering", 0, "zzz") is None
     assert harness.queues.steering == ["a", "c"] and harness.queues.follow_up == []
+
+
+async def test_a_run_id_is_minted_once_and_no_two_harnesses_share_one() -> None:
+    first = Harness(system="s", tools=[], model=ScriptedModel([say("a")]))
+    second = Harness(system="s", tools=[], model=ScriptedModel([say("b")]))
+    runs = [first.prompt("go"), second.prompt("go")]
+    for run in runs:
+        assert re.fullmatch(r"run-1-[0-9a-f]{8}", run.id)
+        await run.wait()
+    assert runs[0].id != runs[1].id
+
+
+async def test_an_unknown_queue_name_is_an_error_not_the_follow_up_queue() -> None:
+    harness = Harness(system="s", tools=[], model=ScriptedModel([]))
+    harness.follow_up("later")
+    with pytest.raises(ValueError, match="unknown queue 'follow_up'"):
+        harness.remove_queued("follow_up", 0)  # type: ignore[arg-type]
+    assert harness.queues.follow_up == ["later"]
+    assert harness.remove_queued("followUp", 0) == "later"
+
+
+def test_a_scripted_reply_with_an_unknown_error_kind_is_refused_by_name() -> None:
+    assert reply_from_dict({"error": "x", "errorKind": "overflow"}).error_kind == "overflow"
+    with pytest.raises(ValueError, match="errorKind 'too_long' is not one of"):
+        reply_from_dict({"error": "x", "errorKind": "too_long"})
+
+
+async def test_events_asked_for_after_the_run_began_is_an_error_not_a_stream_with_a_hole() -> None:
+    harness = Harness(system="s", tools=[], model=ScriptedModel([say("a")]))
+    run = harness.prompt("go")
+    await run.wait()
+    with pytest.raises(RuntimeError, match=r"after \d+ event"):
+        run.events()
+    fresh = harness.prompt("again")
+    events = fresh.events()
+    with pytest.raises(RuntimeError, match="already called"):
+        fresh.events()
+    assert [e["type"] async for e in events][-1] == "agent_settled"

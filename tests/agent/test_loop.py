@@ -10,6 +10,7 @@ import pytest
 from crank.agent.harness import Harness
 from crank.agent.messages import tool_calls
 from crank.agent.scripted import Reply, ScriptedModel, call, calls, say
+from crank.agent.tools import ToolCall
 
 from .helpers import assert_balanced, echo_tool, failing_tool
 
@@ -76,9 +77,9 @@ async def test_bad_arguments_name_the_field_and_the_tool_never_runs() -> None:
     tool = echo_tool()
     original = tool.execute
 
-    async def spy(arguments: dict[str, Any], signal: Any, on_update: Any) -> Any:
+    async def spy(call: ToolCall, signal: Any, on_update: Any) -> Any:
         ran.append("yes")
-        return await original(arguments, signal, on_update)
+        return await original(call, signal, on_update)
 
     object.__setattr__(tool, "execute", spy)
     model = ScriptedModel([call("echo", {"text": 42}), call("echo", {}), say("ok")])

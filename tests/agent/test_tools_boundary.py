@@ -11,6 +11,7 @@ from crank.agent.tools import (
     MAX_BYTES,
     MAX_LINES,
     Tool,
+    ToolCall,
     ToolError,
     fit_to_budget,
     run_tool,
@@ -29,7 +30,7 @@ def noop(_: str) -> None:
 
 
 async def test_tool_error_message_is_passed_as_is() -> None:
-    async def execute(arguments: dict[str, Any], signal: AbortSignal, on_update: Any) -> str:
+    async def execute(call: ToolCall, signal: AbortSignal, on_update: Any) -> str:
         raise ToolError("file not found: x.py")
 
     tool = Tool("t", "d", STRING_ARG, execute)
@@ -53,7 +54,7 @@ async def test_a_cancelled_tool_under_abort_returns_an_aborted_result() -> None:
 
 
 async def test_an_oversized_output_is_cut_to_the_budget_with_a_hint() -> None:
-    async def execute(arguments: dict[str, Any], signal: AbortSignal, on_update: Any) -> str:
+    async def execute(call: ToolCall, signal: AbortSignal, on_update: Any) -> str:
         return "\n".join(f"line {i}" for i in range(5000))
 
     tool = Tool("t", "d", STRING_ARG, execute, keep="tail")

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crank.agent.messages import Message, assistant_message, tool_result, user_message
-from crank.agent.view import INTERRUPTED, build_view, is_valid_view
+from crank.agent.view import INTERRUPTED, Repairs, build_view, is_valid_view, repair_view
 
 
 def reply_with_calls(*ids: str, stop: Any = "toolUse") -> Message:
@@ -106,3 +106,35 @@ def test_view_is_valid_idempotent_and_moves_nothing_else(record: list[Message]) 
     for message in view:
         if message["role"] == "toolResult" and message["content"] != INTERRUPTED:
             assert (message["toolCallId"], message["content"]) in recorded_results
+
+
+def test_the_repairs_are_counted() -> None:
+    record = [
+        user_message("go"),
+        tool_result("ghost", "t", "orphan"),
+        reply_with_calls("a", "b"),
+        tool_result("a", "t", "first"),
+        tool_result("a", "t", "second"),
+        assistant_message([], stop_reason="error", error_message="boom"),
+    ]
+    view, repairs = repair_view(record)
+    assert view == build_view(record)
+    assert repairs == Repairs(interrupted=1, orphans=1, duplicates=1, empty_replies=1)
+    assert repairs.to_json() == {
+        "interruptedResults": 1,
+        "droppedOrphanResults": 1,
+        "droppedDuplicateResults": 1,
+        "droppedEmptyReplies": 1,
+    }
+    clean, none = repair_view(view)
+    assert clean == view and not none
+
+
+@settings(max_examples=300)
+@given(records())
+def test_the_counted_repairs_account_for_every_message(record: list[Message]) -> None:
+    view, repairs = repair_view(record)
+    dropped = repairs.orphans + repairs.duplicates + repairs.empty_replies
+    assert len(view) == len(record) - dropped + repairs.interrupted
+    assert sum(1 for m in view if m.get("content") == INTERRUPTED) == repairs.interrupted
+    assert not repair_view(view)[1]

@@ -175,6 +175,25 @@ def test_against_a_real_http_model_server(tmp_path: Path, api: str) -> None:
     assert "sk-test-secret" not in session_text and "sk-test-secret" not in done.stderr
 
 
+def test_a_failed_model_request_is_reported_once(tmp_path: Path) -> None:
+    """The provider's own warning used to print before the ``Error:`` line, saying the
+    same thing twice; the command now owns the report."""
+    with ModelServer({"replies": [{"status": 400, "errorMessage": "no such model"}]}) as server:
+        env = clean_env(OPENAI_BASE_URL=server.url + "/v1", CRANK_MODEL="m")
+        done = crank(tmp_path, "run", "--session-dir", str(tmp_path / "x"), "hi", env=env)
+    assert done.returncode == 1
+    lines = [line for line in done.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error: "), done.stderr
+
+
+def test_nothing_configured_leads_with_one_variable_per_line(tmp_path: Path) -> None:
+    done = crank(tmp_path, "run", "hi")
+    lines = done.stderr.splitlines()
+    assert lines[0].startswith("Error: No model provider")
+    assert lines[1].strip().startswith("ANTHROPIC_API_KEY=")
+    assert max(len(line) for line in lines) <= 110
+
+
 def test_an_edit_is_on_disk_before_the_next_command(tmp_path: Path) -> None:
     """Issue 14, for ``crank run`` (no editor): the edit's bash sees the edited file."""
     (tmp_path / "calc.py").write_text("def add(a, b):\n    return a - b\n")

@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 from crank.agent.messages import assistant_message, user_message
@@ -54,3 +58,81 @@ def test_show_unknown_and_repair(tmp_path: Path) -> None:
     assert Path(f"{path}.torn-1").read_bytes() == b'{"type":"mes'
     code, out, _ = run(*common, "repair", str(path))
     assert "nothing to repair" in out
+
+
+def test_prefixes_and_suffixes_and_ambiguity(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "ws", tmp_path / "s")
+    ids = []
+    for _ in range(2):
+        with store.create() as log:
+            ids.append(log.session_id)
+    first = ids[0]
+    assert store.path_of(first[-6:]).name == f"{first}.jsonl"
+    assert store.path_of(first[:-1]).name == f"{first}.jsonl"
+    common = ("sessions", "--workspace", str(tmp_path / "ws"), "--session-dir", str(tmp_path / "s"))
+    shared = next(ids[0][:n] for n in range(len(ids[0]), 0, -1) if ids[1].startswith(ids[0][:n]))
+    code, _, err = run(*common, "show", shared)
+    assert code == 1
+    assert f"session id {shared!r} is ambiguous" in err and ids[0] in err and ids[1] in err
+    assert "give more of the id" in err
+
+
+def test_the_listing_marks_failed_and_aborted_sessions(tmp_path: Path) -> None:
+    store = SessionStore(tmp_path / "ws", tmp_path / "s")
+    ends = {}
+    for stop in ("stop", "error", "aborted"):
+        with store.create() as log:
+            log.append_message_sync(user_message(f"ask {stop}"))
+            log.append_message_sync(
+                assistant_message(
+                    [], stop_reason=stop, error_message="x" if stop != "stop" else None
+                )
+            )
+            ends[stop] = log.session_id
+    common = ("sessions", "--workspace", str(tmp_path / "ws"), "--session-dir", str(tmp_path / "s"))
+    code, out, _ = run(*common, "list")
+    lines = {line.split()[0]: line for line in out.splitlines()}
+    assert code == 0
+    assert lines[ends["error"]].endswith("[failed]")
+    assert lines[ends["aborted"]].endswith("[aborted]")
+    assert "[" not in lines[ends["stop"]]
+    # A later happy reply clears the mark (the cache is updated from where it stopped).
+    with SessionStore(tmp_path / "ws", tmp_path / "s").open(ends["error"]) as log:
+        log.append_message_sync(user_message("again"))
+        log.append_message_sync(assistant_message([{"type": "text", "text": "ok"}]))
+    _, out, _ = run(*common, "list")
+    assert "[failed]" not in out and "[aborted]" in out
+
+
+def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
+    """``crank sessions list | head -1`` printed ``crank: Broken pipe: None`` and exit 1.
+    The reading end is closed before the command writes, so the write must fail."""
+    store = SessionStore(tmp_path / "ws", tmp_path / "s")
+    with store.create() as log:
+        log.append_message_sync(user_message("hello"))
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2] / "server")}
+    try:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "crank.cli",
+                "sessions",
+                "--workspace",
+                str(tmp_path / "ws"),
+                "--session-dir",
+                str(tmp_path / "s"),
+                "list",
+            ],
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            env=env,
+            timeout=60,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert done.stderr == b""
+    assert done.returncode == 128 + signal.SIGPIPE

@@ -429,6 +429,31 @@ async def untyped_request(crank: Crank, method: str, params: Any) -> Any:
     return plain(await asyncio.wrap_future(future))
 
 
+async def test_fix_this_file_is_not_in_every_menu(tmp_path: Path) -> None:
+    """An unfiltered request (Neovim's code_action()) on a line with nothing to fix gets
+    no Crank action; asked for source actions (VS Code's Source Action menu), it does."""
+    folder = project(tmp_path)
+    target = folder / "clean.py"
+    target.write_text("x = 1\n")
+    with ModelServer({"replies": []}) as model:
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            open_document(crank, target, "x = 1\n")
+            where = types.Range(start=types.Position(0, 0), end=types.Position(0, 0))
+
+            async def titles(only: list[str] | None) -> list[str]:
+                params = types.CodeActionParams(
+                    text_document=types.TextDocumentIdentifier(uri=target.as_uri()),
+                    range=where,
+                    context=types.CodeActionContext(diagnostics=[], only=only),
+                )
+                actions = await untyped_request(crank, types.TEXT_DOCUMENT_CODE_ACTION, params)
+                return [a["title"] for a in actions or []]
+
+            assert await titles(None) == []
+            assert await titles([types.CodeActionKind.Source]) == ["Crank: fix this file"]
+            assert await titles([types.CodeActionKind.QuickFix]) == []
+
+
 async def test_kill_mid_run_then_open_and_continue(tmp_path: Path) -> None:
     folder = project(tmp_path)
     script = by_prompt(

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from crank import __version__ as crank_version
+
 from .helpers import server_env
 
 
@@ -102,6 +104,7 @@ async def initialize(raw: Raw, tmp_path: Path, crank: dict[str, Any] | None = No
     raw.send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
     init = await raw.answer(1)
     assert init["result"]["serverInfo"]["name"] == "crank"
+    assert init["result"]["serverInfo"]["version"] == crank_version  # the one kept version
     raw.send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
 
 

@@ -16,7 +16,7 @@ import pytest
 from prompt_helpers import tool
 
 from crank.agent.model import AbortSignal, ModelRequest
-from crank.agent.tools import OnUpdate, Tool
+from crank.agent.tools import OnUpdate, Tool, ToolCall
 from crank.prompt import PromptLocations, PromptWatcher, SystemPrompt, compute_prompt
 
 harness_module = pytest.importorskip("crank.agent.harness")
@@ -27,8 +27,8 @@ STEP = "Tag the commit shop-v<version>, then run make ship."
 
 
 def disk_read_tool() -> Tool:
-    async def execute(arguments: dict[str, Any], signal: AbortSignal, on_update: OnUpdate) -> str:
-        return await anyio.Path(arguments["path"]).read_text(encoding="utf-8")
+    async def execute(call: ToolCall, signal: AbortSignal, on_update: OnUpdate) -> str:
+        return await anyio.Path(call.arguments["path"]).read_text(encoding="utf-8")
 
     base = tool("read", "Read file contents", "Use read to examine files instead of cat.")
     schema = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
@@ -94,7 +94,7 @@ async def test_a_prompt_change_during_a_run_reaches_only_the_next_run(tmp_path: 
     locations = PromptLocations(root, root, True, user_dir=tmp_path / "user-config")
     announced = asyncio.Event()
 
-    async def edit_agents_md(arguments: dict[str, Any], signal: AbortSignal, on: OnUpdate) -> str:
+    async def edit_agents_md(call: ToolCall, signal: AbortSignal, on: OnUpdate) -> str:
         write(root / "AGENTS.md", "Use uv, never pip. Keep a changelog.\n")
         async with asyncio.timeout(1.0):
             await announced.wait()  # the watcher has rebuilt and swapped the prompt

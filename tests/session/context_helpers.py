@@ -13,7 +13,7 @@ from typing import Any
 from crank.agent.harness import Harness
 from crank.agent.model import AbortSignal, ModelRequest
 from crank.agent.scripted import Reply, ScriptedModel, estimate_tokens, render_request
-from crank.agent.tools import OnUpdate, Tool
+from crank.agent.tools import OnUpdate, Tool, ToolCall
 from crank.session import SessionLog
 from crank.session.housekeeping import ContextSettings, Housekeeper
 
@@ -22,8 +22,8 @@ GOAL = "GOAL: port the service to 8080"
 
 
 def read_tool(root: Path) -> Tool:
-    async def execute(arguments: dict[str, Any], signal: AbortSignal, on_update: OnUpdate) -> str:
-        return (root / arguments["path"]).read_text()
+    async def execute(call: ToolCall, signal: AbortSignal, on_update: OnUpdate) -> str:
+        return (root / call.arguments["path"]).read_text()
 
     return Tool(name="read", description="Read a file.", parameters=READ_ARGS, execute=execute)
 

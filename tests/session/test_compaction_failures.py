@@ -7,9 +7,9 @@ from pathlib import Path
 
 from crank.agent.messages import assistant_message, user_message
 from crank.agent.scripted import Reply
+from crank.session.compaction_summary import SYSTEM, UPDATE_SYSTEM
 from crank.session.housekeeping import ContextSettings
 from crank.session.identifiers import HEADING, collect, with_identifiers
-from crank.session.summary import SYSTEM, UPDATE_SYSTEM
 
 from .context_helpers import GOAL, Rig, largest_request, rig, write_files
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -10,6 +11,7 @@ from crank.agent.scripted import Reply
 from crank.session import SessionBusy
 from crank.session.housekeeping import ContextSettings, Housekeeper
 
+from ..agent.helpers import gated_tool
 from .context_helpers import GOAL, rig, write_files
 
 USAGE_KEYS = {
@@ -43,17 +45,29 @@ async def test_usage_updates_follow_every_reply_and_calibrate_the_estimate(tmp_p
     assert 0 < usage["contextTokens"] < 100_000
 
 
-async def test_set_prompt_is_what_requests_send_and_waits_for_the_next_run(tmp_path: Path) -> None:
-    r = rig(tmp_path, window=100_000, replies=[Reply(text="a"), Reply(text="b")])
-    spec = {"name": "look", "description": "Look.", "parameters": {"type": "object"}}
-    r.keeper.set_prompt("SYSTEM ONE", [spec])  # type: ignore[list-item]
-    await r.harness.prompt("hi").wait()
-    assert r.agent.requests[0].system == "SYSTEM ONE"
-    assert r.agent.requests[0].tools == [spec]
-    assert r.agent.requests[0].cache_marks == (0,)
-    r.keeper.set_prompt("SYSTEM TWO", [])
-    await r.harness.prompt("again").wait()
-    assert r.agent.requests[1].system == "SYSTEM TWO" and r.agent.requests[1].tools == []
+async def test_requests_send_the_prompt_the_run_captured_even_when_it_changes_mid_run(
+    tmp_path: Path,
+) -> None:
+    """The Harness is the one owner of the run's prompt: a rebuild while the run is at a
+    tool (or before its first request) is the next run's, never this run's."""
+    gate, entered = asyncio.Event(), asyncio.Event()
+    look = gated_tool(gate, entered, name="look")
+    replies = [Reply(calls=(("look", {"text": "x"}),)), Reply(text="a"), Reply(text="b")]
+    r = rig(tmp_path, window=100_000, replies=replies, system="SYSTEM ONE", tools=lambda _: [look])
+    run = r.harness.prompt("hi")
+    await entered.wait()
+    r.harness.set_system("SYSTEM TWO")
+    r.harness.set_tools([])
+    gate.set()
+    await run.wait()
+    first, second = r.agent.requests
+    assert first.system == second.system == "SYSTEM ONE"
+    assert [t["name"] for t in first.tools] == [t["name"] for t in second.tools] == ["look"]
+    assert first.cache_marks == (0,)
+    again = r.harness.prompt("again")
+    r.harness.set_system("SYSTEM THREE")  # accepted, not yet sent: still this run's TWO
+    await again.wait()
+    assert r.agent.requests[2].system == "SYSTEM TWO" and r.agent.requests[2].tools == []
 
 
 async def test_manual_compaction_with_instructions(tmp_path: Path) -> None:

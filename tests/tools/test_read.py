@@ -4,7 +4,7 @@ import asyncio
 import os
 from pathlib import Path
 
-from crank.agent.tools import Tool
+from crank.agent.tools import Tool, ToolCall
 from crank.tools import MemoryDocuments, ToolContext, read_only_tools
 
 from .conftest import call
@@ -97,7 +97,7 @@ async def test_outside_hook_can_allow(root: Path, tmp_path: Path) -> None:
     (root.parent / "shared.txt").write_text("shared\n")
     asked: list[Path] = []
 
-    async def outside(path: Path) -> bool:
+    async def outside(path: Path, call: ToolCall) -> bool:
         asked.append(path)
         return True
 

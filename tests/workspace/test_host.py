@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import json
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from crank.agent.messages import assistant_message, user_message
+from crank.agent.model import AbortSignal
+from crank.agent.tools import run_tool
+from crank.session import SessionLog
 from crank.tools import MemoryDocuments
 from crank.workspace import Settings, WorkspaceHost
 from crank.workspace import host as host_module
@@ -70,5 +75,149 @@ async def test_the_prompt_is_rebuilt_when_the_day_changes(
         assert "Current date: 2026-11-30" in host.system_prompt()["text"]
         assert host.harness.system.endswith(f"Current working directory: {folder}")
         assert "2026-11-30" in host.harness.system
+    finally:
+        await host.close()
+
+
+class AnsweringEditor(RecordingEditor):
+    """Answers each permission question from a table keyed by ``toolCallId`` (rejects
+    any id it does not know), and keeps every question it was asked."""
+
+    def __init__(self, answers: dict[str, str]) -> None:
+        super().__init__()
+        self.answers = answers
+        self.questions: list[dict[str, Any]] = []
+
+    async def ask_permission(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.questions.append(params)
+        return {"decision": self.answers.get(params["toolCallId"], "reject")}
+
+
+def scripted_host(tmp_path: Path, editor: RecordingEditor, replies: list[Any]) -> WorkspaceHost:
+    """A host in ``tmp_path/ws`` whose provider is the scripted model (a stand-in for a
+    real one: only the permission routing is under test here)."""
+    folder = tmp_path / "ws"
+    folder.mkdir()
+    script = tmp_path / "script.json"
+    script.write_text(json.dumps({"replies": replies}))
+    return WorkspaceHost(
+        folder.as_uri(),
+        folder,
+        editor,
+        Settings(
+            provider_layers=({"api": "scripted", "model": "script"},),
+            script=str(script),
+            session_dir=str(tmp_path / "s"),
+        ),
+        env={},
+        rules_file=tmp_path / "rules.json",
+        user_dir=tmp_path / "user",
+        resume_last=False,
+    )
+
+
+async def test_two_identical_calls_in_one_batch_each_get_their_own_answer(
+    tmp_path: Path,
+) -> None:
+    same = {"name": "write", "arguments": {"path": "a.txt", "content": "x\n"}}
+    # The scripted model numbers its calls call_1, call_2: allow the first only.
+    editor = AnsweringEditor({"call_1": "allow"})
+    host = scripted_host(tmp_path, editor, [{"calls": [same, same]}, {"text": "done"}])
+    await host.start()
+    try:
+        accepted = host.prompt_run("write it twice")
+        run = host.harness.current_run
+        assert run is not None
+        await run.wait()
+        # One run id, minted once: the answer, every event and every question carry it.
+        assert accepted["runId"] == run.id
+        assert {e["runId"] for e in editor.events if "runId" in e} == {run.id}
+        assert {q["runId"] for q in editor.questions} == {run.id}
+        results = [m for m in host.harness.messages if m["role"] == "toolResult"]
+        assert [q["toolCallId"] for q in editor.questions] == ["call_1", "call_2"]
+        assert [r["toolCallId"] for r in results] == ["call_1", "call_2"]
+        assert not results[0]["isError"] and results[0]["content"].startswith("Created a.txt")
+        assert results[1]["isError"] and "declined" in results[1]["content"]
+    finally:
+        await host.close()
+
+
+async def test_identical_calls_in_flight_at_once_are_asked_about_by_their_own_ids(
+    tmp_path: Path,
+) -> None:
+    """Tools run one at a time today; this drives two identical calls through the host's
+    own tools at once, so the answer cannot depend on which call happens to be first."""
+    editor = AnsweringEditor({"b": "allow"})
+    host = scripted_host(tmp_path, editor, [])
+    await host.start()
+    try:
+        args = {"path": "b.txt", "content": "y\n"}
+        batch = [
+            {"type": "toolCall", "id": call_id, "name": "write", "arguments": dict(args)}
+            for call_id in ("a", "b")
+        ]
+        outcomes = await asyncio.gather(
+            *(run_tool(host.tools, block, AbortSignal(), lambda _: None) for block in batch)  # type: ignore[arg-type]
+        )
+        by_id = {result["toolCallId"]: result for result, _ in outcomes}
+        assert sorted(q["toolCallId"] for q in editor.questions) == ["a", "b"]
+        assert by_id["a"]["isError"] and "declined" in by_id["a"]["content"]
+        assert not by_id["b"]["isError"]
+    finally:
+        await host.close()
+
+
+async def test_the_outside_question_names_the_call_that_asked(tmp_path: Path) -> None:
+    (tmp_path / "elsewhere.txt").write_text("far\n")
+    reads = [
+        {"name": "read", "arguments": {"path": "../elsewhere.txt"}},
+        {"name": "read", "arguments": {"path": "../elsewhere.txt", "offset": 1}},
+    ]
+    editor = AnsweringEditor({"call_2": "allow"})
+    host = scripted_host(tmp_path, editor, [{"calls": reads}, {"text": "done"}])
+    await host.start()
+    try:
+        host.prompt_run("read outside")
+        run = host.harness.current_run
+        assert run is not None
+        await run.wait()
+        asked = [(q["toolCallId"], q["toolName"], q["arguments"]) for q in editor.questions]
+        assert asked == [
+            ("call_1", "outside", reads[0]["arguments"]),
+            ("call_2", "outside", reads[1]["arguments"]),
+        ]
+        results = [m for m in host.harness.messages if m["role"] == "toolResult"]
+        assert results[0]["isError"] and not results[1]["isError"]
+    finally:
+        await host.close()
+
+
+async def test_a_record_the_view_had_to_repair_is_logged_and_shown_in_state(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A crash between a call and its result: the file keeps the hole, the request
+    repairs it, and the host says so (log and ``crank/state``) instead of hiding it."""
+    editor = RecordingEditor()
+    host = scripted_host(tmp_path, editor, [{"text": "resumed"}])
+    crashed = SessionLog.create(host.store.directory, str(host.root))
+    crashed.append_message_sync(user_message("go"))
+    blocks: list[Any] = [{"type": "toolCall", "id": "c1", "name": "read", "arguments": {}}]
+    crashed.append_message_sync(assistant_message(blocks, stop_reason="toolUse"))
+    session_id = crashed.session_id
+    crashed.close()
+    await host.start()
+    try:
+        with caplog.at_level("WARNING", logger="crank.session.housekeeping"):
+            await host.open_session(session_id)
+            repairs = host.state()["viewRepairs"]  # the meter builds the view at once
+            assert repairs["interruptedResults"] == 1 and repairs["droppedOrphanResults"] == 0
+            host.prompt_run("continue")
+            run = host.harness.current_run
+            assert run is not None
+            await run.wait()
+        sent = host.harness.model.requests[0].messages  # type: ignore[attr-defined]
+        assert sent[2]["role"] == "toolResult" and sent[2]["toolCallId"] == "c1"
+        assert host.state()["viewRepairs"] == repairs
+        assert sum("repairs the record" in r.getMessage() for r in caplog.records) == 1
     finally:
         await host.close()

@@ -464,6 +464,9 @@ function M.get(ws)
   bo.bufhidden = "hide"
   bo.swapfile = false
   bo.filetype = "markdown"
+  -- Code blocks and tables highlighted where the markdown parser is installed (it ships
+  -- with Neovim 0.10+); without it the chat stays plain markdown syntax.
+  pcall(vim.treesitter.start, buf, "markdown")
   vim.b[buf].crank_root = ws.root
   vim.api.nvim_create_autocmd("BufWipeout", {
     buffer = buf,

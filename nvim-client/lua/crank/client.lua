@@ -153,7 +153,8 @@ local function handle_event(_, params, ctx)
   if M.on_event then
     M.on_event(ws, params)
   end
-  vim.cmd("redrawstatus")
+  -- Every window's statusline: the component shows the project's state wherever it is.
+  vim.cmd("redrawstatus!")
 end
 
 local function handle_permission(_, params, ctx)
@@ -209,6 +210,11 @@ function M.ensure(root)
     cmd = cmd(root)
   end
   local uri = vim.uri_from_fname(root)
+  -- Built once per start: resolving provider.apiKey may run the user's key command.
+  local built, init = pcall(config.init_options)
+  if not built then
+    return nil, tostring(init)
+  end
   local lsp_config = {
     name = "crank",
     cmd = cmd,
@@ -216,8 +222,8 @@ function M.ensure(root)
     cmd_cwd = root,
     root_dir = root,
     workspace_folders = { { uri = uri, name = vim.fs.basename(root) } },
-    init_options = config.init_options(),
-    settings = config.init_options(),
+    init_options = init,
+    settings = init,
     capabilities = capabilities(),
     handlers = {
       ["crank/event"] = handle_event,

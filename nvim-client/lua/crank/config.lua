@@ -51,11 +51,9 @@ M.defaults = {
     abort = "<C-c>",
     close = "q",
   },
-  --- Global keymaps set by setup() (false: none). Each maps to a command.
-  global_keymaps = {
-    ["<leader>cc"] = "Crank",
-    ["<leader>cf"] = "CrankFix",
-  },
+  --- Global keymaps set by setup(), each `lhs = "Command"` (default: none, so no
+  --- other plugin's maps are taken; the <Plug>(crank-...) maps are there to bind).
+  global_keymaps = false,
 }
 
 local POSITIONS = { right = true, left = true, above = true, below = true, tab = true, current = true }
@@ -85,6 +83,10 @@ local function check(cfg)
     if api ~= nil and api ~= "anthropic" and api ~= "openai" and api ~= "scripted" then
       fail("provider.api", '"anthropic", "openai" or "scripted"', api)
     end
+    local key = cfg.provider.apiKey
+    if key ~= nil and type(key) ~= "string" and type(key) ~= "function" then
+      fail("provider.apiKey", 'a string, "cmd:<shell command>" or a function', key)
+    end
   end
   if cfg.context ~= nil and type(cfg.context) ~= "table" then
     fail("context", "a table", cfg.context)
@@ -100,6 +102,9 @@ local function check(cfg)
   end
   if type(cfg.chat.fold_lines) ~= "number" or cfg.chat.fold_lines < 1 then
     fail("chat.fold_lines", "a positive number", cfg.chat.fold_lines)
+  end
+  if cfg.global_keymaps ~= false and type(cfg.global_keymaps) ~= "table" then
+    fail("global_keymaps", "false or a table of lhs = command", cfg.global_keymaps)
   end
   if type(cfg.root_markers) ~= "table" then
     fail("root_markers", "a list", cfg.root_markers)
@@ -135,6 +140,39 @@ local INIT_KEYS = {
   context = "context",
 }
 
+--- The API key as the server gets it. `provider.apiKey` may be the key, a function
+--- returning it, or "cmd:<shell command>" whose output is the key (a password manager:
+--- "cmd:pass show anthropic"); either is run at each server start and never kept.
+---@param key string|fun():string|nil
+---@return string|nil
+function M.resolve_api_key(key)
+  if type(key) == "function" then
+    local ok, value = pcall(key)
+    if not ok or type(value) ~= "string" or value == "" then
+      error("crank: the provider.apiKey function gave no key: " .. tostring(value), 0)
+    end
+    return value
+  end
+  if type(key) == "string" and key:sub(1, 4) == "cmd:" then
+    local command = key:sub(5)
+    local done = vim.system({ vim.o.shell, vim.o.shellcmdflag, command }, { text = true }):wait()
+    local value = vim.trim(done.stdout or "")
+    if done.code ~= 0 or value == "" then
+      error(
+        string.format(
+          "crank: the provider.apiKey command `%s` gave no key (exit %d): %s",
+          command,
+          done.code,
+          vim.trim(done.stderr or "")
+        ),
+        0
+      )
+    end
+    return value
+  end
+  return key
+end
+
 --- The `initializationOptions.crank` object the server reads.
 ---@return table
 function M.init_options()
@@ -143,6 +181,10 @@ function M.init_options()
     if M.values[option] ~= nil then
       crank[key] = M.values[option]
     end
+  end
+  if crank.provider and crank.provider.apiKey ~= nil then
+    crank.provider = vim.deepcopy(crank.provider)
+    crank.provider.apiKey = M.resolve_api_key(crank.provider.apiKey)
   end
   return { crank = crank }
 end

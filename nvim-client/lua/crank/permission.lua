@@ -65,6 +65,9 @@ function M.ask(params, callback)
     callback(answer)
   end
   M.open[key] = { run_id = params.runId, finish = finish }
+  -- The stock vim.ui.select blocks in inputlist() before the screen is updated: draw
+  -- the preview first, so the question is never asked without the diff in view.
+  vim.cmd.redraw()
   vim.ui.select(M.CHOICES, {
     prompt = string.format("Crank: allow %s?", params.toolName or "this tool"),
     kind = "crank.permission",

@@ -19,11 +19,12 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Literal, TypedDict, TypeVar, get_args
 
-from .loop import BuildRequest, Event, LoopConfig, agent_loop
+from .loop import BuildRequest, Event, LoopConfig, RunPrompt, agent_loop
 from .messages import Message, UserMessage, assistant_message, user_message
 from .model import AbortSignal, Model
 from .tools import Tool
@@ -50,33 +51,74 @@ class ListenerFailed(RuntimeError):
     """A listener raised; the run was ended and the original error is the cause."""
 
 
+QueueKind = Literal["steering", "followUp"]
+"""The two queues, spelled as on the wire: steering enters at the next safe point,
+a follow-up only when the run would otherwise end (principle 6)."""
+QUEUE_KINDS: tuple[QueueKind, ...] = get_args(QueueKind)
+
+
+class QueueState(TypedDict):
+    """Both queues as the wire shows them (``queue_update``, ``crank/state``)."""
+
+    steering: list[str]
+    followUp: list[str]
+
+
 @dataclass
 class Queues:
     steering: list[str]
     follow_up: list[str]
 
-    def as_dict(self) -> dict[str, list[str]]:
+    def as_dict(self) -> QueueState:
         return {"steering": list(self.steering), "followUp": list(self.follow_up)}
+
+    def of(self, which: QueueKind) -> list[str]:
+        """The queue ``which`` names; an unknown name is a ValueError, never a fallback."""
+        if which == "steering":
+            return self.steering
+        if which == "followUp":
+            return self.follow_up
+        raise ValueError(f"unknown queue {which!r}; the queues are {', '.join(QUEUE_KINDS)}")
+
+
+def new_run_id(number: int) -> str:
+    """A run's one id, minted when the run is accepted and used everywhere (events,
+    the protocol's ``runId``, permission questions): ``run-N-<8 hex>``, the counter for
+    reading and the random part so no two sessions or processes share one."""
+    return f"run-{number}-{uuid.uuid4().hex[:8]}"
 
 
 class Run:
-    """One accepted run: its id, its events (if you iterate at once) and its end."""
+    """One accepted run: its id, the prompt it was started with, its events (if you
+    iterate at once) and its end."""
 
-    def __init__(self, run_id: str) -> None:
+    def __init__(self, run_id: str, prompt: RunPrompt) -> None:
         self.id = run_id
+        self.prompt = prompt
+        """The system prompt and tool specs every request of this run sends."""
         self.settled = asyncio.Event()
         self.stop_reason: str | None = None
         self.error: BaseException | None = None
         self.failed_listener: Listener | None = None
         self._queue: asyncio.Queue[Event | None] | None = None
+        self._sent_unheard = 0
+        """Events that went out before anyone asked for ``events()``."""
         self.task: asyncio.Task[None] | None = None
 
     def events(self) -> AsyncIterator[Event]:
-        """Every event of the run, ``agent_settled`` last. Call before the first await
-        after the run was started, or events already sent are not seen."""
-        if self._queue is None:
-            self._queue = asyncio.Queue()
-        queue = self._queue
+        """Every event of the run, ``agent_settled`` last, for one consumer. Call it
+        before the first await after the run was started: once an event has gone out
+        unheard, or a second time, it raises RuntimeError rather than give a stream
+        with a hole (``Harness.subscribe`` hears a run that is already under way)."""
+        if self._queue is not None:
+            raise RuntimeError(f"{self.id}: events() was already called; it has one consumer")
+        if self._sent_unheard:
+            raise RuntimeError(
+                f"{self.id}: events() was called after {self._sent_unheard} event(s) went out; "
+                "call it before the first await after the run started"
+            )
+        queue: asyncio.Queue[Event | None] = asyncio.Queue()
+        self._queue = queue
 
         async def iterate() -> AsyncIterator[Event]:
             while True:
@@ -90,6 +132,8 @@ class Run:
     def _deliver(self, event: Event | None) -> None:
         if self._queue is not None:
             self._queue.put_nowait(event)
+        elif event is not None:
+            self._sent_unheard += 1
 
     async def wait(self) -> str:
         """Wait for ``agent_settled``; returns the stop reason, raises if a listener failed."""
@@ -249,12 +293,12 @@ class Harness:
             self._queue_changed()
         return removed
 
-    def remove_queued(self, which: str, index: int, text: str | None = None) -> str | None:
+    def remove_queued(self, which: QueueKind, index: int, text: str | None = None) -> str | None:
         """Take one message out of a queue ("steering" or "followUp") and return it, or
         None if it is no longer there. With ``text``, the entry at ``index`` is removed
         only if it still holds that text (else the first entry that does), so a client
         acting on a slightly old view never removes the wrong message."""
-        texts = self._queues.steering if which == "steering" else self._queues.follow_up
+        texts = self._queues.of(which)
         if text is not None and not (0 <= index < len(texts) and texts[index] == text):
             index = texts.index(text) if text in texts else -1
         if not 0 <= index < len(texts):
@@ -276,8 +320,8 @@ class Harness:
     async def _tell_quietly(self, event: Event) -> None:
         await self._tell(event)
 
-    def _take(self, which: str) -> list[UserMessage]:
-        texts = self._queues.steering if which == "steering" else self._queues.follow_up
+    def _take(self, which: QueueKind) -> list[UserMessage]:
+        texts = self._queues.of(which)
         if not texts:
             return []
         taken = list(texts)
@@ -299,10 +343,11 @@ class Harness:
         if self._run is not None:
             raise HarnessBusy("a run is already active; steer, queue a follow-up, or abort it")
         self._run_counter += 1
-        run = Run(f"run-{self._run_counter}")
+        run = Run(new_run_id(self._run_counter), RunPrompt.of(self.system, self.tools))
+        config = self._config(run)
         self._run = run
         self._signal = AbortSignal()
-        run.task = asyncio.get_running_loop().create_task(self._drive(run, new_messages))
+        run.task = asyncio.get_running_loop().create_task(self._drive(run, new_messages, config))
         return run
 
     async def abort(self) -> str:
@@ -314,7 +359,9 @@ class Harness:
         await run.settled.wait()
         return "aborted"
 
-    async def _drive(self, run: Run, new_messages: list[Message]) -> None:
+    def _config(self, run: Run) -> LoopConfig:
+        """The run's fixed configuration, captured now: model, prompt, tools, hooks."""
+
         async def before_request() -> None:
             await self._flush_pending_events(run)
             if self.before_request is not None:
@@ -327,15 +374,19 @@ class Harness:
 
         config = LoopConfig(
             model=self.model,
-            system=self.system,
+            system=run.prompt.system,
             tools=list(self.tools),
             max_turns=self.max_turns,
             build_request=self.build_request,
             take_steering=lambda: self._take("steering"),
-            take_follow_up=lambda: self._take("follow_up"),
+            take_follow_up=lambda: self._take("followUp"),
             before_request=before_request,
             recover_overflow=recover_overflow,
         )
+        config.prompt = run.prompt  # one capture: what the run's requests send is run.prompt
+        return config
+
+    async def _drive(self, run: Run, new_messages: list[Message], config: LoopConfig) -> None:
         open_pairs: list[str] = []
         crash: Exception | None = None
         loop = agent_loop(self._record, new_messages, config, self._signal)

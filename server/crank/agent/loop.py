@@ -36,12 +36,29 @@ from .messages import (
     tool_calls,
     tool_result,
 )
-from .model import AbortSignal, Model, ModelRequest, StreamEvent
+from .model import AbortSignal, Model, ModelRequest, StreamEvent, ToolSpec
 from .tools import Tool, run_tool, spec_of
 from .view import build_view
 
 Event = dict[str, Any]
-BuildRequest = Callable[[Sequence[Message]], Awaitable[ModelRequest]]
+
+
+@dataclass(frozen=True)
+class RunPrompt:
+    """What a run tells the model besides the transcript: the system prompt and the
+    tool specs, captured once when the run starts and sent unchanged in every request
+    of that run (principle 9). A prompt rebuilt mid-run is the next run's."""
+
+    system: str
+    tools: tuple[ToolSpec, ...]
+
+    @classmethod
+    def of(cls, system: str, tools: Sequence[Tool]) -> RunPrompt:
+        return cls(system, tuple(spec_of(tool) for tool in tools))
+
+
+BuildRequest = Callable[[Sequence[Message], RunPrompt], Awaitable[ModelRequest]]
+"""Turns the record into the request, given the run's prompt (view, policies, marks)."""
 ABORTED_TEXT = "Aborted by the user."
 _BLOCK_OF = {"text_delta": "text", "thinking_delta": "thinking", "toolcall_delta": "toolCall"}
 
@@ -53,6 +70,8 @@ class LoopConfig:
     model: Model
     system: str
     tools: Sequence[Tool] = ()
+    prompt: RunPrompt = field(init=False)
+    """``system`` and the tools' specs, computed once: what every request of the run sends."""
     max_turns: int | None = None
     build_request: BuildRequest | None = None
     """Turns the record into a request (view, policies, cache marks). Default: the view."""
@@ -64,6 +83,10 @@ class LoopConfig:
     recover_overflow: Callable[[], Awaitable[bool]] | None = None
     """Called once per run when a request is refused as a context overflow; True if it
     made room (e.g. compacted), and the turn is then tried again, once."""
+
+    def __post_init__(self) -> None:
+        self.tools = tuple(self.tools)
+        self.prompt = RunPrompt.of(self.system, self.tools)
 
 
 class _Feed:
@@ -175,12 +198,9 @@ def _announce(record: list[Message], message: Message) -> list[Event]:
     return [{"type": "message_end", "message": message}]
 
 
-async def _default_request(config: LoopConfig, record: Sequence[Message]) -> ModelRequest:
-    return ModelRequest(
-        system=config.system,
-        messages=build_view(record),
-        tools=[spec_of(tool) for tool in config.tools],
-    )
+async def default_request(record: Sequence[Message], prompt: RunPrompt) -> ModelRequest:
+    """The request with no policies: the repaired view under the run's prompt."""
+    return ModelRequest(system=prompt.system, messages=build_view(record), tools=list(prompt.tools))
 
 
 async def agent_loop(
@@ -225,8 +245,8 @@ async def agent_loop(
         turn += 1
         yield {"type": "turn_start", "turn": turn}
 
-        build = config.build_request or (lambda r: _default_request(config, r))
-        request = await build(record)
+        build = config.build_request or default_request
+        request = await build(record, config.prompt)
         reply: AssistantMessage | None = None
         partial = _Partial(config.model.id)
         feed = _Feed(signal)

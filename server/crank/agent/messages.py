@@ -10,10 +10,22 @@ mutates a message it is given.
 from __future__ import annotations
 
 import time
-from typing import Any, Literal, NotRequired, TypedDict, TypeGuard
+from typing import Any, Literal, NotRequired, TypedDict, get_args
 
 StopReason = Literal["stop", "toolUse", "length", "error", "aborted"]
-STOP_REASONS: tuple[StopReason, ...] = ("stop", "toolUse", "length", "error", "aborted")
+ErrorKind = Literal[
+    "rate_limit",
+    "overloaded",
+    "server",
+    "auth",
+    "invalid_request",
+    "overflow",
+    "network",
+    "timeout",
+]
+"""The class of an error reply (``errorKind``). Vendors classify; the loop acts on
+``overflow`` only (it recovers once); clients show the rest."""
+ERROR_KINDS: tuple[ErrorKind, ...] = get_args(ErrorKind)
 
 
 class TextBlock(TypedDict):
@@ -65,7 +77,7 @@ class AssistantMessage(TypedDict):
     timestamp: int
     errorMessage: NotRequired[str]
     api: NotRequired[str]
-    errorKind: NotRequired[str]
+    errorKind: NotRequired[ErrorKind]
     """Structured class of an error reply (``overflow``, ``rate_limit``, ...)."""
 
 
@@ -131,18 +143,6 @@ def tool_result(
         "isError": is_error,
         "timestamp": now_ms(),
     }
-
-
-def is_user(message: Message) -> TypeGuard[UserMessage]:
-    return message["role"] == "user"
-
-
-def is_assistant(message: Message) -> TypeGuard[AssistantMessage]:
-    return message["role"] == "assistant"
-
-
-def is_tool_result(message: Message) -> TypeGuard[ToolResultMessage]:
-    return message["role"] == "toolResult"
 
 
 def text_of(message: AssistantMessage) -> str:

@@ -19,11 +19,13 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from .messages import (
+    ERROR_KINDS,
     AssistantMessage,
     ContentBlock,
+    ErrorKind,
     StopReason,
     Usage,
     assistant_message,
@@ -44,7 +46,7 @@ class Reply:
     stop_reason: StopReason | None = None
     error: str | None = None
     """End the reply as a provider error with this message, after any content."""
-    error_kind: str = "server"
+    error_kind: ErrorKind = "server"
     hang_after: int | None = None
     """Go silent after this many deltas, until cancelled (a stalled stream)."""
     delay: float = 0.0
@@ -78,10 +80,16 @@ def reply_from_dict(data: dict[str, Any]) -> Reply:
         calls=pairs,
         stop_reason=data.get("stopReason"),
         error=data.get("error"),
-        error_kind=str(data.get("errorKind", "server")),
+        error_kind=_error_kind(data.get("errorKind", "server")),
         hang_after=data.get("hangAfter"),
         delay=float(data.get("delay", 0.0)),
     )
+
+
+def _error_kind(raw: Any) -> ErrorKind:
+    if raw not in ERROR_KINDS:
+        raise ValueError(f"errorKind {raw!r} is not one of {', '.join(ERROR_KINDS)}")
+    return cast(ErrorKind, raw)
 
 
 def say(text: str, **options: Any) -> Reply:
@@ -141,7 +149,7 @@ class ScriptedModel:
     def api(self) -> str:
         return "scripted"
 
-    def _fail(self, message: str, kind: str) -> AssistantMessage:
+    def _fail(self, message: str, kind: ErrorKind) -> AssistantMessage:
         reply = assistant_message([], stop_reason="error", model=self.id, error_message=message)
         reply["errorKind"] = kind
         return reply

@@ -30,6 +30,18 @@ OnUpdate = Callable[[str], None]
 
 
 @dataclass(frozen=True)
+class ToolCall:
+    """The call a tool is running: the model's id for it, the tool's name and the
+    arguments (a copy: a tool may change them without touching the record). Every
+    question a tool asks on the call's behalf (approval, a path outside the workspace)
+    names this id, so two identical calls in one batch are never confused."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class ToolOutput:
     """What a tool returns. ``details`` is for clients (a diff, a saved-output path)
     and never goes to the model."""
@@ -43,7 +55,7 @@ class ToolError(Exception):
     """Raised by a tool for a failure the model should read as-is (no traceback)."""
 
 
-Execute = Callable[[dict[str, Any], AbortSignal, OnUpdate], Awaitable["ToolOutput | str"]]
+Execute = Callable[[ToolCall, AbortSignal, OnUpdate], Awaitable["ToolOutput | str"]]
 
 
 @dataclass(frozen=True)
@@ -178,7 +190,8 @@ async def run_tool(
         message = f"Invalid arguments for {name}: {problem}"
         return tool_result(call["id"], name, message, is_error=True), None
     try:
-        output = await tool.execute(dict(call["arguments"]), signal, on_update)
+        running = ToolCall(call["id"], name, dict(call["arguments"]))
+        output = await tool.execute(running, signal, on_update)
     except asyncio.CancelledError:
         if not signal.aborted:
             raise

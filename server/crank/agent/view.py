@@ -10,6 +10,7 @@ output for the same input.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from .messages import (
     Message,
@@ -33,8 +34,34 @@ def _interrupted(call: ToolCallBlock, timestamp: int) -> ToolResultMessage:
     }
 
 
-def build_view(record: Sequence[Message]) -> list[Message]:
-    """Repair the record into a request every provider accepts.
+@dataclass(frozen=True)
+class Repairs:
+    """What ``repair_view`` changed on the way from the record to the view, so the log
+    and the client can say so (a crash's hole shows up as ``interrupted``)."""
+
+    interrupted: int = 0
+    """Calls with no recorded result, given an honest "interrupted" result."""
+    orphans: int = 0
+    """Results left out because their call is not in the view."""
+    duplicates: int = 0
+    """Second (and later) results for a call that already has one."""
+    empty_replies: int = 0
+    """Failed or aborted replies with nothing in them, left out."""
+
+    def __bool__(self) -> bool:
+        return any((self.interrupted, self.orphans, self.duplicates, self.empty_replies))
+
+    def to_json(self) -> dict[str, int]:
+        return {
+            "interruptedResults": self.interrupted,
+            "droppedOrphanResults": self.orphans,
+            "droppedDuplicateResults": self.duplicates,
+            "droppedEmptyReplies": self.empty_replies,
+        }
+
+
+def repair_view(record: Sequence[Message]) -> tuple[list[Message], Repairs]:
+    """Repair the record into a request every provider accepts, and say what changed.
 
     - A failed or aborted reply with nothing in it is left out.
     - Every tool call is followed at once by exactly one result, in call order: a result
@@ -51,18 +78,25 @@ def build_view(record: Sequence[Message]) -> list[Message]:
                 calls_needing_results.add(call["id"])
 
     first_result: dict[str, ToolResultMessage] = {}
+    orphans = duplicates = 0
     for message in record:
         if message["role"] == "toolResult":
             call_id = message["toolCallId"]
-            if call_id in calls_needing_results and call_id not in first_result:
+            if call_id not in calls_needing_results:
+                orphans += 1
+            elif call_id in first_result:
+                duplicates += 1
+            else:
                 first_result[call_id] = message
 
     view: list[Message] = []
     placed: set[str] = set()
+    interrupted = empty_replies = 0
     for message in record:
         if message["role"] == "toolResult":
             continue  # results are placed right after their calls
         if is_empty_failure(message):
+            empty_replies += 1
             continue
         view.append(message)
         for call in tool_calls(message):
@@ -70,8 +104,16 @@ def build_view(record: Sequence[Message]) -> list[Message]:
                 continue  # a duplicated call id: its one result is already placed
             placed.add(call["id"])
             result = first_result.get(call["id"])
-            view.append(result if result is not None else _interrupted(call, message["timestamp"]))
-    return view
+            if result is None:
+                interrupted += 1
+                result = _interrupted(call, message["timestamp"])
+            view.append(result)
+    return view, Repairs(interrupted, orphans, duplicates, empty_replies)
+
+
+def build_view(record: Sequence[Message]) -> list[Message]:
+    """The repaired view alone (``repair_view`` without the account of what changed)."""
+    return repair_view(record)[0]
 
 
 def is_valid_view(messages: Sequence[Message]) -> bool:

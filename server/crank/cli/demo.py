@@ -93,7 +93,7 @@ def _prepare(workdir: Path) -> tuple[Path, Path]:
     return project, script
 
 
-async def _demo_via_server(workdir: Path, console: Console) -> int:
+async def _demo_via_server(workdir: Path, console: Console, keep: bool) -> int:
     """The demo as an editor sees it: ``crank serve`` in a child process, spoken to over
     stdio, every ``crank/event`` rendered as it arrives."""
     project, script = _prepare(workdir)
@@ -156,7 +156,8 @@ async def _demo_via_server(workdir: Path, console: Console) -> int:
         await client.request("crank/prompt", {"text": PROMPT})
         await client.wait_for(settled)
         state = await client.request("crank/state", {})
-        console.print(f"[dim]session file:[/] {state.get('sessionFile')}")
+        where = "" if keep else "  (removed at exit with the demo's folder; --keep keeps it)"
+        console.print(f"[dim]session file:[/] {state.get('sessionFile')}{where}")
     except ConnectionError as exc:
         server_log.flush()
         tail = (workdir / "server.log").read_text(errors="replace").splitlines()[-20:]
@@ -176,7 +177,7 @@ def run_demo(args: argparse.Namespace) -> int:
     console = Console()
     workdir = Path(tempfile.mkdtemp(prefix="crank-demo-"))
     try:
-        return asyncio.run(_demo_via_server(workdir, console))
+        return asyncio.run(_demo_via_server(workdir, console, args.keep))
     finally:
         if args.keep:
             console.print(f"[dim]kept {workdir}")

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import logging
+import os
+import signal
 import sys
 
 from crank import __version__
@@ -32,9 +35,36 @@ def main(argv: list[str] | None = None) -> int:
         # The server parses its own options: argparse's REMAINDER would refuse a first
         # argument that looks like an option (``crank serve --tcp HOST:PORT``).
         return run_server(argv[1:])
+    _log_to_stderr()
     args = build_parser().parse_args(argv)
-    code: int = args.handler(args)
+    try:
+        code: int = args.handler(args)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        return _reader_went_away()
     return code
+
+
+def _log_to_stderr() -> None:
+    """Library warnings (a failed model request, say) are the command's business: it
+    reports each failure once, as ``Error: ...``. So the commands log only errors unless
+    ``CRANK_LOG_LEVEL`` asks for more (``warning``, ``info``, ``debug``)."""
+    level = os.environ.get("CRANK_LOG_LEVEL", "error").upper()
+    logging.basicConfig(
+        level=level if level in logging.getLevelNamesMapping() else logging.ERROR,
+        format="crank: %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+def _reader_went_away() -> int:
+    """``crank sessions list | head -1``: the reader closed the pipe, which is how pipes
+    end, not a failure to report. Point stdout at /dev/null so the interpreter's own
+    flush at exit cannot fail again, and end as a program stopped by SIGPIPE does."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 128 + signal.SIGPIPE
 
 
 if __name__ == "__main__":

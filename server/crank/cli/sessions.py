@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import TextIO
 
 from crank.session import SessionError, SessionStore, read_tree, repair, transcript
-from crank.session.summarize import render_message
+from crank.session.branch_summary import render_message
 
 PREVIEW_CHARS = 240
 
@@ -48,6 +48,8 @@ def run_sessions(
     except SessionError as error:
         print(f"crank: {error}", file=err)
         return 1
+    except BrokenPipeError:
+        raise  # the reader went away (``| head``): main() ends quietly
     except OSError as error:
         print(f"crank: {error.strerror or error}: {error.filename}", file=err)
         return 1
@@ -60,6 +62,8 @@ def _list(store: SessionStore, out: TextIO) -> int:
         return 0
     for session in sessions:
         notes = "  [torn: run crank sessions repair]" if session.get("torn") else ""
+        if "ended" in session:
+            notes += "  [failed]" if session["ended"] == "error" else "  [aborted]"
         if "error" in session:
             notes = f"  [unreadable: {session['error']}]"
         print(

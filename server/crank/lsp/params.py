@@ -3,9 +3,11 @@ the field, never a request left unanswered."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeVar
 
 from crank.workspace import invalid_params
+
+_C = TypeVar("_C", bound=str)
 
 
 class Params:
@@ -36,6 +38,15 @@ class Params:
         value = self.text(name, required=True, choices=choices)
         assert value is not None
         return value
+
+    def choice(self, name: str, choices: tuple[_C, ...]) -> _C:
+        """One of ``choices`` (an enumeration's values, typed as its Literal); required."""
+        value = self.required_text(name, choices)
+        return next(choice for choice in choices if choice == value)
+
+    def optional_choice(self, name: str, choices: tuple[_C, ...]) -> _C | None:
+        value = self.text(name, choices=choices)
+        return next((choice for choice in choices if choice == value), None)
 
     def flag(self, name: str) -> bool:
         value = self.raw.get(name)

@@ -20,10 +20,13 @@ from lsprotocol import types
 from pygls.exceptions import JsonRpcException
 from pygls.lsp.server import LanguageServer
 
+from crank import __version__
+from crank.agent.harness import QUEUE_KINDS
 from crank.session import SessionError
 from crank.vendors import ConfigError
 from crank.workspace import (
     PERMISSION_MODES,
+    WHILE_RUNNING,
     CrankError,
     Settings,
     WorkspaceHost,
@@ -39,7 +42,6 @@ from .progress import RunProgress
 from .protocol import CrankProtocol
 
 log = logging.getLogger(__name__)
-VERSION = "0.1.0"
 Handler = Callable[["CrankServer", Params], Awaitable[Any]]
 HANDLERS: dict[str, Handler] = {}
 
@@ -62,7 +64,7 @@ def as_rpc_error(exc: Exception) -> JsonRpcException | None:
 
 class CrankServer(LanguageServer):
     def __init__(self, *, env: dict[str, str] | None = None) -> None:
-        super().__init__("crank", VERSION, protocol_cls=CrankProtocol)
+        super().__init__("crank", __version__, protocol_cls=CrankProtocol)
         self.env = env
         self.hosts: dict[str, WorkspaceHost] = {}
         self.started = asyncio.Event()
@@ -377,7 +379,12 @@ class CrankServer(LanguageServer):
                     ),
                 )
             )
-        if not only or any(kind.startswith(types.CodeActionKind.Source) for kind in only):
+        # The whole-file fix is a source action: offered when asked for source actions
+        # (VS Code's "Source Action..." menu), and in an unfiltered menu only where there
+        # is something to fix, so it is not in every menu of every buffer (Neovim's
+        # code_action() asks unfiltered); :CrankFix and the command work anywhere.
+        asked = any(kind.startswith(types.CodeActionKind.Source) for kind in only or ())
+        if asked or (not only and diagnostics):
             actions.append(
                 types.CodeAction(
                     title="Crank: fix this file",
@@ -409,7 +416,7 @@ def _context(params: Params) -> list[tuple[Path, dict[str, Any] | None]]:
 @handles("crank/prompt")
 async def _prompt(ls: CrankServer, params: Params) -> Any:
     text = params.required_text("text")
-    mode = params.text("whileRunning", choices=("steer", "followUp", "reject"))
+    mode = params.optional_choice("whileRunning", WHILE_RUNNING)
     context = _context(params)
     return (await ls.session_host(params)).prompt_run(text, context, mode)
 
@@ -433,7 +440,7 @@ async def _clear_queue(ls: CrankServer, params: Params) -> Any:
 
 @handles("crank/removeQueued")
 async def _remove_queued(ls: CrankServer, params: Params) -> Any:
-    which = params.required_text("queue", choices=("steering", "followUp"))
+    which = params.choice("queue", QUEUE_KINDS)
     index = params.index("index")
     text = params.text("text")
     return (await ls.session_host(params)).remove_queued(which, index, text)
@@ -507,7 +514,7 @@ async def _system_prompt(ls: CrankServer, params: Params) -> Any:
 
 @handles("crank/setPermissionMode")
 async def _set_permission_mode(ls: CrankServer, params: Params) -> Any:
-    mode = params.required_text("mode", choices=PERMISSION_MODES)
+    mode = params.choice("mode", PERMISSION_MODES)
     return await (await ls.host_for(params)).set_permission_mode(mode)
 
 

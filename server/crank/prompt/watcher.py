@@ -33,7 +33,6 @@ import os
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 
-import anyio
 from watchfiles import Change, awatch
 
 from .builder import SystemPrompt
@@ -137,8 +136,8 @@ class PromptWatcher:
         self._step_ms = step_ms
         self._debounce_ms = debounce_ms
         self._task: asyncio.Task[None] | None = None
-        self._stop: anyio.Event | None = None
-        self._restart: anyio.Event | None = None
+        self._stop: asyncio.Event | None = None
+        self._restart: asyncio.Event | None = None
         self._lock = asyncio.Lock()
         self.plan = WatchPlan(locations, self._extra_files)
 
@@ -156,7 +155,7 @@ class PromptWatcher:
         first build and the watch being in place is not lost. Returns once armed."""
         if self.running:
             raise RuntimeError("the prompt watcher is already running")
-        self._stop = anyio.Event()
+        self._stop = asyncio.Event()
         armed = asyncio.Event()
         self._task = asyncio.create_task(self._run(armed), name="crank-prompt-watcher")
         waiter = asyncio.create_task(armed.wait())
@@ -172,7 +171,7 @@ class PromptWatcher:
         if self._stop is not None:
             self._stop.set()
         try:
-            with anyio.fail_after(5):
+            async with asyncio.timeout(5):
                 await asyncio.shield(task)
         except TimeoutError:
             task.cancel()
@@ -217,33 +216,32 @@ class PromptWatcher:
     async def _run(self, armed: asyncio.Event) -> None:
         assert self._stop is not None
         while not self._stop.is_set():
-            restart = self._restart = anyio.Event()
+            restart = self._restart = asyncio.Event()
             targets = self.plan.targets
             try:
                 await self._watch(targets, restart, armed)
             except Exception:
                 log.exception("the prompt watch failed; re-arming")
                 armed.set()
-                with anyio.move_on_after(RETRY_DELAY):
-                    await self._stop.wait()
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(RETRY_DELAY):
+                        await self._stop.wait()
                 self._replan()
             if not self._stop.is_set() and restart.is_set():
                 await self.refresh()  # catch what changed while the watch was re-armed
 
     async def _watch(
-        self, targets: tuple[Path, ...], restart: anyio.Event, armed: asyncio.Event
+        self, targets: tuple[Path, ...], restart: asyncio.Event, armed: asyncio.Event
     ) -> None:
         assert self._stop is not None
-        stop = self._stop
-        either = anyio.Event()
+        either = asyncio.Event()
 
-        async def relay(event: anyio.Event) -> None:
+        async def relay(event: asyncio.Event) -> None:
             await event.wait()
             either.set()
 
-        async with anyio.create_task_group() as group:
-            group.start_soon(relay, stop)
-            group.start_soon(relay, restart)
+        relays = [asyncio.create_task(relay(self._stop)), asyncio.create_task(relay(restart))]
+        try:
             changes = awatch(
                 *targets,
                 watch_filter=self._filter,
@@ -261,4 +259,7 @@ class PromptWatcher:
                 self._replan()
                 await self.refresh()
                 batch = await anext(changes, None)
-            group.cancel_scope.cancel()
+        finally:
+            for task in relays:
+                task.cancel()
+            await asyncio.gather(*relays, return_exceptions=True)

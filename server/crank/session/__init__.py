@@ -13,6 +13,7 @@ from pathlib import Path
 from crank.agent.messages import Message
 
 from .errors import (
+    AmbiguousSession,
     NoSuchSession,
     SessionBusy,
     SessionClosed,
@@ -24,8 +25,9 @@ from .errors import (
     UnknownEntry,
 )
 from .housekeeping import ContextSettings, Housekeeper
-from .index import SessionSummary, list_sessions
+from .index import SessionListing, list_sessions
 from .log import SessionLog, read_tree
+from .policies import POLICY_NAMES, PolicyName
 from .repair import RepairResult, repair
 from .replay import BRANCH_SUMMARY_PREFIX, COMPACTION_PREFIX, transcript
 from .store import SessionStore, default_root, workspace_key
@@ -45,17 +47,20 @@ def resume(path: Path | str) -> list[Message]:
 __all__ = [
     "BRANCH_SUMMARY_PREFIX",
     "COMPACTION_PREFIX",
+    "POLICY_NAMES",
+    "AmbiguousSession",
     "ContextSettings",
     "Housekeeper",
     "NoSuchSession",
+    "PolicyName",
     "RepairResult",
     "SessionBusy",
     "SessionClosed",
     "SessionError",
+    "SessionListing",
     "SessionLocked",
     "SessionLog",
     "SessionStore",
-    "SessionSummary",
     "SessionTree",
     "SessionUnreadable",
     "SummaryFailed",

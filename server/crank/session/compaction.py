@@ -2,7 +2,7 @@
 
 ``compact_log`` reads the active branch of a live ``SessionLog`` as rows (what replay
 would show, each with its entry id), finds the cut (``cut.py``), has the older rows
-summarised by a separate call (``summary.py``), checks the summary for the identifiers
+summarised by a separate call (``compaction_summary.py``), checks the summary for the identifiers
 the agent relied on (``identifiers.py``) and appends one ``compaction`` entry. Nothing is
 ever changed or removed; a cut that would summarise nothing or keep nothing, and a
 summary that fails or comes back empty, append nothing and say why.
@@ -19,13 +19,13 @@ from dataclasses import dataclass
 from crank.agent.messages import Message
 from crank.agent.model import AbortSignal, Model
 
+from .compaction_summary import build_request, summarize
 from .cut import Row, find_cut
 from .errors import SummaryFailed
 from .estimate import Calibration
 from .identifiers import collect, collect_from_text, with_identifiers
 from .log import SessionLog
 from .replay import replay_rows
-from .summary import build_request, summarize
 
 
 @dataclass(frozen=True)

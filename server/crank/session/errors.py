@@ -72,6 +72,24 @@ class NoSuchSession(SessionError):
         super().__init__(f"no session {session_id!r} in {where}")
 
 
+class AmbiguousSession(NoSuchSession):
+    """A fragment of an id that fits several sessions; the message names them."""
+
+    SHOWN = 5
+
+    def __init__(self, fragment: str, candidates: list[str], where: Path | str) -> None:
+        self.fragment = fragment
+        self.candidates = candidates
+        shown = ", ".join(candidates[: self.SHOWN])
+        more = f" and {len(candidates) - self.SHOWN} more" if len(candidates) > self.SHOWN else ""
+        SessionError.__init__(
+            self,
+            f"session id {fragment!r} is ambiguous in {where}: it fits {shown}{more}; "
+            f"give more of the id",
+        )
+        self.session_id = fragment
+
+
 class UnknownEntry(SessionError):
     """An entry id that the session does not hold; nothing was written."""
 

@@ -3,7 +3,6 @@
 Wiring (the API is fixed; the server is built against it):
 
     keeper = Housekeeper(log, model, ContextSettings())
-    keeper.set_prompt(system, tool_specs)
     harness = Harness(system=..., tools=..., model=model, messages=log.replay(),
                       build_request=keeper.build_request,
                       before_request=keeper.before_request,
@@ -12,8 +11,13 @@ Wiring (the API is fixed; the server is built against it):
 
 What it promises:
 
-- ``build_request`` turns the record into the request: the repaired view, old results
-  cleared by policy, cache marks placed. The same record and state give the same bytes.
+- ``repairs`` says what the view repaired in the record (results given for calls
+  that have none, orphan and duplicate results and empty failed replies left out);
+  a change is logged once, not at every request.
+- ``build_request`` turns the record into the request under the run's prompt (the
+  system prompt and tool specs the Harness captured when the run started; the keeper
+  keeps no copy): the repaired view, old results cleared by policy, cache marks
+  placed. The same record, prompt and state give the same bytes.
 - ``before_request`` runs at every safe point of a run (before the first request of a
   prompt and after each whole tool batch): if the next request would pass the
   threshold it compacts, so a long run cannot walk into the wall between turns.
@@ -36,10 +40,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from crank.agent.harness import Harness
+from crank.agent.loop import RunPrompt
 from crank.agent.messages import Message, now_ms
-from crank.agent.model import Model, ModelRequest, ToolSpec
-from crank.agent.tools import spec_of
-from crank.agent.view import build_view
+from crank.agent.model import Model, ModelRequest
+from crank.agent.view import Repairs, repair_view
 
 from .compaction import compact_log
 from .errors import SessionBusy
@@ -54,7 +58,7 @@ from .estimate import (
     view_chars,
 )
 from .log import SessionLog
-from .policies import ClearState, Policy, cache_marks, clear_old_results
+from .policies import ClearState, Policy, PolicyName, cache_marks, clear_old_results
 
 log = logging.getLogger(__name__)
 
@@ -71,7 +75,7 @@ class ContextSettings:
     keep_recent_tokens: int = 20_000
     """About how much of the newest conversation a compaction keeps word for word (at
     most a third of the usable window, so a small window still gets room back)."""
-    policy: str = "default"
+    policy: PolicyName = "default"
     """``none`` | ``cache`` | ``clear`` | ``compact`` | ``default``."""
     clear_at_tokens: int | None = None
     """Clear old results once a request passes this. Default: the kept size."""
@@ -91,22 +95,18 @@ class Housekeeper:
         model: Model,
         settings: ContextSettings,
         *,
-        tool_specs: Callable[[], list[ToolSpec]] | None = None,
         summarizer: Model | None = None,
     ) -> None:
         self._policy = Policy.named(settings.policy)
         self._log = log
         self._model = model
         self._settings = settings
-        self._tool_specs = tool_specs
         self._summarizer = summarizer
         self._calibration = Calibration()
         self._clear = ClearState()
         self._view_changed_ms = 0
-        self._pending_prompt: tuple[str, list[ToolSpec]] | None = None
-        self._active_prompt: tuple[str, list[ToolSpec]] | None = None
-        self._seen_run: object = None
         self._last_request_chars: int | None = None
+        self._repairs = Repairs()
         self._harness: Harness | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._totals = self._totals_from_log()
@@ -119,12 +119,6 @@ class Housekeeper:
             self._model = model
             self._calibration = Calibration()
             self._last_request_chars = None
-
-    def set_prompt(self, system: str, tools: Sequence[ToolSpec]) -> None:
-        """What ``build_request`` sends; a run keeps the prompt it started with."""
-        self._pending_prompt = (system, list(tools))
-        if self._harness is None or not self._harness.is_running:
-            self._active_prompt = self._pending_prompt
 
     @property
     def settings(self) -> ContextSettings:
@@ -151,21 +145,26 @@ class Housekeeper:
 
     # -- building requests --------------------------------------------------------------
 
-    def _prompt(self) -> tuple[str, list[ToolSpec]]:
-        if self._active_prompt is not None:
-            return self._active_prompt
-        if self._pending_prompt is not None:
-            return self._pending_prompt
-        tools = self._tool_specs() if self._tool_specs is not None else None
-        if self._harness is not None:
-            return self._harness.system, tools or [spec_of(t) for t in self._harness.tools]
-        return "", tools or []
+    @staticmethod
+    def _prompt(harness: Harness) -> RunPrompt:
+        """The prompt a request would carry now: the active run's, else the next run's."""
+        run = harness.current_run
+        return run.prompt if run is not None else RunPrompt.of(harness.system, harness.tools)
 
     def _size(self, message: Message) -> int:
         return self._calibration.tokens(message_chars(message))
 
+    @property
+    def repairs(self) -> Repairs:
+        """What the view last repaired in the record (nothing, for a healthy session)."""
+        return self._repairs
+
     def _sent(self, record: Sequence[Message], fixed: int) -> tuple[list[Message], ClearState]:
-        view = build_view(record)
+        view, repairs = repair_view(record)
+        if repairs != self._repairs:
+            self._repairs = repairs
+            if repairs:
+                log.warning("%s: the request view repairs the record: %s", self._log.path, repairs)
         if not self._policy.clear:
             return view, self._clear
         calibration = self._calibration
@@ -182,8 +181,8 @@ class Housekeeper:
             size=self._size,
         )
 
-    async def build_request(self, record: Sequence[Message]) -> ModelRequest:
-        system, tools = self._prompt()
+    async def build_request(self, record: Sequence[Message], prompt: RunPrompt) -> ModelRequest:
+        system, tools = prompt.system, list(prompt.tools)
         sent, state = self._sent(record, prompt_chars(system, tools))
         if state != self._clear:
             self._clear = state
@@ -193,10 +192,11 @@ class Housekeeper:
         self._last_request_chars = request_chars(request)
         return request
 
-    def context_tokens(self, record: Sequence[Message]) -> int:
-        """The size of the request the record would send now, policies applied."""
-        system, tools = self._prompt()
-        fixed = prompt_chars(system, tools)
+    def context_tokens(self, harness: Harness) -> int:
+        """The size of the request the harness's record would send now, policies applied."""
+        record = harness.messages
+        prompt = self._prompt(harness)
+        fixed = prompt_chars(prompt.system, prompt.tools)
         sent, state = self._sent(record, fixed)
         anchor = anchor_index(sent)
         stale = anchor is not None and sent[anchor]["timestamp"] <= self._view_changed_ms
@@ -227,12 +227,6 @@ class Housekeeper:
         self._harness = harness
         self._unsubscribe = harness.subscribe(self._on_event)
 
-    def _new_run(self, harness: Harness) -> None:
-        run = harness.current_run
-        if run is not None and run is not self._seen_run:
-            self._seen_run = run
-            self._active_prompt = self._pending_prompt
-
     async def _on_event(self, event: dict[str, Any]) -> None:
         if event.get("type") != "message_end":
             return
@@ -250,10 +244,9 @@ class Housekeeper:
 
     async def before_request(self, harness: Harness) -> None:
         self._attach(harness)
-        self._new_run(harness)
         if not self._policy.compact:
             return
-        tokens = self.context_tokens(harness.messages)
+        tokens = self.context_tokens(harness)
         if tokens <= self.threshold():
             return
         await self._compact(harness, "threshold", None, tokens, in_hook=True)
@@ -263,7 +256,7 @@ class Housekeeper:
         self._attach(harness)
         if self._policy == Policy.named("none"):
             return False
-        tokens = self.context_tokens(harness.messages)
+        tokens = self.context_tokens(harness)
         outcome = await self._compact(harness, "overflow", None, tokens, in_hook=True)
         return bool(outcome["compacted"])
 
@@ -276,7 +269,7 @@ class Housekeeper:
         if harness.is_running:
             raise SessionBusy("compaction")
         self._attach(harness)
-        tokens = self.context_tokens(harness.messages)
+        tokens = self.context_tokens(harness)
         return await self._compact(harness, reason, instructions, tokens, in_hook=False)
 
     def _in_step(self, harness: Harness) -> bool:
@@ -323,7 +316,7 @@ class Housekeeper:
                     result = {
                         "compacted": True,
                         "tokensBefore": tokens_before,
-                        "tokensAfter": self.context_tokens(harness.messages),
+                        "tokensAfter": self.context_tokens(harness),
                     }
                 else:
                     result["reason"] = outcome.reason
@@ -366,7 +359,7 @@ class Housekeeper:
         """The context meter and what the session has used so far (every reply in the
         file, on every branch: what was paid for)."""
         return {
-            "contextTokens": self.context_tokens(harness.messages),
+            "contextTokens": self.context_tokens(harness),
             "contextWindow": self._model.context_window,
             **self._totals,
         }

@@ -23,20 +23,28 @@ import os
 import secrets
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, NotRequired, TypedDict
+from typing import Any, Literal, NotRequired, TypedDict
 
 from .entries import MESSAGE_LINE_PREFIX, SESSION_INFO_LINE_PREFIX
 
 INDEX_NAME = ".index.json"
-INDEX_VERSION = 1
+INDEX_VERSION = 2
 MAX_HEADER_BYTES = 64 * 1024
 TITLE_CHARS = 80
 FIRST_MESSAGE_CHARS = 200
 _USER_MARK = b'"message":{"role":"user",'
+_ASSISTANT_MARK = b'"message":{"role":"assistant",'
 _MESSAGE_AT = b"\n" + MESSAGE_LINE_PREFIX
 
+SessionEnd = Literal["error", "aborted"]
+"""How a session's newest reply ended, when that is worth a mark in a listing."""
+_UNHAPPY_ENDS: tuple[SessionEnd, ...] = ("error", "aborted")
 
-class SessionSummary(TypedDict):
+
+class SessionListing(TypedDict):
+    """One line of the session list (``crank/sessions``, ``crank sessions list``): what
+    a picker shows, read without parsing the whole file. Not a summary of the content."""
+
     sessionId: str
     title: str
     created: str
@@ -47,15 +55,17 @@ class SessionSummary(TypedDict):
     """The last line is incomplete; ``crank sessions repair`` the file before writing."""
     error: NotRequired[str]
     """The file cannot be listed (bad header); it is shown, never silently left out."""
+    ended: NotRequired[SessionEnd]
+    """The newest message is a reply that failed or was aborted."""
 
 
-def list_sessions(directory: Path) -> list[SessionSummary]:
+def list_sessions(directory: Path) -> list[SessionListing]:
     """Every ``*.jsonl`` in ``directory``, newest first."""
     if not directory.is_dir():
         return []
     cache = _load_cache(directory)
     fresh: dict[str, dict[str, Any]] = {}
-    summaries: list[tuple[int, SessionSummary]] = []
+    summaries: list[tuple[int, SessionListing]] = []
     for path in directory.glob("*.jsonl"):
         try:
             stat = path.stat()
@@ -70,11 +80,11 @@ def list_sessions(directory: Path) -> list[SessionSummary]:
     return [summary for _, summary in summaries]
 
 
-def _summary(path: Path, stat: os.stat_result, state: dict[str, Any]) -> SessionSummary:
+def _summary(path: Path, stat: os.stat_result, state: dict[str, Any]) -> SessionListing:
     first = state.get("first") or ""
     name = state.get("name")
     title = name if name else first.strip().split("\n", 1)[0][:TITLE_CHARS]
-    summary: SessionSummary = {
+    summary: SessionListing = {
         "sessionId": state.get("id") or path.name[: -len(".jsonl")],
         "title": title,
         "created": state.get("created") or "",
@@ -86,6 +96,8 @@ def _summary(path: Path, stat: os.stat_result, state: dict[str, Any]) -> Session
         summary["torn"] = True
     if "error" in state:
         summary["error"] = state["error"]
+    if state.get("ended") in _UNHAPPY_ENDS:
+        summary["ended"] = state["ended"]
     return summary
 
 
@@ -124,8 +136,10 @@ def _scan_from(
         state["scanned"] = end
         if end <= start:
             return state
-        count, info_at = _walk_lines(data, start, end)
+        count, info_at, last_at = _walk_lines(data, start, end)
         state["count"] += count
+        if last_at >= 0:
+            state["ended"] = _ending_of(data, last_at, end)
         if state.get("first") is None:
             state["first"] = _first_user_text(data, start - 1, end)
         if info_at >= 0:
@@ -135,25 +149,38 @@ def _scan_from(
     return state
 
 
-def _walk_lines(data: mmap.mmap, start: int, end: int) -> tuple[int, int]:
-    """Message lines in ``data[start:end]`` and where the last ``sessionInfo`` line
-    starts (-1 if none), in one pass that hops from newline to newline. Looking at the
+def _walk_lines(data: mmap.mmap, start: int, end: int) -> tuple[int, int, int]:
+    """Message lines in ``data[start:end]``, where the last ``sessionInfo`` line starts
+    and where the last message line starts (-1 if none), in one pass that hops from
+    newline to newline. Looking at the
     first bytes of each line is several times faster than searching the whole region
     for each needle (memchr for the newline, a short compare per entry), and no bytes
     are copied out of the mapping but those compares."""
-    count, info_at, at = 0, -1, start
+    count, info_at, last_at, at = 0, -1, -1, start
     message_len, info_len = len(MESSAGE_LINE_PREFIX), len(SESSION_INFO_LINE_PREFIX)
     find = data.find
     while at < end:
         if data[at : at + message_len] == MESSAGE_LINE_PREFIX:
             count += 1
+            last_at = at
         elif data[at : at + info_len] == SESSION_INFO_LINE_PREFIX:
             info_at = at
         newline = find(b"\n", at, end)
         if newline < 0:
             break
         at = newline + 1
-    return count, info_at
+    return count, info_at, last_at
+
+
+def _ending_of(data: mmap.mmap, at: int, end: int) -> str | None:
+    """The stop reason of the message line at ``at`` when it is a failed or aborted
+    reply; only such a line is parsed (one per listing of a changed file)."""
+    if data.find(_ASSISTANT_MARK, at, min(at + 256, end)) < 0:
+        return None
+    entry = _parse(_line_at(data, at))
+    message = entry.get("message") if entry else None
+    stop = message.get("stopReason") if isinstance(message, dict) else None
+    return stop if stop in _UNHAPPY_ENDS else None
 
 
 def _first_user_text(data: mmap.mmap, start: int, end: int) -> str | None:

@@ -17,8 +17,6 @@ Promises:
 from __future__ import annotations
 
 import asyncio
-import errno
-import fcntl
 import json
 import os
 import secrets
@@ -33,10 +31,11 @@ import anyio.to_thread
 from crank.agent.messages import Message, Usage, now_ms
 from crank.agent.model import Model
 
+from .branch_summary import abandoned_messages, summarize_branch
 from .entries import Entry, encode, make_header, new_entry_id
 from .errors import SessionBusy, SessionClosed, SessionLocked, UnknownEntry
+from .filelock import try_lock
 from .replay import transcript
-from .summarize import abandoned_messages, summarize_branch
 from .tree import SessionTree
 
 Listener = Callable[[dict[str, Any]], Awaitable[None]]
@@ -63,12 +62,13 @@ def fsync_dir(directory: Path) -> None:
 
 def _lock(fd: int, path: Path) -> None:
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as error:
+        locked = try_lock(fd)
+    except OSError:
         os.close(fd)
-        if error.errno in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-            raise SessionLocked(path) from None
         raise
+    if not locked:
+        os.close(fd)
+        raise SessionLocked(path)
 
 
 class SessionLog:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Literal, get_args
 
 from crank.agent.messages import Message, ToolResultMessage, tool_calls
 
@@ -31,7 +32,9 @@ NOTE = (
     "{arguments} returned {chars} characters here. Call {name} again with the same "
     "arguments if you need it.]"
 )
-POLICY_NAMES = ("none", "cache", "clear", "compact", "default")
+PolicyName = Literal["none", "cache", "clear", "compact", "default"]
+"""The context policies a user can name (docs/context.md says what each does)."""
+POLICY_NAMES: tuple[PolicyName, ...] = get_args(PolicyName)
 
 
 @dataclass(frozen=True)

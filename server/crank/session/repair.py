@@ -9,12 +9,12 @@ It takes the writer's lock, so a session another process is writing is not touch
 
 from __future__ import annotations
 
-import fcntl
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from .errors import SessionLocked
+from .filelock import try_lock
 from .log import fsync_dir, read_tree
 from .tree import SessionTree
 
@@ -41,10 +41,8 @@ def repair(path: Path | str) -> RepairResult:
     path = Path(path)
     fd = os.open(path, os.O_RDWR)
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            raise SessionLocked(path) from None
+        if not try_lock(fd):
+            raise SessionLocked(path)
         data = path.read_bytes()
         cut = data.rfind(b"\n") + 1
         torn = data[cut:]

@@ -15,8 +15,8 @@ from pathlib import Path
 
 import platformdirs
 
-from .errors import NoSuchSession
-from .index import SessionSummary, list_sessions
+from .errors import AmbiguousSession, NoSuchSession
+from .index import SessionListing, list_sessions
 from .log import SessionLog
 
 SUFFIX = ".jsonl"
@@ -46,24 +46,31 @@ class SessionStore:
         return SessionLog.create(self.directory, str(self.workspace))
 
     def path_of(self, session_id: str) -> Path:
-        """The file of ``session_id``; a unique prefix of an id is accepted."""
+        """The file of ``session_id``; a unique prefix or suffix of an id is accepted.
+
+        A fragment that fits more than one session is refused with the candidates named
+        (``AmbiguousSession``), never resolved to the first of them."""
         if "/" in session_id or "\\" in session_id or not session_id:
             raise NoSuchSession(session_id, self.directory)
         exact = self.directory / f"{session_id}{SUFFIX}"
         if exact.is_file():
             return exact
-        matches = sorted(self.directory.glob(f"{glob_escape(session_id)}*{SUFFIX}"))
+        pattern = glob_escape(session_id)
+        matches = sorted(
+            set(self.directory.glob(f"{pattern}*{SUFFIX}"))
+            | set(self.directory.glob(f"*{pattern}{SUFFIX}"))
+        )
         if len(matches) == 1:
             return matches[0]
         if matches:
-            names = ", ".join(match.name[: -len(SUFFIX)] for match in matches[:5])
-            raise NoSuchSession(f"{session_id} (ambiguous: {names})", self.directory)
+            ids = [match.name[: -len(SUFFIX)] for match in matches]
+            raise AmbiguousSession(session_id, ids, self.directory)
         raise NoSuchSession(session_id, self.directory)
 
     def open(self, session_id: str) -> SessionLog:
         return SessionLog.open(self.path_of(session_id))
 
-    def list(self) -> list[SessionSummary]:
+    def list(self) -> list[SessionListing]:
         """Newest first; cheap even for hundreds of large files (see ``index.py``)."""
         return list_sessions(self.directory)
 

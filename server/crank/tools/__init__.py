@@ -14,14 +14,18 @@ from .context import (
     ApplyEdit,
     ApprovalRequest,
     Approve,
+    CommandPreview,
     Decision,
+    DiffPreview,
     Documents,
     EditNotSaved,
     EditRefused,
     MemoryDocuments,
     NoDocuments,
     Outside,
+    PathPreview,
     ToolContext,
+    approval_request,
 )
 from .edit import make_edit
 from .grep import make_grep
@@ -33,21 +37,26 @@ __all__ = [
     "ApplyEdit",
     "ApprovalRequest",
     "Approve",
+    "CommandPreview",
     "Decision",
+    "DiffPreview",
     "Documents",
     "EditNotSaved",
     "EditRefused",
     "MemoryDocuments",
     "NoDocuments",
     "Outside",
+    "PathPreview",
     "ToolContext",
+    "approval_request",
     "read_only_tools",
     "standard_tools",
 ]
 
 
 def read_only_tools(ctx: ToolContext) -> list[Tool]:
-    return [make_read(ctx), make_ls(ctx), make_grep(ctx), make_find(ctx)]
+    """The standard tools that change nothing (``Tool.mutates`` is the one owner)."""
+    return [tool for tool in standard_tools(ctx) if not tool.mutates]
 
 
 def standard_tools(ctx: ToolContext) -> list[Tool]:

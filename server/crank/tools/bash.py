@@ -15,12 +15,12 @@ import signal as signals
 from dataclasses import dataclass
 from typing import Any
 
-from crank.agent.tools import MAX_BYTES, MAX_LINES, OnUpdate, Tool, ToolOutput, truncate
+from crank.agent.tools import MAX_BYTES, MAX_LINES, OnUpdate, Tool, ToolCall, ToolOutput, truncate
 
 from .agreement import command_note, with_note
 from .capture import Capture
 from .change import declined
-from .context import ToolContext
+from .context import CommandPreview, ToolContext, approval_request
 from .process import kill_group, start
 
 DEFAULT_TIMEOUT = 120.0
@@ -142,16 +142,12 @@ def report(done: Finished, timeout: float) -> ToolOutput:
 
 
 def make_bash(ctx: ToolContext) -> Tool:
-    async def execute(args: dict[str, Any], signal: object, on_update: OnUpdate) -> ToolOutput:
+    async def execute(call: ToolCall, signal: object, on_update: OnUpdate) -> ToolOutput:
+        args = call.arguments
         command: str = args["command"]
         timeout = float(args.get("timeout", DEFAULT_TIMEOUT))
-        decision = await ctx.approve(
-            {
-                "toolName": "bash",
-                "arguments": args,
-                "preview": {"kind": "command", "command": command},
-            }
-        )
+        preview: CommandPreview = {"kind": "command", "command": command}
+        decision = await ctx.approve(approval_request(call, preview))
         if not decision.allowed:
             return declined(f"running the command `{command}`", decision)
         done = await run_command(ctx, command, timeout, on_update)

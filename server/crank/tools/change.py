@@ -17,14 +17,20 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import anyio
 
-from crank.agent.tools import ToolError, ToolOutput
+from crank.agent.tools import ToolCall, ToolError, ToolOutput
 
 from .agreement import agrees
-from .context import ApprovalRequest, Decision, EditNotSaved, EditRefused, ToolContext
+from .context import (
+    Decision,
+    DiffPreview,
+    EditNotSaved,
+    EditRefused,
+    ToolContext,
+    approval_request,
+)
 from .textfile import Text, decode_file, split_text, write_atomic
 
 
@@ -69,8 +75,7 @@ def _disk_text(path: Path) -> str | None:
 async def apply_change(
     ctx: ToolContext,
     *,
-    tool_name: str,
-    arguments: dict[str, Any],
+    call: ToolCall,
     path: Path,
     before: Text | None,
     new_body: str,
@@ -83,12 +88,13 @@ async def apply_change(
     """
     display = ctx.display(path)
     old_body = before.body if before else ""
-    request: ApprovalRequest = {
-        "toolName": tool_name,
-        "arguments": arguments,
-        "preview": {"kind": "diff", "path": str(path), "oldText": old_body, "newText": new_body},
+    preview: DiffPreview = {
+        "kind": "diff",
+        "path": str(path),
+        "oldText": old_body,
+        "newText": new_body,
     }
-    decision = await ctx.approve(request)
+    decision = await ctx.approve(approval_request(call, preview))
     if not decision.allowed:
         return Applied(decision)
     new_raw = before.encode(new_body) if before else new_body

@@ -8,6 +8,9 @@ in-process default so the tools work with no editor at all (``crank run``).
 Paths handed to ``documents``, ``apply_edit`` and ``outside`` are absolute and fully
 resolved (symlinks followed), so an implementation can key documents by
 ``Path(uri_to_path(uri)).resolve()``.
+
+Every question (``approve``, ``outside``) carries the ``ToolCall`` that asks, so the
+editor can tie the answer to exactly that call: nobody guesses which call it was.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from typing import Any, Literal, Protocol, TypedDict
 
 import anyio
 
-from crank.agent.tools import ToolError
+from crank.agent.tools import ToolCall, ToolError
 
 
 class Documents(Protocol):
@@ -68,10 +71,31 @@ class CommandPreview(TypedDict):
     command: str
 
 
+class PathPreview(TypedDict):
+    kind: Literal["path"]
+    path: str
+
+
 class ApprovalRequest(TypedDict):
+    """One question to the user, on behalf of the call ``toolCallId``. ``toolName`` is
+    the tool, or the pseudo tool ``outside`` for a path outside the workspace."""
+
+    toolCallId: str
     toolName: str
     arguments: dict[str, Any]
-    preview: DiffPreview | CommandPreview
+    preview: DiffPreview | CommandPreview | PathPreview
+
+
+def approval_request(
+    call: ToolCall, preview: DiffPreview | CommandPreview | PathPreview, *, tool_name: str = ""
+) -> ApprovalRequest:
+    """The question about ``call`` (as ``tool_name`` when it is not the call's own tool)."""
+    return {
+        "toolCallId": call.id,
+        "toolName": tool_name or call.name,
+        "arguments": call.arguments,
+        "preview": preview,
+    }
 
 
 @dataclass(frozen=True)
@@ -89,8 +113,8 @@ class Decision:
 
 
 Approve = Callable[[ApprovalRequest], Awaitable[Decision]]
-Outside = Callable[[Path], Awaitable["bool | Decision"]]
-"""May a path outside the workspace be used? A Decision carries the user's reason."""
+Outside = Callable[[Path, ToolCall], Awaitable["bool | Decision"]]
+"""May the call use a path outside the workspace? A Decision carries the user's reason."""
 
 
 class NoDocuments:
@@ -138,7 +162,7 @@ async def allow_all(request: ApprovalRequest) -> Decision:
     return Decision.allow()
 
 
-async def refuse_outside(path: Path) -> bool:
+async def refuse_outside(path: Path, call: ToolCall) -> bool:
     return False
 
 
@@ -171,15 +195,15 @@ class ToolContext:
     def __post_init__(self) -> None:
         object.__setattr__(self, "root", self.root.resolve())
 
-    async def resolve(self, raw: str) -> Path:
-        """The absolute, symlink-free path for a tool argument, after asking ``outside``
-        if it leaves the workspace; ToolError names the path when that is refused."""
+    async def resolve(self, raw: str, call: ToolCall) -> Path:
+        """The absolute, symlink-free path for an argument of ``call``, after asking
+        ``outside`` if it leaves the workspace; ToolError names the path when refused."""
         if not raw.strip():
             raise ToolError("path must not be empty")
         resolved = absolute(self.root, raw)
         if resolved == self.root or resolved.is_relative_to(self.root):
             return resolved
-        answer = await self.outside(resolved)
+        answer = await self.outside(resolved, call)
         decision = answer if isinstance(answer, Decision) else Decision(answer)
         if decision.allowed:
             return resolved

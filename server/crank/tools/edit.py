@@ -12,7 +12,7 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-from crank.agent.tools import Tool, ToolError, ToolOutput
+from crank.agent.tools import Tool, ToolCall, ToolError, ToolOutput
 
 from .change import apply_change, declined, unified_diff
 from .context import ToolContext
@@ -91,17 +91,16 @@ def splice(body: str, placed: list[tuple[Span, str]]) -> str:
 
 
 def make_edit(ctx: ToolContext) -> Tool:
-    async def execute(args: dict[str, Any], signal: object, on_update: object) -> ToolOutput:
+    async def execute(call: ToolCall, signal: object, on_update: object) -> ToolOutput:
+        args = call.arguments
         pairs = requested_edits(args)
-        path = await ctx.resolve(args["path"])
+        path = await ctx.resolve(args["path"], call)
         display = ctx.display(path)
         before = await load_text(path, ctx.documents, display)
         after = splice(before.body, place_all(before.body, pairs))
         if after == before.body:
             raise ToolError(f"No change: the edits leave {display} exactly as it is.")
-        applied = await apply_change(
-            ctx, tool_name="edit", arguments=args, path=path, before=before, new_body=after
-        )
+        applied = await apply_change(ctx, call=call, path=path, before=before, new_body=after)
         if not applied.decision.allowed:
             return declined(f"the edit to {display}", applied.decision)
         diff = unified_diff(display, before.body, after)

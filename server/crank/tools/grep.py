@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 
-from crank.agent.tools import Tool, ToolError, ToolOutput
+from crank.agent.tools import Tool, ToolCall, ToolError, ToolOutput
 
 from .agreement import differing, searched_note
 from .context import ToolContext
@@ -95,8 +95,9 @@ async def run_search(ctx: ToolContext, query: Query, base: Path, engine: str | N
 def make_grep(ctx: ToolContext, engine: str | None = None) -> Tool:
     """``engine`` forces "rg" or "python" (tests, benchmarks); None picks rg if present."""
 
-    async def execute(args: dict[str, Any], signal: object, on_update: object) -> ToolOutput:
-        base = await ctx.resolve(args.get("path", "."))
+    async def execute(call: ToolCall, signal: object, on_update: object) -> ToolOutput:
+        args = call.arguments
+        base = await ctx.resolve(args.get("path", "."), call)
         if not base.exists() and ctx.documents.text_of(base) is None:
             raise ToolError(f"Path not found: {ctx.display(base)}")
         query = Query(

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
 
 import anyio
 
-from crank.agent.tools import Tool, ToolError, ToolOutput
+from crank.agent.tools import Tool, ToolCall, ToolError, ToolOutput
 
 from .context import ToolContext
 from .globs import matches_path
@@ -47,8 +46,9 @@ def _entries(directory: Path, display: str) -> list[str]:
 
 
 def make_ls(ctx: ToolContext) -> Tool:
-    async def execute(args: dict[str, Any], signal: object, on_update: object) -> ToolOutput:
-        path = await ctx.resolve(args.get("path", "."))
+    async def execute(call: ToolCall, signal: object, on_update: object) -> ToolOutput:
+        args = call.arguments
+        path = await ctx.resolve(args.get("path", "."), call)
         display = ctx.display(path)
         limit = args.get("limit", LS_LIMIT)
         names = await anyio.to_thread.run_sync(_entries, path, display)
@@ -88,8 +88,9 @@ def _find(ctx: ToolContext, base: Path, pattern: str, limit: int, stop: list[boo
 
 
 def make_find(ctx: ToolContext) -> Tool:
-    async def execute(args: dict[str, Any], signal: object, on_update: object) -> ToolOutput:
-        base = await ctx.resolve(args.get("path", "."))
+    async def execute(call: ToolCall, signal: object, on_update: object) -> ToolOutput:
+        args = call.arguments
+        base = await ctx.resolve(args.get("path", "."), call)
         if not base.exists():
             raise ToolError(f"Path not found: {ctx.display(base)}")
         pattern: str = args["pattern"]

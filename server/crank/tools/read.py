@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from crank.agent.tools import MAX_BYTES, MAX_LINES, Tool, ToolError, ToolOutput, truncate
+from crank.agent.tools import MAX_BYTES, MAX_LINES, Tool, ToolCall, ToolError, ToolOutput, truncate
 
 from .agreement import differing, read_note
 from .context import ToolContext
@@ -65,8 +65,9 @@ def window(body: str, offset: int, limit: int | None, display: str) -> str:
 
 
 def make_read(ctx: ToolContext) -> Tool:
-    async def execute(args: dict[str, Any], signal: object, on_update: object) -> ToolOutput:
-        path = await ctx.resolve(args["path"])
+    async def execute(call: ToolCall, signal: object, on_update: object) -> ToolOutput:
+        args = call.arguments
+        path = await ctx.resolve(args["path"], call)
         display = ctx.display(path)
         text = await load_text(path, ctx.documents, display)
         content = window(text.body, args.get("offset", 1), args.get("limit"), display)

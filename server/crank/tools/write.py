@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from crank.agent.tools import Tool, ToolError, ToolOutput
+from crank.agent.tools import Tool, ToolCall, ToolError, ToolOutput
 
 from .change import apply_change, declined, unified_diff
 from .context import ToolContext
@@ -27,8 +27,9 @@ PARAMETERS: dict[str, Any] = {
 
 
 def make_write(ctx: ToolContext) -> Tool:
-    async def execute(args: dict[str, Any], signal: object, on_update: object) -> ToolOutput:
-        path = await ctx.resolve(args["path"])
+    async def execute(call: ToolCall, signal: object, on_update: object) -> ToolOutput:
+        args = call.arguments
+        path = await ctx.resolve(args["path"], call)
         display = ctx.display(path)
         if path.is_dir():
             raise ToolError(f"{display} is a directory; give a file path.")
@@ -38,9 +39,7 @@ def make_write(ctx: ToolContext) -> Tool:
         content = args["content"]
         if before is not None:
             content = content.removeprefix("\ufeff").replace("\r\n", "\n")
-        applied = await apply_change(
-            ctx, tool_name="write", arguments=args, path=path, before=before, new_body=content
-        )
+        applied = await apply_change(ctx, call=call, path=path, before=before, new_body=content)
         if not applied.decision.allowed:
             return declined(f"writing {display}", applied.decision)
         old = before.body if before else ""

@@ -116,15 +116,20 @@ def default_config_file() -> Path:
 
 
 def _how_to_configure(config_file: Path) -> str:
+    """What to set, one way per line, the command line's first: the same text reaches
+    ``crank run`` on stderr and an editor as an error message."""
     return (
-        "No model provider configured. Set one of: "
-        '(1) initializationOptions.crank.provider or the "crank.provider" setting, e.g. '
-        '{"api": "anthropic", "model": "claude-sonnet-4-5", "apiKey": "..."} or '
-        '{"api": "openai", "baseUrl": "http://localhost:11434/v1", "model": "qwen3"}; '
-        f'(2) the file {config_file} containing {{"provider": {{...}}}} with the same keys; '
-        "(3) the environment: ANTHROPIC_API_KEY for Anthropic, or OPENAI_API_KEY and/or "
-        "OPENAI_BASE_URL for an OpenAI-compatible server, optionally CRANK_PROVIDER "
-        "(anthropic|openai) and CRANK_MODEL."
+        "No model provider is configured. Set one of these:\n"
+        "  ANTHROPIC_API_KEY=...                        Anthropic (CRANK_MODEL picks the model)\n"
+        "  OPENAI_API_KEY=... CRANK_MODEL=gpt-4o        OpenAI\n"
+        "  OPENAI_BASE_URL=http://localhost:11434/v1 CRANK_MODEL=qwen3\n"
+        "                                               a local server (Ollama, llama.cpp, "
+        "vLLM, LM Studio)\n"
+        f'  {config_file}: {{"provider": {{"api": "openai", "baseUrl": "...", '
+        '"model": "..."}}\n'
+        '  in an editor: the "crank.provider" setting (or initializationOptions.crank.provider)\n'
+        "With more than one key set, CRANK_PROVIDER=anthropic|openai chooses.\n"
+        "Every setting is described in docs/vendors.md."
     )
 
 
@@ -239,7 +244,7 @@ def _build(merged: dict[str, Any], sources: dict[str, str], path: Path) -> Provi
         variable = "ANTHROPIC_API_KEY" if api == "anthropic" else "OPENAI_API_KEY"
         raise ConfigError(
             f"The {api} provider at {base_url} needs an API key: set provider.apiKey or "
-            f"{variable}. " + _how_to_configure(path)
+            f"{variable}.\n" + _how_to_configure(path)
         )
     model = merged.get("model")
     if model is None:

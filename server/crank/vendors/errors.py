@@ -12,19 +12,11 @@ import email.utils
 import json
 import time
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
-ErrorKind = Literal[
-    "rate_limit",
-    "overloaded",
-    "server",
-    "auth",
-    "invalid_request",
-    "overflow",
-    "network",
-    "timeout",
-]
-RETRYABLE: frozenset[str] = frozenset({"rate_limit", "overloaded", "server", "network"})
+from crank.agent.messages import ErrorKind
+
+RETRYABLE: frozenset[ErrorKind] = frozenset({"rate_limit", "overloaded", "server", "network"})
 
 _TYPE_KINDS: dict[str, ErrorKind] = {
     "rate_limit_error": "rate_limit",

@@ -7,19 +7,22 @@ only through ``EditorClient`` (implemented by crank.lsp). See docs/protocol.md.
 
 from .client import EditorClient
 from .errors import CrankError, invalid_params
-from .host import WorkspaceHost
-from .permissions import Permissions, command_prefix
+from .host import WHILE_RUNNING, WhileRunning, WorkspaceHost
+from .permissions import PERMISSION_MODES, PermissionMode, Permissions, command_prefix
 from .prompts import context_text, fix_file_text
-from .settings import PERMISSION_MODES, Settings, merge_layers, merge_settings
+from .settings import Settings, merge_layers, merge_settings
 from .stream import EventStream
 
 __all__ = [
     "PERMISSION_MODES",
+    "WHILE_RUNNING",
     "CrankError",
     "EditorClient",
     "EventStream",
+    "PermissionMode",
     "Permissions",
     "Settings",
+    "WhileRunning",
     "WorkspaceHost",
     "command_prefix",
     "context_text",

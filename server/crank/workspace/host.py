@@ -12,20 +12,29 @@ from __future__ import annotations
 import asyncio
 import datetime
 import logging
-import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, Literal, get_args
 
-from crank.agent.harness import Harness, HarnessBusy, Listener, Run
-from crank.agent.loop import Event
+import anyio.to_thread
+
+from crank.agent.harness import Harness, HarnessBusy, Listener, QueueKind, QueueState, Run
+from crank.agent.loop import Event, RunPrompt
 from crank.agent.messages import Message
 from crank.agent.model import Model, ModelRequest
-from crank.agent.tools import spec_of
+from crank.agent.tools import Tool, ToolCall
 from crank.prompt import PromptLocations, PromptWatcher, SystemPrompt, compute_prompt
 from crank.session import Housekeeper, SessionError, SessionLog, SessionStore
 from crank.session.log import new_session_id
-from crank.tools import ApprovalRequest, Decision, ToolContext, read_only_tools, standard_tools
+from crank.tools import (
+    ApprovalRequest,
+    Decision,
+    PathPreview,
+    ToolContext,
+    approval_request,
+    read_only_tools,
+    standard_tools,
+)
 from crank.vendors import ConfigError, ProviderConfig, known_models
 from crank.vendors.config import default_config_file
 
@@ -39,13 +48,17 @@ from .errors import (
     invalid_params,
 )
 from .models import Unconfigured, build_model
-from .permissions import DECISIONS, Permissions
+from .permissions import DECISIONS, PERMISSION_MODES, PermissionMode, Permissions
 from .prompts import context_text
 from .sessions import tree_json
-from .settings import PERMISSION_MODES, Settings
+from .settings import Settings
 from .stream import EventStream
 
 log = logging.getLogger(__name__)
+
+WhileRunning = Literal["steer", "followUp", "reject"]
+"""What ``crank/prompt`` does when a run is active: queue the text, or refuse (1001)."""
+WHILE_RUNNING: tuple[WhileRunning, ...] = get_args(WhileRunning)
 
 
 def open_and_replay(path: Path) -> tuple[SessionLog, list[Message]]:
@@ -91,7 +104,6 @@ class WorkspaceHost:
         self.stream = EventStream(uri, client.send_event)
         self.permissions = Permissions(self.root, settings.permission_mode, rules_file)
         self.store = SessionStore(self.root, settings.session_dir)
-        self._calls: dict[str, tuple[str, dict[str, Any]]] = {}
         self.ctx = ToolContext(
             self.root,
             documents=client.documents,
@@ -117,12 +129,9 @@ class WorkspaceHost:
         self._log_listener: Listener | None = None
         self.session_id = new_session_id()
         self._run: Run | None = None
-        self._run_label = ""
-        """The run's id on the wire: unique in the process, unlike the harness's own."""
         self.prompt: SystemPrompt | None = None
         self.watcher: PromptWatcher | None = None
         self.ready = asyncio.Event()
-        self.closed = False
 
     # -- lifetime ---------------------------------------------------------------------
 
@@ -158,7 +167,6 @@ class WorkspaceHost:
 
     async def close(self) -> None:
         """Abort a run (it settles and is saved), stop the watcher, release the log."""
-        self.closed = True
         if self._daily is not None:
             self._daily.cancel()
         await self.harness.abort()
@@ -170,10 +178,10 @@ class WorkspaceHost:
 
     async def _resume_newest(self) -> None:
         try:
-            path = await asyncio.to_thread(self.store.newest)
+            path = await anyio.to_thread.run_sync(self.store.newest)
             if path is None:
                 return
-            opened, messages = await asyncio.to_thread(open_and_replay, path)
+            opened, messages = await anyio.to_thread.run_sync(open_and_replay, path)
             self.harness.replace_messages(messages)
             self._adopt_log(opened)
         except (SessionError, OSError) as exc:
@@ -181,7 +189,7 @@ class WorkspaceHost:
 
     # -- configuration ----------------------------------------------------------------
 
-    def _tool_set(self, mode: str | None = None) -> list[Any]:
+    def _tool_set(self, mode: PermissionMode | None = None) -> list[Tool]:
         if (mode or self.permissions.mode) == "readOnly":
             return read_only_tools(self.ctx)
         return standard_tools(self.ctx)
@@ -216,7 +224,6 @@ class WorkspaceHost:
     async def _on_prompt_change(self, prompt: SystemPrompt) -> None:
         self.prompt = prompt
         self.harness.set_system(prompt.text)
-        self._brief_keeper()
         event = {
             "type": "system_prompt_changed",
             "hash": prompt.hash,
@@ -239,7 +246,7 @@ class WorkspaceHost:
     # -- events -----------------------------------------------------------------------
 
     def _run_id(self) -> str | None:
-        return self._run_label if self._run is not None else None
+        return self._run.id if self._run is not None else None
 
     @property
     def run_id(self) -> str | None:
@@ -253,16 +260,10 @@ class WorkspaceHost:
             outcome = self._log_listener(event)
             if outcome is not None:
                 await outcome
-        kind = event["type"]
-        if kind == "tool_execution_start":
-            self._calls[event["toolCallId"]] = (event["toolName"], event["arguments"])
-        elif kind == "tool_execution_end":
-            self._calls.pop(event["toolCallId"], None)
         run_id = self._run_id()
         self.stream.emit(self.session_id, run_id, event)
-        if kind == "agent_settled":
+        if event["type"] == "agent_settled":
             self._run = None
-            self._calls.clear()
 
     def usage(self) -> dict[str, Any]:
         if self.keeper is not None:
@@ -273,13 +274,9 @@ class WorkspaceHost:
 
     # -- context (compaction, policies): the Housekeeper of the active session ----------
 
-    def _brief_keeper(self) -> None:
-        if self.keeper is not None:
-            self.keeper.set_prompt(self.harness.system, [spec_of(tool) for tool in self.tools])
-
-    async def _build_request(self, record: Sequence[Message]) -> ModelRequest:
+    async def _build_request(self, record: Sequence[Message], prompt: RunPrompt) -> ModelRequest:
         assert self.keeper is not None, "a run always has a session log"
-        return await self.keeper.build_request(record)
+        return await self.keeper.build_request(record, prompt)
 
     async def _before_request(self, harness: Harness) -> None:
         if self.keeper is not None:
@@ -290,12 +287,6 @@ class WorkspaceHost:
 
     # -- permissions ------------------------------------------------------------------
 
-    def _call_id_for(self, tool: str, arguments: dict[str, Any]) -> str:
-        for call_id, (name, args) in self._calls.items():
-            if name == tool and args == arguments:
-                return call_id
-        return next(iter(self._calls), "")
-
     async def _ask(self, request: ApprovalRequest) -> Decision:
         if not self.permissions.needs_asking(request):
             return Decision.allow()
@@ -303,7 +294,7 @@ class WorkspaceHost:
             "workspace": self.uri,
             "sessionId": self.session_id,
             "runId": self._run_id(),
-            "toolCallId": self._call_id_for(request["toolName"], request["arguments"]),
+            "toolCallId": request["toolCallId"],
             "toolName": request["toolName"],
             "arguments": request["arguments"],
             "preview": request["preview"],
@@ -326,19 +317,11 @@ class WorkspaceHost:
     async def _approve(self, request: ApprovalRequest) -> Decision:
         return await self._ask(request)
 
-    async def _outside(self, path: Path) -> Decision:
-        _name, arguments = next(iter(self._calls.values()), ("outside", {}))
-        request = cast(
-            ApprovalRequest,
-            {
-                "toolName": "outside",
-                "arguments": arguments,
-                "preview": {"kind": "path", "path": str(path)},
-            },
-        )
+    async def _outside(self, path: Path, call: ToolCall) -> Decision:
         if self.permissions.mode == "auto":
             return Decision.allow()
-        return await self._ask(request)
+        preview: PathPreview = {"kind": "path", "path": str(path)}
+        return await self._ask(approval_request(call, preview, tool_name="outside"))
 
     # -- runs -------------------------------------------------------------------------
 
@@ -356,7 +339,6 @@ class WorkspaceHost:
         self._log_listener = new_log.listener()
         self.session_id = new_log.session_id
         self.keeper = Housekeeper(new_log, self.harness.model, self.settings.context)
-        self._brief_keeper()
         self.keeper.attach(self.harness)
 
     def _drop_log(self) -> None:
@@ -388,7 +370,7 @@ class WorkspaceHost:
         self,
         text: str,
         context: Sequence[tuple[Path, dict[str, Any] | None]] = (),
-        while_running: str | None = None,
+        while_running: WhileRunning | None = None,
     ) -> dict[str, Any]:
         """Start a run, or queue the text when one is active and the client said how."""
         self._require_model()
@@ -411,19 +393,18 @@ class WorkspaceHost:
         except HarnessBusy as exc:
             raise CrankError(RUN_IN_PROGRESS, str(exc)) from exc
         self._run = run
-        self._run_label = f"{run.id}-{uuid.uuid4().hex[:8]}"
-        return {"sessionId": self.session_id, "runId": self._run_label}
+        return {"sessionId": self.session_id, "runId": run.id}
 
-    def steer(self, text: str) -> dict[str, list[str]]:
+    def steer(self, text: str) -> QueueState:
         return self.harness.steer(text).as_dict()
 
-    def follow_up(self, text: str) -> dict[str, list[str]]:
+    def follow_up(self, text: str) -> QueueState:
         return self.harness.follow_up(text).as_dict()
 
-    def clear_queue(self) -> dict[str, list[str]]:
+    def clear_queue(self) -> QueueState:
         return self.harness.clear_queue().as_dict()
 
-    def remove_queued(self, which: str, index: int, text: str | None) -> dict[str, Any]:
+    def remove_queued(self, which: QueueKind, index: int, text: str | None) -> dict[str, Any]:
         removed = self.harness.remove_queued(which, index, text)
         return {**self.harness.queues.as_dict(), "removed": removed}
 
@@ -442,7 +423,7 @@ class WorkspaceHost:
             "running": self.harness.is_running,
         }
         if self._run is not None:
-            state["runId"] = self._run_label
+            state["runId"] = self._run.id
         state.update(
             {
                 "model": {"api": model.api, "id": model.id},
@@ -456,13 +437,15 @@ class WorkspaceHost:
         )
         if self.config_error is not None:
             state["configError"] = self.config_error
+        if self.keeper is not None and self.keeper.repairs:
+            state["viewRepairs"] = self.keeper.repairs.to_json()
         return state
 
     def messages(self) -> dict[str, Any]:
         return {"messages": list(self.harness.messages)}
 
     async def sessions(self) -> dict[str, Any]:
-        listed = await asyncio.to_thread(self.store.list)  # a cold listing reads the files
+        listed = await anyio.to_thread.run_sync(self.store.list)  # a cold listing reads the files
         return {"sessions": [dict(summary) for summary in listed]}
 
     def tree(self) -> dict[str, Any]:
@@ -504,7 +487,7 @@ class WorkspaceHost:
         path = self.store.path_of(session_id)
         if self.log is not None and self.log.path == path:
             return {"sessionId": self.session_id}
-        opened, messages = await asyncio.to_thread(open_and_replay, path)  # off the loop
+        opened, messages = await anyio.to_thread.run_sync(open_and_replay, path)  # off the loop
         if self.harness.is_running:  # a prompt won the race while the file was read
             opened.close()
             self._require_idle("opening a session")
@@ -541,7 +524,7 @@ class WorkspaceHost:
             await self.log.append_model_change(model.api, model.id)
         return {"model": {"api": model.api, "id": model.id}}
 
-    async def set_permission_mode(self, mode: str) -> dict[str, Any]:
+    async def set_permission_mode(self, mode: PermissionMode) -> dict[str, Any]:
         if mode not in PERMISSION_MODES:
             raise invalid_params("mode", f"must be one of {', '.join(PERMISSION_MODES)}")
         if (self.permissions.mode == "readOnly") != (mode == "readOnly"):

@@ -18,7 +18,7 @@ import os
 import shlex
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import platformdirs
 
@@ -28,6 +28,9 @@ from crank.tools import ApprovalRequest
 log = logging.getLogger(__name__)
 EDIT_TOOLS = ("write", "edit")
 DECISIONS = ("allow", "allowSession", "allowAlways", "reject")
+PermissionMode = Literal["ask", "autoEdit", "auto", "readOnly"]
+"""Who is asked before a change (the module docstring says what each mode means)."""
+PERMISSION_MODES: tuple[PermissionMode, ...] = get_args(PermissionMode)
 
 
 def default_rules_file(root: Path) -> Path:
@@ -69,9 +72,11 @@ def _matches(rule: dict[str, Any], request: ApprovalRequest) -> bool:
 class Permissions:
     """The mode and remembered rules of one workspace."""
 
-    def __init__(self, root: Path, mode: str = "ask", rules_file: Path | None = None) -> None:
+    def __init__(
+        self, root: Path, mode: PermissionMode = "ask", rules_file: Path | None = None
+    ) -> None:
         self.root = root
-        self.mode = mode
+        self.mode: PermissionMode = mode
         self.rules_file = rules_file or default_rules_file(root)
         self.session_rules: list[dict[str, Any]] = []
         self.always_rules: list[dict[str, Any]] = self._load()

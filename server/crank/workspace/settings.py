@@ -15,12 +15,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from crank.session import ContextSettings
+from crank.session import POLICY_NAMES, ContextSettings
 from crank.vendors.config import default_config_file
 
 from .errors import invalid_params
+from .permissions import PERMISSION_MODES, PermissionMode
 
-PERMISSION_MODES = ("ask", "autoEdit", "auto", "readOnly")
 _KEYS = {"provider", "sessionDir", "trusted", "permissionMode", "context"}
 _CONTEXT_KEYS = {
     "policy": "policy",
@@ -28,7 +28,6 @@ _CONTEXT_KEYS = {
     "keepRecentTokens": "keep_recent_tokens",
     "clearAtTokens": "clear_at_tokens",
 }
-CONTEXT_POLICIES = ("none", "cache", "clear", "compact", "default")
 
 
 @dataclass(frozen=True)
@@ -39,7 +38,7 @@ class Settings:
     """The scripted provider's reply file (``provider.script``)."""
     session_dir: str | None = None
     trusted: bool = False
-    permission_mode: str = "ask"
+    permission_mode: PermissionMode = "ask"
     context: ContextSettings = field(default_factory=ContextSettings)
     """Compaction and request-view policies (``context: {policy, reserveTokens, ...}``)."""
     problems: tuple[str, ...] = field(default=())
@@ -81,10 +80,8 @@ def _context(value: Any, where: str) -> ContextSettings:
                 f"{where}.{key}", f"is not a setting; known: {', '.join(_CONTEXT_KEYS)}"
             )
         if key == "policy":
-            if raw not in CONTEXT_POLICIES:
-                raise invalid_params(
-                    f"{where}.policy", f"must be one of {', '.join(CONTEXT_POLICIES)}"
-                )
+            if raw not in POLICY_NAMES:
+                raise invalid_params(f"{where}.policy", f"must be one of {', '.join(POLICY_NAMES)}")
         elif raw is not None and (not isinstance(raw, int) or isinstance(raw, bool) or raw < 0):
             raise invalid_params(f"{where}.{key}", "must be a whole number of tokens")
         if raw is not None:

@@ -9,7 +9,7 @@ import pytest
 from crank.agent.messages import assistant_message
 from crank.agent.model import AbortSignal, ModelRequest, StreamEvent
 from crank.session import BRANCH_SUMMARY_PREFIX, SessionLog, SummaryFailed
-from crank.session.summarize import MAX_INPUT_CHARS
+from crank.session.branch_summary import MAX_INPUT_CHARS
 
 from .conftest import ask, call, result, say
 

@@ -19,8 +19,8 @@ from collections.abc import Sequence
 from crank.agent.messages import Message, user_message
 from crank.agent.model import AbortSignal, Model, ModelRequest
 
+from .branch_summary import Summary, clip, render_message, reply_text
 from .estimate import Calibration, request_chars
-from .summarize import Summary, clip, render_message, reply_text
 
 MAX_OUTPUT_TOKENS = 4_096
 CLIP_STEPS = (2_000, 800, 300, 120)
