@@ -76,6 +76,8 @@ class Crank:
         """``crank/saveDocument`` requests received (only with ``save_documents``)."""
         self.answer_save: Callable[[dict[str, Any]], dict[str, Any] | None] = lambda p: None
         """Return an answer to send instead of saving (to play a client that fails)."""
+        self.format_on_save: Callable[[str], str] | None = None
+        """Rewrite the buffer as it is saved (a formatter run by the editor on save)."""
         self._changed = asyncio.Event()
 
     def open(self, path: Path, text: str) -> None:
@@ -206,6 +208,8 @@ async def running_server(
             return answer
         uri = asked["uri"]
         path = Path(uri.removeprefix("file://"))
+        if crank.format_on_save is not None:
+            crank.type_text(path, crank.format_on_save(crank.buffer(path)))
         path.write_text(crank.buffers[uri].source, "utf-8")
         client.text_document_did_save(
             types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))

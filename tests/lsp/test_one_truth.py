@@ -97,8 +97,8 @@ async def test_plain_client_with_unsaved_user_edits_is_refused_and_told_why(tmp_
         )
     ) as model:
         async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
-            await opened(crank, calc, CALC)
-            crank.type_text(calc, typed)
+            crank.open(calc, CALC)
+            crank.type_text(calc, typed)  # right behind the didOpen
             results = await run(crank)
             edit = results["c1"]
             assert edit["isError"]
@@ -233,3 +233,20 @@ async def test_an_error_answer_to_save_falls_back_to_the_disk_for_a_clean_buffer
             assert not results["c1"]["isError"], results["c1"]
             assert "the client answered with an error" in results["c1"]["content"]
             assert read_text(calc) == crank.buffer(calc) == CALC.replace("a - b", "a + b", 1)
+
+
+async def test_a_formatter_run_on_save_is_on_disk_and_the_model_is_told(tmp_path: Path) -> None:
+    folder, calc = setup(tmp_path)
+    with ModelServer(
+        script({"tool": "edit", **FIX}, {"tool": "bash", "command": "cat calc.py"})
+    ) as model:
+        opts = options(model, tmp_path)
+        async with running_server(tmp_path, [folder], opts, save_documents=True) as crank:
+            crank.format_on_save = lambda text: text.replace("\n\n\n", "\n\n")
+            await opened(crank, calc, CALC)
+            results = await run(crank)
+            assert not results["c1"]["isError"], results["c1"]
+            assert "The editor changed the text as it saved it" in results["c1"]["content"]
+            formatted = CALC.replace("a - b", "a + b", 1).replace("\n\n\n", "\n\n")
+            assert read_text(calc) == crank.buffer(calc) == formatted
+            assert results["c2"]["content"] == formatted.rstrip("\n")

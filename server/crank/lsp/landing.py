@@ -105,10 +105,19 @@ class Landing:
         except BaseException:
             self._sync.forget(uri, new_text)
             raise
-        if not await self._sync.until(uri, lambda: self._text(path) == new_text, SYNC_SECONDS):
-            raise EditNotSaved(
-                "the editor said it applied the change, but its text never became the "
-                "changed text (someone may be typing in it); nothing was saved."
+        arrived = await self._sync.until(
+            uri, lambda: self._text(path) in (new_text, None), SYNC_SECONDS
+        )
+        if self._text(path) is None:
+            raise EditRefused(
+                f"{path.name} was closed in the editor while the change was applied; "
+                "nothing was saved. Read it again."
+            )
+        if not arrived:
+            raise EditRefused(
+                "it answered that the change was applied, but its text did not become the "
+                f"changed text within {SYNC_SECONDS:g} s (the user may be typing in it); "
+                "nothing was saved, so commands do not see it. Read it again."
             )
         if self._can_save():
             saves = self._sync.saves(uri)
@@ -123,12 +132,18 @@ class Landing:
             saved, reason = _save_answer(answer)
             if saved:
                 await self._sync.until(uri, lambda: self._sync.saves(uri) > saves, SYNC_SECONDS)
+                notes = []
                 if user_edits:
-                    return (
+                    notes.append(
                         f"The user had unsaved changes in {path.name}; the editor saved them "
                         "together with this change and told the user so."
                     )
-                return None
+                if self._text(path) != new_text:
+                    notes.append(
+                        "The editor changed the text as it saved it (format on save?); "
+                        "read it again before the next edit."
+                    )
+                return " ".join(notes) or None
             if user_edits:
                 raise EditNotSaved(
                     f"the editor did not save it ({reason or 'no reason given'}), and the "

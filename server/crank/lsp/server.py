@@ -110,8 +110,8 @@ class CrankServer(LanguageServer):
             doc = self.workspace.text_documents.get(uri)
             return doc.source if doc is not None else None
 
-        async def opened(params: types.DidOpenTextDocumentParams) -> None:
-            await sync.opened(params.text_document.uri, params.text_document.text)
+        def opened(params: types.DidOpenTextDocumentParams) -> None:
+            sync.opened(params.text_document.uri, params.text_document.text)
 
         def changed(params: types.DidChangeTextDocumentParams) -> None:
             uri = params.text_document.uri

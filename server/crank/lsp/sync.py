@@ -5,7 +5,8 @@ Dirty state comes from the protocol, not from guessing: a document is *unsaved* 
 ``textDocument/didSave``. At ``didOpen`` it is unsaved when the text the editor opened
 differs from the file on disk (a buffer restored with unsaved work, a file changed
 since); that comparison runs off the event loop, and any notification that arrives
-before it finishes wins over it.
+before it finishes wins over it. (A ``didOpen`` whose comparison has not finished yet
+counts as saved: the agent cannot have read the document in that moment.)
 
 The agent's own edit is announced with ``expect`` before it is sent: the ``didChange``
 that brings the buffer to exactly that text leaves the dirty state as it was (the user
@@ -48,6 +49,7 @@ class DocumentSync:
         self._path_of = path_of
         self._states: dict[str, DocumentState] = {}
         self._wake: dict[str, asyncio.Event] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
 
     def state(self, uri: str) -> DocumentState | None:
         return self._states.get(uri)
@@ -67,10 +69,16 @@ class DocumentSync:
 
     # -- notifications ------------------------------------------------------------------
 
-    async def opened(self, uri: str, text: str) -> None:
+    def opened(self, uri: str, text: str) -> None:
+        """Start tracking ``uri`` now (so a ``didChange`` right behind the ``didOpen``
+        finds it) and compare with the disk in a worker thread."""
         state = DocumentState()
         self._states[uri] = state
-        generation = state.generation
+        task = asyncio.ensure_future(self._compare(uri, state, state.generation, text))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _compare(self, uri: str, state: DocumentState, generation: int, text: str) -> None:
         path = self._path_of(uri)
         disk = await asyncio.to_thread(disk_body, path) if path is not None else None
         if self._states.get(uri) is state and state.generation == generation:
