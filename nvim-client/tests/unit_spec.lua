@@ -84,6 +84,13 @@ H.test("permission preview shows a unified diff", function()
   })
   H.contains(lines, "-x = 1")
   H.contains(lines, "+x = 2")
+  H.ok(not table.concat(lines, "\n"):find("unsaved", 1, true), "no unsaved-changes line for a saved file")
+  local unsaved = format.permission_lines({
+    toolName = "edit",
+    arguments = { path = "a.py" },
+    preview = { kind = "diff", path = "a.py", oldText = "x = 1\n", newText = "x = 2\n", unsavedChanges = true },
+  })
+  H.contains(unsaved, "Your unsaved changes to this file are saved with it.")
   local cmd = format.permission_lines({ toolName = "bash", arguments = {}, preview = { kind = "command", command = "rm -rf build" } })
   H.contains(cmd, "$ rm -rf build")
 end)

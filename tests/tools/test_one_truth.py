@@ -14,7 +14,7 @@ from pathlib import Path
 from crank.agent.tools import Tool
 from crank.tools import EditNotSaved, MemoryDocuments, ToolContext, standard_tools
 
-from .conftest import call
+from .conftest import Approvals, call
 
 
 async def test_an_edit_to_an_open_file_is_on_disk_before_the_next_command(
@@ -110,3 +110,20 @@ async def test_no_note_when_nothing_is_open(root: Path, tools: list[Tool]) -> No
     (root / "a.py").write_text("x\n")
     bash = await call(tools, "bash", {"command": "cat a.py"})
     assert bash.content == "x"
+
+
+async def test_the_question_says_when_the_users_unsaved_changes_go_with_the_change(
+    root: Path, docs: MemoryDocuments
+) -> None:
+    (root / "a.py").write_text("v = 1\n")
+    (root / "b.py").write_text("w = 1\n")
+    docs.open(root / "a.py", "v = 1\n# typed\n")
+    docs.open(root / "b.py", "w = 1\n")
+    approvals = Approvals()
+    ctx = ToolContext(root, documents=docs, apply_edit=docs.apply_edit, approve=approvals)
+    tools = standard_tools(ctx)
+    await call(tools, "edit", {"path": "a.py", "oldText": "1", "newText": "2"})
+    await call(tools, "edit", {"path": "b.py", "oldText": "1", "newText": "2"})
+    first, second = (request["preview"] for request in approvals.requests)
+    assert first.get("unsavedChanges") is True
+    assert "unsavedChanges" not in second

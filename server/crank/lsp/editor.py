@@ -192,6 +192,8 @@ class LspEditor:
             what = f"run the command: {preview['command']}"
         elif preview.get("kind") == "diff":
             what = f"change the file {preview['path']}"
+            if preview.get("unsavedChanges"):
+                what += " (your unsaved changes to it are saved with it)"
         else:
             what = (
                 f"use {params['toolName']} on {preview.get('path', 'a path outside the workspace')}"

@@ -94,6 +94,9 @@ async def apply_change(
         "oldText": old_body,
         "newText": new_body,
     }
+    opened = before is not None and before.open_in_editor
+    if opened and before and not await anyio.to_thread.run_sync(agrees, before.raw, path):
+        preview["unsavedChanges"] = True
     decision = await ctx.approve(approval_request(call, preview))
     if not decision.allowed:
         return Applied(decision)

@@ -20,7 +20,7 @@ import tempfile
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypedDict
+from typing import Any, Literal, NotRequired, Protocol, TypedDict
 
 import anyio
 
@@ -64,6 +64,9 @@ class DiffPreview(TypedDict):
     path: str
     oldText: str
     newText: str
+    unsavedChanges: NotRequired[bool]
+    """The file is open with text the disk does not hold (the user's unsaved edits):
+    the change is saved together with them, so the question says so."""
 
 
 class CommandPreview(TypedDict):

@@ -112,7 +112,8 @@ export interface SessionInfo {
 
 export interface SystemPromptResult { text: string; hash: string; sources: PromptSource[] }
 
-export type DiffPreview = { kind: "diff"; path: string; oldText: string; newText: string };
+/** `unsavedChanges`: the file holds the user's unsaved edits, which are saved with the change. */
+export type DiffPreview = { kind: "diff"; path: string; oldText: string; newText: string; unsavedChanges?: boolean };
 export type CommandPreview = { kind: "command"; command: string };
 
 export interface PermissionRequest {

@@ -398,6 +398,7 @@ function renderPermission(p: PermissionItem): HTMLElement {
   if (pv?.kind === "command") card.append(h("pre", { class: "command" }, pv.command));
   else if (pv?.kind === "diff") {
     card.append(h("div", { class: "path" }, pv.path));
+    if (pv.unsavedChanges) card.append(h("div", { class: "unsaved-note" }, "Your unsaved changes to this file are saved with it."));
     card.append(diffView(pv.oldText, pv.newText, pv.path, 60));
   } else card.append(h("pre", { class: "command" }, keyArg({ args: r.arguments } as ToolItem)));
   const reason = h("input", { type: "text", class: "reason", placeholder: "Reason (optional, sent with Reject)", "aria-label": "Reason for rejecting" }) as HTMLInputElement;
