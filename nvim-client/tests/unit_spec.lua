@@ -91,6 +91,12 @@ H.test("permission preview shows a unified diff", function()
     preview = { kind = "diff", path = "a.py", oldText = "x = 1\n", newText = "x = 2\n", unsavedChanges = true },
   })
   H.contains(unsaved, "Your unsaved changes to this file are saved with it.")
+  local huge = format.permission_lines({
+    toolName = "write",
+    arguments = { path = "big.log" },
+    preview = { kind = "diff", path = "big.log", oldText = "", newText = "x\n", oldTextOmitted = 2147483648 },
+  })
+  H.contains(huge, "2147483648 bytes, is too large or not text")
   local cmd = format.permission_lines({ toolName = "bash", arguments = {}, preview = { kind = "command", command = "rm -rf build" } })
   H.contains(cmd, "$ rm -rf build")
 end)

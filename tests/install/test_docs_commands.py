@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from crank.acp.serve import parser as build_acp_parser
 from crank.cli.main import build_parser
 from crank.lsp.serve import parser as build_serve_parser
 
@@ -83,6 +84,9 @@ def check_crank_command(args: list[str]) -> None:
         args = [arg for arg in args if not PLACEHOLDER.search(arg)]
     if args[:1] == ["serve"]:
         build_serve_parser().parse_args(args[1:])
+        return
+    if args[:1] == ["acp"]:
+        build_acp_parser().parse_args(args[1:])
         return
     if "--version" in args:
         return

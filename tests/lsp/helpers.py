@@ -151,9 +151,19 @@ async def running_server(
     progress: bool = False,
     configuration: bool = False,
     save_documents: bool = False,
+    section: dict[str, Any] | None = None,
+    extra_env: dict[str, str] | None = None,
+    env: dict[str, str] | None = None,
+    server_args: tuple[str, ...] = (),
 ) -> AsyncIterator[Crank]:
+    """``section``: what the client answers for ``workspace/configuration`` section
+    ``crank`` from the start (implies ``configuration``); ``extra_env``: variables
+    added to the server's scrubbed environment (provider keys, for instance)."""
     client = make_test_lsp_client()
     crank = Crank(client)
+    if section is not None:
+        configuration = True
+        client.set_configuration(section, section="crank")
 
     @client.feature("crank/event")
     def on_event(params: Any) -> None:
@@ -216,8 +226,10 @@ async def running_server(
         )
         return {"saved": True}
 
-    env = server_env(tmp_path)
-    await client.start_io(sys.executable, "-m", "crank.lsp", env=env, cwd=str(tmp_path))
+    env = {**(env if env is not None else server_env(tmp_path)), **(extra_env or {})}
+    await client.start_io(
+        sys.executable, "-m", "crank.lsp", *server_args, env=env, cwd=str(tmp_path)
+    )
     experimental: dict[str, Any] = {
         "crank": {"events": True, "permissionRequests": permission_requests}
     }

@@ -1,5 +1,6 @@
-"""bash against real subprocesses. Process-group checks look at /proc: a killed
-grandchild may linger as a zombie if nothing reaps it, which counts as gone."""
+"""bash against real subprocesses, in the sandbox where the machine has one (the
+default). Process-group checks look for a marker in every /proc/*/cmdline
+(tests/support/processes.py), since a sandboxed command's own pids are not the host's."""
 
 from __future__ import annotations
 
@@ -11,28 +12,13 @@ import pytest
 from crank.agent.model import AbortSignal
 from crank.agent.tools import Tool
 from crank.tools import Decision, ToolContext, standard_tools
+from tests.support.processes import holder, marker, survivors
 
 from .conftest import Approvals, call
 
 
-def alive(pid: int) -> bool:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except FileNotFoundError:
-        return False
-    return stat[stat.rfind(")") + 2] != "Z"
-
-
 def text_of(path: Path) -> str:
     return path.read_text().strip() if path.exists() else ""
-
-
-async def wait_for_file(path: Path) -> str:
-    for _ in range(1000):
-        if text := text_of(path):
-            return text
-        await asyncio.sleep(0.01)
-    raise AssertionError(f"{path} never appeared")
 
 
 async def test_output_and_exit_code(root: Path, tools: list[Tool]) -> None:
@@ -65,35 +51,45 @@ async def test_streams_before_the_command_ends(root: Path, tools: list[Tool]) ->
     assert seen[0].startswith("first")
 
 
+async def wait_for_survivor(mark: str) -> None:
+    for _ in range(1000):
+        if survivors(mark):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"no process {mark} ever ran")
+
+
 async def test_timeout_kills_the_group(root: Path, tools: list[Tool]) -> None:
-    command = "sleep 300 & echo $! > child.pid; echo started; wait"
-    result = await call(tools, "bash", {"command": command, "timeout": 0.5})
+    mark = marker()
+    command = f"{holder(mark)} echo started; wait"
+    result = await call(tools, "bash", {"command": command, "timeout": 1})
     assert result.is_error
-    assert "timed out after 0.5 seconds" in result.content
+    assert "timed out after 1 seconds" in result.content
     assert result.content.startswith("started")
-    assert not alive(int((root / "child.pid").read_text()))
+    assert survivors(mark) == []
 
 
 async def test_cancellation_kills_the_group(root: Path, tools: list[Tool]) -> None:
     signal = AbortSignal()
-    command = "sh -c 'trap \"\" TERM; sleep 300' & echo $! > child.pid; wait"
+    mark = marker()
+    command = f"(trap '' TERM; exec -a {mark} sleep 300) & wait"
     task = asyncio.create_task(call(tools, "bash", {"command": command}, signal=signal))
-    pid = int(await wait_for_file(root / "child.pid"))
-    assert alive(pid)
+    await wait_for_survivor(mark)
     signal.abort()
     task.cancel()
     result = await task
     assert result.is_error and "Aborted" in result.content
-    assert not alive(pid)
+    assert survivors(mark) == []
 
 
 async def test_cancellation_propagates_when_not_an_abort(root: Path, tools: list[Tool]) -> None:
-    task = asyncio.create_task(call(tools, "bash", {"command": "echo $$ > p.pid; sleep 300"}))
-    pid = int(await wait_for_file(root / "p.pid"))
+    mark = marker()
+    task = asyncio.create_task(call(tools, "bash", {"command": f"exec -a {mark} sleep 300"}))
+    await wait_for_survivor(mark)
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
-    assert not alive(pid)
+    assert survivors(mark) == []
 
 
 async def test_long_output_keeps_tail_and_saves_all(tmp_path: Path, tools: list[Tool]) -> None:

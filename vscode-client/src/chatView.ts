@@ -9,7 +9,7 @@ import * as vscode from "vscode";
 import { parseViewMessage, type HostMessage, type ViewMessage } from "./chat/protocol";
 import type { ChatAction } from "./chat/state";
 import { chatPageHtml, makeNonce } from "./chat/html";
-import { diffSides, editOf, planUndo, type EditInfo } from "./chat/edits";
+import { diffSides, editOf, planUndo, previousFileOf, type EditInfo } from "./chat/edits";
 import { ErrorCodes, type ContextItem, type EventParams, type PermissionRequest, type PermissionResponse, type Queue } from "./protocol/types";
 import type { ServerManager } from "./server";
 import { INSTALL_HELP } from "./protocol/launch";
@@ -202,7 +202,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
         oldText: request.preview.oldText,
         newText: request.preview.newText,
       };
-      this.edits.set(request.toolCallId, { edit, workspace: request.workspace, previousFile: edit.mode === "write" ? request.preview.oldText : undefined });
+      this.edits.set(request.toolCallId, { edit, workspace: request.workspace, previousFile: edit.mode === "write" ? previousFileOf(request.preview) : undefined });
     }
     return new Promise((resolve) => {
       this.pending.set(id, { request, resolve });

@@ -14,24 +14,18 @@ import {
   type StaticFeature,
 } from "vscode-languageclient/node";
 import { CrankClient, experimentalCapabilities } from "./protocol/client";
-import { findExecutable, initOptions, redacted, serverCommand, type CrankSettings } from "./protocol/launch";
+import { findExecutable, initOptions, redacted, serverCommand, settingsFrom, type CrankSettings } from "./protocol/launch";
+import { redactingChannel } from "./protocol/redact";
 import { answerSave, type SaveHost } from "./protocol/save";
 import type { EventParams, PermissionRequest, PermissionResponse } from "./protocol/types";
 import type { ServerStatus } from "./chat/state";
 
 const SECRET_KEY = "crank.apiKey";
 
+/** Only what the user set (never a contributed default); restricted settings from the user alone while untrusted. */
 export function readSettings(): CrankSettings {
   const c = vscode.workspace.getConfiguration("crank");
-  return {
-    command: c.get<string[]>("server.command", []),
-    python: c.get<string>("server.python", ""),
-    api: c.get<string>("provider.api", ""),
-    baseUrl: c.get<string>("provider.baseUrl", ""),
-    model: c.get<string>("provider.model", ""),
-    permissionMode: c.get("permissionMode", "ask"),
-    sessionDir: c.get<string>("sessionDir", ""),
-  };
+  return settingsFrom((key) => c.inspect(key), vscode.workspace.isTrusted);
 }
 
 /** Adds `capabilities.experimental.crank` so the server sends events and permission requests. */
@@ -59,7 +53,9 @@ const vscodeSaveHost: SaveHost = {
 };
 
 export class ServerManager implements vscode.Disposable {
-  readonly output = vscode.window.createOutputChannel("Crank");
+  /** Every stored key handed to a server: taken out of every line the channel gets (traces included). */
+  private readonly keys = new Set<string>();
+  readonly output = redactingChannel(vscode.window.createOutputChannel("Crank"), () => this.keys);
   private lc: LanguageClient | undefined;
   private crank: CrankClient | undefined;
   private status: ServerStatus = "down";
@@ -111,6 +107,7 @@ export class ServerManager implements vscode.Disposable {
       return;
     }
     const apiKey = await this.context.secrets.get(SECRET_KEY);
+    if (apiKey) this.keys.add(apiKey);
     const init = initOptions(settings, apiKey, vscode.workspace.isTrusted);
     this.output.appendLine(`Starting ${[command, ...args].join(" ")} with ${JSON.stringify(redacted(init))}`);
     const serverOptions: ServerOptions = { command, args, options: { env: process.env } };
@@ -214,7 +211,7 @@ export class ServerManager implements vscode.Disposable {
   private configChanged(e: vscode.ConfigurationChangeEvent): void {
     if (!e.affectsConfiguration("crank")) return;
     if (e.affectsConfiguration("crank.permissionMode")) {
-      const mode = readSettings().permissionMode;
+      const mode = readSettings().permissionMode ?? "ask";
       void this.client?.setPermissionMode({ mode }).catch((err: Error) => {
         this.output.appendLine(`crank/setPermissionMode ${mode} failed: ${err.message}`);
         void vscode.window.showErrorMessage(`Crank: the permission mode setting (${mode}) was not applied: ${err.message}`);

@@ -222,6 +222,12 @@ function M.permission_lines(params)
       out[#out + 1] = "Your unsaved changes to this file are saved with it."
       out[#out + 1] = ""
     end
+    if preview.oldTextOmitted then
+      out[#out + 1] = string.format(
+        "(the old file, %s bytes, is too large or not text: it is replaced whole, with no diff)",
+        tostring(preview.oldTextOmitted)
+      )
+    end
     vim.list_extend(out, M.diff(preview.oldText, preview.newText, preview.path))
   elseif type(preview) == "table" and preview.kind == "command" then
     out[#out + 1] = "$ " .. tostring(preview.command)

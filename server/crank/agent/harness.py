@@ -24,7 +24,8 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypedDict, TypeVar, get_args
 
-from .loop import BuildRequest, Event, LoopConfig, RunPrompt, agent_loop
+from .events import Event
+from .loop import BuildRequest, LoopConfig, RunPrompt, agent_loop
 from .messages import Message, UserMessage, assistant_message, user_message
 from .model import AbortSignal, Model
 from .tools import Tool

@@ -24,6 +24,9 @@ from .model import AbortSignal, ToolSpec
 
 MAX_LINES = 2000
 MAX_BYTES = 50 * 1024
+NOTE_ROOM_LINES = 3
+"""Lines a tool leaves free under MAX_LINES for its own closing note ("[Showing ...]"),
+so the budget's cut never takes the note away."""
 
 OnUpdate = Callable[[str], None]
 """Receives new partial output (only what is new since the last call)."""

@@ -9,6 +9,7 @@ import signal
 import sys
 
 from crank import __version__
+from crank.vendors.secrets import handover
 
 from .demo import add_demo_parser
 from .run import add_run_parser
@@ -26,15 +27,27 @@ def build_parser() -> argparse.ArgumentParser:
     add_sessions_parser(commands)
     add_serve_parser(commands)
     add_demo_parser(commands)
+    commands.add_parser(
+        "acp", help="serve the Agent Client Protocol on stdio (Zed, JetBrains, ...)", add_help=False
+    )
     return parser
 
 
 def main(argv: list[str] | None = None) -> int:
-    argv = sys.argv[1:] if argv is None else argv
+    """The command line. Called without ``argv`` it is the process's entry point:
+    provider keys are first moved out of the environment (``handover``), so no
+    command the agent runs can read them from ``/proc/<this pid>/environ``."""
+    if argv is None:
+        handover()
+        argv = sys.argv[1:]
     if argv[:1] == ["serve"]:
         # The server parses its own options: argparse's REMAINDER would refuse a first
         # argument that looks like an option (``crank serve --tcp HOST:PORT``).
         return run_server(argv[1:])
+    if argv[:1] == ["acp"]:
+        from crank.acp.serve import main as serve_acp
+
+        return serve_acp(argv[1:])
     _log_to_stderr()
     args = build_parser().parse_args(argv)
     try:

@@ -12,7 +12,6 @@ import argparse
 import asyncio
 import datetime
 import json
-import os
 import signal
 import sys
 from pathlib import Path
@@ -24,8 +23,17 @@ from crank.agent.model import Model
 from crank.agent.scripted import ScriptedModel, reply_from_dict
 from crank.prompt import PromptLocations, compute_prompt
 from crank.session import SessionError, SessionLog, SessionStore
-from crank.tools import ToolContext, read_only_tools, standard_tools
+from crank.tools import (
+    ApprovalRequest,
+    Approve,
+    Decision,
+    ToolContext,
+    read_only_tools,
+    standard_tools,
+)
+from crank.tools.sandbox import SandboxSettings, SandboxStatus, probe, protected_paths
 from crank.vendors import ConfigError, create_model, resolve_provider
+from crank.vendors.secrets import provider_env
 
 EXIT_INTERRUPTED = 130
 
@@ -63,6 +71,16 @@ def add_run_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
         help="only read, ls, grep and find (no write, edit or bash)",
     )
     parser.add_argument("--session-dir", default=None, help="where session files live")
+    parser.add_argument(
+        "--no-sandbox",
+        action="store_true",
+        help="run the agent's commands unconfined, as you (needed where no sandbox exists)",
+    )
+    parser.add_argument(
+        "--network",
+        action="store_true",
+        help="let sandboxed commands use the network (off by default)",
+    )
     parser.set_defaults(handler=run_command)
 
 
@@ -79,7 +97,7 @@ def load_script(path: Path) -> ScriptedModel:
 def choose_model(script: str | None) -> Model:
     if script:
         return load_script(Path(script))
-    config = resolve_provider(env=os.environ)
+    config = resolve_provider(env=provider_env())
     if config.api == "scripted":
         raise UsageError("the configured provider is 'scripted': pass --script FILE")
     return create_model(config)
@@ -103,10 +121,41 @@ def _final_reply(harness: Harness) -> AssistantMessage | None:
     return None
 
 
+def command_gate(status: SandboxStatus, settings: SandboxSettings) -> Approve:
+    """``crank run`` asks nobody: a command runs if it is confined, or if the user
+    said ``--no-sandbox``; otherwise it is refused with a message saying how."""
+
+    async def gate(request: ApprovalRequest) -> Decision:
+        if request["toolName"] != "bash" or settings.mode == "off" or status.available:
+            return Decision.allow()
+        return Decision.reject(
+            f"crank run does not run commands without a sandbox, and there is none here "
+            f"({status.detail}). Run crank run --no-sandbox to allow unconfined commands"
+        )
+
+    return gate
+
+
+def tool_context(args: argparse.Namespace, cwd: Path, err: TextIO) -> ToolContext:
+    settings = SandboxSettings(
+        mode="off" if args.no_sandbox else "workspace-write", network=args.network
+    )
+    status = probe()
+    if not args.read_only and settings.mode != "off" and not status.available:
+        print(f"crank: no sandbox ({status.detail}): commands are refused", file=err)
+    extra = [Path(args.session_dir).expanduser()] if args.session_dir else []
+    return ToolContext(
+        cwd,
+        approve=command_gate(status, settings),
+        sandbox=lambda: settings,
+        protected=protected_paths(extra),
+    )
+
+
 async def run_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     cwd = Path.cwd()
     model = choose_model(args.script)
-    context = ToolContext(cwd)
+    context = tool_context(args, cwd, err)
     tools = read_only_tools(context) if args.read_only else standard_tools(context)
     build = await compute_prompt(
         tools, PromptLocations(cwd, cwd, args.trust), datetime.date.today()

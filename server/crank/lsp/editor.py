@@ -28,6 +28,7 @@ from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from crank.tools import EditRefused
+from crank.workspace.stream import EventParams
 
 from .landing import Landing
 from .sync import DocumentSync
@@ -105,7 +106,7 @@ def frame(payload: dict[str, Any]) -> bytes:
 class LspEditor:
     """One per connection; shared by every workspace host of that connection."""
 
-    def __init__(self, server: CrankServer, on_event: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, server: CrankServer, on_event: Callable[[EventParams], None]) -> None:
         self._server = server
         self._on_event = on_event
         self.documents = LspDocuments(server)
@@ -118,7 +119,7 @@ class LspEditor:
             lambda: server.save_documents,
         )
 
-    def send_event(self, params: dict[str, Any]) -> None:
+    def send_event(self, params: EventParams) -> None:
         self.send_notification("crank/event", params)
         self._on_event(params)
 
@@ -200,7 +201,8 @@ class LspEditor:
             )
         request = types.ShowMessageRequestParams(
             type=types.MessageType.Warning,
-            message=f"Crank wants to {what}",
+            message=f"Crank wants to {what}"
+            + (f" ({params['warning']})" if params.get("warning") else ""),
             actions=[types.MessageActionItem(title=title) for title in CHOICES],
         )
         answer = await self.request(types.WINDOW_SHOW_MESSAGE_REQUEST, request)

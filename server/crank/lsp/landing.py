@@ -40,7 +40,7 @@ from typing import Any, Protocol
 from pygls.workspace import TextDocument
 
 from crank.tools import EditNotSaved, EditRefused
-from crank.tools.agreement import body_of, disk_body
+from crank.tools.agreement import body_of, disk_body, most_bytes
 from crank.tools.textfile import BOM, write_atomic
 
 from .sync import DocumentSync
@@ -97,7 +97,7 @@ class Landing:
         if doc.source != old_text:
             raise EditRefused(f"{path.name} changed in the editor since the edit was computed")
         uri = doc.uri
-        on_disk = await asyncio.to_thread(disk_body, path)
+        on_disk = await asyncio.to_thread(disk_body, path, most_bytes(old_text))
         user_edits = self._check(path, uri, old_text, on_disk)
         self._sync.expect(uri, new_text)
         try:

@@ -18,6 +18,8 @@ from typing import Any, BinaryIO
 
 from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
 
+from crank.vendors import redact
+
 from .server import CrankServer, build_server
 
 log = logging.getLogger("crank.lsp")
@@ -39,16 +41,24 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+class RedactingFormatter(logging.Formatter):
+    """Formats as usual, then takes out anything key-like (``crank.vendors.redact``):
+    libraries log whole messages (pygls logs an unknown message with its params), and
+    a traceback can quote a value, so the last step before the log is the one that
+    checks."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
+
+
 def _setup_logging(level: str, log_file: str | None) -> None:
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if log_file:
         handlers.append(logging.FileHandler(log_file))
-    logging.basicConfig(
-        level=level.upper(),
-        handlers=handlers,
-        force=True,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    formatter = RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for handler in handlers:
+        handler.setFormatter(formatter)
+    logging.basicConfig(level=level.upper(), handlers=handlers, force=True)
     logging.getLogger("pygls").setLevel(max(logging.WARNING, logging.getLogger().level))
     if logging.getLogger().level > logging.DEBUG:
         # pygls logs every error answer with a traceback; ours are expected refusals.

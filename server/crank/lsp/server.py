@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import os
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -24,6 +23,7 @@ from crank import __version__
 from crank.agent.harness import QUEUE_KINDS
 from crank.session import SessionError
 from crank.vendors import ConfigError
+from crank.vendors.secrets import provider_env
 from crank.workspace import (
     PERMISSION_MODES,
     WHILE_RUNNING,
@@ -35,6 +35,7 @@ from crank.workspace import (
     merge_layers,
 )
 from crank.workspace.errors import NO_SUCH_WORKSPACE
+from crank.workspace.stream import EventParams
 
 from .editor import LspEditor, path_of_uri
 from .params import Params, check_diagnostics, check_range
@@ -44,6 +45,9 @@ from .protocol import CrankProtocol
 log = logging.getLogger(__name__)
 Handler = Callable[["CrankServer", Params], Awaitable[Any]]
 HANDLERS: dict[str, Handler] = {}
+FOLDER_LAYER = "workspace/configuration crank"
+"""The folder-scoped layer: the client's answer for one folder, which may come from
+that folder's own settings file (see ``crank.workspace.settings.RESTRICTED``)."""
 
 
 def handles(method: str) -> Callable[[Handler], Handler]:
@@ -63,6 +67,13 @@ def as_rpc_error(exc: Exception) -> JsonRpcException | None:
 
 
 class CrankServer(LanguageServer):
+    """The LSP side of one editor connection. It owns the map of workspace folders to
+    their ``WorkspaceHost`` (created on ``initialize`` and folder changes, closed on
+    ``shutdown``), the client's declared capabilities (``permission_requests``), the
+    settings the client pushed (``init_crank``, ``pushed_crank``), the one ``LspEditor``
+    every host talks through, and run progress. It owns nothing about runs, sessions or
+    permissions: those are the hosts'."""
+
     def __init__(self, *, env: dict[str, str] | None = None) -> None:
         super().__init__("crank", __version__, protocol_cls=CrankProtocol)
         self.env = env
@@ -171,7 +182,7 @@ class CrankServer(LanguageServer):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _on_event(self, params: dict[str, Any]) -> None:
+    def _on_event(self, params: EventParams) -> None:
         self.run_progress.on_event(params)
 
     # -- lifecycle --------------------------------------------------------------------
@@ -205,7 +216,9 @@ class CrankServer(LanguageServer):
         """The folder's settings, or None when they are malformed (logged by name).
         Before any change the editor's start-up options come first; after
         ``workspace/didChangeConfiguration`` the newer layers (what it pushed, then the
-        client's answer for the section) win over them."""
+        client's answer for the section) win over them. The answer for the folder is
+        folder-scoped: it cannot grant trust, and in an untrusted folder its
+        safety-lowering settings are ignored (and logged)."""
         section: Any = None
         caps = self.client_capabilities.workspace
         if caps is not None and caps.configuration:
@@ -219,16 +232,19 @@ class CrankServer(LanguageServer):
             except Exception as exc:
                 log.warning("workspace/configuration failed: %s", exc)
         init = ("initializationOptions.crank", self.init_crank)
-        queried = ("workspace/configuration crank", section)
+        queried = (FOLDER_LAYER, section)
         layers = [init, queried]
         if self.config_changed:
             pushed = ("workspace/didChangeConfiguration settings.crank", self.pushed_crank)
             layers = [pushed, queried, init]
         try:
-            return merge_layers(layers)
+            settings = merge_layers(layers, folder_scoped={FOLDER_LAYER})
         except CrankError as exc:
             self.editor.log(f"Crank: settings ignored: {exc.message}")
             return None
+        for problem in settings.problems:
+            self.editor.log(f"Crank: {problem}")
+        return settings
 
     async def add_host(self, uri: str) -> None:
         root = path_of_uri(uri)
@@ -519,4 +535,4 @@ async def _set_permission_mode(ls: CrankServer, params: Params) -> Any:
 
 
 def build_server(env: dict[str, str] | None = None) -> CrankServer:
-    return CrankServer(env=dict(os.environ) if env is None else env)
+    return CrankServer(env=provider_env() if env is None else env)

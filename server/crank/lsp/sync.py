@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from crank.tools.agreement import body_of, disk_body
+from crank.tools.agreement import body_of, disk_body, most_bytes
 
 
 @dataclass
@@ -80,7 +80,8 @@ class DocumentSync:
 
     async def _compare(self, uri: str, state: DocumentState, generation: int, text: str) -> None:
         path = self._path_of(uri)
-        disk = await asyncio.to_thread(disk_body, path) if path is not None else None
+        most = most_bytes(text)
+        disk = await asyncio.to_thread(disk_body, path, most) if path is not None else None
         if self._states.get(uri) is state and state.generation == generation:
             state.unsaved = disk != body_of(text)
             state.disk = disk

@@ -37,8 +37,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
+from crank.agent.events import CompactionEnd, CompactionReason, Event, UsageUpdate
 from crank.agent.harness import Harness
 from crank.agent.loop import RunPrompt
 from crank.agent.messages import Message, now_ms
@@ -86,8 +87,29 @@ class ContextSettings:
         return min(DEFAULT_RESERVE, window // SMALL_WINDOW_RESERVE_SHARE)
 
 
+class ContextUsage(TypedDict):
+    """The context meter and the session's spend (``crank/state`` usage, ``usage_update``)."""
+
+    contextTokens: int
+    contextWindow: int
+    input: int
+    output: int
+    cacheRead: int
+    cacheWrite: int
+    cost: float
+
+
+def usage_update(usage: ContextUsage) -> UsageUpdate:
+    return {"type": "usage_update", **usage}
+
+
 class Housekeeper:
-    """See the module docstring."""
+    """Keeps one session inside its model's window. It owns the request-view state of
+    that session (what was cleared, the cache marks' policy), the token calibration
+    learned from the provider's usage, the session's usage totals and the last view
+    repairs; it reads the log and appends compaction entries to it. It does not own the
+    transcript (the Harness does), the prompt (each run's ``RunPrompt``) or the model
+    (it is handed one, and a new one with ``set_model``). See the module docstring."""
 
     def __init__(
         self,
@@ -227,8 +249,8 @@ class Housekeeper:
         self._harness = harness
         self._unsubscribe = harness.subscribe(self._on_event)
 
-    async def _on_event(self, event: dict[str, Any]) -> None:
-        if event.get("type") != "message_end":
+    async def _on_event(self, event: Event) -> None:
+        if event["type"] != "message_end":
             return
         message = event["message"]
         if message["role"] != "assistant":
@@ -240,7 +262,7 @@ class Housekeeper:
         if self._last_request_chars is not None and usage_total(usage) > 0:
             self._calibration.learn(self._last_request_chars, usage_total(usage))
         if self._harness is not None:
-            await self._harness.announce({"type": "usage_update", **self.usage(self._harness)})
+            await self._harness.announce(usage_update(self.usage(self._harness)))
 
     async def before_request(self, harness: Harness) -> None:
         self._attach(harness)
@@ -263,7 +285,11 @@ class Housekeeper:
     # -- compaction ---------------------------------------------------------------------
 
     async def compact(
-        self, harness: Harness, *, reason: str = "manual", instructions: str | None = None
+        self,
+        harness: Harness,
+        *,
+        reason: CompactionReason = "manual",
+        instructions: str | None = None,
     ) -> dict[str, Any]:
         """Compact now (the user asked); refused while a run is active (1006)."""
         if harness.is_running:
@@ -282,7 +308,7 @@ class Housekeeper:
     async def _compact(
         self,
         harness: Harness,
-        reason: str,
+        reason: CompactionReason,
         instructions: str | None,
         tokens_before: int,
         *,
@@ -323,12 +349,12 @@ class Housekeeper:
         except Exception as error:  # housekeeping must never cost the user their prompt
             log.exception("compaction failed")
             result = {"compacted": False, "reason": f"compaction failed: {error}"}
-        end: dict[str, Any] = {"type": "compaction_end", "compacted": result["compacted"]}
+        end: CompactionEnd = {"type": "compaction_end", "compacted": result["compacted"]}
         if not result["compacted"]:
             end["error"] = result["reason"]
         await harness.announce(end)
         if result["compacted"]:
-            await harness.announce({"type": "usage_update", **self.usage(harness)})
+            await harness.announce(usage_update(self.usage(harness)))
         return result
 
     # -- usage --------------------------------------------------------------------------
@@ -355,11 +381,16 @@ class Housekeeper:
         totals["cost"] = cost
         return totals
 
-    def usage(self, harness: Harness) -> dict[str, Any]:
+    def usage(self, harness: Harness) -> ContextUsage:
         """The context meter and what the session has used so far (every reply in the
         file, on every branch: what was paid for)."""
+        totals = self._totals
         return {
             "contextTokens": self.context_tokens(harness),
             "contextWindow": self._model.context_window,
-            **self._totals,
+            "input": totals["input"],
+            "output": totals["output"],
+            "cacheRead": totals["cacheRead"],
+            "cacheWrite": totals["cacheWrite"],
+            "cost": totals["cost"],
         }

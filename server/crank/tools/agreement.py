@@ -30,9 +30,19 @@ def body_of(raw: str) -> str:
     return split_text(raw).body
 
 
-def disk_body(path: Path) -> str | None:
-    """The file's text as a body, or None when there is no readable text file there."""
+def most_bytes(buffer: str) -> int:
+    """The largest file whose body could equal ``buffer``'s: a file holds at most a CR
+    before every LF and a BOM more than the body, so a bigger one differs unread (and
+    memory stays bounded by the buffer's own size)."""
+    return 2 * len(body_of(buffer).encode("utf-8")) + 3
+
+
+def disk_body(path: Path, most: int | None = None) -> str | None:
+    """The file's text as a body, or None when there is no readable text file there
+    (or it is bigger than ``most`` bytes, so it is not read)."""
     try:
+        if most is not None and path.stat().st_size > most:
+            return None
         data = path.read_bytes()
     except OSError:
         return None
@@ -46,7 +56,7 @@ def disk_body(path: Path) -> str | None:
 
 def agrees(buffer: str, path: Path) -> bool:
     """Does the file on disk hold the same text as ``buffer``?"""
-    return disk_body(path) == body_of(buffer)
+    return disk_body(path, most_bytes(buffer)) == body_of(buffer)
 
 
 async def differing(ctx: ToolContext, paths: Iterable[Path]) -> list[Path]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import signal as signals
+from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,7 +22,8 @@ from .agreement import command_note, with_note
 from .capture import Capture
 from .change import declined
 from .context import CommandPreview, ToolContext, approval_request
-from .process import kill_group, start
+from .process import CONFINED_GRACE_SECONDS, KILL_GRACE_SECONDS, Box, kill_group, start
+from .sandbox import probe
 
 DEFAULT_TIMEOUT = 120.0
 DRAIN_SECONDS = 0.5
@@ -63,30 +65,65 @@ async def _pump(stream: asyncio.StreamReader, capture: Capture, on_update: OnUpd
         on_update(rest)
 
 
-async def run_command(
-    ctx: ToolContext, command: str, seconds: float, on_update: OnUpdate
-) -> Finished:
-    capture = Capture(ctx.output_dir)
-    process = await start(command, ctx.root)
-    assert process.stdout is not None
-    reader = asyncio.create_task(_pump(process.stdout, capture, on_update))
-    timed_out = False
+async def _uncancellable(step: Awaitable[None]) -> None:
+    """Await ``step`` to its end even if the caller is cancelled meanwhile (a second
+    abort); the cancellation is re-raised once it is done."""
+    task = asyncio.ensure_future(step)
+    cancelled = False
+    while not task.done():
+        try:
+            await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.done():
+                break
+            cancelled = True
+    task.result()
+    if cancelled:
+        raise asyncio.CancelledError
+
+
+async def _end(starting: asyncio.Task[asyncio.subprocess.Process], grace: float) -> None:
+    """Whatever state the start is in, see that nothing it began is left running:
+    wait for the start to finish (it cannot be stopped half-way), then kill the
+    group."""
     try:
+        process = await starting
+    except BaseException:
+        return  # it never started
+    await kill_group(process, grace)
+
+
+async def run_command(
+    ctx: ToolContext, command: str, seconds: float, on_update: OnUpdate, box: Box | None = None
+) -> Finished:
+    """Run ``command``; on every way out that is not its own end (timeout, abort,
+    any error), the process group is killed in a cleanup no cancellation can cut
+    short, including an abort that lands while the process is being started."""
+    capture = Capture(ctx.output_dir)
+    grace = KILL_GRACE_SECONDS if box is None else CONFINED_GRACE_SECONDS
+    starting = asyncio.ensure_future(start(command, ctx.root, box))
+    reader: asyncio.Task[None] | None = None
+    try:
+        process = await asyncio.shield(starting)
+        assert process.stdout is not None
+        reader = asyncio.create_task(_pump(process.stdout, capture, on_update))
+        timed_out = False
         try:
             async with asyncio.timeout(seconds):
                 await process.wait()
         except TimeoutError:
             timed_out = True
-            await kill_group(process)
+            await _uncancellable(kill_group(process, grace))
         done, _ = await asyncio.wait({reader}, timeout=DRAIN_SECONDS)
         left_running = not done
         if left_running:
             reader.cancel()
         else:
             reader.result()
-    except asyncio.CancelledError:
-        await kill_group(process)
-        reader.cancel()
+    except BaseException:
+        await _uncancellable(_end(starting, grace))
+        if reader is not None:
+            reader.cancel()
         capture.close()
         raise
     return Finished(process.returncode, timed_out, left_running, capture)
@@ -141,6 +178,16 @@ def report(done: Finished, timeout: float) -> ToolOutput:
     return ToolOutput(content, is_error=status is not None, details=details)
 
 
+async def box_for(ctx: ToolContext) -> Box | None:
+    """The sandbox for the next command, or None when it runs unconfined (mode
+    ``off``, or no sandbox on this machine: the frontends decide, through ``approve``,
+    whether an unconfined command may run at all)."""
+    settings = ctx.sandbox()
+    if settings.mode == "off" or not (await asyncio.to_thread(probe)).available:
+        return None
+    return Box(settings, ctx.protected, (ctx.output_dir,))
+
+
 def make_bash(ctx: ToolContext) -> Tool:
     async def execute(call: ToolCall, signal: object, on_update: OnUpdate) -> ToolOutput:
         args = call.arguments
@@ -150,7 +197,7 @@ def make_bash(ctx: ToolContext) -> Tool:
         decision = await ctx.approve(approval_request(call, preview))
         if not decision.allowed:
             return declined(f"running the command `{command}`", decision)
-        done = await run_command(ctx, command, timeout, on_update)
+        done = await run_command(ctx, command, timeout, on_update, await box_for(ctx))
         return with_note(report(done, timeout), await command_note(ctx))
 
     return Tool(

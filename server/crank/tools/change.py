@@ -31,7 +31,7 @@ from .context import (
     ToolContext,
     approval_request,
 )
-from .textfile import Text, decode_file, split_text, write_atomic
+from .textfile import Text, current_raw, write_atomic
 
 
 @dataclass(frozen=True)
@@ -64,14 +64,6 @@ def declined(action: str, decision: Decision) -> ToolOutput:
     return ToolOutput(text, is_error=True, details={"declined": True, "reason": decision.reason})
 
 
-def _disk_text(path: Path) -> str | None:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        return None
-    return split_text(decode_file(path, data, str(path))).raw
-
-
 async def apply_change(
     ctx: ToolContext,
     *,
@@ -97,6 +89,8 @@ async def apply_change(
     opened = before is not None and before.open_in_editor
     if opened and before and not await anyio.to_thread.run_sync(agrees, before.raw, path):
         preview["unsavedChanges"] = True
+    if before is not None and before.omitted:
+        preview["oldTextOmitted"] = before.omitted
     decision = await ctx.approve(approval_request(call, preview))
     if not decision.allowed:
         return Applied(decision)
@@ -118,8 +112,8 @@ async def apply_change(
         return Applied(decision, "in the editor and on disk", note)
     if before is not None and before.open_in_editor:
         raise ToolError(f"{display} was closed in the editor while waiting; read it again.")
-    current = await anyio.to_thread.run_sync(_disk_text, path)
-    expected = before.raw if before else None
+    current = await anyio.to_thread.run_sync(current_raw, path)
+    expected = (before.stamp if before.omitted else before.raw) if before else None
     if current != expected:
         raise ToolError(f"{display} changed on disk while waiting; read it again.")
     try:

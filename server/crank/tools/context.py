@@ -26,6 +26,8 @@ import anyio
 
 from crank.agent.tools import ToolCall, ToolError
 
+from .sandbox import SandboxSettings, is_protected, protected_paths
+
 
 class Documents(Protocol):
     """The editor's open documents: their current (possibly unsaved) text."""
@@ -67,6 +69,10 @@ class DiffPreview(TypedDict):
     unsavedChanges: NotRequired[bool]
     """The file is open with text the disk does not hold (the user's unsaved edits):
     the change is saved together with them, so the question says so."""
+    oldTextOmitted: NotRequired[int]
+    """Set (to the old file's size in bytes) when the old file was too large or not
+    text, so it was not loaded: ``oldText`` is then empty and is NOT the old content
+    (a client must not offer to restore it)."""
 
 
 class CommandPreview(TypedDict):
@@ -194,6 +200,12 @@ class ToolContext:
     approve: Approve = allow_all
     outside: Outside = refuse_outside
     output_dir: Path = field(default_factory=_default_output_dir)
+    sandbox: Callable[[], SandboxSettings] = SandboxSettings
+    """The sandbox settings, asked for each command (a settings change applies to the
+    next one). The default confines commands where the platform allows."""
+    protected: tuple[Path, ...] = field(default_factory=protected_paths)
+    """Secret locations (credential stores, Crank's config and data folders) that no
+    tool reads or writes, whatever ``outside`` says; commands see them empty."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "root", self.root.resolve())
@@ -204,6 +216,11 @@ class ToolContext:
         if not raw.strip():
             raise ToolError("path must not be empty")
         resolved = absolute(self.root, raw)
+        if is_protected(resolved, self.protected):
+            raise ToolError(
+                f"Path '{raw}' resolves to {resolved}, which holds credentials or another "
+                "process's data (/proc); no tool may read or change it."
+            )
         if resolved == self.root or resolved.is_relative_to(self.root):
             return resolved
         answer = await self.outside(resolved, call)

@@ -19,6 +19,12 @@ from .context import ToolContext
 from .matching import MatchError, Span, find_once
 from .textfile import load_text
 
+TOO_LARGE = (
+    "edit loads the whole file, so it refuses one this large. Change it with bash instead "
+    "(for example sed -i, or a short script that streams it), or read it in windows with "
+    "read's offset and limit."
+)
+
 _PAIR: dict[str, Any] = {
     "type": "object",
     "properties": {
@@ -96,7 +102,7 @@ def make_edit(ctx: ToolContext) -> Tool:
         pairs = requested_edits(args)
         path = await ctx.resolve(args["path"], call)
         display = ctx.display(path)
-        before = await load_text(path, ctx.documents, display)
+        before = await load_text(path, ctx.documents, display, instead=TOO_LARGE)
         after = splice(before.body, place_all(before.body, pairs))
         if after == before.body:
             raise ToolError(f"No change: the edits leave {display} exactly as it is.")

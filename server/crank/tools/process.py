@@ -13,36 +13,69 @@ import contextlib
 import os
 import shutil
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
+from .sandbox import SandboxSettings, confine
+
 KILL_GRACE_SECONDS = 2.0
+CONFINED_GRACE_SECONDS = 0.3
+"""A sandboxed command's grace: the namespace's first process (bubblewrap's) ignores
+SIGTERM, and a SIGTERM that lands while the sandbox is being set up never reaches the
+shell, so only SIGKILL ends those; the command's own processes get SIGTERM first."""
 POLL_SECONDS = 0.02
+
+
+@dataclass(frozen=True)
+class Box:
+    """How to confine one command: the user's settings and what to hide or show."""
+
+    settings: SandboxSettings
+    protected: Sequence[Path] = ()
+    readable: Sequence[Path] = ()
 
 
 def shell() -> str:
     return shutil.which("bash") or "/bin/sh"
 
 
-PROVIDER_SECRETS = ("ANTHROPIC_API_KEY", "OPENAI_API_KEY")
-"""The model providers' keys: Crank's own credentials, not the project's. A command the
-agent runs never sees them, so ``env`` or a debug print cannot copy a key into a tool
-result (and from there into events and the session file)."""
+SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_SECRET_KEY", "_PASSWORD", "_ACCESS_KEY")
+"""Variables whose names end like this hold credentials (the providers' keys, cloud
+and CI tokens) and are left out of a command's environment, so ``env`` or a debug
+print cannot copy one into a tool result (and from there into events and the session
+file). The providers' keys are not in the server's environment at all
+(crank.vendors.secrets); this is the second line."""
+_SECRET_NAMES = ("SSH_AUTH_SOCK", "GPG_AGENT_INFO")
+"""Handles on the user's agents: with one, a command could sign or log in as the user."""
+
+
+def is_secret_name(name: str) -> bool:
+    upper = name.upper()
+    return upper in _SECRET_NAMES or upper.endswith(SECRET_SUFFIXES)
 
 
 def command_env() -> dict[str, str]:
-    """The server's environment without the providers' keys, with pagers turned off
-    (nobody can press q)."""
-    env = {name: value for name, value in os.environ.items() if name not in PROVIDER_SECRETS}
+    """The server's environment without credentials, with pagers turned off (nobody
+    can press q)."""
+    env = {name: value for name, value in os.environ.items() if not is_secret_name(name)}
     env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"})
     return env
 
 
-async def start(command: str, cwd: Path) -> asyncio.subprocess.Process:
+def command_argv(command: str, cwd: Path, box: Box | None) -> list[str]:
+    """``bash -c COMMAND``, wrapped in the sandbox when ``box`` is given."""
+    argv = [shell(), "-c", command]
+    if box is None:
+        return argv
+    return confine(argv, cwd, box.settings, protected=box.protected, readable=box.readable)
+
+
+async def start(command: str, cwd: Path, box: Box | None = None) -> asyncio.subprocess.Process:
+    """Start the command as the leader of a new process group (see the module doc)."""
+    argv = command_argv(command, cwd, box)
     return await asyncio.create_subprocess_exec(
-        shell(),
-        "-c",
-        command,
+        *argv,
         cwd=cwd,
         stdin=asyncio.subprocess.DEVNULL,
         stdout=asyncio.subprocess.PIPE,
@@ -87,17 +120,17 @@ async def _within(seconds: float, done: Callable[[], bool]) -> bool:
     return done()
 
 
-async def kill_group(process: asyncio.subprocess.Process) -> None:
-    """SIGTERM the whole group, then SIGKILL it if anything is left after the grace;
+async def kill_group(
+    process: asyncio.subprocess.Process, grace: float = KILL_GRACE_SECONDS
+) -> None:
+    """SIGTERM the whole group, then SIGKILL it if anything is left after ``grace``;
     returns once nothing in the group is running (SIGKILL is not instant)."""
     pgid = process.pid
     try:
         os.killpg(pgid, signal.SIGTERM)
     except ProcessLookupError:
         return
-    if await _within(
-        KILL_GRACE_SECONDS, lambda: process.returncode is not None and not _live_member(pgid)
-    ):
+    if await _within(grace, lambda: process.returncode is not None and not _live_member(pgid)):
         return
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGKILL)

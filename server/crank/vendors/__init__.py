@@ -7,7 +7,7 @@ Completions). See docs/vendors.md.
 
 from .anthropic import AnthropicModel
 from .catalog import ModelInfo, cost_of, known_models, lookup
-from .config import NO_PROVIDER, ConfigError, ProviderConfig, Secret, resolve_provider
+from .config import NO_PROVIDER, ConfigError, ProviderConfig, Secret, redact, resolve_provider
 from .errors import ProviderError, classify
 from .factory import create_model
 from .openai import OpenAIModel
@@ -26,5 +26,6 @@ __all__ = [
     "create_model",
     "known_models",
     "lookup",
+    "redact",
     "resolve_provider",
 ]

@@ -12,6 +12,8 @@ from typing import Any, Protocol
 
 from crank.tools import Documents
 
+from .stream import EventParams
+
 
 class EditorClient(Protocol):
     @property
@@ -26,7 +28,7 @@ class EditorClient(Protocol):
         change is only in the buffer. Returns a sentence for the model, or None."""
         ...
 
-    def send_event(self, params: dict[str, Any]) -> None:
+    def send_event(self, params: EventParams) -> None:
         """Deliver one ``crank/event`` (the whole envelope) to the client, in order."""
         ...
 

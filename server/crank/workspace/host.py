@@ -18,13 +18,14 @@ from typing import Any, Literal, get_args
 
 import anyio.to_thread
 
+from crank.agent.events import Event
 from crank.agent.harness import Harness, HarnessBusy, Listener, QueueKind, QueueState, Run
-from crank.agent.loop import Event, RunPrompt
+from crank.agent.loop import RunPrompt
 from crank.agent.messages import Message
 from crank.agent.model import Model, ModelRequest
 from crank.agent.tools import Tool, ToolCall
 from crank.prompt import PromptLocations, PromptWatcher, SystemPrompt, compute_prompt
-from crank.session import Housekeeper, SessionError, SessionLog, SessionStore
+from crank.session import ContextUsage, Housekeeper, SessionError, SessionLog, SessionStore
 from crank.session.log import new_session_id
 from crank.tools import (
     ApprovalRequest,
@@ -35,6 +36,7 @@ from crank.tools import (
     read_only_tools,
     standard_tools,
 )
+from crank.tools.sandbox import SandboxStatus, probe, protected_paths
 from crank.vendors import ConfigError, ProviderConfig, known_models
 from crank.vendors.config import default_config_file
 
@@ -52,7 +54,7 @@ from .permissions import DECISIONS, PERMISSION_MODES, PermissionMode, Permission
 from .prompts import context_text
 from .sessions import tree_json
 from .settings import Settings
-from .stream import EventStream
+from .stream import EventStream, SystemPromptChanged
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +81,12 @@ def seconds_until_tomorrow() -> float:
 
 
 class WorkspaceHost:
+    """Everything one workspace folder owns that has a lifetime: the Harness, the
+    active session (its log, Housekeeper and id), the system prompt and its watcher
+    (plus the daily refresh for the date), the provider configuration, the permission
+    rules and the routing of approval questions to the editor, and the event stream.
+    Each public method answers one protocol request (see the module docstring)."""
+
     def __init__(
         self,
         uri: str,
@@ -110,7 +118,12 @@ class WorkspaceHost:
             apply_edit=client.apply_edit,
             approve=self._approve,
             outside=self._outside,
+            sandbox=lambda: self.settings.sandbox,
+            protected=protected_paths(
+                [Path(settings.session_dir).expanduser()] if settings.session_dir else []
+            ),
         )
+        self.sandbox_status = SandboxStatus(False, "not checked yet")
         self.tools = self._tool_set()
         self.provider: ProviderConfig | None = None
         self.config_error: str | None = None
@@ -138,6 +151,7 @@ class WorkspaceHost:
     async def start(self) -> None:
         """Resume the newest session, build the prompt, arm the watcher."""
         try:
+            self.sandbox_status = await asyncio.to_thread(probe)
             if self._resume_last:
                 await self._resume_newest()
             first = await self._rebuild()
@@ -195,19 +209,26 @@ class WorkspaceHost:
         return standard_tools(self.ctx)
 
     def _configure_model(self, override: dict[str, Any] | None = None) -> Model:
-        settings = self.settings
-        if override and self.provider is not None and override["api"] != self.provider.api:
-            settings = Settings(script=settings.script)
         try:
-            model, self.provider = build_model(
-                settings, self.root, override=override, env=self._env
+            model, provider = build_model(
+                self.settings, self.root, override=override, env=self._env
             )
         except ConfigError as exc:
             if override:
-                raise
+                raise ConfigError(
+                    f"Crank cannot switch to {override['api']} model {override['model']}: "
+                    f"{exc} (keys and base URLs configured for another api are never "
+                    "used for this one)",
+                    exc.code,
+                ) from exc
             self.provider, self.config_error = None, str(exc)
             return Unconfigured(str(exc))
-        self.config_error = None
+        self.provider, self.config_error = provider, None
+        for withheld in provider.withheld_keys:
+            self.client.log(
+                f"Crank: {withheld} is not sent to {provider.public()['baseUrl']}: a key "
+                "goes only to the endpoint it was configured with"
+            )
         return model
 
     def _locations(self) -> PromptLocations:
@@ -224,7 +245,7 @@ class WorkspaceHost:
     async def _on_prompt_change(self, prompt: SystemPrompt) -> None:
         self.prompt = prompt
         self.harness.set_system(prompt.text)
-        event = {
+        event: SystemPromptChanged = {
             "type": "system_prompt_changed",
             "hash": prompt.hash,
             "sources": prompt.source_list(),
@@ -265,12 +286,20 @@ class WorkspaceHost:
         if event["type"] == "agent_settled":
             self._run = None
 
-    def usage(self) -> dict[str, Any]:
+    def usage(self) -> ContextUsage:
         if self.keeper is not None:
             return self.keeper.usage(self.harness)
         # No log yet means a new, empty session: nothing used, nothing in the window.
-        empty = {"contextTokens": 0, "input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
-        return {**empty, "contextWindow": self.harness.model.context_window, "cost": 0.0}
+        window = self.harness.model.context_window
+        return {
+            "contextTokens": 0,
+            "contextWindow": window,
+            "input": 0,
+            "output": 0,
+            "cacheRead": 0,
+            "cacheWrite": 0,
+            "cost": 0.0,
+        }
 
     # -- context (compaction, policies): the Housekeeper of the active session ----------
 
@@ -287,10 +316,16 @@ class WorkspaceHost:
 
     # -- permissions ------------------------------------------------------------------
 
+    def unconfined(self) -> bool:
+        """True when commands should be sandboxed but cannot be on this machine: then
+        every command is asked about, whatever the mode or remembered rules say."""
+        return self.settings.sandbox.mode != "off" and not self.sandbox_status.available
+
     async def _ask(self, request: ApprovalRequest) -> Decision:
-        if not self.permissions.needs_asking(request):
+        must_ask = request["toolName"] == "bash" and self.unconfined()
+        if not must_ask and not self.permissions.needs_asking(request):
             return Decision.allow()
-        params = {
+        params: dict[str, Any] = {
             "workspace": self.uri,
             "sessionId": self.session_id,
             "runId": self._run_id(),
@@ -299,6 +334,11 @@ class WorkspaceHost:
             "arguments": request["arguments"],
             "preview": request["preview"],
         }
+        if must_ask:
+            params["warning"] = (
+                f"No sandbox: {self.sandbox_status.detail}. This command would run "
+                "unconfined, as you."
+            )
         try:
             answer = await self.client.ask_permission(params)
         except asyncio.CancelledError:
@@ -429,6 +469,7 @@ class WorkspaceHost:
                 "model": {"api": model.api, "id": model.id},
                 "permissionMode": self.permissions.mode,
                 "trusted": self.settings.trusted,
+                "sandbox": self.sandbox_status.to_json(self.settings.sandbox),
                 "queue": self.harness.queues.as_dict(),
                 "usage": self.usage(),
                 "sessionFile": str(self.store.directory / f"{self.session_id}.jsonl"),

@@ -8,7 +8,6 @@ for the offline demo. A missing or broken script is a 1004 saying what to fix.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -17,6 +16,7 @@ from crank.agent.messages import assistant_message
 from crank.agent.model import AbortSignal, Model, ModelRequest, StreamEvent
 from crank.agent.scripted import ScriptedModel, reply_from_dict
 from crank.vendors import ConfigError, ProviderConfig, create_model, resolve_provider
+from crank.vendors.secrets import provider_env
 
 from .settings import Settings
 
@@ -71,11 +71,16 @@ def build_model(
     override: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
 ) -> tuple[Model, ProviderConfig]:
-    """The model the settings describe (``override`` first, e.g. ``crank/setModel``).
-    Raises ConfigError (1004) naming what is missing."""
-    layers = [dict(override)] if override else []
-    layers.extend(settings.provider_layers)
-    config = resolve_provider(*layers, env=os.environ if env is None else env)
+    """The model the settings describe. ``override`` (``{"api", "model"}``, from
+    ``crank/setModel``) asks for that api's whole profile (base URL, key, window: see
+    ``crank.vendors.resolve_provider``), never for the model alone on the current
+    endpoint. Raises ConfigError (1004) naming what is missing."""
+    config = resolve_provider(
+        *settings.provider_layers,
+        env=provider_env() if env is None else env,
+        api=override["api"] if override else None,
+        model=override["model"] if override else None,
+    )
     if config.api == "scripted":
         if settings.script is None:
             raise ConfigError(

@@ -112,8 +112,12 @@ export interface SessionInfo {
 
 export interface SystemPromptResult { text: string; hash: string; sources: PromptSource[] }
 
-/** `unsavedChanges`: the file holds the user's unsaved edits, which are saved with the change. */
-export type DiffPreview = { kind: "diff"; path: string; oldText: string; newText: string; unsavedChanges?: boolean };
+/**
+ * `oldTextOmitted` (the old file's size in bytes) is set when the old file was too large or
+ * not text, so the server never loaded it: `oldText` is then empty and is NOT its content.
+ * `unsavedChanges`: the file holds the user's unsaved edits, which are saved with the change.
+ */
+export type DiffPreview = { kind: "diff"; path: string; oldText: string; newText: string; oldTextOmitted?: number; unsavedChanges?: boolean };
 export type CommandPreview = { kind: "command"; command: string };
 
 export interface PermissionRequest {

@@ -399,6 +399,8 @@ function renderPermission(p: PermissionItem): HTMLElement {
   else if (pv?.kind === "diff") {
     card.append(h("div", { class: "path" }, pv.path));
     if (pv.unsavedChanges) card.append(h("div", { class: "unsaved-note" }, "Your unsaved changes to this file are saved with it."));
+    if (pv.oldTextOmitted !== undefined)
+      card.append(h("div", { class: "note" }, `The old file (${pv.oldTextOmitted} bytes) is too large or not text: it is replaced whole, with no diff, and cannot be restored by undo.`));
     card.append(diffView(pv.oldText, pv.newText, pv.path, 60));
   } else card.append(h("pre", { class: "command" }, keyArg({ args: r.arguments } as ToolItem)));
   const reason = h("input", { type: "text", class: "reason", placeholder: "Reason (optional, sent with Reject)", "aria-label": "Reason for rejecting" }) as HTMLInputElement;

@@ -1,0 +1,113 @@
+"""Chaos: a scripted model asks for every escape we can name, in ``crank run`` and in
+``crank serve`` (default settings: permission mode ``ask``, sandbox
+``workspace-write``), against the real commands and a real loopback model server.
+
+Afterwards: no sentinel (provider keys, the config file's key, SSH/cloud/GPG/netrc/gh
+secrets) in any tool result, event, stdout/stderr, log, session file, saved output or
+model request body; nothing outside the workspace changed; no process left running;
+every call answered; no hang (every wait has a bound that fails the test). The cases
+and checks live in ``world.py`` so other hostile inputs can be added there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from crank.tools.sandbox import probe
+from tests.lsp.helpers import folder, running_server
+from tests.support.model_server import ModelServer
+from tests.support.processes import survivors
+
+from .world import SEED, World, chaos_calls, leaks, leaks_in_files, make_world, script
+
+REPO = Path(__file__).resolve().parents[2]
+RUN_SECONDS = 120
+
+pytestmark = pytest.mark.skipif(
+    not probe().available, reason=f"the chaos suite needs the sandbox: {probe().detail}"
+)
+
+
+def check_after(world: World, before: Any, texts: dict[str, str], model: ModelServer) -> None:
+    """Everything the two frontends share once a chaos run is over."""
+    for where, text in texts.items():
+        assert leaks(world, text) == [], f"a secret leaked into {where} (seed {SEED})"
+    for request in model.requests:
+        assert leaks(world, json.dumps(request["body"])) == [], "a secret reached the model"
+    keys = {request["headers"].get("x-api-key") for request in model.requests}
+    assert keys == {world.sentinels["CONFIG_KEY"]}, "the configured key was not the one used"
+    data = [world.home / "data", world.home / "cache", world.root / "tmp", world.workspace]
+    assert leaks_in_files(world, *data) == {}, "a secret was written to a file"
+    assert world.unchanged() == before, "something outside the workspace changed"
+    assert not world.tmp_probe.exists(), "a command wrote to the real /tmp"
+    assert survivors("crank-chaos-left") == [], "a command's process outlived its run"
+
+
+def results_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [e for e in events if e["type"] == "tool_execution_end"]
+
+
+def assert_every_call_answered(events: list[dict[str, Any]], batches: list[list[Any]]) -> None:
+    results = results_of(events)
+    assert len(results) == sum(len(batch) for batch in batches)
+    for result in results:
+        assert "timed out" not in result["result"]["content"], result
+
+
+def test_crank_run_lets_nothing_out(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    batches = chaos_calls(world)
+    before = world.unchanged()
+    with ModelServer(script(batches)) as model:
+        env = world.env(dict(os.environ))
+        env.update(PYTHONPATH=str(REPO / "server"), ANTHROPIC_BASE_URL=model.url)
+        done = subprocess.run(
+            [sys.executable, "-m", "crank.cli", "run", "--json", "--max-turns", "200", "chaos"],
+            cwd=world.workspace,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=RUN_SECONDS,
+        )
+        assert done.returncode == 0, done.stderr
+        events = [json.loads(line)["event"] for line in done.stdout.splitlines()]
+        assert_every_call_answered(events, batches)
+        check_after(world, before, {"stdout": done.stdout, "stderr": done.stderr}, model)
+    assert not (world.root / "escaped.txt").exists()
+
+
+async def test_crank_serve_lets_nothing_out(tmp_path: Path) -> None:
+    world = make_world(tmp_path)
+    batches = chaos_calls(world, seed=SEED + 1)
+    before = world.unchanged()
+    log_file = world.root / "tmp" / "server.log"
+    with ModelServer(script(batches)) as model:
+        env = world.env(dict(os.environ))
+        env["PYTHONPATH"] = str(REPO / "server")
+        options = {"provider": {"api": "anthropic", "baseUrl": model.url}}
+        args = ("--log-file", str(log_file), "--log-level", "DEBUG")
+        async with running_server(
+            world.root, [world.workspace], options, env=env, server_args=args
+        ) as crank:
+            # The user says yes to every command and edit, and no to leaving the folder.
+            crank.answer_permission = lambda asked: {
+                "decision": "reject" if asked["toolName"] == "outside" else "allow"
+            }
+            uri = folder(world.workspace).uri
+            state = await crank.request("crank/state", {"workspace": uri})
+            assert state["sandbox"]["confined"] is True
+            started = await crank.request("crank/prompt", {"workspace": uri, "text": "chaos"})
+            events = await crank.settled(started["runId"], within=RUN_SECONDS)
+            await asyncio.sleep(0)
+        assert_every_call_answered([e["event"] for e in events], batches)
+        wire = json.dumps(crank.events) + json.dumps(crank.permission_requests)
+        texts = {"events": wire, "log": log_file.read_text("utf-8", errors="replace")}
+        check_after(world, before, texts, model)

@@ -1,0 +1,39 @@
+"""Finding processes a test started, by a marker in their command line.
+
+A command in the sandbox sees its own PID namespace, so the pid it prints (``$!``,
+``$$``) is not the pid outside. Tests therefore start their long-lived children as
+``(exec -a MARKER sleep 300)`` and look for MARKER in every ``/proc/*/cmdline`` of the
+host: that finds a survivor whichever namespace it lives in. Zombies do not count
+(they are dead; only their parent's reaping is pending).
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from pathlib import Path
+
+
+def marker(name: str = "crank-test") -> str:
+    return f"{name}-{uuid.uuid4().hex[:12]}"
+
+
+def holder(mark: str, seconds: int = 300) -> str:
+    """A shell snippet that starts a process named ``mark`` in the background."""
+    return f"(exec -a {mark} sleep {seconds}) &"
+
+
+def survivors(mark: str) -> list[int]:
+    """Pids of live processes whose command line holds ``mark``."""
+    found: list[int] = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        if mark.encode() in cmdline.split(b"\0")[0] and stat[stat.rfind(")") + 2] != "Z":
+            found.append(int(entry.name))
+    return found
