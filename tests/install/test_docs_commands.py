@@ -70,9 +70,7 @@ def test_each_documented_command_exists(line: str) -> None:
         check_crank_command(args)
     elif program.endswith("python") and args and args[0].startswith("bench/"):
         assert (ROOT / args[0]).is_file(), f"{args[0]} does not exist"
-    elif program == "python" and args[:2] == ["-m", "llama_cpp.server"]:
-        return
-    elif program in OTHER_PROJECTS:
+    elif program in OTHER_PROJECTS or (program, *args[:2]) == ("python", "-m", "llama_cpp.server"):
         return
     elif program == "git":
         assert args[:1] == ["clone"], "the docs only ever clone"
