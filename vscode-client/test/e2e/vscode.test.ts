@@ -295,9 +295,10 @@ test("Fix This File: the agent's fix lands in the editor", async () => {
   }
 });
 
-test("Fix This File: the fix is saved to disk", { todo: "needs branch `files` (the extension saves what the agent edited in an open file)" }, async () => {
-  const disk = readFileSync(path.join(project, "data.json"), "utf8");
-  assert.equal(disk, '{\n  "name": "demo",\n  "value": 1\n}\n');
+test("Fix This File: the fix is saved to disk", async () => {
+  // The extension saves the agent's edit of an open file (its own request after the edit): wait for it.
+  const file = path.join(project, "data.json");
+  await until("the fix on disk", async () => readFileSync(file, "utf8"), (t) => t === '{\n  "name": "demo",\n  "value": 1\n}\n');
 });
 
 test("Fix This File: one Ctrl+Z in the editor reverts the fix", async () => {
@@ -335,8 +336,9 @@ test("the lightbulb's Fix with Crank on a diagnostic lands in the editor", async
   }
 });
 
-test("the lightbulb fix is saved to disk", { todo: "needs branch `files` (the extension saves what the agent edited in an open file)" }, async () => {
-  assert.equal(readFileSync(path.join(project, "other.json"), "utf8"), '{\n  "other": true\n}\n');
+test("the lightbulb fix is saved to disk", async () => {
+  const file = path.join(project, "other.json");
+  await until("the fix on disk", async () => readFileSync(file, "utf8"), (t) => t === '{\n  "other": true\n}\n');
 });
 
 test("Stop during a silent stream settles the run, and the next prompt works", async () => {
