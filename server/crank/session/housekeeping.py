@@ -49,13 +49,14 @@ from crank.agent.view import GrowingView, Repairs
 from .compaction import compact_log
 from .errors import SessionBusy
 from .estimate import (
+    VIEW_FRAMING_CHARS,
     Calibration,
+    RunningSize,
     SizeCache,
     anchor_index,
     context_tokens,
     prompt_chars,
     usage_total,
-    view_chars,
 )
 from .log import SessionLog
 from .policies import ClearState, Policy, PolicyName, cache_marks, clear_old_results
@@ -126,6 +127,7 @@ class Housekeeper:
         self._calibration = Calibration()
         self._sizes = SizeCache()
         self._view = GrowingView()
+        self._running = RunningSize(self._sizes.chars)
         self._fixed: tuple[str, Sequence[ToolSpec], int] | None = None
         self._last_sent: tuple[Any, ...] | None = None
         self._last_chars: tuple[Sequence[Message], int, int] | None = None
@@ -197,9 +199,9 @@ class Housekeeper:
     def _sent(
         self, record: Sequence[Message], fixed: int, *, sending: bool = False
     ) -> tuple[list[Message], ClearState]:
-        """What a request would send now. Only a request really being sent (``sending``)
-        updates ``repairs``: an estimate taken while a reply's calls are still running
-        would report their pending results as repaired, on every turn.
+        """What a request would send now. Only a request being sent, or an estimate at
+        rest (``sending``), updates ``repairs``: an estimate taken while a reply's calls
+        are still running would report their pending results as repaired, every turn.
 
         The answer for the same record, prompt, clearing state and calibration is the
         same, so it is remembered: ``before_request`` and the ``build_request`` that
@@ -241,7 +243,7 @@ class Housekeeper:
         known = self._last_chars
         if known is not None and known[0] is messages and known[1] == fixed:
             return known[2]
-        chars = view_chars(fixed, messages, self._sizes.chars)
+        chars = fixed + self._running.total(messages) + len(messages) + VIEW_FRAMING_CHARS
         self._last_chars = (messages, fixed, chars)
         return chars
 
@@ -266,7 +268,9 @@ class Housekeeper:
         record = harness.messages
         prompt = self._prompt(harness)
         fixed = self._fixed_chars(prompt.system, prompt.tools)
-        sent, state = self._sent(record, fixed)
+        # At rest the estimate is of the next request exactly: its repairs are news. In
+        # a run, a reply's calls are still running and would count as repaired.
+        sent, state = self._sent(record, fixed, sending=not harness.is_running)
         anchor = anchor_index(sent)
         stale = anchor is not None and sent[anchor]["timestamp"] <= self._view_changed_ms
         if stale or state != self._clear:

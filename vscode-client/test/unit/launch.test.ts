@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { findExecutable, initOptions, redacted, RESTRICTED_SETTINGS, serverCommand, settingsFrom, type CrankSettings, type Inspected } from "../../src/protocol/launch";
 import { chatPageHtml } from "../../src/chat/html";
 
-const base: CrankSettings = { command: [], python: "", api: "", baseUrl: "", model: "", permissionMode: undefined, sessionDir: "" };
+const base: CrankSettings = { command: [], python: "", api: "", baseUrl: "", model: "", permissionMode: undefined, sessionDir: "", contextWindow: 0 };
 
 test("the server command: explicit command, else python -m crank serve, else crank serve", () => {
   assert.deepEqual(serverCommand(base), { command: "crank", args: ["serve"] });
@@ -34,6 +34,11 @@ test("initOptions sends only what is set, and redacted() hides the key", () => {
   const shown = JSON.stringify(redacted(full));
   assert.ok(!shown.includes("sk-secret"));
   assert.equal(full.provider?.apiKey, "sk-secret", "redacted() must not modify the original");
+});
+
+test("initOptions sends crank.provider.contextWindow only when set (0 lets the server ask)", () => {
+  assert.equal(initOptions({ ...base, contextWindow: 0 }, undefined, false).provider, undefined);
+  assert.deepEqual(initOptions({ ...base, contextWindow: 4096 }, undefined, false).provider, { contextWindow: 4096 });
 });
 
 test("the page's content security policy allows only nonce'd scripts and no inline styles", () => {
