@@ -113,7 +113,7 @@ def test_grep_memory_stays_bounded_and_skips_binary(hostile: Path, engine: str) 
 
 def test_write_over_a_huge_file_replaces_it_without_reading_it(hostile: Path) -> None:
     result = probe(hostile, "write", {"path": "sparse.bin", "content": "small\n"})
-    assert "Overwrote sparse.bin (6 bytes)" in result["content"]
+    assert "Overwrote sparse.bin (6 bytes, on disk)" in result["content"]
     assert "300.0 MB (314572800 bytes), over the 4.0 MB limit" in result["content"]
     assert "cannot be restored by undoing it" in result["content"]
     assert result["details"]["oldTextOmitted"] == BIG
@@ -357,13 +357,15 @@ async def test_open_buffers_are_bounded_the_same_way(
     assert "huge.py (open in the editor) is 4.0 MB" in edit.content
     read = await call(tools, "read", {"path": "huge.py"})
     assert "[Line 1 of huge.py is longer than 50 KB and was cut" in read.content
-    assert read.details == {"path": str(root / "huge.py"), "openInEditor": True}
+    assert read.details == {"path": str(root / "huge.py"), "openInEditor": True, "unsaved": True}
     docs.open(root / "huge.py", "first\n" + "needle " * 10_000 + "\n")
     for engine in ("python", "rg"):
         if engine == "rg" and shutil.which("rg") is None:
             continue
         grep = await call([make_grep(ctx, engine=engine)], "grep", {"pattern": "needle"})
-        assert grep.content.startswith("huge.py:2: needle needle") and grep.content.endswith("…")
+        first = grep.content.splitlines()[0]
+        assert first.startswith("huge.py:2: needle needle") and first.endswith("…")
+        assert "[Searched the editor's text of huge.py, which differs" in grep.content
 
 
 async def test_sockets_and_devices_are_refused_by_every_file_tool(root: Path) -> None:
