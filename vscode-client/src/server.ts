@@ -30,6 +30,8 @@ export function readSettings(): CrankSettings {
     model: c.get<string>("provider.model", ""),
     permissionMode: c.get("permissionMode", "ask"),
     sessionDir: c.get<string>("sessionDir", ""),
+    sandboxMode: c.get("sandbox.mode", "workspace-write"),
+    sandboxNetwork: c.get<boolean>("sandbox.network", false),
   };
 }
 

@@ -4,7 +4,7 @@
  */
 import { accessSync, constants } from "node:fs";
 import * as path from "node:path";
-import type { CrankInitOptions, PermissionMode } from "./types";
+import type { CrankInitOptions, PermissionMode, SandboxMode } from "./types";
 
 export interface CrankSettings {
   command: string[];
@@ -14,6 +14,8 @@ export interface CrankSettings {
   model: string;
   permissionMode: PermissionMode;
   sessionDir: string;
+  sandboxMode?: SandboxMode;
+  sandboxNetwork?: boolean;
 }
 
 /** The server's argv: the explicit command, else `<python> -m crank serve`, else `crank serve`. */
@@ -57,6 +59,10 @@ export function initOptions(s: CrankSettings, apiKey: string | undefined, truste
   const out: CrankInitOptions = { trusted, permissionMode: s.permissionMode };
   if (Object.keys(provider).length) out.provider = provider;
   if (s.sessionDir) out.sessionDir = s.sessionDir;
+  // Only a choice that differs from the server's default, so the user config file still applies.
+  if ((s.sandboxMode && s.sandboxMode !== "workspace-write") || s.sandboxNetwork) {
+    out.sandbox = { mode: s.sandboxMode ?? "workspace-write", network: s.sandboxNetwork ?? false };
+  }
   return out;
 }
 

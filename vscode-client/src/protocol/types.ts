@@ -96,10 +96,15 @@ export interface StateResult {
   model: ModelRef;
   permissionMode: PermissionMode;
   trusted: boolean;
+  /** How the agent's commands are confined (docs/protocol.md "Sandbox"). */
+  sandbox?: SandboxState;
   queue: Queue;
   usage: UsageUpdate;
   sessionFile?: string;
 }
+
+export type SandboxMode = "workspace-write" | "read-only" | "off";
+export interface SandboxState { mode: SandboxMode; network: boolean; available: boolean; confined: boolean; detail: string }
 
 export interface SessionInfo {
   sessionId: string;
@@ -123,6 +128,8 @@ export interface PermissionRequest {
   toolName: string;
   arguments: Record<string, unknown>;
   preview?: DiffPreview | CommandPreview;
+  /** Set when the command would run unconfined (no sandbox on this machine). */
+  warning?: string;
 }
 
 export type PermissionDecision = "allow" | "allowSession" | "allowAlways" | "reject";
@@ -147,4 +154,5 @@ export interface CrankInitOptions {
   sessionDir?: string;
   trusted?: boolean;
   permissionMode?: PermissionMode;
+  sandbox?: { mode: SandboxMode; network: boolean };
 }

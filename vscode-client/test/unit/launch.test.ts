@@ -44,3 +44,9 @@ test("the page's content security policy allows only nonce'd scripts and no inli
   assert.match(html, /<script nonce="N0nce" src="s.js"><\/script>/);
   assert.ok(!/<script(?![^>]*src=)/.test(html), "no inline script");
 });
+
+test("initOptions sends the sandbox only when it differs from the server's default", () => {
+  assert.equal(initOptions({ ...base, sandboxMode: "workspace-write", sandboxNetwork: false }, undefined, true).sandbox, undefined);
+  assert.deepEqual(initOptions({ ...base, sandboxMode: "off" }, undefined, true).sandbox, { mode: "off", network: false });
+  assert.deepEqual(initOptions({ ...base, sandboxNetwork: true }, undefined, true).sandbox, { mode: "workspace-write", network: true });
+});
