@@ -11,7 +11,6 @@ and checks live in ``world.py`` so other hostile inputs can be added there.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
@@ -106,7 +105,6 @@ async def test_crank_serve_lets_nothing_out(tmp_path: Path) -> None:
             assert state["sandbox"]["confined"] is True
             started = await crank.request("crank/prompt", {"workspace": uri, "text": "chaos"})
             events = await crank.settled(started["runId"], within=RUN_SECONDS)
-            await asyncio.sleep(0)
         assert_every_call_answered([e["event"] for e in events], batches)
         wire = json.dumps(crank.events) + json.dumps(crank.permission_requests)
         texts = {"events": wire, "log": log_file.read_text("utf-8", errors="replace")}
