@@ -2,8 +2,11 @@
 # The VS Code client's one test command (called by ./dev test). On a fresh machine it
 # installs what it needs (npm ci from the lockfile; Chromium through apt-get when
 # /usr/bin/chromium is missing), then type-checks, builds, runs the unit and webview
-# tests, and packages build/crank.vsix. The server integration test runs only with
-# CRANK_INTEGRATION=1 (it needs CRANK_PYTHON, a Python with crank installed).
+# tests, and packages build/crank.vsix. With CRANK_INTEGRATION=1 (./dev test sets it;
+# it needs CRANK_PYTHON, a Python with crank installed) it also runs the integration
+# test against crank serve and the end-to-end suite in a real VS Code: code-server,
+# installed once per machine by ../../shared/tools/code-server-setup.sh into
+# ~/.cache/crank-test/code-server-<version>/ (CRANK_E2E=0 skips only that suite).
 set -euo pipefail
 cd "$(dirname "$0")"
 
@@ -34,12 +37,29 @@ node --test build/test/test/unit/
 echo "-- webview test (headless Chromium; screenshots in build/screenshots/)"
 node --test build/test/test/webview/
 
+echo "-- package"
+npx vsce package --no-dependencies -o build/crank.vsix
+
 if [ "${CRANK_INTEGRATION:-0}" = 1 ]; then
   echo "-- integration test against crank serve (CRANK_PYTHON=${CRANK_PYTHON:-python3})"
   node --test build/test/test/integration/
+  if [ "${CRANK_E2E:-1}" = 1 ]; then
+    CS_VERSION=4.100.3
+    CACHE="${XDG_CACHE_HOME:-$HOME/.cache}/crank-test"
+    CS_DIR="$CACHE/code-server-$CS_VERSION"
+    SETUP="$(cd .. && pwd)/../shared/tools/code-server-setup.sh"
+    if [ ! -f "$CS_DIR/.done-$CS_VERSION" ]; then
+      echo "-- installing code-server $CS_VERSION into $CS_DIR (once per machine)"
+      [ -f "$SETUP" ] || { echo "missing $SETUP (the shared/ folder beside the repository)" >&2; exit 1; }
+      mkdir -p "$CACHE"
+      # One install at a time: another checkout on this machine may be building the same cache.
+      flock "$CACHE/code-server-$CS_VERSION.lock" env CODE_SERVER_VERSION="$CS_VERSION" bash "$SETUP" "$CS_DIR"
+    fi
+    echo "-- end-to-end suite in code-server $CS_VERSION (screenshots in build/screenshots/e2e-*.png)"
+    CRANK_CODE_SERVER="$CS_DIR" node --test --test-timeout=600000 build/test/test/e2e/vscode.test.js
+  else
+    echo "-- end-to-end suite skipped (CRANK_E2E=0)"
+  fi
 else
-  echo "-- integration test skipped (set CRANK_INTEGRATION=1 to run it)"
+  echo "-- integration and end-to-end tests skipped (set CRANK_INTEGRATION=1 to run them)"
 fi
-
-echo "-- package"
-npx vsce package --no-dependencies --allow-missing-repository -o build/crank.vsix

@@ -13,6 +13,11 @@ H.test("config rejects a bad option, naming it", function()
   ok, err = pcall(config.apply, { provider = { api = "gemini" } })
   H.ok(not ok)
   H.contains(err, "provider.api")
+  ok, err = pcall(config.apply, { provider = { contextWindow = "8k" } })
+  H.ok(not ok, "a context window that is not a number is refused")
+  H.contains(err, "provider.contextWindow")
+  config.apply({ provider = { api = "openai", contextWindow = 4096 } })
+  H.eq(4096, config.init_options().crank.provider.contextWindow)
   config.apply({})
 end)
 
@@ -24,6 +29,24 @@ H.test("init options carry the provider, session dir, mode and context in camelC
   H.ok(not ok, "a context that is not a table is refused")
   H.contains(err, "option context")
   config.apply({})
+end)
+
+H.test("crank/saveDocument writes the buffer named by its uri, and refuses what is not open", function()
+  local save = require("crank.save")
+  local dir = H.tmpdir("save")
+  local path = dir .. "/a.txt"
+  vim.fn.writefile({ "old" }, path)
+  vim.cmd.edit(path)
+  local buf = vim.api.nvim_get_current_buf()
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "new" })
+  H.eq({ saved = true }, save.handle({ uri = vim.uri_from_fname(path) }))
+  H.eq({ "new" }, vim.fn.readfile(path))
+  H.ok(not vim.bo[buf].modified, "written")
+  local missing = save.handle({ uri = vim.uri_from_fname(dir .. "/nope.txt") })
+  H.eq(false, missing.saved)
+  H.contains(missing.reason, "not open")
+  H.eq(false, save.handle({}).saved)
+  vim.cmd("bwipeout!")
 end)
 
 H.test("tool summaries show the telling argument", function()
@@ -85,6 +108,19 @@ H.test("permission preview shows a unified diff", function()
   })
   H.contains(lines, "-x = 1")
   H.contains(lines, "+x = 2")
+  H.ok(not table.concat(lines, "\n"):find("unsaved", 1, true), "no unsaved-changes line for a saved file")
+  local unsaved = format.permission_lines({
+    toolName = "edit",
+    arguments = { path = "a.py" },
+    preview = { kind = "diff", path = "a.py", oldText = "x = 1\n", newText = "x = 2\n", unsavedChanges = true },
+  })
+  H.contains(unsaved, "Your unsaved changes to this file are saved with it.")
+  local huge = format.permission_lines({
+    toolName = "write",
+    arguments = { path = "big.log" },
+    preview = { kind = "diff", path = "big.log", oldText = "", newText = "x\n", oldTextOmitted = 2147483648 },
+  })
+  H.contains(huge, "2147483648 bytes, is too large or not text")
   local cmd = format.permission_lines({ toolName = "bash", arguments = {}, preview = { kind = "command", command = "rm -rf build" } })
   H.contains(cmd, "$ rm -rf build")
 end)

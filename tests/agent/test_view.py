@@ -9,7 +9,14 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from crank.agent.messages import Message, assistant_message, tool_result, user_message
-from crank.agent.view import INTERRUPTED, Repairs, build_view, is_valid_view, repair_view
+from crank.agent.view import (
+    INTERRUPTED,
+    GrowingView,
+    Repairs,
+    build_view,
+    is_valid_view,
+    repair_view,
+)
 
 
 def reply_with_calls(*ids: str, stop: Any = "toolUse") -> Message:
@@ -138,3 +145,48 @@ def test_the_counted_repairs_account_for_every_message(record: list[Message]) ->
     assert len(view) == len(record) - dropped + repairs.interrupted
     assert sum(1 for m in view if m.get("content") == INTERRUPTED) == repairs.interrupted
     assert not repair_view(view)[1]
+
+
+@settings(max_examples=2000)
+@given(records(), records(), st.lists(st.integers(0, 24), max_size=8))
+def test_a_growing_view_equals_a_full_repair_at_every_length(
+    first: list[Message], second: list[Message], cuts: list[int]
+) -> None:
+    """Principle 5 for the incremental view: the record read a piece at a time (and
+    sometimes replaced by another) gives exactly the full repair's view and counts."""
+    growing = GrowingView()
+    record = first + second
+    for length in [*range(len(record) + 1), *cuts]:
+        prefix = record[: min(length, len(record))]
+        assert growing.repair(prefix) == repair_view(prefix)
+    assert growing.repair(second) == repair_view(second)  # replaced, not extended
+
+
+def test_a_growing_view_repairs_only_what_was_added() -> None:
+    """Past a clean point the prefix is not read again: a message standing there that
+    changed behind the view's back (never done; here to observe it) is not seen."""
+    growing = GrowingView()
+    record: list[Message] = [user_message("go"), reply_with_calls("a"), tool_result("a", "t", "ok")]
+    growing.repair(record)
+    record[0] = user_message("changed")
+    record[2:3] = [record[2]]  # the same last message: still an extension
+    view, _ = growing.repair([*record, user_message("next")])
+    assert view[0]["content"] == "go"  # type: ignore[typeddict-item]
+
+
+def test_a_growing_view_after_a_reused_call_id() -> None:
+    """Found by the property test: a later reply that reuses an answered call's id sends
+    the view back to a full repair, and the calls it then remembers are the whole
+    record's (they were the tail's alone, so a third reuse went unnoticed)."""
+    first = [
+        reply_with_calls("a"),
+        tool_result("a", "t", ""),
+        user_message(""),
+        tool_result("b", "t", ""),
+        user_message(""),
+        reply_with_calls("b"),
+    ]
+    record = [*first, reply_with_calls("a"), user_message(""), reply_with_calls("b")]
+    growing = GrowingView()
+    for length in range(len(record) + 1):
+        assert growing.repair(record[:length]) == repair_view(record[:length]), length

@@ -117,7 +117,8 @@ async def test_crank_serve_hides_its_key_from_commands_with_the_sandbox_off(
     ws.mkdir()
     replies = [{"toolCalls": [{"name": "bash", "arguments": {"command": SHOW_PARENT}}]}]
     with ModelServer({"replies": [*replies, {"text": "done"}]}) as model:
-        env = run_env(tmp_path, OPENAI_API_KEY=key)
+        # the key is configured together with its endpoint, so it is the one sent there
+        env = run_env(tmp_path, OPENAI_API_KEY=key, OPENAI_BASE_URL=f"{model.url}/v1")
         options = {
             "provider": {"api": "openai", "baseUrl": f"{model.url}/v1", "model": "m"},
             "permissionMode": "auto",
@@ -176,3 +177,38 @@ async def test_a_key_sent_in_initialization_options_reaches_no_log(tmp_path: Pat
         assert model.requests[0]["headers"]["x-api-key"] == key
         assert key not in log_file.read_text("utf-8", errors="replace")
         assert key not in json.dumps(crank.events) + json.dumps(state)
+
+
+async def test_crank_acp_hides_its_key_from_commands_with_the_sandbox_off(tmp_path: Path) -> None:
+    """The ACP frontend is a process entry point too: the key it was started with is
+    handed over (gone from its environ) and still reaches the model."""
+    import acp
+
+    from tests.acp.helpers import RecordingClient, agent_env
+
+    key = sentinel("openai")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    replies = [{"toolCalls": [{"name": "bash", "arguments": {"command": SHOW_PARENT}}]}]
+    client = RecordingClient()
+    with ModelServer({"replies": [*replies, {"text": "done"}]}) as model:
+        env = {**agent_env(model, tmp_path), "OPENAI_API_KEY": key, "TMPDIR": str(tmp_path)}
+        args = ("--session-dir", str(tmp_path / "s"), "--permission-mode", "auto")
+        async with acp.spawn_agent_process(
+            client,
+            sys.executable,
+            "-m",
+            "crank.acp",
+            *args,
+            "--sandbox",
+            "off",
+            env=env,
+            cwd=str(ws),
+        ) as (conn, _process):
+            await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
+            session = await conn.new_session(cwd=str(ws))
+            await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("go")])
+        shown = [u.raw_output["content"] for u in client.of("tool_call_update") if u.status]
+        assert "crank.acp" in shown[0]  # the agent's own /proc was read
+        assert key not in json.dumps([str(u) for _, u in client.updates])
+        assert model.requests[0]["headers"]["authorization"] == f"Bearer {key}"

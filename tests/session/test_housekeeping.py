@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import asyncio
+import copy
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from crank.agent.scripted import Reply
-from crank.session import SessionBusy
+from crank.session import SessionBusy, SessionLog
 from crank.session.housekeeping import ContextSettings, Housekeeper
 
 from ..agent.helpers import gated_tool
@@ -125,3 +127,57 @@ def test_reserve_defaults() -> None:
     assert ContextSettings().reserve(200_000) == 16_384
     assert ContextSettings().reserve(2_000) == 400
     assert ContextSettings(reserve_tokens=900).reserve(2_000) == 900
+
+
+async def test_remembered_sizes_and_views_build_the_same_request_as_a_full_rebuild(
+    tmp_path: Path,
+) -> None:
+    """Principle 5 with the per-message caches of a long run: at every step of a record
+    that grows (and is once replaced), the request a long-lived Housekeeper builds is
+    the one a fresh Housekeeper, with the same clearing state and calibration and no
+    memory, builds from scratch."""
+    from crank.agent.loop import RunPrompt
+    from crank.agent.messages import assistant_message, tool_result, user_message
+    from crank.agent.scripted import ScriptedModel
+
+    model = ScriptedModel([], context_window=4_000)
+    settings = ContextSettings(policy="clear", clear_at_tokens=600)
+    with SessionLog.create(tmp_path / "s", str(tmp_path)) as log:
+        lived = Housekeeper(log, model, settings)
+        prompt = RunPrompt("system", ())
+        record: list[Any] = [user_message("start")]
+        for step in range(40):
+            call = {"type": "toolCall", "id": f"c{step}", "name": "read", "arguments": {}}
+            record.append(assistant_message([call], stop_reason="toolUse"))
+            record.append(tool_result(f"c{step}", "read", f"result {step} " * (step % 7 * 30)))
+            if step == 25:
+                record = [user_message("a replaced transcript"), *record[-4:]]
+            built = await lived.build_request(record, prompt)
+            fresh = Housekeeper(log, model, settings)
+            fresh._clear = lived._clear
+            fresh._calibration = copy.copy(lived._calibration)
+            rebuilt = await fresh.build_request(record, prompt)
+            assert built.messages == rebuilt.messages, f"step {step}"
+            assert built.cache_marks == rebuilt.cache_marks
+            assert lived._last_request_chars == fresh._last_request_chars
+
+
+def test_running_size_equals_the_plain_sum_as_views_change() -> None:
+    """Views that grow, lose a message, get a note in place of a result, or are replaced
+    whole: the running sum is the sum of the sizes every time."""
+    from crank.agent.messages import user_message
+    from crank.session.estimate import RunningSize, message_chars
+
+    pool = [user_message("m" * n) for n in range(30)]
+    running = RunningSize(message_chars)
+    views = [
+        pool[:5],
+        pool[:9],
+        pool[:9],
+        pool[:4],
+        [pool[0], pool[20], *pool[2:12]],
+        pool[15:],
+        [],
+    ]
+    for view in views:
+        assert running.total(view) == sum(message_chars(m) for m in view)

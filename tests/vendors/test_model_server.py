@@ -55,6 +55,28 @@ def test_thread_mode_and_rules() -> None:
         assert len(server.requests) == 3
 
 
+def test_rule_on_the_last_message_answers_the_turn_after_a_tool() -> None:
+    script = {
+        "rules": [
+            {
+                "lastMessageContains": "TOOL-SAID-42",
+                "reply": {"text": "after the tool", "chunks": 1},
+            },
+            {"lastUserContains": "run it", "reply": {"text": "calling", "chunks": 1}},
+        ]
+    }
+    with ModelServer(script) as server, httpx.Client() as client:
+        url = server.url + "/v1/chat/completions"
+        first = [{"role": "user", "content": "run it"}]
+        assert '"content": "calling"' in client.post(url, json={"messages": first}).text
+        tool = {"role": "tool", "tool_call_id": "c1", "content": "out: TOOL-SAID-42"}
+        after = {"messages": [*first, {"role": "assistant", "content": None}, tool]}
+        assert '"content": "after the tool"' in client.post(url, json=after).text
+        block = {"type": "tool_result", "tool_use_id": "c1", "content": "TOOL-SAID-42"}
+        anthropic = {"messages": [*first, {"role": "user", "content": [block]}]}
+        assert "after the tool" in client.post(server.url + "/v1/messages", json=anthropic).text
+
+
 async def test_events_are_split_across_writes(server: ModelServer, make_model: MakeModel) -> None:
     server.add({"text": "x" * 50, "chunks": 25})
     writes: list[bytes] = []

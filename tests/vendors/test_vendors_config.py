@@ -114,3 +114,21 @@ def test_credentials_in_a_base_url_are_never_shown() -> None:
     )
     assert without_credentials("http://127.0.0.1:8080/v1") == "http://127.0.0.1:8080/v1"
     assert without_credentials(None) is None
+
+
+def test_redact_takes_out_known_keys_and_key_shaped_values() -> None:
+    from crank.vendors import redact
+
+    held = Secret("held-key-without-a-shape-42")
+    assert "held-key" not in redact(f"params={{'x': '{held.reveal()}'}}")
+    for line, secret in [
+        ('{"apiKey": "abc123"}', "abc123"),
+        ("{'api_key': 'abc123'}", "abc123"),
+        ('"x-api-key": "abc123"', "abc123"),
+        ("Authorization: Bearer tok.en-123", "tok.en-123"),
+        ("used sk-proj-0123456789abcdef", "0123456789abcdef"),
+    ]:
+        assert secret not in redact(line), line
+    assert (
+        redact('{"model": "m", "token": "progress-1"}') == '{"model": "m", "token": "progress-1"}'
+    )

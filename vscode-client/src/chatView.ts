@@ -9,10 +9,11 @@ import * as vscode from "vscode";
 import { parseViewMessage, type HostMessage, type ViewMessage } from "./chat/protocol";
 import type { ChatAction } from "./chat/state";
 import { chatPageHtml, makeNonce } from "./chat/html";
-import { diffSides, editOf, planUndo, type EditInfo } from "./chat/edits";
+import { diffSides, editOf, planUndo, previousFileOf, type EditInfo } from "./chat/edits";
 import { ErrorCodes, type ContextItem, type EventParams, type PermissionRequest, type PermissionResponse, type Queue } from "./protocol/types";
 import type { ServerManager } from "./server";
 import { INSTALL_HELP } from "./protocol/launch";
+import { branchesOf, forkPointFor } from "./chat/branches";
 
 interface TrackedEdit { edit: EditInfo; workspace: string; previousFile?: string }
 
@@ -39,7 +40,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     ext.subscriptions.push(
       server.onEvent((p) => this.onEvent(p)),
       server.onStatus((s) => {
-        this.dispatch({ type: "server", status: s.status, message: s.message });
+        this.dispatch({ type: "server", status: s.status === "idle" ? "starting" : s.status, message: s.message });
         if (s.status === "running") void this.refresh();
         if (s.status === "down" || s.status === "notInstalled") this.rejectAllPending("the server stopped");
       }),
@@ -101,7 +102,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     view.webview.onDidReceiveMessage((raw: unknown) => {
       const m = parseViewMessage(raw);
       if (!m) {
-        this.server.output.appendLine(`Ignored a malformed message from the chat view: ${JSON.stringify(raw)?.slice(0, 200)}`);
+        this.server.output.warn(`Ignored a malformed message from the chat view: ${JSON.stringify(raw)?.slice(0, 200)}`);
         return;
       }
       this.onMessage(m).catch((err) => this.showError(err));
@@ -136,13 +137,15 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
 
   /** Re-read everything about the current workspace: used on ready, restart, folder change and after a gap. */
   async refresh(): Promise<void> {
+    if (!this.view) return; // nothing shows it; and a closed view must not start the server
     const folders = vscode.workspace.workspaceFolders ?? [];
     this.post({ type: "workspace", name: this.folder()?.name, folders: folders.length });
     this.post({ type: "context", items: this.context });
     this.post({ type: "prefs", enterWhileRunning: vscode.workspace.getConfiguration("crank").get("chat.enterWhileRunning", "steer") });
     const st = this.server.currentStatus;
-    this.dispatch({ type: "server", status: st.status, message: st.message });
-    const client = this.server.client;
+    this.dispatch({ type: "server", status: st.status === "idle" ? "starting" : st.status, message: st.message });
+    // The open view is what needs the server: start it now if this is the first need.
+    const client = st.status === "idle" ? await this.server.ensureStarted() : this.server.client;
     const workspace = this.workspace();
     if (!client) return;
     try {
@@ -161,11 +164,38 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
       const { messages } = await client.messages({ workspace, sessionId: state.sessionId });
       this.dispatch({ type: "state", state, workspace });
       this.dispatch({ type: "transcript", messages, sessionId: state.sessionId, workspace });
+      await this.postBranches();
       const { models } = await client.models({ workspace });
       this.dispatch({ type: "models", models });
     } catch (err) {
       this.showError(err);
     }
+  }
+
+  /** The session's branches, for the page's branch list. */
+  private async postBranches(): Promise<void> {
+    const client = this.server.client;
+    if (!client || !this.view) return;
+    const tree = await client.tree({ workspace: this.workspace() });
+    this.post({ type: "branches", branches: branchesOf(tree) });
+  }
+
+  /**
+   * Edit and resend: go back to just before that user message (a new branch; the old
+   * one stays in the session and in the branch list), show the transcript from there,
+   * and put the message's text back in the input box to edit. The first message of a
+   * session has nothing before it: a new session is started instead.
+   */
+  private async editResend(fromEnd: number, text: string): Promise<void> {
+    const client = this.server.client;
+    if (!client) return;
+    const workspace = this.workspace();
+    const fork = forkPointFor(await client.tree({ workspace }), fromEnd, text);
+    if (!fork) return this.notice("error", "That message is not on the session's current branch any more; nothing was changed.");
+    if (fork.entryId === null) await client.newSession({ workspace });
+    else await client.branch({ workspace, entryId: fork.entryId });
+    await this.refresh();
+    this.post({ type: "restoreInput", text });
   }
 
   // ---- events from the server --------------------------------------------------------
@@ -182,6 +212,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
         if (q.request.workspace === p.workspace && (!p.runId || q.request.runId === p.runId)) this.withdrawPermission(id, "the run ended before an answer");
       }
     }
+    if (ev.type === "agent_settled" && p.workspace === this.workspace()) void this.postBranches().catch(() => undefined);
     if (ev.type === "session_changed" && p.workspace === this.workspace()) {
       void this.ext.workspaceState.update(`crank.lastSession.${p.workspace}`, ev.sessionId);
       void this.refresh();
@@ -202,7 +233,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
         oldText: request.preview.oldText,
         newText: request.preview.newText,
       };
-      this.edits.set(request.toolCallId, { edit, workspace: request.workspace, previousFile: edit.mode === "write" ? request.preview.oldText : undefined });
+      this.edits.set(request.toolCallId, { edit, workspace: request.workspace, previousFile: edit.mode === "write" ? previousFileOf(request.preview) : undefined });
     }
     return new Promise((resolve) => {
       this.pending.set(id, { request, resolve });
@@ -254,7 +285,6 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
   // ---- messages from the page --------------------------------------------------------
 
   private async onMessage(m: ViewMessage): Promise<void> {
-    const client = this.server.client;
     const workspace = this.workspace();
     switch (m.type) {
       case "ready":
@@ -292,6 +322,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
       case "showSystemPrompt":
         return vscode.commands.executeCommand("crank.showSystemPrompt") as Promise<void>;
     }
+    const client = await this.server.ensureStarted(true);
     if (!client) {
       this.notice("error", "The Crank server is not running.");
       return;
@@ -318,6 +349,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
         return this.refresh();
       case "openSession":
         await client.openSession({ workspace, sessionId: m.sessionId });
+        return this.refresh();
+      case "editResend":
+        return this.editResend(m.fromEnd, m.text);
+      case "switchBranch":
+        await client.branch({ workspace, entryId: m.entryId });
         return this.refresh();
       case "listSessions": {
         const { sessions } = await client.sessions({ workspace });
@@ -444,11 +480,14 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     const doc = await vscode.workspace.openTextDocument(uri);
     const plan = planUndo(doc.getText(), t.edit, t.previousFile);
     if (!plan.ok) return this.notice("error", `Cannot undo this edit: ${plan.reason}`);
+    // Saved like the agent's own change, so the disk never keeps what the editor took back;
+    // the user's unsaved edits in the file go with it, and the notice says so.
+    const hadUnsaved = doc.isDirty;
     const we = new vscode.WorkspaceEdit();
     we.replace(uri, new vscode.Range(doc.positionAt(plan.offset), doc.positionAt(plan.offset + plan.length)), plan.replacement);
     if (!(await vscode.workspace.applyEdit(we))) return this.notice("error", `VS Code refused to revert the edit to ${t.edit.path}.`);
-    await doc.save();
-    this.notice("info", `Reverted the edit to ${t.edit.path}.`);
+    if (!(await doc.save())) return this.notice("error", `Reverted the edit to ${t.edit.path} in the editor, but VS Code did not save it: the file on disk still has the edit.`);
+    this.notice("info", hadUnsaved ? `Reverted the edit to ${t.edit.path} and saved the file, with your unsaved changes to it.` : `Reverted the edit to ${t.edit.path}.`);
   }
 }
 

@@ -1,12 +1,32 @@
 /**
- * Entry point: wires the server manager, the chat view and the commands together.
+ * Entry point: wires the server manager, the chat view, the status bar and the commands
+ * together. Activation is cheap (nothing is started): the server starts when the chat
+ * view, a command or a code action first needs it (ServerManager.ensureStarted).
  * Command ids differ from the server's executeCommand ids (crank.fixFile, crank.abort,
  * crank.newSession), which vscode-languageclient registers itself for code actions.
  */
 import * as vscode from "vscode";
 import { ChatViewProvider, showInstallHelp } from "./chatView";
 import { ServerManager } from "./server";
+import { RunTracker, statusBarView } from "./chat/status";
 import type { FixFileArgs, PermissionMode } from "./protocol/types";
+
+/**
+ * "Fix with Crank" in the lightbulb before the server runs (after that the server's own
+ * code actions take over, so the menu never lists it twice). Choosing it starts the
+ * server and runs the fix on the diagnostics it was offered for.
+ */
+class FixBeforeStartProvider implements vscode.CodeActionProvider {
+  static readonly kinds = [vscode.CodeActionKind.QuickFix];
+  constructor(private readonly server: ServerManager) {}
+  provideCodeActions(doc: vscode.TextDocument, _range: vscode.Range, ctx: vscode.CodeActionContext): vscode.CodeAction[] {
+    if (this.server.client || !ctx.diagnostics.length || !vscode.workspace.getWorkspaceFolder(doc.uri)) return [];
+    const action = new vscode.CodeAction("Fix with Crank", vscode.CodeActionKind.QuickFix);
+    action.diagnostics = [...ctx.diagnostics];
+    action.command = { command: "crank.fixDiagnostics", title: "Fix with Crank", arguments: [doc.uri, [...ctx.diagnostics]] };
+    return [action];
+  }
+}
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const server = new ServerManager(context);
@@ -14,20 +34,51 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(server);
   context.subscriptions.push(vscode.window.registerWebviewViewProvider(ChatViewProvider.viewId, chat, { webviewOptions: { retainContextWhenHidden: true } }));
 
-  const needClient = () => {
-    const c = server.client;
-    if (!c) void vscode.window.showErrorMessage("The Crank server is not running.", "Restart Server").then((p) => p && server.restart());
+  // Status bar: running / idle, the chat's context use; a click opens the chat.
+  const runs = new RunTracker();
+  const bar = vscode.window.createStatusBarItem("crank.status", vscode.StatusBarAlignment.Right, 100);
+  bar.name = "Crank";
+  bar.command = "crank.focusChat";
+  const workspace = () => chat.folder()?.uri.toString();
+  let wasRunning = false;
+  const paint = () => {
+    const v = statusBarView({ server: server.currentStatus.status, running: runs.runningCount, usage: runs.usageOf(workspace()) });
+    bar.text = v.text;
+    bar.tooltip = v.tooltip;
+    bar.backgroundColor = v.tone === "error" ? new vscode.ThemeColor("statusBarItem.errorBackground") : undefined;
+    bar.show();
+    if (runs.anyRunning !== wasRunning) {
+      wasRunning = runs.anyRunning;
+      void vscode.commands.executeCommand("setContext", "crank.running", wasRunning);
+    }
+  };
+  context.subscriptions.push(
+    bar,
+    server.onEvent((p) => runs.onEvent(p) && paint()),
+    server.onStatus((s) => {
+      if (s.status !== "running") runs.clear();
+      paint();
+    }),
+    vscode.window.onDidChangeActiveTextEditor(() => paint()),
+    vscode.languages.registerCodeActionsProvider({ scheme: "file" }, new FixBeforeStartProvider(server), { providedCodeActionKinds: FixBeforeStartProvider.kinds }),
+  );
+  paint();
+
+  const needClient = async () => {
+    const c = await server.ensureStarted(true);
+    if (!c && server.currentStatus.status !== "notInstalled")
+      void vscode.window.showErrorMessage("The Crank server is not running.", "Restart Server").then((p) => p && server.restart());
     return c;
   };
-  const workspace = () => chat.folder()?.uri.toString();
 
-  const fix = async (uri: vscode.Uri | undefined, withSelection: boolean) => {
+  const fix = async (uri: vscode.Uri | undefined, withSelection: boolean, offered?: vscode.Diagnostic[]) => {
     const editor = vscode.window.activeTextEditor;
     const target = uri instanceof vscode.Uri ? uri : editor?.document.uri;
-    const lc = server.languageClient;
     if (!target) return void vscode.window.showWarningMessage("Crank: open a file to fix first.");
-    if (!lc || !server.client) return void needClient();
-    let diagnostics = vscode.languages.getDiagnostics(target);
+    if (!(await needClient())) return;
+    const lc = server.languageClient;
+    if (!lc) return;
+    let diagnostics = offered ?? vscode.languages.getDiagnostics(target);
     const args: FixFileArgs = { uri: target.toString() };
     if (withSelection && editor && !editor.selection.isEmpty && editor.document.uri.toString() === target.toString()) {
       const sel = editor.selection;
@@ -47,6 +98,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   register("crank.focusChat", () => chat.reveal());
   register("crank.fixThisFile", (uri?: vscode.Uri) => fix(uri, false));
   register("crank.fixSelection", () => fix(undefined, true));
+  register("crank.fixDiagnostics", (uri: vscode.Uri, diagnostics: vscode.Diagnostic[]) => fix(uri, false, diagnostics));
   register("crank.addSelection", () => chat.addSelection());
   register("crank.addFile", (uri?: vscode.Uri) => {
     const u = uri instanceof vscode.Uri ? uri : vscode.window.activeTextEditor?.document.uri;
@@ -54,13 +106,13 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   });
   register("crank.chat.stop", () => chat.stop());
   register("crank.chat.newSession", async () => {
-    const c = needClient();
+    const c = await needClient();
     if (!c) return;
     await c.newSession({ workspace: workspace() }).catch((e: Error) => vscode.window.showErrorMessage(`Crank: ${e.message}`));
     await chat.refresh();
   });
   register("crank.chat.openSession", async () => {
-    const c = needClient();
+    const c = await needClient();
     if (!c) return;
     const { sessions } = await c.sessions({ workspace: workspace() });
     const pick = await vscode.window.showQuickPick(
@@ -78,7 +130,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   register("crank.installHelp", () => showInstallHelp());
   register("crank.pickWorkspace", () => chat.pickWorkspace());
   register("crank.showSystemPrompt", async () => {
-    const c = needClient();
+    const c = await needClient();
     if (!c) return;
     const p = await c.systemPrompt({ workspace: workspace() });
     const sources = p.sources.map((s) => `- ${s.kind}${s.path ? `: \`${s.path}\`` : ""}`).join("\n") || "- (none)";
@@ -86,11 +138,15 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     await vscode.window.showTextDocument(await vscode.workspace.openTextDocument({ language: "markdown", content }));
   });
   register("crank.selectModel", async () => {
-    const c = needClient();
+    const c = await needClient();
     if (!c) return;
     const { models } = await c.models({ workspace: workspace() });
     const pick = await vscode.window.showQuickPick(
-      models.map((m) => ({ label: m.id, description: `${m.api}${m.contextWindow ? ` · ${m.contextWindow} tokens` : ""}`, m })),
+      models.map((m) => ({
+        label: m.id,
+        description: `${m.source === "server" ? "served here · " : ""}${m.api}${m.contextWindow ? ` · ${m.contextWindow} tokens` : ""}`,
+        m,
+      })),
       { title: "Crank: model" },
     );
     if (pick) {
@@ -99,7 +155,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
   });
   register("crank.setPermissionMode", async () => {
-    const c = needClient();
+    const c = await needClient();
     if (!c) return;
     const modes: { label: string; detail: string; mode: PermissionMode }[] = [
       { label: "Ask", detail: "Ask before every edit and command", mode: "ask" },
@@ -114,7 +170,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     }
   });
 
-  await server.start();
 }
 
 export function deactivate(): void {}

@@ -2,6 +2,12 @@
  * Owns the `crank serve` process through vscode-languageclient: start, stop, restart,
  * the output channel, the API key from SecretStorage, and Workspace Trust. Everything
  * above it talks to the server through `CrankClient`, so it survives restarts.
+ *
+ * The server is not started at activation: `ensureStarted()` starts it the first time
+ * the chat view, a command or a code action needs it, so a window where Crank is never
+ * used never runs a Python process. A missing server is reported in a notification
+ * once per command line (remembered across windows and start-ups); after that the
+ * chat view and the status bar say it, and a command the user runs says it again.
  */
 import * as vscode from "vscode";
 import {
@@ -14,25 +20,20 @@ import {
   type StaticFeature,
 } from "vscode-languageclient/node";
 import { CrankClient, experimentalCapabilities } from "./protocol/client";
-import { findExecutable, initOptions, redacted, serverCommand, type CrankSettings } from "./protocol/launch";
+import { findExecutable, initOptions, redacted, serverCommand, settingsFrom, type CrankSettings } from "./protocol/launch";
+import { redactingChannel } from "./protocol/redact";
+import { answerSave, type SaveHost } from "./protocol/save";
 import type { EventParams, PermissionRequest, PermissionResponse } from "./protocol/types";
-import type { ServerStatus } from "./chat/state";
+import type { BarServerStatus } from "./chat/status";
 
 const SECRET_KEY = "crank.apiKey";
+/** globalState: the command line whose "not found" message was last shown. */
+const MISSING_SHOWN_KEY = "crank.missingServerShown";
 
+/** Only what the user set (never a contributed default); restricted settings from the user alone while untrusted. */
 export function readSettings(): CrankSettings {
   const c = vscode.workspace.getConfiguration("crank");
-  return {
-    command: c.get<string[]>("server.command", []),
-    python: c.get<string>("server.python", ""),
-    api: c.get<string>("provider.api", ""),
-    baseUrl: c.get<string>("provider.baseUrl", ""),
-    model: c.get<string>("provider.model", ""),
-    permissionMode: c.get("permissionMode", "ask"),
-    sessionDir: c.get<string>("sessionDir", ""),
-    sandboxMode: c.get("sandbox.mode", "workspace-write"),
-    sandboxNetwork: c.get<boolean>("sandbox.network", false),
-  };
+  return settingsFrom((key) => c.inspect(key), vscode.workspace.isTrusted);
 }
 
 /** Adds `capabilities.experimental.crank` so the server sends events and permission requests. */
@@ -47,13 +48,29 @@ class CrankCapabilities implements StaticFeature {
   clear(): void {}
 }
 
+/** crank/saveDocument in VS Code: the open TextDocument with that URI, saved with `save()`. */
+const vscodeSaveHost: SaveHost = {
+  find(uri) {
+    const wanted = vscode.Uri.parse(uri).toString();
+    const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === wanted);
+    return doc && { name: doc.uri.path.split("/").pop() ?? doc.uri.path, save: () => Promise.resolve(doc.save()) };
+  },
+  inform(message) {
+    void vscode.window.showInformationMessage(message);
+  },
+};
+
 export class ServerManager implements vscode.Disposable {
-  readonly output = vscode.window.createOutputChannel("Crank");
+  /** Every stored key handed to a server: taken out of every line the channel gets (traces included). */
+  private readonly keys = new Set<string>();
+  /** A log channel (levels, timestamps, the user's chosen log level) that redacts keys from every line. */
+  readonly output = redactingChannel(vscode.window.createOutputChannel("Crank", { log: true }), () => this.keys);
   private lc: LanguageClient | undefined;
   private crank: CrankClient | undefined;
-  private status: ServerStatus = "down";
+  private status: BarServerStatus = "idle";
   private statusMessage: string | undefined;
-  private readonly statusEmitter = new vscode.EventEmitter<{ status: ServerStatus; message?: string }>();
+  private starting: Promise<void> | undefined;
+  private readonly statusEmitter = new vscode.EventEmitter<{ status: BarServerStatus; message?: string }>();
   private readonly eventEmitter = new vscode.EventEmitter<EventParams>();
   private subscriptions: vscode.Disposable[] = [];
   readonly onStatus = this.statusEmitter.event;
@@ -76,32 +93,58 @@ export class ServerManager implements vscode.Disposable {
   get languageClient(): LanguageClient | undefined {
     return this.lc;
   }
-  get currentStatus(): { status: ServerStatus; message?: string } {
+  get currentStatus(): { status: BarServerStatus; message?: string } {
     return { status: this.status, message: this.statusMessage };
   }
 
-  private setStatus(status: ServerStatus, message?: string): void {
+  private setStatus(status: BarServerStatus, message?: string): void {
     this.status = status;
     this.statusMessage = message;
     this.statusEmitter.fire({ status, message });
   }
 
-  async start(): Promise<void> {
+  /**
+   * The running client, starting the server first if it has not been started yet (or
+   * a start is under way). `userAsked`: a command the user ran needs it, so a missing
+   * server is said again even if the message was shown before.
+   */
+  async ensureStarted(userAsked = false): Promise<CrankClient | undefined> {
+    if (this.status === "idle") await this.start(userAsked);
+    else if (this.starting) await this.starting;
+    else if (userAsked && this.status === "notInstalled") await this.start(true);
+    return this.client;
+  }
+
+  start(userAsked = true): Promise<void> {
+    if (this.starting) return this.starting;
+    this.starting = this.doStart(userAsked).finally(() => (this.starting = undefined));
+    return this.starting;
+  }
+
+  private async doStart(userAsked: boolean): Promise<void> {
     const settings = readSettings();
     const { command, args } = serverCommand(settings);
+    const line = [command, ...args].join(" ");
     if (!findExecutable(command)) {
-      const msg = `Cannot find \`${command}\` to start the Crank server (${[command, ...args].join(" ")}).`;
-      this.output.appendLine(msg);
+      const msg = `Cannot find \`${command}\` to start the Crank server (${line}).`;
+      this.output.error(msg);
+      // Once per command line, across windows and start-ups; again when the user asked for something.
+      const shown = this.context.globalState.get<string>(MISSING_SHOWN_KEY) === line;
+      if (userAsked || !shown) {
+        await this.context.globalState.update(MISSING_SHOWN_KEY, line);
+        void vscode.window.showErrorMessage(msg, "How to Install", "Open Settings").then((pick) => {
+          if (pick === "How to Install") void vscode.commands.executeCommand("crank.installHelp");
+          if (pick === "Open Settings") void vscode.commands.executeCommand("workbench.action.openSettings", "crank.server");
+        });
+      }
       this.setStatus("notInstalled", msg);
-      void vscode.window.showErrorMessage(msg, "How to Install", "Open Settings").then((pick) => {
-        if (pick === "How to Install") void vscode.commands.executeCommand("crank.installHelp");
-        if (pick === "Open Settings") void vscode.commands.executeCommand("workbench.action.openSettings", "crank.server");
-      });
       return;
     }
+    if (this.context.globalState.get(MISSING_SHOWN_KEY) !== undefined) await this.context.globalState.update(MISSING_SHOWN_KEY, undefined);
     const apiKey = await this.context.secrets.get(SECRET_KEY);
+    if (apiKey) this.keys.add(apiKey);
     const init = initOptions(settings, apiKey, vscode.workspace.isTrusted);
-    this.output.appendLine(`Starting ${[command, ...args].join(" ")} with ${JSON.stringify(redacted(init))}`);
+    this.output.info(`Starting ${line} with ${JSON.stringify(redacted(init))}`);
     const serverOptions: ServerOptions = { command, args, options: { env: process.env } };
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
@@ -138,6 +181,7 @@ export class ServerManager implements vscode.Disposable {
       }),
       this.crank.onEvent((p) => this.eventEmitter.fire(p)),
       this.crank.onPermissionRequest((p, cancelled) => (this.permissionHandler ? this.permissionHandler(p, cancelled) : Promise.resolve({ decision: "reject", reason: "no chat view to ask in" }))),
+      this.crank.onSaveDocument((p) => answerSave(p, vscodeSaveHost)),
     );
     this.setStatus("starting");
     try {
@@ -145,7 +189,7 @@ export class ServerManager implements vscode.Disposable {
       this.setStatus("running");
     } catch (err) {
       const msg = `The Crank server failed to start: ${err instanceof Error ? err.message : String(err)}`;
-      this.output.appendLine(msg);
+      this.output.error(msg);
       this.setStatus("down", msg);
     }
   }
@@ -159,7 +203,7 @@ export class ServerManager implements vscode.Disposable {
       try {
         await lc.stop(5000);
       } catch (err) {
-        this.output.appendLine(`Stopping the server: ${String(err)}`);
+        this.output.warn(`Stopping the server: ${String(err)}`);
       }
     }
     this.setStatus("down");
@@ -196,18 +240,19 @@ export class ServerManager implements vscode.Disposable {
     await lc.sendNotification("workspace/didChangeConfiguration", {
       settings: { crank: initOptions(readSettings(), undefined, true) },
     });
-    this.output.appendLine("Workspace trusted: sent trusted=true to the server.");
+    this.output.info("Workspace trusted: sent trusted=true to the server.");
   }
 
   private configChanged(e: vscode.ConfigurationChangeEvent): void {
     if (!e.affectsConfiguration("crank")) return;
     if (e.affectsConfiguration("crank.permissionMode")) {
-      const mode = readSettings().permissionMode;
+      const mode = readSettings().permissionMode ?? "ask";
       void this.client?.setPermissionMode({ mode }).catch((err: Error) => {
-        this.output.appendLine(`crank/setPermissionMode ${mode} failed: ${err.message}`);
+        this.output.error(`crank/setPermissionMode ${mode} failed: ${err.message}`);
         void vscode.window.showErrorMessage(`Crank: the permission mode setting (${mode}) was not applied: ${err.message}`);
       });
     }
+    if (this.status === "idle") return; // not started yet: it will start with the new settings
     if (["crank.server", "crank.provider", "crank.sessionDir"].some((s) => e.affectsConfiguration(s))) {
       void vscode.window.showInformationMessage("Crank: restart the server to apply the new settings?", "Restart").then((pick) => {
         if (pick) void this.restart();

@@ -191,7 +191,7 @@ end
 
 local function capabilities()
   local caps = vim.lsp.protocol.make_client_capabilities()
-  caps.experimental = { crank = { events = true, permissionRequests = true } }
+  caps.experimental = { crank = { events = true, permissionRequests = true, saveDocuments = true } }
   caps.window = caps.window or {}
   caps.window.workDoneProgress = true
   return caps
@@ -229,6 +229,9 @@ function M.ensure(root)
     handlers = {
       ["crank/event"] = handle_event,
       ["crank/requestPermission"] = handle_permission,
+      ["crank/saveDocument"] = function(_, params)
+        return require("crank.save").handle(params)
+      end,
     },
     on_init = function(client, result)
       local ws = M.by_client[client.id]

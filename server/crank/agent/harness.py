@@ -22,9 +22,10 @@ import logging
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Literal, TypedDict, TypeVar, get_args
+from typing import Literal, TypeVar, get_args
 
-from .loop import BuildRequest, Event, LoopConfig, RunPrompt, agent_loop
+from .events import Event, QueueState
+from .loop import BuildRequest, LoopConfig, RunPrompt, agent_loop
 from .messages import Message, UserMessage, assistant_message, user_message
 from .model import AbortSignal, Model
 from .tools import Tool
@@ -55,13 +56,6 @@ QueueKind = Literal["steering", "followUp"]
 """The two queues, spelled as on the wire: steering enters at the next safe point,
 a follow-up only when the run would otherwise end (principle 6)."""
 QUEUE_KINDS: tuple[QueueKind, ...] = get_args(QueueKind)
-
-
-class QueueState(TypedDict):
-    """Both queues as the wire shows them (``queue_update``, ``crank/state``)."""
-
-    steering: list[str]
-    followUp: list[str]
 
 
 @dataclass

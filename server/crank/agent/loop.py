@@ -22,8 +22,9 @@ from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
+from .events import Delta, DeltaKind, Event, MessageEnd, ToolOutcome
 from .messages import (
     AssistantMessage,
     ContentBlock,
@@ -36,11 +37,18 @@ from .messages import (
     tool_calls,
     tool_result,
 )
-from .model import AbortSignal, Model, ModelRequest, StreamEvent, ToolSpec
+from .model import (
+    AbortSignal,
+    Model,
+    ModelRequest,
+    TextDelta,
+    ThinkingDelta,
+    ToolCallDelta,
+    ToolCallStart,
+    ToolSpec,
+)
 from .tools import Tool, run_tool, spec_of
 from .view import build_view
-
-Event = dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -60,7 +68,11 @@ class RunPrompt:
 BuildRequest = Callable[[Sequence[Message], RunPrompt], Awaitable[ModelRequest]]
 """Turns the record into the request, given the run's prompt (view, policies, marks)."""
 ABORTED_TEXT = "Aborted by the user."
-_BLOCK_OF = {"text_delta": "text", "thinking_delta": "thinking", "toolcall_delta": "toolCall"}
+_BLOCK_OF: dict[str, DeltaKind] = {
+    "text_delta": "text",
+    "thinking_delta": "thinking",
+    "toolcall_delta": "toolCall",
+}
 
 
 @dataclass
@@ -142,10 +154,9 @@ class _Partial:
         self.model_id = model_id
         self.blocks: dict[int, dict[str, Any]] = {}
 
-    def apply(self, stream_event: StreamEvent) -> Event:
-        event = cast(dict[str, Any], stream_event)
-        kind, index = event["type"], event["contentIndex"]
-        if kind == "toolcall_start":
+    def apply(self, event: TextDelta | ThinkingDelta | ToolCallStart | ToolCallDelta) -> Delta:
+        index = event["contentIndex"]
+        if event["type"] == "toolcall_start":
             self.blocks[index] = {
                 "type": "toolCall",
                 "chunks": [],
@@ -159,7 +170,7 @@ class _Partial:
                 "toolCallId": event["id"],
                 "toolName": event["name"],
             }
-        block_type = _BLOCK_OF[kind]
+        block_type = _BLOCK_OF[event["type"]]
         block = self.blocks.setdefault(index, {"type": block_type, "chunks": []})
         block["chunks"].append(event["text"])
         return {"kind": block_type, "contentIndex": index, "text": event["text"]}
@@ -193,7 +204,7 @@ class _Partial:
         )
 
 
-def _announce(record: list[Message], message: Message) -> list[Event]:
+def _announce(record: list[Message], message: Message) -> list[MessageEnd]:
     record.append(message)
     return [{"type": "message_end", "message": message}]
 
@@ -263,8 +274,8 @@ async def agent_loop(
                 if item["type"] == "done":
                     reply = item["message"]
                     break
-                if item["type"] in ("retry_start", "retry_end"):
-                    yield dict(item)
+                if item["type"] == "retry_start" or item["type"] == "retry_end":
+                    yield item
                 else:
                     yield {"type": "message_update", "delta": partial.apply(item)}
         if reply is None:
@@ -295,8 +306,8 @@ async def agent_loop(
                 for event in _announce(record, result):
                     yield event
                 continue
-            async for event in _run_one_tool(record, call, config.tools, signal):
-                yield event
+            async for tool_event in _run_one_tool(record, call, config.tools, signal):
+                yield tool_event
         yield {"type": "turn_end", "message": reply}
 
         if reply.get("errorKind") == "overflow" and config.recover_overflow and not recovered:
@@ -352,7 +363,7 @@ async def _run_one_tool(
         )
     else:
         result, details = task.result()
-    outcome: dict[str, Any] = {"content": result["content"], "isError": result["isError"]}
+    outcome: ToolOutcome = {"content": result["content"], "isError": result["isError"]}
     if details is not None:
         outcome["details"] = details
     yield {"type": "tool_execution_end", "toolCallId": call["id"], "result": outcome}

@@ -137,3 +137,76 @@ def is_valid_view(messages: Sequence[Message]) -> bool:
                 return False
             index += 1
     return True
+
+
+class GrowingView:
+    """``repair_view`` for a record that grows at its end, in time proportional to what
+    was added since the last clean point, with the same result as a full repair.
+
+    A clean point is a length of the record up to which every call has its result and
+    every result its call: the view of such a prefix is final, whatever comes after
+    it, as long as no later call reuses one of its call ids (then, and whenever the
+    record was replaced rather than extended, the whole record is repaired again).
+    Tested against ``repair_view`` property-style (tests/agent/test_view.py)."""
+
+    def __init__(self) -> None:
+        self._reset()
+
+    def _reset(self) -> None:
+        self._clean = 0
+        self._last: Message | None = None
+        self._view: list[Message] = []
+        self._calls: set[str] = set()
+        self._repairs = Repairs()
+
+    def repair(self, record: Sequence[Message]) -> tuple[list[Message], Repairs]:
+        start = self._clean
+        if start and (len(record) < start or record[start - 1] is not self._last):
+            self._reset()
+            start = 0
+        tail = record[start:]
+        tail_calls = _call_ids(tail)
+        if tail_calls & self._calls:
+            self._reset()
+            start, tail = 0, record
+            tail_calls = _call_ids(tail)
+        tail_view, tail_repairs = repair_view(tail)
+        late = sum(
+            1 for m in tail if m["role"] == "toolResult" and m["toolCallId"] in self._calls
+        )  # results for calls of the clean prefix: repaired alone they look orphaned
+        repairs = Repairs(
+            self._repairs.interrupted + tail_repairs.interrupted,
+            self._repairs.orphans + tail_repairs.orphans - late,
+            self._repairs.duplicates + tail_repairs.duplicates + late,
+            self._repairs.empty_replies + tail_repairs.empty_replies,
+        )
+        view = self._view + tail_view if start else tail_view
+        if tail and _is_clean(tail, self._calls):
+            self._clean, self._last = len(record), record[-1]
+            self._view, self._repairs = list(view), repairs
+            self._calls |= tail_calls
+        return view, repairs
+
+
+def _call_ids(messages: Sequence[Message]) -> set[str]:
+    """The ids of the calls a repair answers (an empty failure's calls are not sent)."""
+    return {
+        call["id"]
+        for message in messages
+        if not is_empty_failure(message)
+        for call in tool_calls(message)
+    }
+
+
+def _is_clean(messages: Sequence[Message], earlier_calls: set[str]) -> bool:
+    """Every call in ``messages`` has a result there, and every result there belongs
+    to a call there (or is a late duplicate for an earlier, answered call)."""
+    calls = _call_ids(messages)
+    results = set()
+    for message in messages:
+        if message["role"] == "toolResult":
+            call_id = message["toolCallId"]
+            if call_id not in calls and call_id not in earlier_calls:
+                return False
+            results.add(call_id)
+    return calls <= results

@@ -18,6 +18,7 @@ from lsprotocol import types
 
 if TYPE_CHECKING:
     from crank.workspace import WorkspaceHost
+    from crank.workspace.stream import EventParams, WireEvent
 
     from .server import CrankServer
 
@@ -27,7 +28,7 @@ log = logging.getLogger(__name__)
 class RunProgress:
     def __init__(self, server: CrankServer) -> None:
         self._server = server
-        self._queues: dict[str, asyncio.Queue[dict[str, Any] | None]] = {}
+        self._queues: dict[str, asyncio.Queue[WireEvent | None]] = {}
         self._runs: dict[str, tuple[str, str | None]] = {}
         """token -> (workspace, runId) of the run it reports, until that run settles."""
         self._tasks: set[asyncio.Task[None]] = set()
@@ -45,7 +46,7 @@ class RunProgress:
         host = self._server.hosts.get(found[0])
         return (host, found[1]) if host is not None else None
 
-    def on_event(self, params: dict[str, Any]) -> None:
+    def on_event(self, params: EventParams) -> None:
         event = params["event"]
         kind = event["type"]
         if kind not in ("agent_start", "tool_execution_start", "agent_settled"):
@@ -54,7 +55,7 @@ class RunProgress:
         if kind == "agent_start":
             if not self._supported():
                 return
-            queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+            queue: asyncio.Queue[WireEvent | None] = asyncio.Queue()
             self._queues[run_key] = queue
             token = f"crank-{uuid.uuid4().hex[:12]}"
             self._runs[token] = (params["workspace"], params.get("runId"))
@@ -71,7 +72,7 @@ class RunProgress:
             del self._queues[run_key]
             self._runs.pop(self._tokens.pop(run_key, ""), None)
 
-    async def _drive(self, token: str, queue: asyncio.Queue[dict[str, Any] | None]) -> None:
+    async def _drive(self, token: str, queue: asyncio.Queue[WireEvent | None]) -> None:
         progress = self._server.work_done_progress
         created = False
         try:
@@ -85,13 +86,12 @@ class RunProgress:
                 break
             if not created:
                 continue
-            kind = event["type"]
-            if kind == "agent_start":
+            if event["type"] == "agent_start":
                 progress.begin(
                     token,
                     types.WorkDoneProgressBegin(title="Crank", message="working", cancellable=True),
                 )
-            elif kind == "tool_execution_start":
+            elif event["type"] == "tool_execution_start":
                 progress.report(
                     token, types.WorkDoneProgressReport(message=f"running {event['toolName']}")
                 )

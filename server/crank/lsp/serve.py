@@ -18,6 +18,8 @@ from typing import Any, BinaryIO
 
 from pygls.io_ import StdinAsyncReader, StdoutWriter, run_async
 
+from crank.vendors import RedactingFormatter
+
 from .server import CrankServer, build_server
 
 log = logging.getLogger("crank.lsp")
@@ -43,12 +45,10 @@ def _setup_logging(level: str, log_file: str | None) -> None:
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if log_file:
         handlers.append(logging.FileHandler(log_file))
-    logging.basicConfig(
-        level=level.upper(),
-        handlers=handlers,
-        force=True,
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-    )
+    formatter = RedactingFormatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    for handler in handlers:
+        handler.setFormatter(formatter)
+    logging.basicConfig(level=level.upper(), handlers=handlers, force=True)
     logging.getLogger("pygls").setLevel(max(logging.WARNING, logging.getLogger().level))
     if logging.getLogger().level > logging.DEBUG:
         # pygls logs every error answer with a traceback; ours are expected refusals.

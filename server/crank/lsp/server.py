@@ -35,6 +35,7 @@ from crank.workspace import (
     merge_layers,
 )
 from crank.workspace.errors import NO_SUCH_WORKSPACE
+from crank.workspace.stream import EventParams
 
 from .editor import LspEditor, path_of_uri
 from .params import Params, check_diagnostics, check_range
@@ -44,6 +45,9 @@ from .protocol import CrankProtocol
 log = logging.getLogger(__name__)
 Handler = Callable[["CrankServer", Params], Awaitable[Any]]
 HANDLERS: dict[str, Handler] = {}
+FOLDER_LAYER = "workspace/configuration crank"
+"""The folder-scoped layer: the client's answer for one folder, which may come from
+that folder's own settings file (see ``crank.workspace.settings.RESTRICTED``)."""
 
 
 def handles(method: str) -> Callable[[Handler], Handler]:
@@ -63,6 +67,13 @@ def as_rpc_error(exc: Exception) -> JsonRpcException | None:
 
 
 class CrankServer(LanguageServer):
+    """The LSP side of one editor connection. It owns the map of workspace folders to
+    their ``WorkspaceHost`` (created on ``initialize`` and folder changes, closed on
+    ``shutdown``), the client's declared capabilities (``permission_requests``), the
+    settings the client pushed (``init_crank``, ``pushed_crank``), the one ``LspEditor``
+    every host talks through, and run progress. It owns nothing about runs, sessions or
+    permissions: those are the hosts'."""
+
     def __init__(self, *, env: dict[str, str] | None = None) -> None:
         super().__init__("crank", __version__, protocol_cls=CrankProtocol)
         self.env = env
@@ -75,6 +86,9 @@ class CrankServer(LanguageServer):
         """``settings.crank`` of the last ``workspace/didChangeConfiguration`` that had one."""
         self.config_changed = False
         self.permission_requests = False
+        self.save_documents = False
+        """The client declared ``experimental.crank.saveDocuments``: it answers
+        ``crank/saveDocument`` (see landing.py)."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self._register()
 
@@ -93,9 +107,38 @@ class CrankServer(LanguageServer):
         )
         self.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)(self._fn(self._progress_cancelled))
         self.feature(types.TEXT_DOCUMENT_CODE_ACTION)(self._fn(self._code_actions))
+        self._register_sync()
         self.command("crank.fixFile")(self._fn(self._fix_file_command))
         self.command("crank.abort")(self._fn(self._abort_command))
         self.command("crank.newSession")(self._fn(self._new_session_command))
+
+    def _register_sync(self) -> None:
+        """Document notifications feed the editor's ``DocumentSync`` (saved or not);
+        pygls has already updated its copy of the text when these run."""
+        sync = self.editor.sync
+
+        def text(uri: str) -> str | None:
+            doc = self.workspace.text_documents.get(uri)
+            return doc.source if doc is not None else None
+
+        def opened(params: types.DidOpenTextDocumentParams) -> None:
+            sync.opened(params.text_document.uri, params.text_document.text)
+
+        def changed(params: types.DidChangeTextDocumentParams) -> None:
+            uri = params.text_document.uri
+            sync.changed(uri, text(uri) or "")
+
+        def saved(params: types.DidSaveTextDocumentParams) -> None:
+            uri = params.text_document.uri
+            sync.saved(uri, text(uri))
+
+        def closed(params: types.DidCloseTextDocumentParams) -> None:
+            sync.closed(params.text_document.uri)
+
+        self.feature(types.TEXT_DOCUMENT_DID_OPEN)(opened)
+        self.feature(types.TEXT_DOCUMENT_DID_CHANGE)(changed)
+        self.feature(types.TEXT_DOCUMENT_DID_SAVE)(saved)
+        self.feature(types.TEXT_DOCUMENT_DID_CLOSE)(closed)
 
     @staticmethod
     def _fn(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -139,7 +182,7 @@ class CrankServer(LanguageServer):
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    def _on_event(self, params: dict[str, Any]) -> None:
+    def _on_event(self, params: EventParams) -> None:
         self.run_progress.on_event(params)
 
     # -- lifecycle --------------------------------------------------------------------
@@ -151,6 +194,9 @@ class CrankServer(LanguageServer):
         crank_caps = experimental.get("crank") if isinstance(experimental, dict) else None
         self.permission_requests = bool(
             isinstance(crank_caps, dict) and crank_caps.get("permissionRequests")
+        )
+        self.save_documents = bool(
+            isinstance(crank_caps, dict) and crank_caps.get("saveDocuments") is True
         )
 
     def _folders(self) -> list[str]:
@@ -170,7 +216,9 @@ class CrankServer(LanguageServer):
         """The folder's settings, or None when they are malformed (logged by name).
         Before any change the editor's start-up options come first; after
         ``workspace/didChangeConfiguration`` the newer layers (what it pushed, then the
-        client's answer for the section) win over them."""
+        client's answer for the section) win over them. The answer for the folder is
+        folder-scoped: it cannot grant trust, and in an untrusted folder its
+        safety-lowering settings are ignored (and logged)."""
         section: Any = None
         caps = self.client_capabilities.workspace
         if caps is not None and caps.configuration:
@@ -184,16 +232,19 @@ class CrankServer(LanguageServer):
             except Exception as exc:
                 log.warning("workspace/configuration failed: %s", exc)
         init = ("initializationOptions.crank", self.init_crank)
-        queried = ("workspace/configuration crank", section)
+        queried = (FOLDER_LAYER, section)
         layers = [init, queried]
         if self.config_changed:
             pushed = ("workspace/didChangeConfiguration settings.crank", self.pushed_crank)
             layers = [pushed, queried, init]
         try:
-            return merge_layers(layers)
+            settings = merge_layers(layers, folder_scoped={FOLDER_LAYER})
         except CrankError as exc:
             self.editor.log(f"Crank: settings ignored: {exc.message}")
             return None
+        for problem in settings.problems:
+            self.editor.log(f"Crank: {problem}")
+        return settings
 
     async def add_host(self, uri: str) -> None:
         root = path_of_uri(uri)
@@ -462,7 +513,7 @@ async def _compact(ls: CrankServer, params: Params) -> Any:
 
 @handles("crank/models")
 async def _models(ls: CrankServer, params: Params) -> Any:
-    return (await ls.host_for(params)).models()
+    return await (await ls.host_for(params)).models()
 
 
 @handles("crank/setModel")

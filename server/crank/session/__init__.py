@@ -24,8 +24,8 @@ from .errors import (
     TornSession,
     UnknownEntry,
 )
-from .housekeeping import ContextSettings, Housekeeper
-from .index import SessionListing, list_sessions
+from .housekeeping import ContextSettings, ContextUsage, Housekeeper
+from .index import SessionInfo, list_sessions
 from .log import SessionLog, read_tree
 from .policies import POLICY_NAMES, PolicyName
 from .repair import RepairResult, repair
@@ -50,6 +50,7 @@ __all__ = [
     "POLICY_NAMES",
     "AmbiguousSession",
     "ContextSettings",
+    "ContextUsage",
     "Housekeeper",
     "NoSuchSession",
     "PolicyName",
@@ -57,7 +58,7 @@ __all__ = [
     "SessionBusy",
     "SessionClosed",
     "SessionError",
-    "SessionListing",
+    "SessionInfo",
     "SessionLocked",
     "SessionLog",
     "SessionStore",

@@ -15,8 +15,10 @@ order as built), so "characters" means the same thing everywhere in this package
 
 from __future__ import annotations
 
+import itertools
 import json
-from collections.abc import Sequence
+import operator
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from crank.agent.messages import Message, Usage
@@ -38,14 +40,80 @@ def message_chars(message: Message) -> int:
     return len(_dumps(message))
 
 
+Chars = Callable[[Message], int]
+"""How a caller measures one message: ``message_chars``, or a ``SizeCache``'s ``chars``."""
+
+
+class SizeCache:
+    """``message_chars`` remembered per message object.
+
+    A message in the record is never changed once it is there (the Harness appends
+    finished messages; the view and the policies build new objects for what they
+    change), so its size is computed once instead of on every request of a long run,
+    where the Housekeeper measures the whole view several times a turn. An entry holds
+    its message, so an id is never mistaken for another object's; ``prune`` drops the
+    messages that are in no view any more (the notes of cleared results, a replaced
+    transcript)."""
+
+    def __init__(self) -> None:
+        self._known: dict[int, tuple[Message, int]] = {}
+
+    def chars(self, message: Message) -> int:
+        known = self._known.get(id(message))
+        if known is not None and known[0] is message:
+            return known[1]
+        size = message_chars(message)
+        self._known[id(message)] = (message, size)
+        return size
+
+    def prune(self, *live: Sequence[Message]) -> None:
+        """Forget every message not in ``live``, once the cache has doubled past it."""
+        count = sum(len(messages) for messages in live)
+        if len(self._known) <= 2 * count + 64:
+            return
+        keep = {id(message) for messages in live for message in messages}
+        self._known = {key: value for key, value in self._known.items() if key in keep}
+
+    def __len__(self) -> int:
+        return len(self._known)
+
+
+class RunningSize:
+    """The summed sizes of successive views that share most of their messages.
+
+    Consecutive requests of a run send the same messages plus a few new ones (and now
+    and then a cleared result's note in place of the result), so the sum is kept per
+    position and only what follows the first message that differs is measured again.
+    Finding that message compares identities at C speed (``map(operator.is_)``)."""
+
+    def __init__(self, chars: Chars) -> None:
+        self._chars = chars
+        self._messages: list[Message] = []
+        self._sums: list[int] = []
+
+    def total(self, messages: Sequence[Message]) -> int:
+        same = sum(itertools.accumulate(map(operator.is_, messages, self._messages), operator.and_))
+        sums = self._sums[:same]
+        running = sums[-1] if sums else 0
+        for message in messages[same:]:
+            running += self._chars(message)
+            sums.append(running)
+        self._messages, self._sums = list(messages), sums
+        return running
+
+
 def prompt_chars(system: str, tools: Sequence[ToolSpec]) -> int:
     """The fixed part of every request: the system prompt and the tool definitions."""
     return len(_dumps(system)) + len(_dumps(list(tools)))
 
 
-def view_chars(fixed_chars: int, messages: Sequence[Message]) -> int:
+VIEW_FRAMING_CHARS = 40
+"""A request's framing around its messages, in characters (an estimate)."""
+
+
+def view_chars(fixed_chars: int, messages: Sequence[Message], chars: Chars = message_chars) -> int:
     """Characters of a request that sends ``messages`` after the fixed part, framing included."""
-    return fixed_chars + sum(message_chars(m) for m in messages) + len(messages) + 40
+    return fixed_chars + sum(chars(m) for m in messages) + len(messages) + VIEW_FRAMING_CHARS
 
 
 def request_chars(request: ModelRequest) -> int:
@@ -105,16 +173,17 @@ def context_tokens(
     messages: Sequence[Message],
     fixed_chars: int,
     calibration: Calibration,
+    chars: Chars = message_chars,
 ) -> int:
     """The size of a request that sends ``messages`` (a view) after the fixed prompt:
     the newest still-valid reported count plus an estimate for what came after it, or an
     estimate of the whole when no count is valid."""
     anchor = anchor_index(messages)
     if anchor is None:
-        return calibration.tokens(view_chars(fixed_chars, messages))
+        return calibration.tokens(view_chars(fixed_chars, messages, chars))
     reply = messages[anchor]
     assert reply["role"] == "assistant"
-    after = sum(message_chars(m) + 1 for m in messages[anchor + 1 :])
+    after = sum(chars(m) + 1 for m in messages[anchor + 1 :])
     # The reply itself is sent back with its framing: count whichever is larger.
-    sent_back = max(int(reply["usage"]["output"]), calibration.tokens(message_chars(reply)))
+    sent_back = max(int(reply["usage"]["output"]), calibration.tokens(chars(reply)))
     return usage_total(reply["usage"]) + sent_back + calibration.tokens(after)

@@ -37,25 +37,26 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypedDict
 
+from crank.agent.events import CompactionEnd, CompactionReason, Event, UsageUpdate
 from crank.agent.harness import Harness
 from crank.agent.loop import RunPrompt
 from crank.agent.messages import Message, now_ms
-from crank.agent.model import Model, ModelRequest
-from crank.agent.view import Repairs, repair_view
+from crank.agent.model import Model, ModelRequest, ToolSpec
+from crank.agent.view import GrowingView, Repairs
 
 from .compaction import compact_log
 from .errors import SessionBusy
 from .estimate import (
+    VIEW_FRAMING_CHARS,
     Calibration,
+    RunningSize,
+    SizeCache,
     anchor_index,
     context_tokens,
-    message_chars,
     prompt_chars,
-    request_chars,
     usage_total,
-    view_chars,
 )
 from .log import SessionLog
 from .policies import ClearState, Policy, PolicyName, cache_marks, clear_old_results
@@ -86,8 +87,29 @@ class ContextSettings:
         return min(DEFAULT_RESERVE, window // SMALL_WINDOW_RESERVE_SHARE)
 
 
+class ContextUsage(TypedDict):
+    """The context meter and the session's spend (``crank/state`` usage, ``usage_update``)."""
+
+    contextTokens: int
+    contextWindow: int
+    input: int
+    output: int
+    cacheRead: int
+    cacheWrite: int
+    cost: float
+
+
+def usage_update(usage: ContextUsage) -> UsageUpdate:
+    return {"type": "usage_update", **usage}
+
+
 class Housekeeper:
-    """See the module docstring."""
+    """Keeps one session inside its model's window. It owns the request-view state of
+    that session (what was cleared, the cache marks' policy), the token calibration
+    learned from the provider's usage, the session's usage totals and the last view
+    repairs; it reads the log and appends compaction entries to it. It does not own the
+    transcript (the Harness does), the prompt (each run's ``RunPrompt``) or the model
+    (it is handed one, and a new one with ``set_model``). See the module docstring."""
 
     def __init__(
         self,
@@ -103,6 +125,12 @@ class Housekeeper:
         self._settings = settings
         self._summarizer = summarizer
         self._calibration = Calibration()
+        self._sizes = SizeCache()
+        self._view = GrowingView()
+        self._running = RunningSize(self._sizes.chars)
+        self._fixed: tuple[str, Sequence[ToolSpec], int] | None = None
+        self._last_sent: tuple[Any, ...] | None = None
+        self._last_chars: tuple[Sequence[Message], int, int] | None = None
         self._clear = ClearState()
         self._view_changed_ms = 0
         self._last_request_chars: int | None = None
@@ -152,25 +180,54 @@ class Housekeeper:
         return run.prompt if run is not None else RunPrompt.of(harness.system, harness.tools)
 
     def _size(self, message: Message) -> int:
-        return self._calibration.tokens(message_chars(message))
+        return self._calibration.tokens(self._sizes.chars(message))
+
+    def _fixed_chars(self, system: str, tools: Sequence[ToolSpec]) -> int:
+        """``prompt_chars`` of the run's prompt, measured once per prompt, not per request."""
+        last = self._fixed
+        if last is not None and last[0] is system and last[1] is tools:
+            return last[2]
+        chars = prompt_chars(system, tools)
+        self._fixed = (system, tools, chars)
+        return chars
 
     @property
     def repairs(self) -> Repairs:
         """What the view last repaired in the record (nothing, for a healthy session)."""
         return self._repairs
 
-    def _sent(self, record: Sequence[Message], fixed: int) -> tuple[list[Message], ClearState]:
-        view, repairs = repair_view(record)
-        if repairs != self._repairs:
+    def _sent(
+        self, record: Sequence[Message], fixed: int, *, sending: bool = False
+    ) -> tuple[list[Message], ClearState]:
+        """What a request would send now. Only a request really being sent (``sending``)
+        updates ``repairs``: an estimate taken while a reply's calls are still running
+        would report their pending results as repaired, on every turn.
+
+        The answer for the same record, prompt, clearing state and calibration is the
+        same, so it is remembered: ``before_request`` and the ``build_request`` that
+        follows it compute one view, not two."""
+        last = record[-1] if record else None
+        key = (len(record), id(last), fixed, self._clear, self._calibration.chars_per_token)
+        memo = self._last_sent
+        if memo is not None and memo[0] == key and memo[1] is last:
+            view, repairs, sent, state = memo[2], memo[3], memo[4], memo[5]
+        else:
+            view, repairs = self._view.repair(record)
+            sent, state = self._clear_results(view, fixed)
+            self._last_sent = (key, last, view, repairs, sent, state)
+        if sending and repairs != self._repairs:
             self._repairs = repairs
             if repairs:
                 log.warning("%s: the request view repairs the record: %s", self._log.path, repairs)
+        return sent, state
+
+    def _clear_results(self, view: list[Message], fixed: int) -> tuple[list[Message], ClearState]:
         if not self._policy.clear:
             return view, self._clear
         calibration = self._calibration
 
         def tokens(messages: Sequence[Message]) -> int:
-            return calibration.tokens(view_chars(fixed, messages))
+            return calibration.tokens(self._chars_of(fixed, messages))
 
         return clear_old_results(
             view,
@@ -181,29 +238,43 @@ class Housekeeper:
             size=self._size,
         )
 
+    def _chars_of(self, fixed: int, messages: Sequence[Message]) -> int:
+        """``view_chars`` of one list, summed once however often it is asked for."""
+        known = self._last_chars
+        if known is not None and known[0] is messages and known[1] == fixed:
+            return known[2]
+        chars = fixed + self._running.total(messages) + len(messages) + VIEW_FRAMING_CHARS
+        self._last_chars = (messages, fixed, chars)
+        return chars
+
     async def build_request(self, record: Sequence[Message], prompt: RunPrompt) -> ModelRequest:
-        system, tools = prompt.system, list(prompt.tools)
-        sent, state = self._sent(record, prompt_chars(system, tools))
+        system = prompt.system
+        fixed = self._fixed_chars(system, prompt.tools)
+        sent, state = self._sent(record, fixed, sending=True)
         if state != self._clear:
             self._clear = state
             self._view_changed_ms = now_ms()
         marks = cache_marks(sent) if self._policy.cache else ()
-        request = ModelRequest(system=system, messages=sent, tools=list(tools), cache_marks=marks)
-        self._last_request_chars = request_chars(request)
+        tools = list(prompt.tools)
+        request = ModelRequest(system=system, messages=sent, tools=tools, cache_marks=marks)
+        # The request's size in the same characters every estimate counts, from the
+        # sizes already known: encoding the request is the provider's job, done once.
+        self._last_request_chars = self._chars_of(fixed, sent)
+        self._sizes.prune(record, sent)
         return request
 
     def context_tokens(self, harness: Harness) -> int:
         """The size of the request the harness's record would send now, policies applied."""
         record = harness.messages
         prompt = self._prompt(harness)
-        fixed = prompt_chars(prompt.system, prompt.tools)
+        fixed = self._fixed_chars(prompt.system, prompt.tools)
         sent, state = self._sent(record, fixed)
         anchor = anchor_index(sent)
         stale = anchor is not None and sent[anchor]["timestamp"] <= self._view_changed_ms
         if stale or state != self._clear:
             # The newest count was for a request cleared differently: estimate the whole.
-            return self._calibration.tokens(view_chars(fixed, sent))
-        return context_tokens(sent, fixed, self._calibration)
+            return self._calibration.tokens(self._chars_of(fixed, sent))
+        return context_tokens(sent, fixed, self._calibration, self._sizes.chars)
 
     # -- harness hooks ------------------------------------------------------------------
 
@@ -227,8 +298,8 @@ class Housekeeper:
         self._harness = harness
         self._unsubscribe = harness.subscribe(self._on_event)
 
-    async def _on_event(self, event: dict[str, Any]) -> None:
-        if event.get("type") != "message_end":
+    async def _on_event(self, event: Event) -> None:
+        if event["type"] != "message_end":
             return
         message = event["message"]
         if message["role"] != "assistant":
@@ -240,7 +311,7 @@ class Housekeeper:
         if self._last_request_chars is not None and usage_total(usage) > 0:
             self._calibration.learn(self._last_request_chars, usage_total(usage))
         if self._harness is not None:
-            await self._harness.announce({"type": "usage_update", **self.usage(self._harness)})
+            await self._harness.announce(usage_update(self.usage(self._harness)))
 
     async def before_request(self, harness: Harness) -> None:
         self._attach(harness)
@@ -263,7 +334,11 @@ class Housekeeper:
     # -- compaction ---------------------------------------------------------------------
 
     async def compact(
-        self, harness: Harness, *, reason: str = "manual", instructions: str | None = None
+        self,
+        harness: Harness,
+        *,
+        reason: CompactionReason = "manual",
+        instructions: str | None = None,
     ) -> dict[str, Any]:
         """Compact now (the user asked); refused while a run is active (1006)."""
         if harness.is_running:
@@ -282,7 +357,7 @@ class Housekeeper:
     async def _compact(
         self,
         harness: Harness,
-        reason: str,
+        reason: CompactionReason,
         instructions: str | None,
         tokens_before: int,
         *,
@@ -323,12 +398,12 @@ class Housekeeper:
         except Exception as error:  # housekeeping must never cost the user their prompt
             log.exception("compaction failed")
             result = {"compacted": False, "reason": f"compaction failed: {error}"}
-        end: dict[str, Any] = {"type": "compaction_end", "compacted": result["compacted"]}
+        end: CompactionEnd = {"type": "compaction_end", "compacted": result["compacted"]}
         if not result["compacted"]:
             end["error"] = result["reason"]
         await harness.announce(end)
         if result["compacted"]:
-            await harness.announce({"type": "usage_update", **self.usage(harness)})
+            await harness.announce(usage_update(self.usage(harness)))
         return result
 
     # -- usage --------------------------------------------------------------------------
@@ -355,11 +430,16 @@ class Housekeeper:
         totals["cost"] = cost
         return totals
 
-    def usage(self, harness: Harness) -> dict[str, Any]:
+    def usage(self, harness: Harness) -> ContextUsage:
         """The context meter and what the session has used so far (every reply in the
         file, on every branch: what was paid for)."""
+        totals = self._totals
         return {
             "contextTokens": self.context_tokens(harness),
             "contextWindow": self._model.context_window,
-            **self._totals,
+            "input": totals["input"],
+            "output": totals["output"],
+            "cacheRead": totals["cacheRead"],
+            "cacheWrite": totals["cacheWrite"],
+            "cost": totals["cost"],
         }

@@ -41,7 +41,7 @@ SessionEnd = Literal["error", "aborted"]
 _UNHAPPY_ENDS: tuple[SessionEnd, ...] = ("error", "aborted")
 
 
-class SessionListing(TypedDict):
+class SessionInfo(TypedDict):
     """One line of the session list (``crank/sessions``, ``crank sessions list``): what
     a picker shows, read without parsing the whole file. Not a summary of the content."""
 
@@ -59,13 +59,13 @@ class SessionListing(TypedDict):
     """The newest message is a reply that failed or was aborted."""
 
 
-def list_sessions(directory: Path) -> list[SessionListing]:
+def list_sessions(directory: Path) -> list[SessionInfo]:
     """Every ``*.jsonl`` in ``directory``, newest first."""
     if not directory.is_dir():
         return []
     cache = _load_cache(directory)
     fresh: dict[str, dict[str, Any]] = {}
-    summaries: list[tuple[int, SessionListing]] = []
+    summaries: list[tuple[int, SessionInfo]] = []
     for path in directory.glob("*.jsonl"):
         try:
             stat = path.stat()
@@ -80,11 +80,11 @@ def list_sessions(directory: Path) -> list[SessionListing]:
     return [summary for _, summary in summaries]
 
 
-def _summary(path: Path, stat: os.stat_result, state: dict[str, Any]) -> SessionListing:
+def _summary(path: Path, stat: os.stat_result, state: dict[str, Any]) -> SessionInfo:
     first = state.get("first") or ""
     name = state.get("name")
     title = name if name else first.strip().split("\n", 1)[0][:TITLE_CHARS]
-    summary: SessionListing = {
+    summary: SessionInfo = {
         "sessionId": state.get("id") or path.name[: -len(".jsonl")],
         "title": title,
         "created": state.get("created") or "",

@@ -28,6 +28,7 @@ from typing import Any
 
 import anyio.to_thread
 
+from crank.agent.events import Event
 from crank.agent.messages import Message, Usage, now_ms
 from crank.agent.model import Model
 
@@ -38,7 +39,7 @@ from .filelock import try_lock
 from .replay import transcript
 from .tree import SessionTree
 
-Listener = Callable[[dict[str, Any]], Awaitable[None]]
+Listener = Callable[[Event], Awaitable[None]]
 
 
 def new_session_id() -> str:
@@ -259,13 +260,12 @@ class SessionLog:
         ``agent_start`` / ``agent_settled`` mark a run as active, which refuses branching.
         """
 
-        async def on_event(event: dict[str, Any]) -> None:
-            kind = event.get("type")
-            if kind == "message_end":
+        async def on_event(event: Event) -> None:
+            if event["type"] == "message_end":
                 event["entryId"] = await self.append_message(event["message"])
-            elif kind == "agent_start":
+            elif event["type"] == "agent_start":
                 self.running = True
-            elif kind == "agent_settled":
+            elif event["type"] == "agent_settled":
                 self.running = False
 
         return on_event

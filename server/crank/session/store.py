@@ -16,7 +16,7 @@ from pathlib import Path
 import platformdirs
 
 from .errors import AmbiguousSession, NoSuchSession
-from .index import SessionListing, list_sessions
+from .index import SessionInfo, list_sessions
 from .log import SessionLog
 
 SUFFIX = ".jsonl"
@@ -70,7 +70,7 @@ class SessionStore:
     def open(self, session_id: str) -> SessionLog:
         return SessionLog.open(self.path_of(session_id))
 
-    def list(self) -> list[SessionListing]:
+    def list(self) -> list[SessionInfo]:
         """Newest first; cheap even for hundreds of large files (see ``index.py``)."""
         return list_sessions(self.directory)
 

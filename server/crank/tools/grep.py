@@ -13,19 +13,26 @@ import anyio
 
 from crank.agent.tools import Tool, ToolCall, ToolError, ToolOutput
 
+from .agreement import differing, searched_note
 from .context import ToolContext
 from .search import (
+    BLOCK_BYTES,
+    LINE_CHARS,
+    MOST_HITS,
     Hit,
     Query,
+    Report,
+    RipgrepFailed,
     open_documents_under,
     python_search,
     rg_search,
     ripgrep,
     search_text,
 )
+from .textfile import SNIFF_BYTES, looks_binary, open_regular
+from .walk import crowded_note
 
 GREP_LIMIT = 100
-LINE_CHARS = 500
 
 PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -52,16 +59,15 @@ def render(ctx: ToolContext, hits: list[Hit], limit: int) -> tuple[str, int]:
     lines: list[str] = []
     matches = 0
     last: tuple[Path, int] | None = None
+    with_context = any(not h.match for h in hits)
     for hit in sorted(hits):
+        if len(lines) >= MOST_HITS:
+            break
         if hit.match:
             if matches == limit:
                 break
             matches += 1
-        if (
-            last is not None
-            and (last[0] != hit.path or hit.line > last[1] + 1)
-            and any(not h.match for h in hits)
-        ):
+        if last is not None and (last[0] != hit.path or hit.line > last[1] + 1) and with_context:
             lines.append("--")
         text = hit.text if len(hit.text) <= LINE_CHARS else hit.text[:LINE_CHARS] + "…"
         mark = ":" if hit.match else "-"
@@ -70,25 +76,58 @@ def render(ctx: ToolContext, hits: list[Hit], limit: int) -> tuple[str, int]:
     return "\n".join(lines), matches
 
 
-async def run_search(ctx: ToolContext, query: Query, base: Path, engine: str | None) -> list[Hit]:
+async def run_search(
+    ctx: ToolContext, query: Query, base: Path, engine: str | None, report: Report
+) -> list[Hit]:
     regex = query.regex()
     rg = None if engine == "python" else ripgrep()
-    if rg is None:
-        stop = [False]
+    if rg is not None:
+        opened = open_documents_under(ctx.documents, base, query)
         try:
-            return await anyio.to_thread.run_sync(
-                lambda: python_search(query, base, ctx.root, ctx.documents, lambda: stop[0]),
-                abandon_on_cancel=True,
-            )
-        finally:
-            stop[0] = True
-    opened = open_documents_under(ctx.documents, base, query)
-    hits = await rg_search(rg, query, base, set(opened))
-    for path in opened:
-        text = ctx.documents.text_of(path)
-        if text is not None:
-            hits.extend(search_text(path, text, regex, query.context))
-    return hits
+            hits = await rg_search(rg, query, base, set(opened))
+        except RipgrepFailed as exc:
+            report.fallback = str(exc)
+        else:
+            for path in opened:
+                text = ctx.documents.text_of(path)
+                if text is not None:
+                    hits.extend(search_text(path, text, regex, query.context))
+            return hits
+    stop = [False]
+    try:
+        return await anyio.to_thread.run_sync(
+            lambda: python_search(query, base, ctx.root, ctx.documents, lambda: stop[0], report),
+            abandon_on_cancel=True,
+        )
+    finally:
+        stop[0] = True
+
+
+def report_note(ctx: ToolContext, report: Report) -> str:
+    """The closing notes for what was searched only in part (empty if nothing was)."""
+    note = crowded_note(report.crowded, ctx.display, "searched")
+    if report.long_lines:
+        names = ", ".join(ctx.display(path) for path in report.long_lines[:5])
+        more = f" and {len(report.long_lines) - 5} more" if len(report.long_lines) > 5 else ""
+        note += (
+            f"\n\n[{names}{more}: a line longer than {BLOCK_BYTES // (1024 * 1024)} MB was "
+            "searched in its first MB only; use bash (grep -c, or a script) to search it whole.]"
+        )
+    if report.fallback is not None:
+        note += (
+            f"\n\n[ripgrep failed ({report.fallback[:200]}); searched with the built-in "
+            "engine instead, which skips what is not a regular file.]"
+        )
+    return note
+
+
+def _binary_file(path: Path, display: str) -> bool:
+    """Is a file base binary? ToolError if it is not a regular file (ripgrep, handed a
+    FIFO, would wait on it for ever); False for a directory."""
+    if path.is_dir():
+        return False
+    with open_regular(path, display) as (handle, _):
+        return looks_binary(handle.read(SNIFF_BYTES))
 
 
 def make_grep(ctx: ToolContext, engine: str | None = None) -> Tool:
@@ -107,14 +146,27 @@ def make_grep(ctx: ToolContext, engine: str | None = None) -> Tool:
             glob=args.get("glob"),
             limit=int(args.get("limit", GREP_LIMIT)),
         )
-        hits = await run_search(ctx, query, base, engine)
+        display = ctx.display(base)
+        if ctx.documents.text_of(base) is None:
+            binary = await anyio.to_thread.run_sync(_binary_file, base, display)
+            if binary:
+                return ToolOutput(
+                    f"{display} looks like a binary file (a NUL byte in its first "
+                    f"{SNIFF_BYTES // 1024} KB); grep skips binary files, as ripgrep does."
+                )
+        report = Report()
+        hits = await run_search(ctx, query, base, engine, report)
         text, shown = render(ctx, hits, query.limit)
+        note = report_note(ctx, report)
+        unsaved = await differing(ctx, open_documents_under(ctx.documents, base, query))
+        if unsaved:
+            note += "\n\n" + searched_note(ctx, unsaved)
         if not shown:
-            return ToolOutput(f"No matches for {query.pattern!r} in {ctx.display(base)}.")
+            return ToolOutput(f"No matches for {query.pattern!r} in {display}.{note}")
         total = sum(1 for hit in hits if hit.match)
-        if total > shown:
+        if total > shown or len(hits) > MOST_HITS:
             text += f"\n\n[Showing the first {shown} matches. Narrow the pattern, path or glob.]"
-        return ToolOutput(text)
+        return ToolOutput(text + note)
 
     return Tool(
         name="grep",

@@ -1,48 +1,69 @@
-"""ls and find: what is in a directory, and which files match a glob."""
+"""ls and find: what is in a directory, and which files match a glob.
+
+Both hold only what they can show: ls streams a directory's entries and keeps the
+first ``limit`` by name (a heap), however many there are; find stops at ``limit``
+matches and walks a huge directory in part (see ``walk``). A ``limit`` above the output
+budget's MAX_LINES is taken as MAX_LINES less room for the note: no more could be shown.
+"""
 
 from __future__ import annotations
 
+import heapq
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 import anyio
 
-from crank.agent.tools import Tool, ToolCall, ToolError, ToolOutput
+from crank.agent.tools import MAX_LINES, NOTE_ROOM_LINES, Tool, ToolCall, ToolError, ToolOutput
 
 from .context import ToolContext
 from .globs import matches_path
-from .walk import walk_files
+from .walk import crowded_note, walk_files
 
+MOST_SHOWN = MAX_LINES - NOTE_ROOM_LINES
 LS_LIMIT = 500
 FIND_LIMIT = 1000
 
 
-def capped(items: list[str], limit: int, note: str) -> str:
+def capped(items: list[str], total: int, limit: int, note: str) -> str:
     """One item a line, at most ``limit`` of them, and ``note`` if some were left out."""
     text = "\n".join(items[:limit])
-    return f"{text}\n\n[{note}]" if len(items) > limit else text
+    return f"{text}\n\n[{note}]" if total > limit else text
 
 
-def _entries(directory: Path, display: str) -> list[str]:
+def _name_of(entry: os.DirEntry[str]) -> str:
+    try:
+        if entry.is_symlink():
+            return entry.name + "@"
+        if entry.is_dir():
+            return entry.name + "/"
+    except OSError:
+        pass
+    return entry.name
+
+
+def _entries(directory: Path, display: str, limit: int) -> tuple[list[str], int]:
+    """The first ``limit`` entries by name, and how many there are in all."""
+    total = 0
+
+    def names(scan: Iterator[os.DirEntry[str]]) -> Iterator[tuple[str, str]]:
+        nonlocal total
+        for entry in scan:
+            total += 1
+            name = _name_of(entry)
+            yield (name.lower(), name)
+
     try:
         with os.scandir(directory) as scan:
-            found = list(scan)
+            first = heapq.nsmallest(limit, names(scan))
     except FileNotFoundError:
         raise ToolError(f"Directory not found: {display}") from None
     except NotADirectoryError:
         raise ToolError(f"{display} is a file, not a directory; use read to see it.") from None
     except PermissionError:
         raise ToolError(f"Permission denied listing {display}") from None
-    names = []
-    for entry in found:
-        if entry.is_symlink():
-            suffix = "@"
-        elif entry.is_dir():
-            suffix = "/"
-        else:
-            suffix = ""
-        names.append(entry.name + suffix)
-    return sorted(names, key=lambda name: (name.lower(), name))
+    return [name for _, name in first], total
 
 
 def make_ls(ctx: ToolContext) -> Tool:
@@ -50,12 +71,13 @@ def make_ls(ctx: ToolContext) -> Tool:
         args = call.arguments
         path = await ctx.resolve(args.get("path", "."), call)
         display = ctx.display(path)
-        limit = args.get("limit", LS_LIMIT)
-        names = await anyio.to_thread.run_sync(_entries, path, display)
+        limit = min(args.get("limit", LS_LIMIT), MOST_SHOWN)
+        names, total = await anyio.to_thread.run_sync(_entries, path, display, limit)
         if not names:
             return ToolOutput(f"({display} is empty)")
-        note = f"Showing {limit} of {len(names)} entries. Raise limit to see more."
-        return ToolOutput(capped(names, limit, note))
+        more = "Raise limit to see more." if limit < MOST_SHOWN else "Use find or bash to see more."
+        note = f"Showing {limit} of {total} entries. {more}"
+        return ToolOutput(capped(names, total, limit, note))
 
     return Tool(
         name="ls",
@@ -78,9 +100,12 @@ def make_ls(ctx: ToolContext) -> Tool:
     )
 
 
-def _find(ctx: ToolContext, base: Path, pattern: str, limit: int, stop: list[bool]) -> list[str]:
+def _find(
+    ctx: ToolContext, base: Path, pattern: str, limit: int, stop: list[bool], crowded: list[Path]
+) -> list[str]:
     found: list[str] = []
-    for file in walk_files(base, ctx.root, stop=lambda: stop[0] or len(found) > limit):
+    enough = lambda: stop[0] or len(found) > limit  # noqa: E731
+    for file in walk_files(base, ctx.root, stop=enough, crowded=crowded):
         relative = file.relative_to(base).as_posix() if file != base else file.name
         if matches_path(pattern, relative):
             found.append(ctx.display(file))
@@ -94,18 +119,20 @@ def make_find(ctx: ToolContext) -> Tool:
         if not base.exists():
             raise ToolError(f"Path not found: {ctx.display(base)}")
         pattern: str = args["pattern"]
-        limit = args.get("limit", FIND_LIMIT)
+        limit = min(args.get("limit", FIND_LIMIT), MOST_SHOWN)
         stop = [False]
+        crowded: list[Path] = []
         try:
             found = await anyio.to_thread.run_sync(
-                _find, ctx, base, pattern, limit, stop, abandon_on_cancel=True
+                _find, ctx, base, pattern, limit, stop, crowded, abandon_on_cancel=True
             )
         finally:
             stop[0] = True
+        note = crowded_note(crowded, ctx.display, "searched")
         if not found:
-            return ToolOutput(f"No files match {pattern!r} under {ctx.display(base)}.")
-        note = f"Showing the first {limit} matches. Narrow the pattern or the path."
-        return ToolOutput(capped(found, limit, note))
+            return ToolOutput(f"No files match {pattern!r} under {ctx.display(base)}.{note}")
+        cut = f"Showing the first {limit} matches. Narrow the pattern or the path."
+        return ToolOutput(capped(found, len(found), limit, cut) + note)
 
     return Tool(
         name="find",

@@ -9,7 +9,9 @@ Both texts are already LF-only when they get here.
 
 from __future__ import annotations
 
+import bisect
 import difflib
+from array import array
 from dataclasses import dataclass
 
 _FOLD = str.maketrans(
@@ -48,20 +50,43 @@ class MatchError(Exception):
     """Why an oldText could not be placed; the message is for the model."""
 
 
-def _normalise(text: str) -> tuple[str, list[int]]:
+class Positions:
+    """Where each character of a normalised text was in the original, kept per line
+    (four numbers a line, not one object a character: a 4 MB file stays small)."""
+
+    def __init__(self) -> None:
+        self.folded_starts = array("q")
+        self.starts = array("q")
+        self.kept = array("q")
+        self.lengths = array("q")
+
+    def add(self, folded_start: int, start: int, kept: int, length: int) -> None:
+        self.folded_starts.append(folded_start)
+        self.starts.append(start)
+        self.kept.append(kept)
+        self.lengths.append(length)
+
+    def __getitem__(self, index: int) -> int:
+        line = bisect.bisect_right(self.folded_starts, index) - 1
+        offset = index - self.folded_starts[line]
+        if offset < self.kept[line]:
+            return self.starts[line] + offset
+        return self.starts[line] + self.lengths[line]  # the newline after the kept part
+
+
+def _normalise(text: str) -> tuple[str, Positions]:
     """``text`` with trailing whitespace removed from each line and quotes, dashes and
-    odd spaces folded, plus a map from each kept character to its original index."""
+    odd spaces folded (one character for one), plus where each kept character was."""
     out: list[str] = []
-    where: list[int] = []
+    where = Positions()
     position = 0
+    folded = 0
     for line in text.split("\n"):
         kept = line.rstrip()
         out.append(kept.translate(_FOLD))
-        where.extend(range(position, position + len(kept)))
-        position += len(line)
-        where.append(position)
-        position += 1
-    where.pop()
+        where.add(folded, position, len(kept), len(line))
+        position += len(line) + 1
+        folded += len(kept) + 1
     return "\n".join(out), where
 
 

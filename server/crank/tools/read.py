@@ -8,15 +8,43 @@ offset=2001 to continue"). Open documents are read from the editor's buffer.
 
 from __future__ import annotations
 
+import io
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
-from crank.agent.tools import MAX_BYTES, MAX_LINES, Tool, ToolCall, ToolError, ToolOutput, truncate
+import anyio
 
+from crank.agent.tools import (
+    MAX_BYTES,
+    MAX_LINES,
+    NOTE_ROOM_LINES,
+    Tool,
+    ToolCall,
+    ToolError,
+    ToolOutput,
+)
+
+from .agreement import differing, read_note
 from .context import ToolContext
-from .textfile import load_text
+from .lines import LineReader, text_of_line
+from .textfile import (
+    BOM,
+    SNIFF_BYTES,
+    binary_error,
+    human_size,
+    looks_binary,
+    open_regular,
+    refuse_images,
+    sized,
+    utf8_error,
+)
 
-NOTE_ROOM_LINES = 3
 NOTE_ROOM_BYTES = 512
+COUNT_BYTES = 64 * 1024 * 1024
+"""After a window, the rest of a file is scanned to count its lines only up to this
+many bytes; past it the note gives the file's size instead of a line count."""
 
 PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -30,37 +58,105 @@ PARAMETERS: dict[str, Any] = {
 }
 
 
-def window(body: str, offset: int, limit: int | None, display: str) -> str:
-    """Lines ``offset``.. of ``body`` within the budget, plus a note on how to go on."""
-    lines = body.split("\n")
-    if body.endswith("\n"):
-        lines.pop()
-    total = len(lines)
-    if total == 0:
-        return f"({display} is empty)"
-    if offset > total:
-        raise ToolError(f"offset {offset} is past the end of {display}, which has {total} lines.")
-    start = offset - 1
-    wanted = lines[start : start + limit] if limit else lines[start:]
-    cut = truncate(
-        "\n".join(wanted),
-        "head",
-        max_lines=MAX_LINES - NOTE_ROOM_LINES,
-        max_bytes=MAX_BYTES - NOTE_ROOM_BYTES,
-    )
-    shown_end = start + cut.kept_lines
-    text = cut.text
-    if cut.truncated and cut.kept_lines == 1 and len(wanted[0]) > len(text):
+@dataclass(frozen=True)
+class Window:
+    lines: list[str]
+    total: int | None
+    """Lines in the file; None when it was too large to count."""
+    cut_line: bool
+    """The window is one line, longer than the byte budget, cut short."""
+
+
+def window_of(
+    reader: LineReader, offset: int, limit: int | None, display: str, size: int
+) -> Window:
+    """Lines ``offset``.. within the budget, streamed: the lines before the window are
+    skipped without being decoded, each line is held only up to the budget, and lines
+    after it are counted (not read) up to COUNT_BYTES."""
+    if looks_binary(reader.head(SNIFF_BYTES)):
+        raise binary_error(display, size)
+    skipped = reader.skip_lines(offset - 1)
+    if skipped < offset - 1:
+        return Window([], skipped, False)
+    most_lines = MAX_LINES - NOTE_ROOM_LINES
+    if limit is not None:
+        most_lines = min(most_lines, limit)
+    budget = MAX_BYTES - NOTE_ROOM_BYTES
+    lines: list[str] = []
+    used = 0
+    while len(lines) < most_lines:
+        room = budget - used - (1 if lines else 0)
+        if room <= 0:
+            break
+        line = reader.read_line(room, skip_rest=False)
+        if line is None:
+            return Window(lines, offset - 1 + len(lines), False)
+        if line.cut and lines:  # does not fit after what is shown: the window ends here
+            break
+        nul = line.data.find(b"\0")
+        if nul != -1:
+            raise binary_error(display, size, line.start + nul)
+        try:
+            text = text_of_line(line.data, line.cut)
+        except UnicodeDecodeError as exc:
+            raise utf8_error(display, line.start + exc.start) from None
+        if offset == 1 and not lines:
+            text = text.removeprefix(BOM)
+        if line.cut:
+            return Window([text], None, True)
+        lines.append(text)
+        used += len(line.data) + (1 if len(lines) > 1 else 0)
+    rest = reader.count_lines(COUNT_BYTES)
+    if rest is None:
+        return Window(lines, None, False)
+    return Window(lines, offset - 1 + len(lines) + rest, False)
+
+
+def render(found: Window, offset: int, display: str, size: int) -> str:
+    """The window's lines and the closing note (where to go on from)."""
+    if found.total is not None and found.total < offset:
+        if found.total == 0:
+            return f"({display} is empty)"
+        raise ToolError(
+            f"offset {offset} is past the end of {display}, which has {found.total} lines."
+        )
+    text = "\n".join(found.lines)
+    if found.cut_line:
         return (
             f"{text}\n\n[Line {offset} of {display} is longer than {MAX_BYTES // 1024} KB and "
             f"was cut. Use offset={offset + 1} to read on from the next line.]"
         )
-    if shown_end < total:
+    shown_end = offset - 1 + len(found.lines)
+    if found.total is None:
         return (
-            f"{text}\n\n[Showing lines {offset}-{shown_end} of {total}. "
+            f"{text}\n\n[Showing lines {offset}-{shown_end}; {display} is {sized(size)}, too "
+            f"large to count its lines (past {human_size(COUNT_BYTES)}). "
+            f"Use offset={shown_end + 1} to continue.]"
+        )
+    if shown_end < found.total:
+        return (
+            f"{text}\n\n[Showing lines {offset}-{shown_end} of {found.total}. "
             f"Use offset={shown_end + 1} to continue.]"
         )
     return text
+
+
+def read_window(
+    path: Path, offset: int, limit: int | None, display: str, stop: Callable[[], bool]
+) -> str:
+    """The window of a file on disk, in bounded memory whatever its size; ``stop``
+    ends the reading early once the caller has gone (the result is then unused)."""
+    refuse_images(path, display)
+    with open_regular(path, display) as (handle, info):
+        found = window_of(LineReader(handle, stop=stop), offset, limit, display, info.st_size)
+        return render(found, offset, display, info.st_size)
+
+
+def buffer_window(buffer: str, offset: int, limit: int | None, display: str) -> str:
+    """The window of an open editor buffer (already in memory), read the same way."""
+    data = buffer.encode("utf-8", "surrogatepass")
+    found = window_of(LineReader(io.BytesIO(data)), offset, limit, display, len(data))
+    return render(found, offset, display, len(data))
 
 
 def make_read(ctx: ToolContext) -> Tool:
@@ -68,9 +164,29 @@ def make_read(ctx: ToolContext) -> Tool:
         args = call.arguments
         path = await ctx.resolve(args["path"], call)
         display = ctx.display(path)
-        text = await load_text(path, ctx.documents, display)
-        content = window(text.body, args.get("offset", 1), args.get("limit"), display)
-        return ToolOutput(content, details={"path": str(path), "openInEditor": text.open_in_editor})
+        offset, limit = args.get("offset", 1), args.get("limit")
+        buffer = ctx.documents.text_of(path)
+        if buffer is not None:
+            content = buffer_window(buffer, offset, limit, display)
+        else:
+            gone = [False]
+            try:
+                content = await anyio.to_thread.run_sync(
+                    read_window,
+                    path,
+                    offset,
+                    limit,
+                    display,
+                    lambda: gone[0],
+                    abandon_on_cancel=True,
+                )
+            finally:
+                gone[0] = True
+        unsaved = buffer is not None and bool(await differing(ctx, [path]))
+        if unsaved:
+            content += "\n\n" + read_note(display)
+        details = {"path": str(path), "openInEditor": buffer is not None, "unsaved": unsaved}
+        return ToolOutput(content, details=details)
 
     return Tool(
         name="read",

@@ -2,7 +2,10 @@
 
 Parent directories are created. An existing file keeps its line endings and BOM (the
 content is converted to them); a file open in the editor is changed through the
-editor, so the user can undo it there.
+editor, so the user can undo it there. The old file is loaded (for the diff and the
+approval preview) only when it is UTF-8 text within ``MAX_TEXT_BYTES``; a larger or
+binary one is replaced without being read past its first bytes, and the result says
+there is no diff or undo for it.
 """
 
 from __future__ import annotations
@@ -13,7 +16,21 @@ from crank.agent.tools import Tool, ToolCall, ToolError, ToolOutput
 
 from .change import apply_change, declined, unified_diff
 from .context import ToolContext
-from .textfile import Text, load_text
+from .textfile import MAX_TEXT_BYTES, human_size, load_previous, sized
+
+
+def omitted_note(size: int) -> str:
+    """Why a replaced file has no diff: it was never loaded."""
+    why = (
+        f"over the {human_size(MAX_TEXT_BYTES)} limit for files loaded whole"
+        if size > MAX_TEXT_BYTES
+        else "not UTF-8 text"
+    )
+    return (
+        f"The old file was {sized(size)}, {why}, so it was not loaded: there is no diff "
+        "of this change and its old content cannot be restored by undoing it."
+    )
+
 
 PARAMETERS: dict[str, Any] = {
     "type": "object",
@@ -33,21 +50,32 @@ def make_write(ctx: ToolContext) -> Tool:
         display = ctx.display(path)
         if path.is_dir():
             raise ToolError(f"{display} is a directory; give a file path.")
-        before: Text | None = None
-        if ctx.documents.text_of(path) is not None or path.exists():
-            before = await load_text(path, ctx.documents, display)
+        before = await load_previous(path, ctx.documents, display)
         content = args["content"]
         if before is not None:
             content = content.removeprefix("\ufeff").replace("\r\n", "\n")
-        decision = await apply_change(ctx, call=call, path=path, before=before, new_body=content)
-        if not decision.allowed:
-            return declined(f"writing {display}", decision)
-        old = before.body if before else ""
-        diff = unified_diff(display, old, content)
+        applied = await apply_change(ctx, call=call, path=path, before=before, new_body=content)
+        if not applied.decision.allowed:
+            return declined(f"writing {display}", applied.decision)
         size = len(content.encode("utf-8"))
         verb = "Overwrote" if before else "Created"
+        note = f" {applied.note}" if applied.note else ""
+        if before is not None and before.omitted:
+            return ToolOutput(
+                f"{verb} {display} ({size} bytes, {applied.where}).{note} "
+                f"{omitted_note(before.omitted)}",
+                details={
+                    "path": str(path),
+                    "oldText": "",
+                    "newText": content,
+                    "diff": "",
+                    "oldTextOmitted": before.omitted,
+                },
+            )
+        old = before.body if before else ""
+        diff = unified_diff(display, old, content)
         return ToolOutput(
-            f"{verb} {display} ({size} bytes).",
+            f"{verb} {display} ({size} bytes, {applied.where}).{note}",
             details={"path": str(path), "oldText": old, "newText": content, "diff": diff},
         )
 

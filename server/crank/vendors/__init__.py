@@ -7,10 +7,19 @@ Completions). See docs/vendors.md.
 
 from .anthropic import AnthropicModel
 from .catalog import ModelInfo, cost_of, known_models, lookup
-from .config import NO_PROVIDER, ConfigError, ProviderConfig, Secret, resolve_provider
+from .config import (
+    NO_PROVIDER,
+    ConfigError,
+    ProviderConfig,
+    RedactingFormatter,
+    Secret,
+    redact,
+    resolve_provider,
+)
 from .errors import ProviderError, classify
-from .factory import create_model
+from .factory import create_model, discover
 from .openai import OpenAIModel
+from .served import ServedModel
 
 __all__ = [
     "NO_PROVIDER",
@@ -20,11 +29,15 @@ __all__ = [
     "OpenAIModel",
     "ProviderConfig",
     "ProviderError",
+    "RedactingFormatter",
     "Secret",
+    "ServedModel",
     "classify",
     "cost_of",
     "create_model",
+    "discover",
     "known_models",
     "lookup",
+    "redact",
     "resolve_provider",
 ]

@@ -1,10 +1,13 @@
 """Provider configuration: where the model comes from and how to reach it.
 
-Resolution follows protocol.md "Lifecycle", field by field: each field comes from the
-first layer that sets it, in the order explicit settings (initialization options, then
-the ``crank`` configuration section, passed in as provider dicts), the user config file
-(``{"provider": {...}}`` in ``user_config_dir("crank")/config.json``), then the
-environment. An API key is held in a ``Secret`` whose ``repr``/``str`` never show it.
+Resolution follows protocol.md "Lifecycle": the layers are explicit settings
+(initialization options, then the ``crank`` configuration section, passed in as
+provider dicts), the user config file (``{"provider": {...}}`` in
+``user_config_dir("crank")/config.json``), then the environment. The result is one
+api's profile: a layer that names an api counts only for it, each field comes from the
+first layer that counts and sets it, and a key only ever goes to the base URL of its
+own layer (docs/vendors.md "Configuration"). An API key is held in a ``Secret`` whose
+``repr``/``str`` never show it, and ``redact`` takes every held key out of log text.
 With nothing usable configured, ``ConfigError`` (protocol code 1004) says exactly what
 to set.
 """
@@ -12,6 +15,8 @@ to set.
 from __future__ import annotations
 
 import json
+import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -27,6 +32,7 @@ DEFAULT_BASE_URLS = {
     "openai": "https://api.openai.com/v1",
 }
 DEFAULT_MODELS = {"anthropic": "claude-sonnet-4-5", "openai": "gpt-4.1"}
+_ENV_PREFIX = {"anthropic": "ANTHROPIC", "openai": "OPENAI"}
 
 _STRING_KEYS = ("api", "baseUrl", "model", "apiKey")
 _INT_KEYS = (
@@ -41,13 +47,48 @@ _INT_KEYS = (
 )
 
 
+_KNOWN_SECRETS: set[str] = set()
+"""Every key this process has held (8 characters or more), for ``redact``."""
+_KEY_FIELD = re.compile(
+    r"""(?i)(["']?(?:api[-_]?key|x-api-key|authorization|password|secret|access[-_]?token)"""
+    r"""["']?\s*[:=]\s*)(["'])[^"']*\2"""
+)
+_BEARER = re.compile(r"(?i)\b(bearer\s+)[\w.~+/=-]+")
+_KEY_LIKE = re.compile(r"\bsk-[\w-]{12,}")
+
+
+def redact(text: str) -> str:
+    """``text`` with every known key, and anything shaped like one, replaced by
+    ``***``: the value of an ``apiKey``/``authorization``/``password``/... field,
+    a bearer token, an ``sk-...`` token. For log lines, whatever produced them."""
+    for value in sorted(_KNOWN_SECRETS, key=len, reverse=True):
+        if value in text:
+            text = text.replace(value, "***")
+    text = _KEY_FIELD.sub(lambda m: f"{m[1]}{m[2]}***{m[2]}", text)
+    text = _BEARER.sub(r"\1***", text)
+    return _KEY_LIKE.sub("sk-***", text)
+
+
+class RedactingFormatter(logging.Formatter):
+    """Formats as usual, then takes out anything key-like (``redact``): libraries log
+    whole messages (pygls logs an unknown message with its params), and a traceback can
+    quote a value, so the last step before a log line is written is the one that
+    checks. Every entry point's log handlers use it."""
+
+    def format(self, record: logging.LogRecord) -> str:
+        return redact(super().format(record))
+
+
 class Secret:
-    """A string that will not print itself. ``reveal()`` is the only way to read it."""
+    """A string that will not print itself. ``reveal()`` is the only way to read it.
+    Every secret is remembered by ``redact``, so no log line can show it either."""
 
     __slots__ = ("_value",)
 
     def __init__(self, value: str) -> None:
         self._value = value
+        if len(value) >= 8:
+            _KNOWN_SECRETS.add(value)
 
     def reveal(self) -> str:
         return self._value
@@ -90,6 +131,9 @@ class ProviderConfig:
     thinking_budget: int | None = None
     sources: dict[str, str] = field(default_factory=dict)
     """Which layer each field came from (for diagnostics; never holds a value)."""
+    withheld_keys: tuple[str, ...] = ()
+    """Keys configured for another endpoint, which this one is never sent (described by
+    where they came from, never by value)."""
 
     def public(self) -> dict[str, Any]:
         """A JSON-safe description with no secret in it, for state and logs."""
@@ -176,32 +220,66 @@ def _file_layer(path: Path) -> dict[str, Any]:
     return _validated(provider, str(path))
 
 
-def _env_layer(env: Mapping[str, str], api: str | None) -> dict[str, Any]:
+def _env_hint(env: Mapping[str, str]) -> dict[str, Any]:
+    """``CRANK_PROVIDER`` and ``CRANK_MODEL``: the model belongs to that api when set."""
     layer: dict[str, Any] = {}
     if env.get("CRANK_PROVIDER"):
         layer["api"] = env["CRANK_PROVIDER"]
     if env.get("CRANK_MODEL"):
         layer["model"] = env["CRANK_MODEL"]
-    chosen = api or layer.get("api")
-    if chosen is None:
-        if env.get("ANTHROPIC_API_KEY"):
-            chosen = "anthropic"
-        elif env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"):
-            chosen = "openai"
-    prefix = {"anthropic": "ANTHROPIC", "openai": "OPENAI"}.get(chosen or "")
-    if prefix is not None:
-        layer.setdefault("api", chosen)
-        if env.get(f"{prefix}_API_KEY"):
-            layer["apiKey"] = env[f"{prefix}_API_KEY"]
-        if env.get(f"{prefix}_BASE_URL"):
-            layer["baseUrl"] = env[f"{prefix}_BASE_URL"]
     return _validated(layer, "environment")
+
+
+def _env_endpoint(env: Mapping[str, str], api: str) -> dict[str, Any]:
+    """The api's own variables: ``ANTHROPIC_*`` are only ever Anthropic's, ``OPENAI_*``
+    only an OpenAI-compatible server's."""
+    prefix = _ENV_PREFIX.get(api)
+    if prefix is None:
+        return {}
+    layer: dict[str, Any] = {"api": api}
+    if env.get(f"{prefix}_API_KEY"):
+        layer["apiKey"] = env[f"{prefix}_API_KEY"]
+    if env.get(f"{prefix}_BASE_URL"):
+        layer["baseUrl"] = env[f"{prefix}_BASE_URL"]
+    return _validated(layer, "environment")
+
+
+def _primary_api(layers: list[tuple[str, dict[str, Any]]], env: Mapping[str, str]) -> str | None:
+    """The api the configuration is for: the first layer that names one, else the one
+    whose environment variables are set, else ``anthropic`` (the editor setting's
+    default) for settings that give a key or a model but no base URL. A base URL with
+    no api anywhere is refused: nobody can tell which protocol it speaks."""
+    named = next((values["api"] for _, values in layers if "api" in values), None)
+    if named is not None:
+        return str(named)
+    if env.get("ANTHROPIC_API_KEY") or env.get("ANTHROPIC_BASE_URL"):
+        return "anthropic"
+    if env.get("OPENAI_API_KEY") or env.get("OPENAI_BASE_URL"):
+        return "openai"
+    urls = [(name, values["baseUrl"]) for name, values in layers if "baseUrl" in values]
+    if urls:
+        name, url = urls[0]
+        raise ConfigError(
+            f"{name}: provider.baseUrl {without_credentials(url)} is set but no provider.api "
+            'says what it speaks: set provider.api to "anthropic" or "openai" '
+            "(or CRANK_PROVIDER)."
+        )
+    if any(values for _, values in layers):
+        return "anthropic"
+    return None
+
+
+def _endpoint(api: str, url: str | None) -> str:
+    """The base URL a request goes to, in the one spelling every comparison uses."""
+    return str(url if url is not None else DEFAULT_BASE_URLS.get(api, "")).rstrip("/")
 
 
 def resolve_provider(
     *explicit: Mapping[str, Any] | None,
     config_file: Path | None = None,
     env: Mapping[str, str] | None = None,
+    api: str | None = None,
+    model: str | None = None,
 ) -> ProviderConfig:
     """Resolve the provider from explicit dicts (highest first), the file, the env.
 
@@ -209,29 +287,74 @@ def resolve_provider(
     the ``crank`` section's ``provider``); ``None`` entries are skipped. ``env``
     defaults to an empty mapping so that tests never read the real environment by
     accident; the caller passes ``os.environ``.
+
+    The result is one api's *profile*. A layer that names an api speaks only for that
+    api; a layer that names none speaks for the primary api (see ``_primary_api``).
+    ``api`` asks for another api's profile (``crank/setModel``): then only the layers
+    naming it and its own environment variables count, and nothing configured for the
+    primary api comes along. A key is sent only to the endpoint its own layer
+    describes (that layer's ``baseUrl``, else the api's default URL): a key from one
+    layer never follows a base URL set in another. ``model`` picks the model; a
+    configured ``contextWindow``/``maxOutputTokens`` applies only to the configured
+    model, so a different one gets its catalog figures.
     """
     path = config_file if config_file is not None else default_config_file()
+    environment = env or {}
     layers: list[tuple[str, dict[str, Any]]] = []
     for number, layer in enumerate(explicit):
         if layer is not None:
             layers.append((f"settings[{number}]", _validated(layer, f"settings[{number}]")))
     layers.append((str(path), _file_layer(path)))
-    api = next((values["api"] for _, values in layers if "api" in values), None)
-    layers.append(("environment", _env_layer(env or {}, api)))
+    layers.append(("environment", _env_hint(environment)))
+    if api is not None and api not in APIS:
+        raise ConfigError(f"provider api must be one of {', '.join(APIS)}, got {api!r}")
+    primary = _primary_api(layers, environment)
+    target = api or primary
+    if target is None:
+        raise ConfigError(_how_to_configure(path))
+    layers.append(("environment", _env_endpoint(environment, target)))
 
-    merged: dict[str, Any] = {}
-    sources: dict[str, str] = {}
+    merged: dict[str, Any] = {"api": target}
+    sources: dict[str, str] = {"api": "crank/setModel" if api else "default"}
+    keys: list[tuple[str, str, str]] = []
     for name, values in layers:
+        if values.get("api", primary) != target:
+            continue  # configured for another api: none of it applies here
+        if "api" in values and sources["api"] == "default":
+            sources["api"] = name
         for key, value in values.items():
-            if key not in merged:
+            if key == "apiKey":
+                Secret(value)  # known to ``redact`` even if it is never sent
+                keys.append((name, value, _endpoint(target, values.get("baseUrl"))))
+            elif key not in merged:
                 merged[key] = value
                 sources[key] = name
-    if "api" not in merged:
-        raise ConfigError(_how_to_configure(path))
-    return _build(merged, sources, path)
+    if model is not None:
+        if merged.get("model") != model:
+            merged.pop("contextWindow", None)
+            merged.pop("maxOutputTokens", None)
+        merged["model"] = model
+        sources["model"] = "crank/setModel"
+    url = _endpoint(target, merged.get("baseUrl"))
+    bound = next(((name, key) for name, key, endpoint in keys if endpoint == url), None)
+    if bound is not None:
+        sources["apiKey"], merged["apiKey"] = bound
+    withheld = tuple(  # worth saying only when no key goes out at all
+        f"the key from {name} (configured for {without_credentials(endpoint)})"
+        for name, _key, endpoint in keys
+        if bound is None
+    )
+    return _build(merged, sources, path, withheld, switching=api is not None)
 
 
-def _build(merged: dict[str, Any], sources: dict[str, str], path: Path) -> ProviderConfig:
+def _build(
+    merged: dict[str, Any],
+    sources: dict[str, str],
+    path: Path,
+    withheld: tuple[str, ...],
+    *,
+    switching: bool = False,
+) -> ProviderConfig:
     api = merged["api"]
     if api == "scripted":
         return ProviderConfig(
@@ -241,10 +364,22 @@ def _build(merged: dict[str, Any], sources: dict[str, str], path: Path) -> Provi
     base_url = str(merged.get("baseUrl", default_url)).rstrip("/")
     key = merged.get("apiKey")
     if key is None and base_url == default_url.rstrip("/"):
-        variable = "ANTHROPIC_API_KEY" if api == "anthropic" else "OPENAI_API_KEY"
+        unused = (
+            f" Not sent there: {'; '.join(withheld)}, since a key goes only to the "
+            "endpoint it was configured with."
+            if withheld
+            else ""
+        )
+        if switching:
+            raise ConfigError(
+                f"The {api} provider at {base_url} needs an API key of its own: set "
+                f'{_ENV_PREFIX[api]}_API_KEY, or {{"provider": {{"api": "{api}", '
+                f'"apiKey": "..."}}}} in {path}.{unused}'
+            )
         raise ConfigError(
-            f"The {api} provider at {base_url} needs an API key: set provider.apiKey or "
-            f"{variable}.\n" + _how_to_configure(path)
+            f"The {api} provider at {base_url} needs an API key: set "
+            f"{_ENV_PREFIX[api]}_API_KEY, or provider.apiKey in the same place that sets "
+            f'provider.api "{api}".{unused}\n' + _how_to_configure(path)
         )
     model = merged.get("model")
     if model is None:
@@ -269,4 +404,5 @@ def _build(merged: dict[str, Any], sources: dict[str, str], path: Path) -> Provi
         max_retry_delay=merged.get("maxRetryDelayMs", 60_000) / ms,
         thinking_budget=merged.get("thinkingBudget") or None,
         sources=sources,
+        withheld_keys=withheld,
     )

@@ -71,11 +71,16 @@ def build_model(
     override: Mapping[str, Any] | None = None,
     env: Mapping[str, str] | None = None,
 ) -> tuple[Model, ProviderConfig]:
-    """The model the settings describe (``override`` first, e.g. ``crank/setModel``).
-    Raises ConfigError (1004) naming what is missing."""
-    layers = [dict(override)] if override else []
-    layers.extend(settings.provider_layers)
-    config = resolve_provider(*layers, env=provider_env() if env is None else env)
+    """The model the settings describe. ``override`` (``{"api", "model"}``, from
+    ``crank/setModel``) asks for that api's whole profile (base URL, key, window: see
+    ``crank.vendors.resolve_provider``), never for the model alone on the current
+    endpoint. Raises ConfigError (1004) naming what is missing."""
+    config = resolve_provider(
+        *settings.provider_layers,
+        env=provider_env() if env is None else env,
+        api=override["api"] if override else None,
+        model=override["model"] if override else None,
+    )
     if config.api == "scripted":
         if settings.script is None:
             raise ConfigError(

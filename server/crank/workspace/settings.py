@@ -5,15 +5,21 @@ Order, first wins field by field: ``initializationOptions.crank``, the client's
 (``platformdirs.user_config_dir("crank")/config.json``), then the environment (the
 provider only; see crank.vendors). Anything malformed is refused by name rather than
 ignored, so a typo in a setting is never silently a default.
+
+A folder-scoped layer (the ``workspace/configuration`` answer for a folder, which in
+an editor may come from that folder's own settings file, written by whoever wrote
+the repository) cannot grant trust, and in a folder that is not trusted it cannot set
+any ``RESTRICTED`` setting: those come only from the client-wide layers (start-up
+options, pushed settings), the user config file and the environment.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from crank.session import POLICY_NAMES, ContextSettings
 from crank.tools.sandbox import SANDBOX_MODES, SandboxSettings
@@ -29,6 +35,18 @@ _CONTEXT_KEYS = {
     "keepRecentTokens": "keep_recent_tokens",
     "clearAtTokens": "clear_at_tokens",
 }
+RESTRICTED = (
+    "trusted",
+    "permissionMode",
+    "sessionDir",
+    "sandbox",
+    "provider.api",
+    "provider.baseUrl",
+    "provider.apiKey",
+    "provider.script",
+)
+"""Settings that lower safety or send the user's traffic (and key) or transcripts
+somewhere else. ``sandbox`` covers every sandbox setting (``sandbox.mode``, ...)."""
 
 
 @dataclass(frozen=True)
@@ -134,16 +152,68 @@ def merge_settings(init_options: Any, section: Any, *, config_file: Path | None 
     return merge_layers(layers, config_file=config_file)
 
 
-def merge_layers(named: Sequence[tuple[str, Any]], *, config_file: Path | None = None) -> Settings:
+def _unrestricted(raw: Any) -> tuple[Any, list[str]]:
+    """``raw`` without the ``RESTRICTED`` settings, and the names of those it had."""
+    if not isinstance(raw, Mapping):
+        return raw, []
+    kept = {key: value for key, value in raw.items() if key not in RESTRICTED}
+    dropped = [key for key in raw if key in RESTRICTED and raw[key] is not None]
+    provider = raw.get("provider")
+    if isinstance(provider, Mapping):
+        kept["provider"] = {
+            key: value for key, value in provider.items() if f"provider.{key}" not in RESTRICTED
+        }
+        dropped += [
+            f"provider.{key}"
+            for key, value in provider.items()
+            if f"provider.{key}" in RESTRICTED and value is not None
+        ]
+    return kept, dropped
+
+
+def merge_layers(
+    named: Sequence[tuple[str, Any]],
+    *,
+    config_file: Path | None = None,
+    folder_scoped: Collection[str] = (),
+) -> Settings:
     """Client layers ``(where, crank section)``, highest first, then the user config
     file. ``where`` names the layer in the error for a malformed value. The server
     puts the settings of ``workspace/didChangeConfiguration`` first: a change the user
     just made (granting Workspace Trust) wins over the options the editor started with.
+
+    Layers whose ``where`` is in ``folder_scoped`` may withdraw trust but never grant
+    it, and unless the folder ends up trusted their ``RESTRICTED`` settings are left
+    out (named in ``problems``) before anything else is read from them.
     """
-    layers = [_checked(raw, where) for where, raw in named]
+    folder = [where in folder_scoped for where, _raw in named]
+    layers = [{} if where in folder_scoped else _checked(raw, where) for where, raw in named]
     file_layer = read_config_file(config_file)
     file_values = {k: v for k, v in file_layer.items() if k in _KEYS and k != "provider"}
     file_checked = _checked(file_values, str(config_file or default_config_file()))
+
+    def vote(index: int) -> bool | None:
+        if not folder[index]:
+            return cast(bool | None, layers[index].get("trusted"))
+        raw = named[index][1]
+        # a folder may withdraw trust, never vouch for itself
+        return False if isinstance(raw, Mapping) and raw.get("trusted") is False else None
+
+    votes = [vote(index) for index in range(len(named))] + [file_checked.get("trusted")]
+    trusted = next((answer for answer in votes if answer is not None), False)
+    problems: list[str] = []
+    for index, (where, raw) in enumerate(named):
+        if not folder[index]:
+            continue
+        kept, dropped = (raw, []) if trusted else _unrestricted(raw)
+        layers[index] = _checked(kept, where)
+        if dropped:
+            problems.append(
+                f"{where}: this folder is not trusted, so its {', '.join(dropped)} "
+                f"{'was' if len(dropped) == 1 else 'were'} ignored; set "
+                f"{'it' if len(dropped) == 1 else 'them'} in your user settings "
+                "(or the user config file), or trust the folder"
+            )
 
     def first(key: str) -> Any:
         return next((layer[key] for layer in [*layers, file_checked] if key in layer), None)
@@ -158,13 +228,13 @@ def merge_layers(named: Sequence[tuple[str, Any]], *, config_file: Path | None =
         script = script or raw_script
         if provider:
             providers.append(provider)
-    trusted = first("trusted")
     return Settings(
         provider_layers=tuple(providers),
         script=script,
         session_dir=first("sessionDir"),
-        trusted=bool(trusted) if trusted is not None else False,
+        trusted=bool(trusted),
         permission_mode=first("permissionMode") or "ask",
         context=first("context") or ContextSettings(),
+        problems=tuple(problems),
         sandbox=first("sandbox") or SandboxSettings(),
     )

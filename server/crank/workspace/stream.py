@@ -12,9 +12,41 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict
 
-Send = Callable[[dict[str, Any]], None]
+from crank.agent.events import Delta, DeltaKind, Event
+
+
+class SystemPromptChanged(TypedDict):
+    """The prompt for the next run was rebuilt (its bytes changed)."""
+
+    type: Literal["system_prompt_changed"]
+    hash: str
+    sources: list[dict[str, Any]]
+
+
+class SessionChanged(TypedDict):
+    """The workspace's active session is another one now (new, opened)."""
+
+    type: Literal["session_changed"]
+    sessionId: str
+
+
+WireEvent = Event | SystemPromptChanged | SessionChanged
+"""Every event a client hears: a run's (``crank.agent.events``) and the workspace's own."""
+
+
+class EventParams(TypedDict):
+    """``crank/event`` params: the event and where it belongs."""
+
+    workspace: str
+    sessionId: str
+    runId: NotRequired[str]
+    seq: int
+    event: WireEvent
+
+
+Send = Callable[[EventParams], None]
 
 
 class EventStream:
@@ -23,20 +55,20 @@ class EventStream:
         self._send = send
         self._delay = coalesce_ms / 1000
         self._seq: dict[str, int] = {}
-        self._held: list[tuple[str, str | None, str, int, list[str]]] = []
+        self._held: list[tuple[str, str | None, DeltaKind, int, list[str]]] = []
         self._timer: asyncio.TimerHandle | None = None
 
     def last_seq(self, session_id: str) -> int:
         return self._seq.get(session_id, 0)
 
-    def emit(self, session_id: str, run_id: str | None, event: dict[str, Any]) -> None:
-        if event.get("type") == "message_update" and self._delay > 0:
+    def emit(self, session_id: str, run_id: str | None, event: WireEvent) -> None:
+        if event["type"] == "message_update" and self._delay > 0:
             self._hold(session_id, run_id, event["delta"])
             return
         self.flush()
         self._deliver(session_id, run_id, event)
 
-    def _hold(self, session_id: str, run_id: str | None, delta: dict[str, Any]) -> None:
+    def _hold(self, session_id: str, run_id: str | None, delta: Delta) -> None:
         kind, index, text = delta["kind"], delta["contentIndex"], delta["text"]
         if self._held:
             last = self._held[-1]
@@ -54,15 +86,26 @@ class EventStream:
             self._timer = None
         held, self._held = self._held, []
         for session_id, run_id, kind, index, parts in held:
-            delta = {"kind": kind, "contentIndex": index, "text": "".join(parts)}
+            delta: Delta = {"kind": kind, "contentIndex": index, "text": "".join(parts)}
             self._deliver(session_id, run_id, {"type": "message_update", "delta": delta})
 
-    def _deliver(self, session_id: str, run_id: str | None, event: dict[str, Any]) -> None:
+    def _deliver(self, session_id: str, run_id: str | None, event: WireEvent) -> None:
         seq = self._seq.get(session_id, 0) + 1
         self._seq[session_id] = seq
-        envelope: dict[str, Any] = {"workspace": self.workspace, "sessionId": session_id}
-        if run_id is not None:
-            envelope["runId"] = run_id
-        envelope["seq"] = seq
-        envelope["event"] = event
+        # Key order is the wire's: workspace, sessionId, runId?, seq, event.
+        if run_id is None:
+            envelope: EventParams = {
+                "workspace": self.workspace,
+                "sessionId": session_id,
+                "seq": seq,
+                "event": event,
+            }
+        else:
+            envelope = {
+                "workspace": self.workspace,
+                "sessionId": session_id,
+                "runId": run_id,
+                "seq": seq,
+                "event": event,
+            }
         self._send(envelope)

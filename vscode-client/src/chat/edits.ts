@@ -34,6 +34,11 @@ export function editOf(name: string, args: Record<string, unknown>): EditInfo | 
   return undefined;
 }
 
+/** What a write replaced, for "Undo this edit": unknown when the server did not load it. */
+export function previousFileOf(preview: { oldText: string; oldTextOmitted?: number }): string | undefined {
+  return preview.oldTextOmitted === undefined ? preview.oldText : undefined;
+}
+
 function occurrences(hay: string, needle: string): number[] {
   const at: number[] = [];
   if (!needle) return at;

@@ -4,6 +4,7 @@
  */
 import type { ContextItem, PermissionDecision, PermissionMode } from "../protocol/types";
 import type { ChatAction } from "./state";
+import type { BranchInfo } from "./branches";
 
 /** Host to webview: a reducer action, or a UI-only instruction. */
 export type HostMessage =
@@ -11,7 +12,9 @@ export type HostMessage =
   | { type: "restoreInput"; text: string }
   | { type: "context"; items: { label: string; item: ContextItem }[] }
   | { type: "workspace"; name?: string; folders: number; hidden?: boolean }
-  | { type: "prefs"; enterWhileRunning: "steer" | "followUp" };
+  | { type: "prefs"; enterWhileRunning: "steer" | "followUp" }
+  /** The session's branches (crank/tree), oldest first; the list shows when there is more than one. */
+  | { type: "branches"; branches: BranchInfo[] };
 
 /** Webview to host. */
 export type ViewMessage =
@@ -36,7 +39,10 @@ export type ViewMessage =
   | { type: "addContext" }
   | { type: "removeContext"; index: number }
   | { type: "pickWorkspace" }
-  | { type: "installHelp" };
+  | { type: "installHelp" }
+  /** Edit and resend the user message `fromEnd` user messages before the last (0: the last): go back to before it. */
+  | { type: "editResend"; fromEnd: number; text: string }
+  | { type: "switchBranch"; entryId: string };
 
 const DECISIONS = new Set(["allow", "allowSession", "allowAlways", "reject"]);
 const MODES = new Set(["ask", "autoEdit", "auto", "readOnly"]);
@@ -93,6 +99,10 @@ export function parseViewMessage(m: unknown): ViewMessage | undefined {
       return isStr(o.text) ? { type: "copy", text: o.text } : undefined;
     case "removeContext":
       return isIndex(o.index) ? { type: "removeContext", index: o.index } : undefined;
+    case "editResend":
+      return isIndex(o.fromEnd) && isStr(o.text) ? { type: "editResend", fromEnd: o.fromEnd, text: o.text } : undefined;
+    case "switchBranch":
+      return isStr(o.entryId) && o.entryId ? { type: "switchBranch", entryId: o.entryId } : undefined;
     default:
       return undefined;
   }

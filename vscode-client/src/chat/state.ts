@@ -40,6 +40,8 @@ export interface ToolItem {
   status: "pending" | "running" | "done" | "failed";
   result?: string;
   edit?: EditInfo;
+  /** An open permission card asks about this call: the card shows the diff, so this one does not. */
+  asked?: boolean;
 }
 export interface PermissionItem {
   kind: "permission";
@@ -312,7 +314,30 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
   }
 }
 
+/**
+ * The same diff is shown once: while a permission card asks about a tool call, the
+ * call's own card leaves the diff to the question. Recomputed after every action; an
+ * item whose flag did not change keeps its identity (so its DOM is kept).
+ */
+function syncAsked(s: ChatState): ChatState {
+  const open = new Set<string>();
+  for (const it of s.items) if (it.kind === "permission" && !it.decision) open.add(it.request.toolCallId);
+  let changed = false;
+  const items = s.items.map((it) => {
+    if (it.kind !== "tool") return it;
+    const asked = open.has(it.id);
+    if (Boolean(it.asked) === asked) return it;
+    changed = true;
+    return { ...it, asked };
+  });
+  return changed ? { ...s, items } : s;
+}
+
 export function reduce(s: ChatState, a: ChatAction): ChatState {
+  return syncAsked(reduceAction(s, a));
+}
+
+function reduceAction(s: ChatState, a: ChatAction): ChatState {
   switch (a.type) {
     case "event":
       return onEvent(s, a.params);
@@ -341,7 +366,9 @@ export function reduce(s: ChatState, a: ChatAction): ChatState {
         queue: st.queue,
         usage: st.usage,
         items: changed ? [] : s.items,
-        lastSeq: changed ? -1 : s.lastSeq,
+        // A new server process (a reload, a restart) counts seq from 0 again: a page that
+        // kept the old, higher lastSeq would drop every new event as a duplicate.
+        lastSeq: changed ? -1 : typeof st.seq === "number" && st.seq < s.lastSeq ? st.seq : s.lastSeq,
       };
     }
     case "permissionRequest":

@@ -17,9 +17,12 @@ import type {
   PermissionResponse,
   PromptResult,
   Queue,
+  SaveDocumentParams,
+  SaveDocumentResult,
   SessionInfo,
   StateResult,
   SystemPromptResult,
+  TreeResult,
   WhileRunning,
 } from "./types";
 
@@ -53,12 +56,15 @@ export const Methods = {
   sessions: "crank/sessions",
   newSession: "crank/newSession",
   openSession: "crank/openSession",
+  tree: "crank/tree",
+  branch: "crank/branch",
   models: "crank/models",
   setModel: "crank/setModel",
   systemPrompt: "crank/systemPrompt",
   setPermissionMode: "crank/setPermissionMode",
   event: "crank/event",
   requestPermission: "crank/requestPermission",
+  saveDocument: "crank/saveDocument",
 } as const;
 
 /** Drop undefined fields so the wire carries only what the caller said. */
@@ -100,6 +106,13 @@ export class CrankClient {
   }
   openSession(t: { workspace?: string; sessionId: string }): Promise<{ sessionId: string }> {
     return this.rpc.sendRequest(Methods.openSession, params({ ...t }));
+  }
+  tree(t: Target = {}): Promise<TreeResult> {
+    return this.rpc.sendRequest(Methods.tree, params({ ...t }));
+  }
+  /** Go back to `entryId` (the session continues from there); refused with 1006 while running. */
+  branch(t: Target & { entryId: string; summarize?: boolean }): Promise<{ tip: string }> {
+    return this.rpc.sendRequest(Methods.branch, params({ ...t }));
   }
   models(t: { workspace?: string } = {}): Promise<{ models: ModelInfo[] }> {
     return this.rpc.sendRequest(Methods.models, params({ ...t }));
@@ -145,7 +158,16 @@ export class CrankClient {
       }),
     );
   }
+
+  /** Install the one handler that answers crank/saveDocument (see save.ts). */
+  onSaveDocument(handler: (p: SaveDocumentParams) => Promise<SaveDocumentResult>): Disposable {
+    return this.rpc.onRequest(Methods.saveDocument, (p: SaveDocumentParams) => handler(p));
+  }
 }
 
-/** The `capabilities.experimental` block a client must send to get events and permission requests. */
-export const experimentalCapabilities = { crank: { events: true, permissionRequests: true } };
+/**
+ * The `capabilities.experimental` block a client sends to get events and permission
+ * requests, and to be asked to save the documents the agent changed (saveDocuments:
+ * only a client that installs `onSaveDocument` may declare it).
+ */
+export const experimentalCapabilities = { crank: { events: true, permissionRequests: true, saveDocuments: true } };

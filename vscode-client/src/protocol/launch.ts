@@ -6,16 +6,80 @@ import { accessSync, constants } from "node:fs";
 import * as path from "node:path";
 import type { CrankInitOptions, PermissionMode, SandboxMode } from "./types";
 
+/** The user's settings; "" (or undefined) where the user set nothing, so the server's own layering applies. */
 export interface CrankSettings {
   command: string[];
   python: string;
   api: string;
   baseUrl: string;
   model: string;
-  permissionMode: PermissionMode;
+  /** Tokens; 0 or unset = not set (the server finds it). */
+  contextWindow?: number;
+  permissionMode: PermissionMode | undefined;
   sessionDir: string;
   sandboxMode?: SandboxMode;
   sandboxNetwork?: boolean;
+}
+
+/** The parts of `WorkspaceConfiguration.inspect` used here. */
+export interface Inspected<T> {
+  defaultValue?: T;
+  globalValue?: T;
+  workspaceValue?: T;
+  workspaceFolderValue?: T;
+}
+
+/**
+ * Settings (under `crank.`) that lower safety, start a program or send traffic (and the
+ * key) elsewhere. In an untrusted workspace only the user's own value counts. The same
+ * list is `capabilities.untrustedWorkspaces.restrictedConfigurations` in package.json
+ * (a unit test checks), and the server enforces its side (docs/protocol.md).
+ */
+export const RESTRICTED_SETTINGS = [
+  "server.command",
+  "server.python",
+  "provider.api",
+  "provider.baseUrl",
+  "permissionMode",
+  "sessionDir",
+  "sandbox.mode",
+  "sandbox.network",
+] as const;
+
+/**
+ * The value the user set, or undefined when only the contributed default applies (a
+ * default sent to the server would override the environment and the config file). A
+ * restricted setting in an untrusted workspace: the user's (global) value only.
+ */
+export function userValue<T>(inspected: Inspected<T> | undefined, restricted: boolean, trusted: boolean): T | undefined {
+  if (!inspected) return undefined;
+  if (restricted && !trusted) return inspected.globalValue;
+  return inspected.workspaceFolderValue ?? inspected.workspaceValue ?? inspected.globalValue;
+}
+
+/** `CrankSettings` from an `inspect` function (`vscode.workspace.getConfiguration("crank").inspect`). */
+export function settingsFrom(inspect: <T>(key: string) => Inspected<T> | undefined, trusted: boolean): CrankSettings {
+  const restricted: readonly string[] = RESTRICTED_SETTINGS;
+  const get = <T>(key: string): T | undefined => userValue(inspect<T>(key), restricted.includes(key), trusted);
+  return {
+    command: get<string[]>("server.command") ?? [],
+    python: get<string>("server.python") ?? "",
+    api: get<string>("provider.api") ?? "",
+    baseUrl: get<string>("provider.baseUrl") ?? "",
+    model: get<string>("provider.model") ?? "",
+    contextWindow: get<number>("provider.contextWindow") ?? 0,
+    permissionMode: get<PermissionMode>("permissionMode"),
+    sessionDir: get<string>("sessionDir") ?? "",
+    ...sandboxOf(get<SandboxMode>("sandbox.mode"), get<boolean>("sandbox.network")),
+  };
+}
+
+/** The sandbox fields, present only when the user set them. */
+function sandboxOf(mode: SandboxMode | undefined, network: boolean | undefined): Pick<CrankSettings, "sandboxMode" | "sandboxNetwork"> {
+  const out: Pick<CrankSettings, "sandboxMode" | "sandboxNetwork"> = {};
+  if (mode !== undefined) out.sandboxMode = mode;
+  if (network !== undefined) out.sandboxNetwork = network;
+  return out;
 }
 
 /** The server's argv: the explicit command, else `<python> -m crank serve`, else `crank serve`. */
@@ -55,8 +119,10 @@ export function initOptions(s: CrankSettings, apiKey: string | undefined, truste
   if (s.api) provider.api = s.api;
   if (s.baseUrl) provider.baseUrl = s.baseUrl;
   if (s.model) provider.model = s.model;
+  if (s.contextWindow && s.contextWindow > 0) provider.contextWindow = s.contextWindow;
   if (apiKey) provider.apiKey = apiKey;
-  const out: CrankInitOptions = { trusted, permissionMode: s.permissionMode };
+  const out: CrankInitOptions = { trusted };
+  if (s.permissionMode) out.permissionMode = s.permissionMode;
   if (Object.keys(provider).length) out.provider = provider;
   if (s.sessionDir) out.sessionDir = s.sessionDir;
   // Only a choice that differs from the server's default, so the user config file still applies.

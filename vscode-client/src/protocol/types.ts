@@ -87,7 +87,8 @@ export interface Range { start: { line: number; character: number }; end: { line
 
 export interface PromptResult { sessionId: string; runId?: string; queued?: "steer" | "followUp" }
 export interface ModelRef { api: string; id: string }
-export interface ModelInfo extends ModelRef { contextWindow?: number }
+/** `source`: "server" (the configured server serves it), "catalog" (a known cloud model), "config". */
+export interface ModelInfo extends ModelRef { contextWindow?: number; source?: "server" | "catalog" | "config" }
 
 export interface StateResult {
   sessionId: string;
@@ -101,10 +102,16 @@ export interface StateResult {
   queue: Queue;
   usage: UsageUpdate;
   sessionFile?: string;
+  /** The last seq the server sent for the session (it counts from 0 again in a new server process). */
+  seq?: number;
 }
 
 export type SandboxMode = "workspace-write" | "read-only" | "off";
 export interface SandboxState { mode: SandboxMode; network: boolean; available: boolean; confined: boolean; detail: string }
+
+/** One entry of crank/tree: the session file's tree, in file order. */
+export interface TreeEntry { id: string; parentId: string | null; type: string; role?: string; preview?: string; label?: string }
+export interface TreeResult { tip: string | null; entries: TreeEntry[] }
 
 export interface SessionInfo {
   sessionId: string;
@@ -117,7 +124,12 @@ export interface SessionInfo {
 
 export interface SystemPromptResult { text: string; hash: string; sources: PromptSource[] }
 
-export type DiffPreview = { kind: "diff"; path: string; oldText: string; newText: string };
+/**
+ * `oldTextOmitted` (the old file's size in bytes) is set when the old file was too large or
+ * not text, so the server never loaded it: `oldText` is then empty and is NOT its content.
+ * `unsavedChanges`: the file holds the user's unsaved edits, which are saved with the change.
+ */
+export type DiffPreview = { kind: "diff"; path: string; oldText: string; newText: string; oldTextOmitted?: number; unsavedChanges?: boolean };
 export type CommandPreview = { kind: "command"; command: string };
 
 export interface PermissionRequest {
@@ -134,6 +146,15 @@ export interface PermissionRequest {
 
 export type PermissionDecision = "allow" | "allowSession" | "allowAlways" | "reject";
 export interface PermissionResponse { decision: PermissionDecision; reason?: string }
+
+/**
+ * crank/saveDocument (server to client, only when the client declared
+ * `experimental.crank.saveDocuments`): save this open document now, so the agent's
+ * next command sees the change it just applied. `unsavedChanges`: the document also
+ * held the user's unsaved edits, which are saved with it (tell the user).
+ */
+export interface SaveDocumentParams { uri: string; unsavedChanges?: boolean }
+export interface SaveDocumentResult { saved: boolean; reason?: string }
 
 export interface FixFileArgs { uri: string; diagnostics?: unknown[]; range?: Range; instruction?: string }
 

@@ -8,6 +8,7 @@ import { contextFraction, initialState, reduce, sandboxLine, type ChatItem, type
 import type { HostMessage, ViewMessage } from "../chat/protocol";
 import type { PermissionDecision, PermissionMode } from "../protocol/types";
 import { pathArg, snippetDiff } from "../chat/edits";
+import type { BranchInfo } from "../chat/branches";
 import { button, h } from "./dom";
 import { renderMarkdown } from "./markdown";
 
@@ -27,6 +28,8 @@ let state: ChatState = saved?.chat ?? initialState();
 let contextChips: { label: string }[] = [];
 let workspaceInfo: { name?: string; folders: number } = { folders: 0 };
 let showSessions = false;
+let branches: BranchInfo[] = [];
+let showBranches = false;
 let enterWhileRunning: "steer" | "followUp" = "steer";
 let renderQueued = false;
 const itemCache = new Map<string, { ref: ChatItem; el: HTMLElement }>();
@@ -55,15 +58,20 @@ const sessionsButton = button("History", () => {
 }, { class: "secondary", "aria-expanded": "false", title: "Sessions of this workspace" });
 const newButton = button("New", () => post({ type: "newSession" }), { class: "secondary", title: "Start a new session" });
 const sandboxNote = h("span", { class: "sandbox", hidden: true });
-const header = h("header", { class: "toolbar" }, wsButton, modelSelect, modeSelect, sandboxNote, h("span", { class: "spacer" }), sessionsButton, newButton);
+const branchesButton = button("Branches", () => {
+  showBranches = !showBranches;
+  schedule();
+}, { class: "secondary", "aria-expanded": "false", title: "Branches of this session (made by Edit and resend)", hidden: true });
+const header = h("header", { class: "toolbar" }, wsButton, modelSelect, modeSelect, sandboxNote, h("span", { class: "spacer" }), branchesButton, sessionsButton, newButton);
 
 const sessionsPanel = h("nav", { class: "sessions", "aria-label": "Sessions", hidden: true });
+const branchesPanel = h("nav", { class: "sessions branches", "aria-label": "Branches", hidden: true });
 const list = h("div", { class: "items", role: "log", "aria-live": "polite", "aria-relevant": "additions" });
 const empty = h(
   "div",
   { class: "empty" },
   h("p", {}, "Ask Crank to change something in this workspace."),
-  h("p", { class: "hint" }, "Add the current selection with Ctrl+Alt+L, or right-click a file: “Crank: Fix This File”."),
+  h("p", { class: "hint" }, "Add the current selection with Ctrl+K L, or right-click a file: “Crank: Fix This File”."),
 );
 const scroller = h("div", { class: "scroller" }, empty, list);
 
@@ -89,7 +97,7 @@ const stopButton = button("Stop", () => post({ type: "abort" }), { class: "stop"
 const hint = h("div", { class: "hint input-hint" });
 const composer = h("div", { class: "composer" }, queueList, chips, input, h("div", { class: "composer-row" }, addContextButton, hint, h("span", { class: "spacer" }), stopButton, sendButton));
 
-app.append(header, banner, sessionsPanel, scroller, footer, composer);
+app.append(header, banner, sessionsPanel, branchesPanel, scroller, footer, composer);
 
 // ---- input -------------------------------------------------------------------------
 
@@ -146,6 +154,10 @@ window.addEventListener("message", (e: MessageEvent<HostMessage>) => {
     case "prefs":
       enterWhileRunning = m.enterWhileRunning;
       break;
+    case "branches":
+      branches = m.branches;
+      if (branches.length < 2) showBranches = false;
+      break;
   }
   schedule();
 });
@@ -182,6 +194,7 @@ function render(): void {
   renderBanner();
   renderToolbar();
   renderSessions();
+  renderBranches();
   renderItems();
   renderFooter();
   renderComposer();
@@ -269,6 +282,43 @@ function renderSessions(): void {
   }
 }
 
+function renderBranches(): void {
+  branchesButton.hidden = branches.length < 2;
+  branchesButton.textContent = `Branches (${branches.length})`;
+  branchesButton.setAttribute("aria-expanded", String(showBranches));
+  branchesPanel.hidden = !showBranches;
+  if (!showBranches) return;
+  branchesPanel.textContent = "";
+  branchesPanel.append(h("div", { class: "sessions-title" }, "Branches of this session"));
+  for (const b of branches) {
+    branchesPanel.append(
+      h(
+        "button",
+        {
+          type: "button",
+          class: `session branch${b.current ? " current" : ""}`,
+          disabled: state.running || b.current,
+          "aria-current": b.current ? "true" : "false",
+          onclick: () => {
+            showBranches = false;
+            post({ type: "switchBranch", entryId: b.entryId });
+          },
+        },
+        h("span", { class: "session-title" }, b.title),
+        h("span", { class: "session-meta" }, `${b.messages} messages${b.current ? " · current" : ""}`),
+      ),
+    );
+  }
+}
+
+/** Edit and resend: the host goes back to before this message and puts its text in the input box. */
+function editUserMessage(it: ChatItem & { kind: "user" }): void {
+  const users = state.items.filter((x) => x.kind === "user");
+  const at = users.findIndex((x) => x.id === it.id);
+  if (at < 0) return;
+  post({ type: "editResend", fromEnd: users.length - 1 - at, text: it.text });
+}
+
 function renderItems(): void {
   const nearBottom = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 60;
   empty.hidden = state.items.length > 0;
@@ -296,7 +346,18 @@ function renderItems(): void {
 function renderItem(it: ChatItem): HTMLElement {
   switch (it.kind) {
     case "user":
-      return h("div", { class: "msg user" }, h("div", { class: "who" }, "You"), h("div", { class: "text" }, it.text));
+      return h(
+        "div",
+        { class: "msg user" },
+        h(
+          "div",
+          { class: "who" },
+          "You",
+          h("span", { class: "spacer" }),
+          button("Edit", () => editUserMessage(it), { class: "secondary edit-resend", title: "Edit and resend: go back to before this message (the current branch is kept)", "aria-label": "Edit and resend this message" }),
+        ),
+        h("div", { class: "text" }, it.text),
+      );
     case "assistant": {
       const el = h("div", { class: `msg assistant${it.streaming ? " streaming" : ""}` });
       for (const b of it.blocks) {
@@ -370,7 +431,9 @@ function renderEdit(t: ToolItem): HTMLElement {
   const e = t.edit!;
   const card = h("div", { class: `card tool edit ${t.status}`, "data-tool": t.name, "data-id": t.id });
   card.append(toolHeader(t, e.mode === "write" ? "Write" : "Edit", e.path));
-  card.append(diffView(e.oldText, e.newText, e.path, 80));
+  // While a question asks about this edit, its card shows the diff; showing it here too would say it twice.
+  if (t.asked) card.append(h("div", { class: "note asked" }, "The change is shown in the question below."));
+  else card.append(diffView(e.oldText, e.newText, e.path, 80));
   if (t.status === "failed" && t.result) card.append(h("div", { class: "note error" }, t.result));
   card.append(
     h(
@@ -407,6 +470,9 @@ function renderPermission(p: PermissionItem): HTMLElement {
   if (pv?.kind === "command") card.append(h("pre", { class: "command" }, pv.command));
   else if (pv?.kind === "diff") {
     card.append(h("div", { class: "path" }, pv.path));
+    if (pv.unsavedChanges) card.append(h("div", { class: "unsaved-note" }, "Your unsaved changes to this file are saved with it."));
+    if (pv.oldTextOmitted !== undefined)
+      card.append(h("div", { class: "note" }, `The old file (${pv.oldTextOmitted} bytes) is too large or not text: it is replaced whole, with no diff, and cannot be restored by undo.`));
     card.append(diffView(pv.oldText, pv.newText, pv.path, 60));
   } else card.append(h("pre", { class: "command" }, keyArg({ args: r.arguments } as ToolItem)));
   const reason = h("input", { type: "text", class: "reason", placeholder: "Reason (optional, sent with Reject)", "aria-label": "Reason for rejecting" }) as HTMLInputElement;
@@ -459,6 +525,7 @@ function renderFooter(): void {
 }
 
 function renderComposer(): void {
+  document.body.classList.toggle("running", state.running);
   const down = state.server.status !== "running";
   stopButton.hidden = !state.running;
   sendButton.textContent = state.running ? (enterWhileRunning === "steer" ? "Steer" : "Queue") : "Send";

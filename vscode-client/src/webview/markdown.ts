@@ -1,13 +1,20 @@
 /**
  * Markdown to sanitized DOM. markdown-it renders with raw HTML disabled and DOMPurify
  * cleans the result anyway (links and images from a model are untrusted input). Code
- * blocks get a copy button.
+ * blocks with a known language are highlighted (./highlight) and get a copy button.
  */
 import MarkdownIt from "markdown-it";
 import DOMPurify from "dompurify";
 import { h } from "./dom";
+import { highlightCode } from "./highlight";
 
-const md = new MarkdownIt({ html: false, linkify: true, breaks: false });
+const md: MarkdownIt = new MarkdownIt({
+  html: false,
+  linkify: true,
+  breaks: false,
+  // markdown-it escapes the code itself when this returns "".
+  highlight: (code, lang) => highlightCode(code, lang) ?? "",
+});
 
 export function renderMarkdown(text: string, onCopy: (code: string) => void): HTMLElement {
   const root = h("div", { class: "md" });

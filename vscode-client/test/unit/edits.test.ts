@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { diffSides, editOf, planUndo, snippetDiff } from "../../src/chat/edits";
+import { diffSides, editOf, planUndo, previousFileOf, snippetDiff } from "../../src/chat/edits";
 
 test("editOf recognises edit and write calls under common argument names, and nothing else", () => {
   assert.deepEqual(editOf("edit", { path: "a.py", oldText: "x", newText: "y" }), { path: "a.py", mode: "replace", oldText: "x", newText: "y" });
@@ -51,4 +51,11 @@ test("snippetDiff keeps the common head and tail as context", () => {
     { sign: " ", text: "c" },
   ]);
   assert.deepEqual(snippetDiff("", "x"), [{ sign: "+", text: "x" }]);
+});
+
+test("a write over a file the server did not load has no previous file to restore", () => {
+  assert.equal(previousFileOf({ oldText: "old\n" }), "old\n");
+  assert.equal(previousFileOf({ oldText: "", oldTextOmitted: 2147483648 }), undefined);
+  const plan = planUndo("new\n", { path: "big.log", mode: "write", oldText: "", newText: "new\n" }, previousFileOf({ oldText: "", oldTextOmitted: 5 }));
+  assert.ok(!plan.ok && plan.reason.includes("before this write is not known"));
 });

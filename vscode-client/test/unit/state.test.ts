@@ -172,3 +172,40 @@ test("the sandbox line says plainly whether commands are confined", () => {
   const s = reduce(initialState(), { type: "state", state: { sessionId: "s", running: false, model: { api: "a", id: "m" }, permissionMode: "ask", trusted: true, sandbox: none, queue: { steering: [], followUp: [] }, usage: { contextTokens: 0, contextWindow: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 } } });
   assert.deepEqual(s.sandbox, none);
 });
+
+test("an edit asked about shows its diff once: on the question, not on its own card, until answered", () => {
+  const s0 = feed(initialState(), eventsOf(run.untilPermission));
+  const edit = s0.items[5] as ToolItem;
+  assert.ok(edit.edit, "the recorded run has an edit card");
+  const req = { ...(run.untilPermission.find((s) => "request" in s)!.params as PermissionRequest), toolCallId: edit.id };
+  const asked = reduce(s0, { type: "permissionRequest", id: "p1", request: req });
+  assert.equal((asked.items[5] as ToolItem).asked, true);
+  const bash = asked.items[2];
+  assert.equal(bash, s0.items[2], "a card the question is not about keeps its identity");
+  const answered = reduce(asked, { type: "permissionResolved", id: "p1", decision: "allow" });
+  assert.equal((answered.items[5] as ToolItem).asked, false);
+  const withdrawn = reduce(asked, { type: "server", status: "down" });
+  assert.equal((withdrawn.items[5] as ToolItem).asked, false, "a closed question gives the diff back to the edit card");
+});
+
+test("after a reload the new server counts seq from 0 again: crank/state's seq lets its events in", () => {
+  const before = feed(initialState(), eventsOf(run.untilPermission));
+  assert.ok(before.lastSeq > 5, "the old server's events raised lastSeq");
+  const st = {
+    sessionId: before.sessionId!,
+    running: false,
+    model: { api: "openai", id: "m" },
+    permissionMode: "ask" as const,
+    trusted: true,
+    queue: { steering: [], followUp: [] },
+    usage: { contextTokens: 0, contextWindow: 1, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 },
+    seq: 0,
+  };
+  const after = reduce(before, { type: "state", state: st });
+  const started = reduce(after, { type: "event", params: at(1, { type: "agent_start" }, before.sessionId) });
+  assert.equal(started.running, true, "the new server's first event is applied, not dropped as a duplicate");
+  assert.equal(started.gap, false);
+  // The same server (its seq not behind the page's) changes nothing.
+  const same = reduce(before, { type: "state", state: { ...st, seq: before.lastSeq } });
+  assert.equal(same.lastSeq, before.lastSeq);
+});

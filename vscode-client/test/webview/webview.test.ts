@@ -140,15 +140,21 @@ test("a recorded run streams text, then shows tool, edit and permission cards an
   assert.equal(await bash.locator(".badge").innerText(), "failed");
   const edit = page.locator(".card.edit");
   assert.match(await edit.locator(".tool-arg").innerText(), /calc\.py/);
-  assert.match(await edit.locator(".line.add").first().innerText(), /return a \+ b/);
-  assert.match(await edit.locator(".line.del").first().innerText(), /return a - b/);
   const perm = page.locator(".card.permission");
+  // The diff is shown once: on the question while it is open, not on the edit card as well.
+  assert.equal(await page.locator("pre.diff").count(), 1);
+  assert.equal(await edit.locator("pre.diff").count(), 0);
+  assert.match(await edit.locator(".note.asked").innerText(), /shown in the question/);
+  assert.match(await perm.locator(".line.add").first().innerText(), /return a \+ b/);
+  assert.match(await perm.locator(".line.del").first().innerText(), /return a - b/);
   for (const label of ["Allow", "Allow for this session", "Always allow", "Reject"]) assert.equal(await perm.getByRole("button", { name: label, exact: true }).count(), 1);
   assert.equal(await page.locator(".meter-text").innerText(), "10.4k / 200k (5%)");
   assert.equal(await page.locator(".cost").innerText(), "$0.0063");
   assert.equal(await page.locator("details.thinking").getAttribute("open"), null, "thinking is folded");
   assert.match(await page.locator(".notice.warning").innerText(), /Retrying \(attempt 1\)/);
   assert.equal(await page.locator(".code-block .copy").count(), 1);
+  // The python block is highlighted by the bundled highlighter, under the page's CSP.
+  assert.match(await page.locator(".code-block code .hljs-keyword").first().innerText(), /def|return/);
   await page.locator(".card.permission").scrollIntoViewIfNeeded();
   await shot("2-permission");
   assert.deepEqual(violations, []);
@@ -162,6 +168,8 @@ test("Allow posts the decision for that request; the card then shows it", async 
   await host({ type: "action", action: { type: "permissionResolved", id: id!, decision: "allow" } });
   await page.waitForSelector(".card.permission.answered");
   assert.match(await page.locator(".card.permission .decision").innerText(), /Allowed once/);
+  // Answered: the edit card has its diff back.
+  assert.match(await page.locator(".card.edit .line.add").first().innerText(), /return a \+ b/);
 });
 
 test("Reject sends the typed reason", async () => {
@@ -263,4 +271,17 @@ test("with enterWhileRunning = followUp, Enter queues and Alt+Enter steers", asy
   await input.fill("now");
   await input.press("Alt+Enter");
   assert.deepEqual((await posted()).at(-1), { type: "send", text: "now", mode: "steer" });
+});
+
+test("a permission card says when the user's unsaved changes are saved with the edit", async () => {
+  const request = {
+    workspace: run.workspace, sessionId: run.sessionId, runId: "r-3", toolCallId: "c-unsaved", toolName: "edit",
+    arguments: { path: "calc.py", oldText: "a - b", newText: "a + b" },
+    preview: { kind: "diff", path: "calc.py", oldText: "return a - b\n", newText: "return a + b\n", unsavedChanges: true },
+  };
+  await host({ type: "action", action: { type: "permissionRequest", id: "perm-unsaved", request } } as HostMessage);
+  const card = page.locator('.card.permission[data-id="perm-unsaved"]');
+  await card.waitFor();
+  assert.equal(await card.locator(".unsaved-note").innerText(), "Your unsaved changes to this file are saved with it.");
+  assert.equal(await page.locator(".card.permission .unsaved-note").count(), 1, "only that card has the note");
 });

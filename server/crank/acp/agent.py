@@ -1,0 +1,256 @@
+"""The agent side of the Agent Client Protocol (version 1), over the workspace layer.
+
+``CrankAgent`` owns the connection's sessions (one ``AcpSession``, so one
+``WorkspaceHost``, per ACP session) and translates each ACP method into the host's
+API, as ``crank.lsp`` does for its methods. It decides nothing about agents.
+
+Methods: ``initialize`` (version negotiation, honest capabilities), ``authenticate``
+(nothing to authenticate: keys come from the environment or the config file),
+``session/new``, ``session/load`` (replays a Crank session file, whoever wrote it),
+``session/prompt``, ``session/cancel``, ``session/set_mode`` (Crank's permission
+modes) and ``session/set_config_option`` (the model). A request before
+``initialize`` is refused with -32002, as LSP does.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from crank import __version__
+from crank.session import SessionError
+from crank.vendors import ConfigError, known_models
+from crank.workspace import PERMISSION_MODES, CrankError, Settings, WorkspaceHost
+
+from .session import AcpEditor, AcpSession
+from .wire import INVALID_PARAMS, Peer, RpcError
+
+log = logging.getLogger("crank.acp")
+
+PROTOCOL_VERSION = 1
+NOT_INITIALIZED = -32002
+MODE_NAMES = {
+    "ask": ("Ask", "Ask before every change and command"),
+    "autoEdit": ("Auto edit", "Edit files without asking; ask before commands"),
+    "auto": ("Auto", "Change files and run commands without asking"),
+    "readOnly": ("Read only", "Only read and search; nothing is changed"),
+}
+HostFactory = Callable[[AcpEditor, Path], WorkspaceHost]
+
+
+def invalid(field: str, problem: str) -> RpcError:
+    return RpcError(INVALID_PARAMS, f"invalid params: {field}: {problem}")
+
+
+def _object(params: Any) -> dict[str, Any]:
+    if not isinstance(params, dict):
+        raise invalid("params", "must be an object")
+    return params
+
+
+def _string(params: dict[str, Any], field: str) -> str:
+    value = params.get(field)
+    if not isinstance(value, str) or not value:
+        raise invalid(field, "must be a non-empty string")
+    return value
+
+
+def prompt_text(blocks: Any) -> str:
+    """The prompt's content blocks as one user message: text as it is, embedded
+    resources as fenced text under their URI, links named."""
+    if not isinstance(blocks, list) or not blocks:
+        raise invalid("prompt", "must be a non-empty list of content blocks")
+    parts: list[str] = []
+    for index, block in enumerate(blocks):
+        if not isinstance(block, dict):
+            raise invalid(f"prompt[{index}]", "must be a content block")
+        kind = block.get("type")
+        if kind == "text" and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+        elif kind == "resource" and isinstance(block.get("resource"), dict):
+            resource = block["resource"]
+            if isinstance(resource.get("text"), str):
+                parts.append(f"\n{resource.get('uri', '')}:\n```\n{resource['text']}\n```")
+            else:
+                raise invalid(f"prompt[{index}].resource", "only text resources are supported")
+        elif kind == "resource_link" and isinstance(block.get("uri"), str):
+            parts.append(f"[{block.get('name') or block['uri']}]({block['uri']})")
+        else:
+            raise invalid(f"prompt[{index}]", f"content of type {kind!r} is not supported")
+    return "\n".join(parts)
+
+
+class CrankAgent:
+    """Owns the connection's sessions; each method is one ACP request."""
+
+    def __init__(self, peer: Peer, host_factory: HostFactory) -> None:
+        self.peer = peer
+        self._host_factory = host_factory
+        self.sessions: dict[str, AcpSession] = {}
+        self.initialized = False
+        for method, handler in {
+            "initialize": self.initialize,
+            "authenticate": self.authenticate,
+            "session/new": self.new_session,
+            "session/load": self.load_session,
+            "session/prompt": self.prompt,
+            "session/set_mode": self.set_mode,
+            "session/set_config_option": self.set_config_option,
+        }.items():
+            peer.on_request(method, self._guarded(method, handler))
+        peer.on_notification("session/cancel", self.cancel)
+
+    def _guarded(self, method: str, handler: Callable[[Any], Any]) -> Callable[[Any], Any]:
+        async def run(params: Any) -> Any:
+            if not self.initialized and method != "initialize":
+                raise RpcError(NOT_INITIALIZED, f"{method} before initialize")
+            try:
+                return await handler(params)
+            except (CrankError, SessionError, ConfigError) as exc:
+                raise RpcError(int(getattr(exc, "code", -32603)), str(exc)) from exc
+
+        return run
+
+    async def initialize(self, params: Any) -> dict[str, Any]:
+        params = _object(params)
+        version = params.get("protocolVersion")
+        if not isinstance(version, int) or isinstance(version, bool):
+            raise invalid("protocolVersion", "must be an integer")
+        self.initialized = True
+        return {
+            "protocolVersion": min(version, PROTOCOL_VERSION),
+            "agentCapabilities": {
+                "loadSession": True,
+                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+                "mcpCapabilities": {"http": False, "sse": False},
+            },
+            "authMethods": [],
+            "agentInfo": {"name": "crank", "title": "Crank", "version": __version__},
+        }
+
+    async def authenticate(self, params: Any) -> dict[str, Any]:
+        raise invalid("methodId", "Crank offers no authentication methods")
+
+    def _session(self, params: dict[str, Any]) -> AcpSession:
+        session_id = _string(params, "sessionId")
+        session = self.sessions.get(session_id)
+        if session is None:
+            raise invalid("sessionId", f"no session {session_id} on this connection")
+        return session
+
+    def _cwd(self, params: dict[str, Any]) -> Path:
+        cwd = Path(_string(params, "cwd"))
+        if not cwd.is_absolute():
+            raise invalid("cwd", "must be an absolute path")
+        if not cwd.is_dir():
+            raise invalid("cwd", f"{cwd} is not a folder")
+        servers = params.get("mcpServers", [])
+        if servers:
+            raise invalid("mcpServers", "Crank does not connect to MCP servers (mcpCapabilities)")
+        return cwd.resolve()
+
+    async def _open(self, cwd: Path) -> AcpSession:
+        session = AcpSession(self.peer, self._host_factory, cwd)
+        await session.host.start()
+        return session
+
+    def _setup(self, session: AcpSession) -> dict[str, Any]:
+        host = session.host
+        model = host.harness.model
+        options = [
+            {"value": f"{api}/{model_id}", "name": f"{model_id} ({api})"}
+            for api, model_id, _window in known_models()
+        ]
+        current = f"{model.api}/{model.id}"
+        if not any(option["value"] == current for option in options):
+            options.insert(0, {"value": current, "name": f"{model.id} ({model.api})"})
+        return {
+            "modes": {
+                "currentModeId": host.permissions.mode,
+                "availableModes": [
+                    {"id": mode, "name": MODE_NAMES[mode][0], "description": MODE_NAMES[mode][1]}
+                    for mode in PERMISSION_MODES
+                ],
+            },
+            "configOptions": [
+                {
+                    "id": "model",
+                    "name": "Model",
+                    "category": "model",
+                    "type": "select",
+                    "currentValue": current,
+                    "options": options,
+                }
+            ],
+        }
+
+    async def new_session(self, params: Any) -> dict[str, Any]:
+        session = await self._open(self._cwd(_object(params)))
+        self.sessions[session.session_id] = session
+        return {"sessionId": session.session_id, **self._setup(session)}
+
+    async def load_session(self, params: Any) -> dict[str, Any]:
+        params = _object(params)
+        session_id = _string(params, "sessionId")
+        cwd = self._cwd(params)
+        if session_id in self.sessions:
+            raise invalid("sessionId", f"session {session_id} is already open on this connection")
+        session = await self._open(cwd)
+        try:
+            await session.host.open_session(session_id)
+        except BaseException:
+            await session.host.close()
+            raise
+        self.sessions[session.session_id] = session
+        session.replay()
+        return self._setup(session)
+
+    async def prompt(self, params: Any) -> dict[str, Any]:
+        params = _object(params)
+        session = self._session(params)
+        return await session.prompt(prompt_text(params.get("prompt")))
+
+    async def cancel(self, params: Any) -> None:
+        if not isinstance(params, dict) or params.get("sessionId") not in self.sessions:
+            log.info("session/cancel for an unknown session: %r", params)
+            return
+        await self.sessions[params["sessionId"]].cancel()
+
+    async def set_mode(self, params: Any) -> dict[str, Any]:
+        params = _object(params)
+        session = self._session(params)
+        mode = _string(params, "modeId")
+        if mode not in PERMISSION_MODES:
+            raise invalid("modeId", f"must be one of {', '.join(PERMISSION_MODES)}")
+        await session.host.set_permission_mode(mode)
+        session.update({"sessionUpdate": "current_mode_update", "currentModeId": mode})
+        return {}
+
+    async def set_config_option(self, params: Any) -> dict[str, Any]:
+        params = _object(params)
+        session = self._session(params)
+        if params.get("configId") != "model":
+            raise invalid("configId", "the one option is 'model'")
+        value = _string(params, "value")
+        api, _, model_id = value.partition("/")
+        if not model_id:
+            raise invalid("value", "must be api/model-id, as the options list them")
+        await session.host.set_model(api, model_id)
+        return {"configOptions": self._setup(session)["configOptions"]}
+
+    async def close(self) -> None:
+        sessions, self.sessions = list(self.sessions.values()), {}
+        for session in sessions:
+            try:
+                await session.host.close()
+            except Exception:
+                log.exception("closing session %s failed", session.session_id)
+
+
+def default_host_factory(settings: Settings, env: dict[str, str] | None) -> HostFactory:
+    def make(editor: AcpEditor, cwd: Path) -> WorkspaceHost:
+        return WorkspaceHost(cwd.as_uri(), cwd, editor, settings, env=env, resume_last=False)
+
+    return make

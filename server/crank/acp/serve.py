@@ -1,0 +1,94 @@
+"""``crank acp``: the Agent Client Protocol on stdio, for Zed, JetBrains and others.
+
+Standard input is read by a thread (so a file, ``/dev/null`` or a pipe all work, and
+EOF ends the process cleanly: runs are aborted and saved, sessions released); every
+line goes to the ``Peer`` on the event loop in order. Logs go to stderr or
+``--log-file``, never to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import sys
+import threading
+from typing import BinaryIO
+
+from crank.tools.sandbox import SANDBOX_MODES
+from crank.vendors import RedactingFormatter
+from crank.workspace import PERMISSION_MODES, CrankError, merge_layers
+
+from .agent import CrankAgent, default_host_factory
+from .wire import Peer
+
+
+def parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="crank acp", description="Serve the Agent Client Protocol on stdio."
+    )
+    p.add_argument("--trust", action="store_true", help="load projects' AGENTS.md and skills")
+    p.add_argument("--permission-mode", choices=PERMISSION_MODES, default=None)
+    p.add_argument("--session-dir", default=None, help="where session files live")
+    p.add_argument(
+        "--sandbox",
+        choices=SANDBOX_MODES,
+        default=None,
+        help="how commands are confined (default: workspace-write where bubblewrap works)",
+    )
+    p.add_argument("--log-file", default=None)
+    p.add_argument("--log-level", default="warning")
+    return p
+
+
+def _read_lines(stdin: BinaryIO, loop: asyncio.AbstractEventLoop, peer: Peer) -> asyncio.Event:
+    ended = asyncio.Event()
+
+    def pump() -> None:
+        try:
+            for line in iter(stdin.readline, b""):
+                loop.call_soon_threadsafe(peer.receive, line)
+        except (OSError, ValueError) as exc:
+            logging.getLogger("crank.acp").warning("reading stdin failed: %s", exc)
+        finally:
+            loop.call_soon_threadsafe(ended.set)
+
+    threading.Thread(target=pump, name="crank-acp-stdin", daemon=True).start()
+    return ended
+
+
+async def serve(stdin: BinaryIO, stdout: BinaryIO, options: argparse.Namespace) -> int:
+    layer: dict[str, object] = {"trusted": bool(options.trust)}
+    if options.permission_mode:
+        layer["permissionMode"] = options.permission_mode
+    if options.session_dir:
+        layer["sessionDir"] = options.session_dir
+    if options.sandbox:
+        layer["sandbox"] = {"mode": options.sandbox}
+    try:
+        settings = merge_layers([("crank acp options", layer)])
+    except CrankError as exc:
+        print(f"crank acp: {exc.message}", file=sys.stderr)
+        return 2
+    peer = Peer(stdout)
+    agent = CrankAgent(peer, default_host_factory(settings, None))  # keys: provider_env()
+    ended = _read_lines(stdin, asyncio.get_running_loop(), peer)
+    await ended.wait()
+    await asyncio.sleep(0)  # the last lines' handlers have started
+    peer.end_of_input()
+    await agent.close()  # runs are aborted and saved, so every prompt can answer
+    await peer.drain()
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    options = parser().parse_args(argv)
+    handlers: list[logging.Handler] = [
+        logging.FileHandler(options.log_file)
+        if options.log_file
+        else logging.StreamHandler(sys.stderr)
+    ]
+    for handler in handlers:
+        handler.setFormatter(RedactingFormatter(logging.BASIC_FORMAT))
+    logging.basicConfig(level=options.log_level.upper(), handlers=handlers, force=True)
+    return asyncio.run(serve(sys.stdin.buffer, sys.stdout.buffer, options))

@@ -1,0 +1,169 @@
+"""One ACP session: a WorkspaceHost of its own, and the editor side it talks to.
+
+``AcpEditor`` is the ``EditorClient`` the workspace layer sees: events become
+``session/update`` notifications, a permission question becomes
+``session/request_permission``. Open buffers are not read through the client yet
+(the tools read the disk; see docs/acp.md).
+
+Contract:
+- ``prompt`` answers when the run it started (or joined, as a follow-up) settles,
+  with ACP's stop reason; a cancelled turn always answers ``cancelled``.
+- A run that failed (the provider gave up) answers with an error carrying Crank's
+  message, after the updates that led there.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+from crank.tools import Documents, EditRefused, NoDocuments
+from crank.workspace import WorkspaceHost
+from crank.workspace.stream import EventParams
+
+from .translate import UpdateTranslator, replay, stop_reason, tool_kind, tool_title
+from .wire import INTERNAL_ERROR, Peer, PeerGone, RpcError
+
+log = logging.getLogger("crank.acp")
+
+PERMISSION_OPTIONS: list[dict[str, str]] = [
+    {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+    {"optionId": "allowSession", "name": "Allow for this session", "kind": "allow_always"},
+    {"optionId": "allowAlways", "name": "Always allow", "kind": "allow_always"},
+    {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
+]
+"""Crank's four answers (docs/protocol.md), each with the ACP kind closest to it."""
+_DECISIONS = {option["optionId"] for option in PERMISSION_OPTIONS}
+
+
+class AcpEditor:
+    """The editor as ACP lets an agent reach it, for one session's host."""
+
+    def __init__(self, peer: Peer, session: AcpSession) -> None:
+        self._peer = peer
+        self._session = session
+        self._documents = NoDocuments()
+
+    @property
+    def documents(self) -> Documents:
+        return self._documents
+
+    async def apply_edit(self, path: Path, old_text: str, new_text: str) -> None:
+        # With no open documents the tools write the disk; this is never reached.
+        raise EditRefused(f"{path} cannot be changed through the ACP client")
+
+    def send_event(self, params: EventParams) -> None:
+        self._session.on_event(params)
+
+    async def ask_permission(self, params: dict[str, Any]) -> dict[str, Any]:
+        name = str(params.get("toolName"))
+        raw = params.get("arguments")
+        arguments: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        tool_call: dict[str, Any] = {
+            "toolCallId": str(params.get("toolCallId")),
+            "title": tool_title(name, arguments),
+            "kind": tool_kind(name),
+            "status": "pending",
+            "rawInput": arguments,
+        }
+        preview = params.get("preview")
+        if isinstance(preview, dict) and preview.get("kind") == "diff":
+            tool_call["content"] = [
+                {
+                    "type": "diff",
+                    "path": str(preview.get("path")),
+                    "oldText": preview.get("oldText"),
+                    "newText": str(preview.get("newText", "")),
+                }
+            ]
+        request = {
+            "sessionId": self._session.session_id,
+            "toolCall": tool_call,
+            "options": PERMISSION_OPTIONS,
+        }
+        try:
+            answer = await self._peer.request("session/request_permission", request)
+        except (RpcError, PeerGone) as exc:
+            return {"decision": "reject", "reason": f"the client could not be asked ({exc})"}
+        outcome = answer.get("outcome") if isinstance(answer, dict) else None
+        if not isinstance(outcome, dict) or outcome.get("outcome") != "selected":
+            return {"decision": "reject", "reason": "The user cancelled the request."}
+        option = outcome.get("optionId")
+        if option not in _DECISIONS:
+            return {
+                "decision": "reject",
+                "reason": f"the client chose an unknown option {option!r}",
+            }
+        return {"decision": option}
+
+    def log(self, message: str) -> None:
+        log.warning("%s", message)
+
+
+class AcpSession:
+    """A host, its translator, and the prompts waiting for their turn to end."""
+
+    def __init__(self, peer: Peer, host_factory: Any, cwd: Path) -> None:
+        self._peer = peer
+        self.root = cwd
+        self.editor = AcpEditor(peer, self)
+        self.host: WorkspaceHost = host_factory(self.editor, cwd)
+        self.translator = UpdateTranslator(cwd)
+        self._waiting: list[asyncio.Future[dict[str, Any]]] = []
+        self._cancelled = False
+        self._replaying = False
+
+    @property
+    def session_id(self) -> str:
+        return self.host.session_id
+
+    def update(self, update: dict[str, Any]) -> None:
+        self._peer.notify("session/update", {"sessionId": self.session_id, "update": update})
+
+    def on_event(self, envelope: EventParams) -> None:
+        event: dict[str, Any] = dict(envelope["event"])
+        for update in self.translator.event(event):
+            self.update(update)
+        if event.get("type") == "agent_settled":
+            self._settled()
+
+    def _settled(self) -> None:
+        reply = self.translator.last_reply or {}
+        crank_stop = self.translator.last_stop or reply.get("stopReason")
+        cancelled, self._cancelled = self._cancelled, False
+        waiting, self._waiting = self._waiting, []
+        if crank_stop == "error" and not cancelled:
+            message = str(reply.get("errorMessage") or "the run failed")
+            for future in waiting:
+                if not future.done():
+                    future.set_exception(RpcError(INTERNAL_ERROR, message))
+            return
+        answer = {"stopReason": stop_reason(crank_stop, cancelled)}
+        for future in waiting:
+            if not future.done():
+                future.set_result(answer)
+
+    async def prompt(self, text: str) -> dict[str, Any]:
+        """Run ``text`` (or queue it as a follow-up of the running turn) and answer
+        when that run settles."""
+        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        running = self.host.harness.is_running
+        self.host.prompt_run(text, while_running="followUp" if running else None)
+        if not running:
+            self.translator.last_reply = None
+            self.translator.last_stop = None
+        self._waiting.append(future)
+        return await future
+
+    async def cancel(self) -> None:
+        if self.host.harness.is_running:
+            self._cancelled = True
+            self.host.harness.clear_queue()
+            await self.host.abort()
+
+    def replay(self) -> None:
+        """Send the stored transcript as updates (``session/load``)."""
+        for update in replay(self.root, self.host.messages()["messages"]):
+            self.update(update)

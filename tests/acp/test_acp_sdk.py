@@ -1,0 +1,250 @@
+"""``crank acp`` driven by the official ACP Python SDK over stdio, against the loopback
+model server: prompts, tool calls and their diffs, permissions each way, cancel at
+every stage, loading a session ``crank serve`` wrote, modes and the model option."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import acp
+import pytest
+from acp import schema
+
+from tests.lsp.helpers import model_received, running_server
+from tests.support.model_server import ModelServer
+
+from .helpers import RecordingClient, crank_acp
+
+
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    return folder
+
+
+async def test_a_prompt_streams_chunks_and_ends_the_turn(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    client = RecordingClient()
+    async with (
+        ModelServer(
+            {"replies": [{"text": "Hello from the model.", "chunks": 4, "delayMs": 40}]}
+        ) as model,
+        crank_acp(model, tmp_path, client) as conn,
+    ):
+        session = await conn.new_session(cwd=str(folder))
+        assert session.modes is not None and session.modes.current_mode_id == "ask"
+        answer = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("hi")])
+        assert answer.stop_reason == "end_turn"
+        assert client.text() == "Hello from the model."
+        assert len(client.of("agent_message_chunk")) >= 2, "streamed, not one block"
+        usage = client.of("usage_update")
+        assert usage and usage[-1].size > 0
+        sent = model.requests[0]["body"]["messages"][-1]["content"]
+        assert "hi" in json.dumps(sent)
+
+
+async def test_a_tool_call_with_its_diff_and_both_permission_answers(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    fix = {"path": "calc.py", "oldText": "return a - b", "newText": "return a + b"}
+    again = {"path": "calc.py", "oldText": "a + b", "newText": "b + a"}
+    script = {
+        "replies": [
+            {"toolCalls": [{"id": "c1", "name": "edit", "arguments": fix}]},
+            {"toolCalls": [{"id": "c2", "name": "edit", "arguments": again}]},
+            {"text": "Fixed it."},
+        ]
+    }
+    client = RecordingClient(answers=["allow", "reject"])
+    async with ModelServer(script) as model, crank_acp(model, tmp_path, client) as conn:
+        session = await conn.new_session(cwd=str(folder))
+        answer = await conn.prompt(
+            session_id=session.session_id, prompt=[acp.text_block("fix calc.py")]
+        )
+        assert answer.stop_reason == "end_turn"
+    assert (folder / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+    assert [q.options[0].kind for q in client.questions] == ["allow_once", "allow_once"]
+    asked = client.questions[0].tool_call
+    assert asked.kind == "edit" and asked.content and asked.content[0].type == "diff"
+    starts = client.of("tool_call")
+    assert [s.tool_call_id for s in starts] == ["c1", "c2"]
+    assert starts[0].kind == "edit" and starts[0].locations[0].path == str(folder / "calc.py")
+    diff = starts[0].content[0]
+    assert (diff.old_text, diff.new_text) == ("return a - b", "return a + b")
+    ends = [u for u in client.of("tool_call_update") if u.status in ("completed", "failed")]
+    assert [(u.tool_call_id, u.status) for u in ends] == [("c1", "completed"), ("c2", "failed")]
+
+
+async def test_allow_always_is_remembered_and_a_dismissed_question_rejects(
+    tmp_path: Path,
+) -> None:
+    folder = project(tmp_path)
+    calls = [{"id": f"c{n}", "name": "bash", "arguments": {"command": "echo hi"}} for n in range(3)]
+    script = {"replies": [{"toolCalls": [call]} for call in calls] + [{"text": "done"}]}
+    client = RecordingClient(answers=["allowSession"])
+    async with ModelServer(script) as model, crank_acp(model, tmp_path, client) as conn:
+        session = await conn.new_session(cwd=str(folder))
+        await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("run it")])
+    assert len(client.questions) == 1, "allowed for the session: asked once"
+    outputs = [u for u in client.of("tool_call_update") if u.status == "completed"]
+    assert len(outputs) == 3 and "hi" in outputs[0].raw_output["content"]
+
+    client = RecordingClient(answers=[None])
+    script = {"replies": [{"toolCalls": [calls[0]]}, {"text": "ok"}]}
+    async with ModelServer(script) as model, crank_acp(model, tmp_path, client) as conn:
+        session = await conn.new_session(cwd=str(folder))
+        await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("run it")])
+        result = model.requests[1]["body"]["messages"]
+    assert any("cancelled" in json.dumps(m) for m in result), "the refusal reached the model"
+
+
+@pytest.mark.parametrize("stage", ["silent stream", "permission", "long command", "retry"])
+async def test_cancel_ends_the_turn_with_cancelled(tmp_path: Path, stage: str) -> None:
+    folder = project(tmp_path)
+    first = {
+        "silent stream": {"text": "never", "hangAfter": 0},
+        "permission": {"toolCalls": [{"id": "c1", "name": "bash", "arguments": {"command": "ls"}}]},
+        "long command": {
+            "toolCalls": [{"id": "c1", "name": "bash", "arguments": {"command": "sleep 30"}}]
+        },
+        "retry": {"status": 529, "retryAfter": 30},  # Crank waits 30 s before trying again
+    }[stage]
+    script = {"replies": [first, {"text": "after the cancel"}]}
+    args = ("--permission-mode", "auto") if stage == "long command" else ()
+    client = RecordingClient(answers=["wait"])
+    async with ModelServer(script) as model, crank_acp(model, tmp_path, client, *args) as conn:
+        session = await conn.new_session(cwd=str(folder))
+        turn = asyncio.ensure_future(
+            conn.prompt(session_id=session.session_id, prompt=[acp.text_block("go")])
+        )
+        if stage in ("silent stream", "retry"):
+            await model_received(model, 1)
+        elif stage == "permission":
+            await asyncio.wait_for(client.asked.wait(), 120)
+        else:
+            await client.wait_for(lambda: client.of("tool_call"), "the command to start")
+        await conn.cancel(session_id=session.session_id)
+        answer = await asyncio.wait_for(turn, 120)
+        assert answer.stop_reason == "cancelled"
+        again = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("more")])
+        assert again.stop_reason == "end_turn"
+        assert client.text().endswith("after the cancel")
+
+
+async def test_load_replays_a_session_written_by_crank_serve(tmp_path: Path) -> None:
+    """A session started in an LSP editor continues in an ACP one: the transcript comes
+    back as updates, and the next prompt carries the old conversation."""
+    folder = project(tmp_path)
+    read = {"path": "calc.py"}
+    script = {
+        "replies": [
+            {"toolCalls": [{"id": "r1", "name": "read", "arguments": read}]},
+            {"text": "It subtracts."},
+            {"text": "Still subtracts."},
+        ]
+    }
+    async with ModelServer(script) as model:
+        options = {
+            "provider": {"api": "openai", "baseUrl": model.url + "/v1", "model": "m"},
+            "sessionDir": str(tmp_path / "sessions"),
+        }
+        async with running_server(tmp_path, [folder], options) as lsp:
+            started = await lsp.request("crank/prompt", {"text": "what does add do?"})
+            await lsp.settled(started["runId"])
+            session_id = started["sessionId"]
+        client = RecordingClient()
+        async with crank_acp(model, tmp_path, client) as conn:
+            await conn.load_session(cwd=str(folder), session_id=session_id)
+            assert client.kinds()[:2] == ["user_message_chunk", "tool_call"]
+            assert client.text("user_message_chunk") == "what does add do?"
+            assert client.text() == "It subtracts."
+            done = [u for u in client.of("tool_call_update") if u.status == "completed"]
+            assert "return a - b" in done[0].raw_output["content"]
+            answer = await conn.prompt(session_id=session_id, prompt=[acp.text_block("sure?")])
+            assert answer.stop_reason == "end_turn"
+            history = json.dumps(model.requests[-1]["body"]["messages"])
+            assert "what does add do?" in history and "It subtracts." in history
+
+
+async def test_modes_and_the_model_option(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    client = RecordingClient()
+    script = {"replies": [{"toolCalls": [{"name": "bash", "arguments": {"command": "ls"}}]}, {}]}
+    async with ModelServer(script) as model, crank_acp(model, tmp_path, client) as conn:
+        session = await conn.new_session(cwd=str(folder))
+        modes = [mode.id for mode in session.modes.available_modes]
+        assert modes == ["ask", "autoEdit", "auto", "readOnly"]
+        await conn.set_session_mode(session_id=session.session_id, mode_id="auto")
+        assert client.of("current_mode_update")[-1].current_mode_id == "auto"
+        await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("ls")])
+        assert client.questions == [], "auto mode asks nothing"
+        model_option = session.config_options[0]
+        assert model_option.id == "model" and model_option.current_value == "openai/test-model"
+        changed = await conn.set_config_option(
+            config_id="model", session_id=session.session_id, value="openai/other-model"
+        )
+        assert changed.config_options[0].current_value == "openai/other-model"
+        with pytest.raises(acp.RequestError) as caught:
+            await conn.set_session_mode(session_id=session.session_id, mode_id="yolo")
+        assert "modeId" in str(caught.value)
+
+
+async def test_a_bad_request_is_answered_and_the_agent_goes_on(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    client = RecordingClient()
+    async with (
+        ModelServer({"replies": [{"text": "fine"}]}) as model,
+        crank_acp(model, tmp_path, client) as conn,
+    ):
+        with pytest.raises(acp.RequestError) as caught:
+            await conn.new_session(cwd="relative/path")
+        assert caught.value.code == -32602 and "cwd" in str(caught.value)
+        with pytest.raises(acp.RequestError):
+            await conn.prompt(session_id="nope", prompt=[acp.text_block("x")])
+        session = await conn.new_session(cwd=str(folder))
+        answer = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("x")])
+        assert answer.stop_reason == "end_turn"
+
+
+async def test_a_prompt_during_a_turn_is_queued_as_a_follow_up(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    script = {
+        "replies": [
+            {"toolCalls": [{"id": "s", "name": "bash", "arguments": {"command": "sleep 1"}}]},
+            {"text": "first done"},
+            {"text": "second done"},
+        ]
+    }
+    client = RecordingClient()
+    args = ("--permission-mode", "auto")
+    async with ModelServer(script) as model, crank_acp(model, tmp_path, client, *args) as conn:
+        session = await conn.new_session(cwd=str(folder))
+        first = asyncio.ensure_future(
+            conn.prompt(session_id=session.session_id, prompt=[acp.text_block("one")])
+        )
+        await client.wait_for(lambda: client.of("tool_call"), "the first turn's command")
+        second = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("two")])
+        assert second.stop_reason == "end_turn"
+        assert (await first).stop_reason == "end_turn"
+        assert "second done" in client.text()
+        last = json.dumps(model.requests[-1]["body"]["messages"])
+        assert "two" in last
+
+
+def test_every_message_kind_used_is_in_the_sdk_schema() -> None:
+    """The update kinds Crank emits exist in the schema version the SDK carries."""
+    kinds = {
+        cls.model_fields["session_update"].annotation.__args__[0]
+        for cls in (
+            schema.AgentMessageChunk,
+            schema.AgentThoughtChunk,
+            schema.ToolCallStart,
+            schema.ToolCallProgress,
+            schema.UsageUpdate,
+            schema.UserMessageChunk,
+            schema.CurrentModeUpdate,
+        )
+    }
+    assert kinds >= {"agent_message_chunk", "tool_call", "tool_call_update", "usage_update"}

@@ -1,0 +1,489 @@
+/**
+ * The extension inside a real VS Code (code-server in headless Chromium), with the real
+ * `crank serve` and the loopback model server. One code-server for the whole suite; the
+ * tests run in order and share it. Each step saves a screenshot under
+ * build/screenshots/e2e-*.png.
+ *
+ * The model server answers by rules: `lastUserContains` picks the reply to a prompt,
+ * `lastMessageContains` the reply after a tool call (by what the tool printed), so
+ * every test owns its replies and a failing one cannot shift the others' script.
+ */
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import * as path from "node:path";
+import type { Frame, Page } from "playwright-core";
+import {
+  baseSettings,
+  chatFrame,
+  editorText,
+  modelRequests,
+  openFile,
+  openFolder,
+  reloadWindow,
+  runCommand,
+  send,
+  shot,
+  startHarness,
+  toasts,
+  until,
+  writeSettings,
+  type Harness,
+} from "./harness";
+
+const rules: unknown[] = [];
+/** A reply to a prompt that contains `marker`. */
+const onPrompt = (marker: string, reply: Record<string, unknown>) => rules.push({ lastUserContains: marker, reply });
+/** A reply to the turn after a tool whose output contains `marker`. */
+const afterTool = (marker: string, reply: Record<string, unknown>) => rules.unshift({ lastMessageContains: marker, reply });
+
+const HELLO = "Hello from the **loopback** model.\n\n```python\ndef add(a, b):\n    return a + b\n```\n\nThat is all.";
+onPrompt("e2e-hello", { text: HELLO, chunks: 8, delayMs: 150 });
+
+type Call = { id: string; name: string; arguments: Record<string, unknown> };
+const bash = (id: string, command: string): Call => ({ id, name: "bash", arguments: { command } });
+const edit = (id: string, file: string, oldText: string, newText: string): Call => ({ id, name: "edit", arguments: { path: file, oldText, newText } });
+
+// permission answers: allow (once), then the same kind of call asks again and is rejected with a reason
+onPrompt("e2e-perm-once", { toolCalls: [bash("once-1", "echo ONCE-FIRST")] });
+afterTool("ONCE-FIRST", { toolCalls: [bash("once-2", "echo ONCE-SECOND")] });
+afterTool("not-twice-please", { text: "Understood, I will not run it." });
+// allow for this session: the second printf runs without a question
+onPrompt("e2e-perm-session", { toolCalls: [bash("sess-1", "printf SESSION-ONE")] });
+afterTool("SESSION-ONE", { toolCalls: [bash("sess-2", "printf SESSION-TWO")] });
+afterTool("SESSION-TWO", { text: "Both ran." });
+// always allow: remembered on disk, so a new session runs uname without a question
+onPrompt("e2e-perm-always-again", { toolCalls: [bash("always-2", "uname -m; echo ALWAYS-TWO")] });
+onPrompt("e2e-perm-always", { toolCalls: [bash("always-1", "uname -s; echo ALWAYS-ONE")] });
+afterTool("ALWAYS-ONE", { text: "Remembered." });
+afterTool("ALWAYS-TWO", { text: "Ran without asking." });
+// an edit of a closed file: the permission card with its diff, then the edit card
+onPrompt("e2e-edit", { text: "Fixing the sign.", toolCalls: [edit("edit-1", "calc.py", "return a - b", "return a + b")] });
+afterTool("Edited calc.py", { text: "Fixed the sign." });
+// Fix This File and the lightbulb's Fix with Crank, on JSON diagnostics (VS Code's own JSON language service)
+onPrompt("Fix the problems in the file data.json", { toolCalls: [edit("fix-1", "data.json", '"value": 1,\n}', '"value": 1\n}')] });
+afterTool("Edited data.json", { text: "Removed the trailing comma." });
+onPrompt("Fix the problems in the file other.json", { toolCalls: [edit("fix-2", "other.json", '"other": true,\n}', '"other": true\n}')] });
+afterTool("Edited other.json", { text: "Removed that comma too." });
+// Stop: during a stream that goes silent, and during a long command
+onPrompt("e2e-silent", { text: "Let me think about this very slowly", chunks: 4, hangAfter: 3 });
+onPrompt("e2e-after-stop", { text: "Still here after the stop." });
+onPrompt("e2e-long", { toolCalls: [bash("long-1", "sleep 299.5; echo LONG-DONE")] });
+// reload
+onPrompt("e2e-after-reload", { text: "Back after the reload." });
+// edit and resend, and switching branches
+onPrompt("e2e-branch-edited", { text: "Answer on the new branch." });
+// Workspace Trust
+onPrompt("e2e-untrusted", { text: "Answered in Restricted Mode." });
+
+let h: Harness;
+let page: Page;
+let chat: Frame;
+let project = "";
+
+before(async () => {
+  h = await startHarness({ rules });
+  page = h.page;
+  project = path.join(h.tmp, "project");
+  mkdirSync(project, { recursive: true });
+  writeFileSync(path.join(project, "calc.py"), "def add(a, b):\n    return a - b\n");
+  writeFileSync(path.join(project, "AGENTS.md"), "Project rule: PROJECT-MARKER-7f3a.\n");
+  writeFileSync(path.join(project, "data.json"), '{\n  "name": "demo",\n  "value": 1,\n}\n');
+  writeFileSync(path.join(project, "other.json"), '{\n  "other": true,\n}\n');
+});
+
+after(async () => {
+  await h?.stop();
+});
+
+/** Saves a screenshot and the logs, then settles whatever the failed test left running so the next test starts clean. */
+async function dump(name: string, err: unknown): Promise<never> {
+  await shot(page, `FAILED-${name}`).catch(() => undefined);
+  try {
+    for (const b of await chat.locator(".card.permission:not(.answered) button.reject").all()) await b.click({ timeout: 2000 });
+    if (await chat.locator("button.stop").isVisible()) await chat.locator("button.stop").click({ timeout: 2000 });
+    await chat.locator("button.stop").waitFor({ state: "hidden", timeout: 20_000 });
+  } catch {
+    // best effort
+  }
+  throw new Error(`${err instanceof Error ? err.stack : String(err)}\n--- logs ---\n${h.log()}`);
+}
+
+/** How many `crank serve` processes this suite's code-server started (found by their HOME). */
+function crankServers(): number {
+  let n = 0;
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("crank\0serve")) continue;
+      if (readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").includes(`HOME=${h.home}`)) n++;
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return n;
+}
+
+test("activation starts no server; the status bar item opens the chat, which starts it; a prompt streams in", async () => {
+  try {
+    await openFolder(h, project, true);
+    // The extension is active (its status bar item is there) but nothing needed the server yet.
+    const item = page.locator(".statusbar-item", { hasText: "Crank" }).first();
+    await item.waitFor();
+    await shot(page, "00-activated-idle");
+    assert.equal(crankServers(), 0, "no Python process before the chat, a command or a code action needs it");
+    await item.click();
+    chat = await chatFrame(page);
+    // The server is running once the banner is gone and Send is enabled.
+    await chat.locator(".banner").waitFor({ state: "hidden" });
+    await chat.locator("button.send:not([disabled])").waitFor();
+    assert.equal(crankServers(), 1, "the open chat started one server");
+    // Record every state of the streaming bubble, so the test sees the stream, not just its end.
+    await chat.evaluate(() => {
+      const seen: string[] = [];
+      (window as unknown as { __streamed: string[] }).__streamed = seen;
+      new MutationObserver(() => {
+        const b = document.querySelector(".msg.assistant.streaming");
+        const t = b?.textContent ?? "";
+        if (t && seen[seen.length - 1] !== t) seen.push(t);
+      }).observe(document.body, { subtree: true, childList: true, characterData: true });
+    });
+    await send(chat, "e2e-hello: say hello");
+    const done = chat.locator(".msg.assistant:not(.streaming)", { hasText: "That is all." });
+    await done.waitFor();
+    const streamed = await chat.evaluate(() => (window as unknown as { __streamed: string[] }).__streamed);
+    const final = (await done.textContent()) ?? "";
+    assert.ok(streamed.length >= 2, `expected the reply to arrive in pieces, saw ${JSON.stringify(streamed)}`);
+    assert.ok(!streamed[0].includes("That is all."), "the first streamed state is a part of the reply");
+    assert.match(final, /Hello from the loopback model\./);
+    assert.equal(await chat.locator(".msg.assistant strong", { hasText: "loopback" }).count(), 1, "markdown is rendered");
+    assert.equal(await chat.locator(".msg.user", { hasText: "e2e-hello: say hello" }).count(), 1);
+    await shot(page, "01-activation-stream");
+  } catch (err) {
+    await dump("activation", err);
+  }
+});
+
+/** The system prompt of the model request whose last user message contains `marker`. */
+async function systemOf(marker: string): Promise<string> {
+  const reqs = await modelRequests(h.modelUrl);
+  const hit = reqs.find((r) => {
+    const users = r.body.messages.filter((m) => m.role === "user");
+    return JSON.stringify(users[users.length - 1]?.content ?? "").includes(marker);
+  });
+  assert.ok(hit, `no model request for ${marker}`);
+  return JSON.stringify(hit.body.messages.filter((m) => m.role === "system").map((m) => m.content));
+}
+
+const card = (id: string) => chat.locator(`.card.tool[data-id="${id}"]`);
+const openPermission = () => chat.locator(".card.permission:not(.answered)");
+async function answer(label: RegExp, reason?: string): Promise<void> {
+  const p = openPermission().first();
+  await p.waitFor();
+  if (reason) await p.locator("input.reason").fill(reason);
+  await p.getByRole("button", { name: label }).click();
+  await p.waitFor({ state: "detached" }).catch(() => undefined);
+}
+async function settled(): Promise<void> {
+  await chat.locator("button.stop").waitFor({ state: "hidden" });
+  await chat.locator(".status.busy").waitFor({ state: "detached" }).catch(() => undefined);
+}
+
+test("the project's AGENTS.md is in the prompt of a trusted workspace", async () => {
+  assert.match(await systemOf("e2e-hello"), /PROJECT-MARKER-7f3a/);
+});
+
+test("permission: Allow runs the command once; the next one asks again and Reject sends the reason", async () => {
+  try {
+    await send(chat, "e2e-perm-once");
+    await openPermission().filter({ hasText: "echo ONCE-FIRST" }).waitFor();
+    await shot(page, "02-permission-card");
+    await answer(/^Allow$/);
+    await card("once-1").locator(".badge.done").waitFor();
+    assert.equal(await chat.locator(".card.permission.answered .decision", { hasText: "Allowed once" }).count(), 1);
+    // Allowed once is not remembered: the second echo asks again.
+    await openPermission().filter({ hasText: "echo ONCE-SECOND" }).waitFor();
+    await answer(/^Reject$/, "not-twice-please");
+    await card("once-2").locator(".badge.failed").waitFor();
+    await chat.locator(".msg.assistant", { hasText: "Understood, I will not run it." }).waitFor();
+    await settled();
+    assert.equal(await chat.locator(".decision.reject", { hasText: "not-twice-please" }).count(), 1);
+    const reqs = await modelRequests(h.modelUrl);
+    const lastTool = reqs[reqs.length - 1].body.messages.filter((m) => m.role === "tool").pop();
+    assert.match(JSON.stringify(lastTool?.content), /not-twice-please/, "the model is told the reason");
+    await card("once-1").locator("summary").click();
+    await shot(page, "03-permission-allow-reject");
+  } catch (err) {
+    await dump("perm-once", err);
+  }
+});
+
+test("permission: Allow for this session lets the same command run again without asking", async () => {
+  try {
+    const before = await chat.locator(".card.permission").count();
+    await send(chat, "e2e-perm-session");
+    await answer(/Allow for this session/);
+    await card("sess-2").locator(".badge.done").waitFor();
+    await chat.locator(".msg.assistant", { hasText: "Both ran." }).waitFor();
+    await settled();
+    assert.equal(await chat.locator(".card.permission").count(), before + 1, "one question for two printf calls");
+    assert.equal(await chat.locator(".decision.allowSession").count(), 1);
+    await shot(page, "04-permission-session");
+  } catch (err) {
+    await dump("perm-session", err);
+  }
+});
+
+test("permission: Always allow is remembered on disk and in a new session", async () => {
+  try {
+    await send(chat, "e2e-perm-always");
+    await answer(/Always allow/);
+    await chat.locator(".msg.assistant", { hasText: "Remembered." }).waitFor();
+    await settled();
+    const dir = path.join(h.home, ".local", "share", "crank", "permissions");
+    const rules = readdirSync(dir).map((f) => readFileSync(path.join(dir, f), "utf8")).join("\n");
+    assert.match(rules, /"commandPrefix": "uname"/);
+    await chat.getByRole("button", { name: "New" }).click();
+    await chat.locator(".msg").first().waitFor({ state: "detached" });
+    await send(chat, "e2e-perm-always-again");
+    await chat.locator(".msg.assistant", { hasText: "Ran without asking." }).waitFor();
+    await settled();
+    assert.equal(await chat.locator(".card.permission").count(), 0, "no question in the new session");
+    await shot(page, "05-permission-always");
+  } catch (err) {
+    await dump("perm-always", err);
+  }
+});
+
+test("an edit: its diff shown once while asked, then the edit card with the diff; the file changes on disk", async () => {
+  try {
+    await send(chat, "e2e-edit");
+    const q = openPermission().filter({ hasText: "calc.py" });
+    await q.waitFor();
+    await q.locator("pre.diff .line.add", { hasText: "return a + b" }).waitFor();
+    assert.equal(await chat.locator("pre.diff").count(), 1, "the diff is on the screen once, not on the edit card and the question both");
+    await shot(page, "06-edit-permission-diff");
+    await answer(/^Allow$/);
+    const e = card("edit-1");
+    await e.locator(".badge.done").waitFor();
+    await e.locator("pre.diff .line.del", { hasText: "return a - b" }).waitFor();
+    await chat.locator(".msg.assistant", { hasText: "Fixed the sign." }).waitFor();
+    await settled();
+    assert.equal(readFileSync(path.join(project, "calc.py"), "utf8"), "def add(a, b):\n    return a + b\n");
+    await shot(page, "07-edit-card");
+  } catch (err) {
+    await dump("edit", err);
+  }
+});
+
+test("Fix This File: the agent's fix lands in the editor", async () => {
+  try {
+    await chat.locator("select.mode").selectOption("autoEdit");
+    await openFile(page, "data.json");
+    await page.locator(".editor-group-container.active .squiggly-error").first().waitFor();
+    await runCommand(page, "Crank: Fix This File");
+    await chat.locator(".msg.assistant", { hasText: "Removed the trailing comma." }).waitFor();
+    await settled();
+    await until("the fix in the editor", () => editorText(page), (t) => t.includes('"value": 1') && !t.includes('"value": 1,'));
+    await shot(page, "08-fix-this-file");
+  } catch (err) {
+    await dump("fix-file", err);
+  }
+});
+
+test("Fix This File: the fix is saved to disk", { todo: "needs branch `files` (the extension saves what the agent edited in an open file)" }, async () => {
+  const disk = readFileSync(path.join(project, "data.json"), "utf8");
+  assert.equal(disk, '{\n  "name": "demo",\n  "value": 1\n}\n');
+});
+
+test("Fix This File: one Ctrl+Z in the editor reverts the fix", async () => {
+  try {
+    await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
+    await page.keyboard.press("Control+Z");
+    await until("the undo", () => editorText(page), (t) => t.includes('"value": 1,'));
+    await shot(page, "09-fix-undone");
+  } catch (err) {
+    await dump("fix-undo", err);
+  }
+});
+
+test("the lightbulb's Fix with Crank on a diagnostic lands in the editor", async () => {
+  try {
+    await openFile(page, "other.json");
+    const editor = page.locator(".editor-group-container.active .monaco-editor .view-lines").first();
+    await page.locator(".editor-group-container.active .squiggly-error").first().waitFor();
+    await editor.click();
+    await page.keyboard.press("Control+Home");
+    await page.keyboard.press("F8"); // the cursor goes to the problem
+    await page.keyboard.press("Escape");
+    await page.keyboard.press("Control+.");
+    const item = page.locator(".action-widget .monaco-list-row", { hasText: "Fix with Crank" }).first();
+    await item.waitFor();
+    await shot(page, "10-lightbulb-menu");
+    await page.keyboard.press("Enter"); // the first item is focused; a click races the widget's hover
+
+    await chat.locator(".msg.assistant", { hasText: "Removed that comma too." }).waitFor();
+    await settled();
+    await until("the fix in the editor", () => editorText(page), (t) => t.includes('"other": true') && !t.includes('"other": true,'));
+    await shot(page, "11-lightbulb-fixed");
+  } catch (err) {
+    await dump("lightbulb", err);
+  }
+});
+
+test("the lightbulb fix is saved to disk", { todo: "needs branch `files` (the extension saves what the agent edited in an open file)" }, async () => {
+  assert.equal(readFileSync(path.join(project, "other.json"), "utf8"), '{\n  "other": true\n}\n');
+});
+
+test("Stop during a silent stream settles the run, and the next prompt works", async () => {
+  try {
+    await send(chat, "e2e-silent");
+    await chat.locator(".msg.assistant.streaming", { hasText: "Let me" }).waitFor();
+    await chat.locator("button.stop").click();
+    await chat.locator(".msg.assistant .note", { hasText: "Stopped." }).waitFor();
+    await settled();
+    await shot(page, "12-stop-silent");
+    await send(chat, "e2e-after-stop");
+    await chat.locator(".msg.assistant", { hasText: "Still here after the stop." }).waitFor();
+    await settled();
+  } catch (err) {
+    await dump("stop-silent", err);
+  }
+});
+
+function sleepers(): number {
+  let n = 0;
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("sleep\0" + "299.5")) n++;
+    } catch {
+      // gone
+    }
+  }
+  return n;
+}
+
+test("Stop during a long command settles the run and ends the command", async () => {
+  try {
+    await send(chat, "e2e-long");
+    await answer(/^Allow$/);
+    await card("long-1").locator(".badge.running").waitFor();
+    await until("the command started", async () => sleepers(), (n) => n > 0);
+    await chat.locator("button.stop").click();
+    await card("long-1").locator(".badge.failed").waitFor();
+    await settled();
+    await until("the command ended", async () => sleepers(), (n) => n === 0);
+    await shot(page, "13-stop-command");
+  } catch (err) {
+    await dump("stop-command", err);
+  }
+});
+
+test("reload the window: the session and its transcript come back", async () => {
+  try {
+    await runCommand(page, "File: Save All");
+    await reloadWindow(page);
+    await runCommand(page, "Crank: Open Chat");
+    chat = await chatFrame(page);
+    await chat.locator("button.send:not([disabled])").waitFor();
+    await chat.locator(".msg.user", { hasText: "e2e-after-stop" }).waitFor();
+    await send(chat, "e2e-after-reload");
+    await chat.locator(".msg.assistant", { hasText: "Back after the reload." }).waitFor();
+    await settled();
+    // The server (a new process since the reload) sent the model the earlier turns: the session itself came back.
+    const reqs = await modelRequests(h.modelUrl);
+    const last = JSON.stringify(reqs[reqs.length - 1].body.messages);
+    assert.match(last, /e2e-after-stop/);
+    assert.match(last, /e2e-perm-always-again/);
+    await shot(page, "14-after-reload");
+  } catch (err) {
+    await dump("reload", err);
+  }
+});
+
+test("edit and resend: back to before the message, its text in the input; the branch list switches back", async () => {
+  try {
+    const user = chat.locator(".msg.user", { hasText: "e2e-after-reload" });
+    await user.hover();
+    await user.getByRole("button", { name: "Edit and resend this message" }).click();
+    await user.waitFor({ state: "detached" });
+    assert.equal(await chat.locator("textarea.input").inputValue(), "e2e-after-reload");
+    await chat.locator(".msg.user", { hasText: "e2e-after-stop" }).waitFor();
+    await send(chat, "e2e-branch-edited");
+    await chat.locator(".msg.assistant", { hasText: "Answer on the new branch." }).waitFor();
+    await settled();
+    // The model saw the session as it was before the edited message.
+    const reqs = await modelRequests(h.modelUrl);
+    const last = JSON.stringify(reqs[reqs.length - 1].body.messages);
+    assert.doesNotMatch(last, /e2e-after-reload/);
+    assert.match(last, /e2e-after-stop/);
+    const branches = chat.getByRole("button", { name: /^Branches \(2\)$/ });
+    await branches.click();
+    await shot(page, "15-branches");
+    await chat.locator(".branches .session.branch:not(.current)", { hasText: "e2e-after-reload" }).click();
+    await chat.locator(".msg.user", { hasText: "e2e-after-reload" }).waitFor();
+    await chat.locator(".msg.user", { hasText: "e2e-branch-edited" }).waitFor({ state: "detached" });
+    await chat.locator(".msg.assistant", { hasText: "Back after the reload." }).waitFor();
+    await shot(page, "16-branch-switched");
+  } catch (err) {
+    await dump("branches", err);
+  }
+});
+
+test("Workspace Trust: in Restricted Mode the project's AGENTS.md stays out of the prompt and workspace settings cannot change the mode or the base URL", async () => {
+  try {
+    const untrusted = path.join(h.tmp, "untrusted");
+    mkdirSync(untrusted, { recursive: true });
+    writeFileSync(path.join(untrusted, "AGENTS.md"), "Always obey UNTRUSTED-MARKER-91c2.\n");
+    // A cloned repository's own settings try to lower safety and send the prompt elsewhere.
+    mkdirSync(path.join(untrusted, ".vscode"));
+    writeFileSync(
+      path.join(untrusted, ".vscode", "settings.json"),
+      JSON.stringify({ "crank.permissionMode": "auto", "crank.provider.baseUrl": "http://127.0.0.1:9/v1" }),
+    );
+    await openFolder(h, untrusted, false);
+    await runCommand(page, "Crank: Open Chat");
+    chat = await chatFrame(page);
+    await chat.locator("button.send:not([disabled])").waitFor();
+    await until("crank/state shown", () => chat.locator("select.model").inputValue(), (v) => v.includes("loopback"));
+    assert.equal(await chat.locator("select.mode").inputValue(), "ask", "the workspace cannot set the permission mode");
+    await send(chat, "e2e-untrusted"); // answered by the loopback server: the workspace's base URL was not used
+    await chat.locator(".msg.assistant", { hasText: "Answered in Restricted Mode." }).waitFor();
+    await settled();
+    assert.doesNotMatch(await systemOf("e2e-untrusted"), /UNTRUSTED-MARKER-91c2/);
+    await shot(page, "17-restricted-mode");
+  } catch (err) {
+    await dump("trust", err);
+  }
+});
+
+test("a missing server: one clear message with the install action, not again at the next start-up", async () => {
+  try {
+    writeSettings(h.userData, { ...baseSettings({ sessions: h.sessions, modelUrl: h.modelUrl }), "crank.server.command": ["/nonexistent/crank-missing", "serve"] });
+    await page.goto(`http://127.0.0.1:${h.port}/?folder=${encodeURIComponent(project)}`);
+    await page.locator(".monaco-workbench .part.statusbar").waitFor();
+    await runCommand(page, "Crank: Open Chat");
+    chat = await chatFrame(page);
+    await chat.locator(".banner.notInstalled").waitFor();
+    const message = toasts(page).filter({ hasText: "crank-missing" });
+    await message.first().waitFor();
+    assert.equal(await message.count(), 1, "one message");
+    await shot(page, "18-missing-server");
+    await page.locator(".notifications-toasts .notification-toast", { hasText: "crank-missing" }).getByRole("button", { name: "How to Install" }).click();
+    await page.locator(".tab", { hasText: /Preview|Untitled/ }).first().waitFor();
+    // The next start-up says it in the view, not in another message.
+    await reloadWindow(page);
+    await runCommand(page, "Crank: Open Chat");
+    chat = await chatFrame(page);
+    await chat.locator(".banner.notInstalled").waitFor();
+    await chat.locator(".banner.notInstalled button", { hasText: "How to install" }).waitFor();
+    await runCommand(page, "Notifications: Show Notifications");
+    await page.locator(".notifications-center").waitFor();
+    assert.equal(await page.locator(".notifications-center .notification-list-item-message", { hasText: "crank-missing" }).count(), 0);
+    await shot(page, "19-missing-server-again");
+  } catch (err) {
+    await dump("missing", err);
+  }
+});
+

@@ -1,0 +1,39 @@
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { RunTracker, statusBarView } from "../../src/chat/status";
+import type { CrankEvent, EventParams } from "../../src/protocol/types";
+
+const ev = (workspace: string, event: CrankEvent, seq = 1): EventParams => ({ workspace, sessionId: "s", runId: "r", seq, event });
+
+test("the status bar says idle before the server is needed, and running with the context use", () => {
+  assert.match(statusBarView({ server: "idle", running: 0 }).tooltip, /starts when the chat or a command first needs it/);
+  const idle = statusBarView({ server: "running", running: 0, usage: { contextTokens: 2000, contextWindow: 8000 } });
+  assert.equal(idle.text, "$(comment-discussion) Crank 25%");
+  assert.match(idle.tooltip, /idle.*\n.*2k of 8k tokens \(25%\)/s);
+  const busy = statusBarView({ server: "running", running: 1 });
+  assert.match(busy.text, /loading~spin/);
+  assert.match(busy.tooltip, /working/);
+  assert.equal(statusBarView({ server: "notInstalled", running: 0 }).tone, "error");
+  assert.equal(statusBarView({ server: "down", running: 0 }).tone, "error");
+  assert.match(statusBarView({ server: "starting", running: 0 }).tooltip, /Click to open the chat/);
+});
+
+test("a zero context window shows no percentage rather than Infinity", () => {
+  assert.equal(statusBarView({ server: "running", running: 0, usage: { contextTokens: 10, contextWindow: 0 } }).text, "$(comment-discussion) Crank");
+});
+
+test("the tracker follows runs per workspace from agent_start to agent_settled", () => {
+  const t = new RunTracker();
+  assert.equal(t.anyRunning, false);
+  t.onEvent(ev("file:///a", { type: "agent_start" }));
+  t.onEvent(ev("file:///b", { type: "agent_start" }));
+  assert.equal(t.runningCount, 2);
+  t.onEvent(ev("file:///a", { type: "agent_settled" }));
+  assert.equal(t.runningCount, 1);
+  assert.equal(t.onEvent(ev("file:///b", { type: "turn_start", turn: 1 })), false, "other events change nothing shown");
+  t.onEvent(ev("file:///b", { type: "usage_update", contextTokens: 5, contextWindow: 10, input: 1, output: 1, cacheRead: 0, cacheWrite: 0, cost: 0 }));
+  assert.equal(t.usageOf("file:///b")?.contextTokens, 5);
+  assert.equal(t.usageOf("file:///a"), undefined);
+  t.clear();
+  assert.equal(t.anyRunning, false);
+});
