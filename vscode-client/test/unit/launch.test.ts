@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { findExecutable, initOptions, redacted, RESTRICTED_SETTINGS, serverCommand, settingsFrom, type CrankSettings, type Inspected } from "../../src/protocol/launch";
 import { chatPageHtml } from "../../src/chat/html";
 
-const base: CrankSettings = { command: [], python: "", api: "", baseUrl: "", model: "", permissionMode: undefined, sessionDir: "" };
+const base: CrankSettings = { command: [], python: "", api: "", baseUrl: "", model: "", contextWindow: 0, permissionMode: undefined, sessionDir: "" };
 
 test("the server command: explicit command, else python -m crank serve, else crank serve", () => {
   assert.deepEqual(serverCommand(base), { command: "crank", args: ["serve"] });
@@ -49,6 +49,12 @@ test("the page's content security policy allows only nonce'd scripts and no inli
   assert.ok(!csp.includes("unsafe-inline") && !csp.includes("unsafe-eval"));
   assert.match(html, /<script nonce="N0nce" src="s.js"><\/script>/);
   assert.ok(!/<script(?![^>]*src=)/.test(html), "no inline script");
+});
+
+test("initOptions sends the sandbox only when it differs from the server's default", () => {
+  assert.equal(initOptions({ ...base, sandboxMode: "workspace-write", sandboxNetwork: false }, undefined, true).sandbox, undefined);
+  assert.deepEqual(initOptions({ ...base, sandboxMode: "off" }, undefined, true).sandbox, { mode: "off", network: false });
+  assert.deepEqual(initOptions({ ...base, sandboxNetwork: true }, undefined, true).sandbox, { mode: "workspace-write", network: true });
 });
 
 /** An `inspect` over what package.json contributes plus the values given per scope. */
@@ -96,4 +102,12 @@ test("in an untrusted workspace the workspace's restricted settings are ignored,
 test("package.json restricts exactly the settings the code treats as restricted", () => {
   const pkg = JSON.parse(readFileSync("package.json", "utf8")) as { capabilities: { untrustedWorkspaces: { restrictedConfigurations: string[] } } };
   assert.deepEqual(pkg.capabilities.untrustedWorkspaces.restrictedConfigurations, RESTRICTED_SETTINGS.map((k) => `crank.${k}`));
+});
+
+test("a workspace cannot turn the sandbox off or the network on unless it is trusted", () => {
+  const planted = { "sandbox.mode": "off", "sandbox.network": true };
+  const untrusted = settingsFrom(inspector({ workspace: planted }), false);
+  assert.equal(initOptions(untrusted, undefined, false).sandbox, undefined);
+  const mine = settingsFrom(inspector({ global: { "sandbox.network": true }, workspace: planted }), false);
+  assert.deepEqual(initOptions(mine, undefined, false).sandbox, { mode: "workspace-write", network: true });
 });
