@@ -58,16 +58,18 @@ export function userValue<T>(inspected: Inspected<T> | undefined, restricted: bo
 export function settingsFrom(inspect: <T>(key: string) => Inspected<T> | undefined, trusted: boolean): CrankSettings {
   const restricted: readonly string[] = RESTRICTED_SETTINGS;
   const get = <T>(key: string): T | undefined => userValue(inspect<T>(key), restricted.includes(key), trusted);
-  return {
+  const out: CrankSettings = {
     command: get<string[]>("server.command") ?? [],
     python: get<string>("server.python") ?? "",
     api: get<string>("provider.api") ?? "",
     baseUrl: get<string>("provider.baseUrl") ?? "",
     model: get<string>("provider.model") ?? "",
-    contextWindow: get<number>("provider.contextWindow") ?? 0,
     permissionMode: get<PermissionMode>("permissionMode"),
     sessionDir: get<string>("sessionDir") ?? "",
   };
+  const window = get<number>("provider.contextWindow");
+  if (window && window > 0) out.contextWindow = window;
+  return out;
 }
 
 /** The server's argv: the explicit command, else `<python> -m crank serve`, else `crank serve`. */
