@@ -65,9 +65,10 @@ def assert_every_call_answered(events: list[dict[str, Any]], batches: list[list[
 def test_crank_run_lets_nothing_out(tmp_path: Path) -> None:
     world = make_world(tmp_path)
     batches = chaos_calls(world)
-    before = world.unchanged()
     with ModelServer(script(batches)) as model:
         env = world.env(dict(os.environ))
+        world.key_for(model.url)
+        before = world.unchanged()
         env.update(PYTHONPATH=str(REPO / "server"), ANTHROPIC_BASE_URL=model.url)
         done = subprocess.run(
             [sys.executable, "-m", "crank.cli", "run", "--json", "--max-turns", "200", "chaos"],
@@ -87,11 +88,12 @@ def test_crank_run_lets_nothing_out(tmp_path: Path) -> None:
 async def test_crank_serve_lets_nothing_out(tmp_path: Path) -> None:
     world = make_world(tmp_path)
     batches = chaos_calls(world, seed=SEED + 1)
-    before = world.unchanged()
     log_file = world.root / "tmp" / "server.log"
     with ModelServer(script(batches)) as model:
         env = world.env(dict(os.environ))
         env["PYTHONPATH"] = str(REPO / "server")
+        world.key_for(model.url)
+        before = world.unchanged()
         options = {"provider": {"api": "anthropic", "baseUrl": model.url}}
         args = ("--log-file", str(log_file), "--log-level", "DEBUG")
         async with running_server(

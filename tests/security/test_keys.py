@@ -117,7 +117,8 @@ async def test_crank_serve_hides_its_key_from_commands_with_the_sandbox_off(
     ws.mkdir()
     replies = [{"toolCalls": [{"name": "bash", "arguments": {"command": SHOW_PARENT}}]}]
     with ModelServer({"replies": [*replies, {"text": "done"}]}) as model:
-        env = run_env(tmp_path, OPENAI_API_KEY=key)
+        # the key is configured together with its endpoint, so it is the one sent there
+        env = run_env(tmp_path, OPENAI_API_KEY=key, OPENAI_BASE_URL=f"{model.url}/v1")
         options = {
             "provider": {"api": "openai", "baseUrl": f"{model.url}/v1", "model": "m"},
             "permissionMode": "auto",

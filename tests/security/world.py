@@ -76,6 +76,13 @@ class World:
         )
         return env
 
+    def key_for(self, base_url: str) -> None:
+        """Configure the config file's key for the model server at ``base_url``: a key
+        goes only to the base URL set next to it (docs/vendors.md), never to one the
+        editor or the environment sets elsewhere."""
+        provider = {"api": "anthropic", "baseUrl": base_url, "apiKey": self.sentinels["CONFIG_KEY"]}
+        self.config_file.write_text(json.dumps({"provider": provider}))
+
     def secrets(self) -> list[str]:
         return list(self.sentinels.values())
 
