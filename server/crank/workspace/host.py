@@ -492,7 +492,7 @@ class WorkspaceHost:
             state["runId"] = self._run.id
         state.update(
             {
-                "model": {"api": model.api, "id": model.id, "contextWindow": model.context_window},
+                "model": {"api": model.api, "id": model.id},
                 "permissionMode": self.permissions.mode,
                 "trusted": self.settings.trusted,
                 "sandbox": self.sandbox_status.to_json(self.settings.sandbox),
