@@ -13,7 +13,7 @@ export interface CrankSettings {
   api: string;
   baseUrl: string;
   model: string;
-  /** Tokens; 0 or unset = not set (the server finds it). */
+  /** Tokens; 0 = not set (the server finds it, see docs/vendors.md). */
   contextWindow?: number;
   permissionMode: PermissionMode | undefined;
   sessionDir: string;
@@ -58,7 +58,7 @@ export function userValue<T>(inspected: Inspected<T> | undefined, restricted: bo
 export function settingsFrom(inspect: <T>(key: string) => Inspected<T> | undefined, trusted: boolean): CrankSettings {
   const restricted: readonly string[] = RESTRICTED_SETTINGS;
   const get = <T>(key: string): T | undefined => userValue(inspect<T>(key), restricted.includes(key), trusted);
-  const out: CrankSettings = {
+  return {
     command: get<string[]>("server.command") ?? [],
     python: get<string>("server.python") ?? "",
     api: get<string>("provider.api") ?? "",
@@ -66,10 +66,8 @@ export function settingsFrom(inspect: <T>(key: string) => Inspected<T> | undefin
     model: get<string>("provider.model") ?? "",
     permissionMode: get<PermissionMode>("permissionMode"),
     sessionDir: get<string>("sessionDir") ?? "",
+    contextWindow: get<number>("provider.contextWindow") ?? 0,
   };
-  const window = get<number>("provider.contextWindow");
-  if (window && window > 0) out.contextWindow = window;
-  return out;
 }
 
 /** The server's argv: the explicit command, else `<python> -m crank serve`, else `crank serve`. */

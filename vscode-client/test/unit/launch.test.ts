@@ -99,7 +99,8 @@ test("package.json restricts exactly the settings the code treats as restricted"
 });
 
 test("crank.provider.contextWindow reaches the server only when the user set it", () => {
-  assert.equal(settingsFrom(inspector({}), true).contextWindow, undefined, "the contributed 0 is not sent");
+  assert.equal(settingsFrom(inspector({}), true).contextWindow, 0, "the contributed default is no user value");
+  assert.equal(initOptions(settingsFrom(inspector({}), true), undefined, true).provider, undefined, "0 is not sent");
   const set = settingsFrom(inspector({ workspace: { "provider.contextWindow": 4096 } }), false);
   assert.deepEqual(initOptions(set, undefined, false).provider, { contextWindow: 4096 });
 });
