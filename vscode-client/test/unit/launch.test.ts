@@ -97,3 +97,10 @@ test("package.json restricts exactly the settings the code treats as restricted"
   const pkg = JSON.parse(readFileSync("package.json", "utf8")) as { capabilities: { untrustedWorkspaces: { restrictedConfigurations: string[] } } };
   assert.deepEqual(pkg.capabilities.untrustedWorkspaces.restrictedConfigurations, RESTRICTED_SETTINGS.map((k) => `crank.${k}`));
 });
+
+test("crank.provider.contextWindow reaches the server only when the user set it", () => {
+  assert.equal(settingsFrom(inspector({}), true).contextWindow, 0, "the contributed default is no user value");
+  assert.equal(initOptions(settingsFrom(inspector({}), true), undefined, true).provider, undefined, "0 is not sent");
+  const set = settingsFrom(inspector({ workspace: { "provider.contextWindow": 4096 } }), false);
+  assert.deepEqual(initOptions(set, undefined, false).provider, { contextWindow: 4096 });
+});
