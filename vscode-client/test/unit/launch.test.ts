@@ -4,7 +4,7 @@ import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { readFileSync } from "node:fs";
-import { findExecutable, initOptions, redacted, RESTRICTED_SETTINGS, serverCommand, settingsFrom, type CrankSettings, type Inspected } from "../../src/protocol/launch";
+import { findExecutable, initOptions, platformNote, redacted, RESTRICTED_SETTINGS, serverCommand, settingsFrom, type CrankSettings, type Inspected } from "../../src/protocol/launch";
 import { chatPageHtml } from "../../src/chat/html";
 
 const base: CrankSettings = { command: [], python: "", api: "", baseUrl: "", model: "", permissionMode: undefined, sessionDir: "", contextWindow: 0 };
@@ -96,4 +96,10 @@ test("in an untrusted workspace the workspace's restricted settings are ignored,
 test("package.json restricts exactly the settings the code treats as restricted", () => {
   const pkg = JSON.parse(readFileSync("package.json", "utf8")) as { capabilities: { untrustedWorkspaces: { restrictedConfigurations: string[] } } };
   assert.deepEqual(pkg.capabilities.untrustedWorkspaces.restrictedConfigurations, RESTRICTED_SETTINGS.map((k) => `crank.${k}`));
+});
+
+test("on Windows the user is told the server needs WSL; elsewhere nothing is added", () => {
+  assert.match(platformNote("win32") ?? "", /WSL/);
+  assert.equal(platformNote("linux"), undefined);
+  assert.equal(platformNote("darwin"), undefined);
 });
