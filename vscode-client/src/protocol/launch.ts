@@ -122,6 +122,16 @@ export function redacted(o: CrankInitOptions): CrankInitOptions {
   return { ...o, provider: { ...o.provider, apiKey: "<redacted>" } };
 }
 
+/**
+ * What to tell a user whose platform cannot run the server itself, or undefined. On
+ * Windows the server needs WSL (process groups, the command sandbox): saying so beats
+ * "the server process exited".
+ */
+export function platformNote(platform: string = process.platform): string | undefined {
+  if (platform !== "win32") return undefined;
+  return "On Windows the Crank server runs inside WSL: open this folder with the WSL extension (\"WSL: Reopen Folder in WSL\") and install Crank there.";
+}
+
 export const INSTALL_HELP = `# Installing the Crank server
 
 The extension starts the Crank server (\`crank serve\`), a Python program. It was not found.

@@ -4,7 +4,7 @@ import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { readFileSync } from "node:fs";
-import { findExecutable, initOptions, redacted, RESTRICTED_SETTINGS, serverCommand, settingsFrom, type CrankSettings, type Inspected } from "../../src/protocol/launch";
+import { findExecutable, initOptions, platformNote, redacted, RESTRICTED_SETTINGS, serverCommand, settingsFrom, type CrankSettings, type Inspected } from "../../src/protocol/launch";
 import { chatPageHtml } from "../../src/chat/html";
 
 const base: CrankSettings = { command: [], python: "", api: "", baseUrl: "", model: "", permissionMode: undefined, sessionDir: "", contextWindow: 0 };
@@ -103,4 +103,10 @@ test("crank.provider.contextWindow reaches the server only when the user set it"
   assert.equal(initOptions(settingsFrom(inspector({}), true), undefined, true).provider, undefined, "0 is not sent");
   const set = settingsFrom(inspector({ workspace: { "provider.contextWindow": 4096 } }), false);
   assert.deepEqual(initOptions(set, undefined, false).provider, { contextWindow: 4096 });
+});
+
+test("on Windows the user is told the server needs WSL; elsewhere nothing is added", () => {
+  assert.match(platformNote("win32") ?? "", /WSL/);
+  assert.equal(platformNote("linux"), undefined);
+  assert.equal(platformNote("darwin"), undefined);
 });
