@@ -13,7 +13,7 @@ export interface CrankSettings {
   api: string;
   baseUrl: string;
   model: string;
-  /** Tokens; 0 or unset = not set (the server finds it). */
+  /** Tokens; 0 = not set (the server finds it, see docs/vendors.md). */
   contextWindow?: number;
   permissionMode: PermissionMode | undefined;
   sessionDir: string;
@@ -67,9 +67,9 @@ export function settingsFrom(inspect: <T>(key: string) => Inspected<T> | undefin
     api: get<string>("provider.api") ?? "",
     baseUrl: get<string>("provider.baseUrl") ?? "",
     model: get<string>("provider.model") ?? "",
-    contextWindow: get<number>("provider.contextWindow") ?? 0,
     permissionMode: get<PermissionMode>("permissionMode"),
     sessionDir: get<string>("sessionDir") ?? "",
+    contextWindow: get<number>("provider.contextWindow") ?? 0,
     ...sandboxOf(get<SandboxMode>("sandbox.mode"), get<boolean>("sandbox.network")),
   };
 }
@@ -136,6 +136,16 @@ export function initOptions(s: CrankSettings, apiKey: string | undefined, truste
 export function redacted(o: CrankInitOptions): CrankInitOptions {
   if (!o.provider?.apiKey) return o;
   return { ...o, provider: { ...o.provider, apiKey: "<redacted>" } };
+}
+
+/**
+ * What to tell a user whose platform cannot run the server itself, or undefined. On
+ * Windows the server needs WSL (process groups, the command sandbox): saying so beats
+ * "the server process exited".
+ */
+export function platformNote(platform: string = process.platform): string | undefined {
+  if (platform !== "win32") return undefined;
+  return "On Windows the Crank server runs inside WSL: open this folder with the WSL extension (\"WSL: Reopen Folder in WSL\") and install Crank there.";
 }
 
 export const INSTALL_HELP = `# Installing the Crank server
