@@ -432,4 +432,35 @@ H.test("the API key can come from a function or a command, resolved at each star
   config.apply({})
 end)
 
+H.test("on 0.11+, vim.lsp.config('crank', ...) is merged over what the plugin starts", function()
+  if vim.fn.has("nvim-0.11") == 0 then
+    return
+  end
+  local client = require("crank.client")
+  local base = {
+    name = "crank",
+    cmd = { "crank", "serve" },
+    root_dir = "/tmp/p",
+    cmd_cwd = "/tmp/p",
+    workspace_folders = { { uri = "file:///tmp/p", name = "p" } },
+    handlers = { ["crank/event"] = print },
+    init_options = { crank = { trusted = true } },
+  }
+  H.eq(base.cmd, client.with_user_config(base).cmd, "nothing configured: the plugin's own")
+  vim.lsp.config("crank", {
+    cmd = { "/opt/crank/bin/crank", "serve" },
+    cmd_env = { CRANK_LOG_LEVEL = "debug" },
+    root_dir = "/elsewhere",
+    handlers = { ["crank/event"] = error, ["window/logMessage"] = print },
+  })
+  local merged = client.with_user_config(base)
+  H.eq({ "/opt/crank/bin/crank", "serve" }, merged.cmd)
+  H.eq("debug", merged.cmd_env.CRANK_LOG_LEVEL)
+  H.eq("/tmp/p", merged.root_dir, "the root stays the plugin's")
+  H.eq(print, merged.handlers["crank/event"], "Crank's handlers stay the plugin's")
+  H.eq(print, merged.handlers["window/logMessage"], "the user's other handlers are kept")
+  H.eq(true, merged.init_options.crank.trusted)
+  vim.lsp.config("crank", { cmd = false, cmd_env = false, root_dir = false, handlers = false })
+end)
+
 H.run()

@@ -96,7 +96,7 @@ async def test_a_claude_model_is_refused_on_a_local_server(tmp_path: Path) -> No
             message = str(refused.value)
             assert "ANTHROPIC_API_KEY" in message and "claude-opus-4" in message
             state = await crank.request("crank/state", {})
-            assert state["model"] == {"api": "openai", "id": "qwen"}
+            assert state["model"] == {"api": "openai", "id": "qwen", "contextWindow": 8192}
             await ask(crank, "still local")
             assert [r["path"] for r in local.requests] == ["/v1/chat/completions"]
             assert local.requests[0]["body"]["model"] == "qwen"

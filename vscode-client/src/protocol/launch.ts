@@ -13,7 +13,7 @@ export interface CrankSettings {
   api: string;
   baseUrl: string;
   model: string;
-  /** Tokens; 0 or unset = not set (the server finds it). */
+  /** Tokens; 0 = not set (the server finds it, see docs/vendors.md). */
   contextWindow?: number;
   permissionMode: PermissionMode | undefined;
   sessionDir: string;
@@ -67,9 +67,9 @@ export function settingsFrom(inspect: <T>(key: string) => Inspected<T> | undefin
     api: get<string>("provider.api") ?? "",
     baseUrl: get<string>("provider.baseUrl") ?? "",
     model: get<string>("provider.model") ?? "",
-    contextWindow: get<number>("provider.contextWindow") ?? 0,
     permissionMode: get<PermissionMode>("permissionMode"),
     sessionDir: get<string>("sessionDir") ?? "",
+    contextWindow: get<number>("provider.contextWindow") ?? 0,
     ...sandboxOf(get<SandboxMode>("sandbox.mode"), get<boolean>("sandbox.network")),
   };
 }

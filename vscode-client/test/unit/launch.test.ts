@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { findExecutable, initOptions, redacted, RESTRICTED_SETTINGS, serverCommand, settingsFrom, type CrankSettings, type Inspected } from "../../src/protocol/launch";
 import { chatPageHtml } from "../../src/chat/html";
 
-const base: CrankSettings = { command: [], python: "", api: "", baseUrl: "", model: "", contextWindow: 0, permissionMode: undefined, sessionDir: "" };
+const base: CrankSettings = { command: [], python: "", api: "", baseUrl: "", model: "", permissionMode: undefined, sessionDir: "", contextWindow: 0 };
 
 test("the server command: explicit command, else python -m crank serve, else crank serve", () => {
   assert.deepEqual(serverCommand(base), { command: "crank", args: ["serve"] });
@@ -110,4 +110,11 @@ test("a workspace cannot turn the sandbox off or the network on unless it is tru
   assert.equal(initOptions(untrusted, undefined, false).sandbox, undefined);
   const mine = settingsFrom(inspector({ global: { "sandbox.network": true }, workspace: planted }), false);
   assert.deepEqual(initOptions(mine, undefined, false).sandbox, { mode: "workspace-write", network: true });
+});
+
+test("crank.provider.contextWindow reaches the server only when the user set it", () => {
+  assert.equal(settingsFrom(inspector({}), true).contextWindow, 0, "the contributed default is no user value");
+  assert.equal(initOptions(settingsFrom(inspector({}), true), undefined, true).provider, undefined, "0 is not sent");
+  const set = settingsFrom(inspector({ workspace: { "provider.contextWindow": 4096 } }), false);
+  assert.deepEqual(initOptions(set, undefined, false).provider, { contextWindow: 4096 });
 });
