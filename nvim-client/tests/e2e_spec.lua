@@ -95,7 +95,7 @@ H.test(":Crank shows the streamed answer in the chat buffer", function()
   H.contains(H.transcript(), "Typed prompt answered.")
 end)
 
-H.test(":CrankFix leaves the fixed text in the buffer (through workspace/applyEdit)", function()
+H.test(":CrankFix leaves the fixed text in the buffer (through workspace/applyEdit), saved", function()
   local port = H.model_server({
     { text = "The add function subtracts.", toolCalls = { { id = "call_fix", name = "edit", arguments = { path = "calc.py", oldText = "return a - b", newText = "return a + b" } } } },
     { text = "Fixed: add now adds." },
@@ -110,8 +110,8 @@ H.test(":CrankFix leaves the fixed text in the buffer (through workspace/applyEd
   H.eq(buf, vim.api.nvim_get_current_buf(), "the cursor stays in the file being fixed")
   wait_settled()
   H.eq({ "def add(a, b):", "    return a + b" }, vim.api.nvim_buf_get_lines(buf, 0, -1, false))
-  H.ok(vim.bo[buf].modified, "the edit reached the buffer, not just the disk")
-  H.eq("    return a - b", vim.fn.readfile(root .. "/calc.py")[2], "the file on disk is untouched until :w")
+  H.ok(not vim.bo[buf].modified, "the plugin wrote the buffer when the server asked (crank/saveDocument)")
+  H.eq("    return a + b", vim.fn.readfile(root .. "/calc.py")[2], "the file on disk holds the fix too")
   H.contains(H.transcript(), "✓ **edit** `calc.py`")
   H.contains(H.transcript(), "Fixed: add now adds.")
   local bodies = vim.json.encode(H.model_requests(port))

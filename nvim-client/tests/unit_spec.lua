@@ -13,6 +13,11 @@ H.test("config rejects a bad option, naming it", function()
   ok, err = pcall(config.apply, { provider = { api = "gemini" } })
   H.ok(not ok)
   H.contains(err, "provider.api")
+  ok, err = pcall(config.apply, { provider = { contextWindow = "8k" } })
+  H.ok(not ok, "a context window that is not a number is refused")
+  H.contains(err, "provider.contextWindow")
+  config.apply({ provider = { api = "openai", contextWindow = 4096 } })
+  H.eq(4096, config.init_options().crank.provider.contextWindow)
   config.apply({})
 end)
 
@@ -24,6 +29,24 @@ H.test("init options carry the provider, session dir, mode and context in camelC
   H.ok(not ok, "a context that is not a table is refused")
   H.contains(err, "option context")
   config.apply({})
+end)
+
+H.test("crank/saveDocument writes the buffer named by its uri, and refuses what is not open", function()
+  local save = require("crank.save")
+  local dir = H.tmpdir("save")
+  local path = dir .. "/a.txt"
+  vim.fn.writefile({ "old" }, path)
+  vim.cmd.edit(path)
+  local buf = vim.api.nvim_get_current_buf()
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "new" })
+  H.eq({ saved = true }, save.handle({ uri = vim.uri_from_fname(path) }))
+  H.eq({ "new" }, vim.fn.readfile(path))
+  H.ok(not vim.bo[buf].modified, "written")
+  local missing = save.handle({ uri = vim.uri_from_fname(dir .. "/nope.txt") })
+  H.eq(false, missing.saved)
+  H.contains(missing.reason, "not open")
+  H.eq(false, save.handle({}).saved)
+  vim.cmd("bwipeout!")
 end)
 
 H.test("tool summaries show the telling argument", function()
@@ -66,6 +89,13 @@ H.test("permission preview shows a unified diff", function()
   })
   H.contains(lines, "-x = 1")
   H.contains(lines, "+x = 2")
+  H.ok(not table.concat(lines, "\n"):find("unsaved", 1, true), "no unsaved-changes line for a saved file")
+  local unsaved = format.permission_lines({
+    toolName = "edit",
+    arguments = { path = "a.py" },
+    preview = { kind = "diff", path = "a.py", oldText = "x = 1\n", newText = "x = 2\n", unsavedChanges = true },
+  })
+  H.contains(unsaved, "Your unsaved changes to this file are saved with it.")
   local huge = format.permission_lines({
     toolName = "write",
     arguments = { path = "big.log" },
@@ -381,6 +411,37 @@ H.test("the API key can come from a function or a command, resolved at each star
   H.ok(not bad)
   H.contains(why, "provider.apiKey")
   config.apply({})
+end)
+
+H.test("on 0.11+, vim.lsp.config('crank', ...) is merged over what the plugin starts", function()
+  if vim.fn.has("nvim-0.11") == 0 then
+    return
+  end
+  local client = require("crank.client")
+  local base = {
+    name = "crank",
+    cmd = { "crank", "serve" },
+    root_dir = "/tmp/p",
+    cmd_cwd = "/tmp/p",
+    workspace_folders = { { uri = "file:///tmp/p", name = "p" } },
+    handlers = { ["crank/event"] = print },
+    init_options = { crank = { trusted = true } },
+  }
+  H.eq(base.cmd, client.with_user_config(base).cmd, "nothing configured: the plugin's own")
+  vim.lsp.config("crank", {
+    cmd = { "/opt/crank/bin/crank", "serve" },
+    cmd_env = { CRANK_LOG_LEVEL = "debug" },
+    root_dir = "/elsewhere",
+    handlers = { ["crank/event"] = error, ["window/logMessage"] = print },
+  })
+  local merged = client.with_user_config(base)
+  H.eq({ "/opt/crank/bin/crank", "serve" }, merged.cmd)
+  H.eq("debug", merged.cmd_env.CRANK_LOG_LEVEL)
+  H.eq("/tmp/p", merged.root_dir, "the root stays the plugin's")
+  H.eq(print, merged.handlers["crank/event"], "Crank's handlers stay the plugin's")
+  H.eq(print, merged.handlers["window/logMessage"], "the user's other handlers are kept")
+  H.eq(true, merged.init_options.crank.trusted)
+  vim.lsp.config("crank", { cmd = false, cmd_env = false, root_dir = false, handlers = false })
 end)
 
 H.run()

@@ -6,10 +6,11 @@ finds every request answered exactly once and the agent still working."""
 from __future__ import annotations
 
 import json
+import queue
 import random
-import select
 import subprocess
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -69,13 +70,27 @@ def run_agent(lines: list[str], model: ModelServer, tmp: Path) -> list[str]:
     return done.stdout.splitlines()
 
 
-def read_line(stream: Any, within: float = 180) -> str:
-    """The agent's next line; a hung agent fails the test instead of hanging it."""
-    ready, _, _ = select.select([stream], [], [], within)
-    assert ready, f"no line from the agent within {within} s"
-    line: str = stream.readline()
-    assert line, "the agent closed its output"
-    return line
+class Lines:
+    """The agent's output, line by line, read by a thread: a hung agent fails the test
+    (after ``within`` seconds) instead of hanging it. (``select`` on the pipe would
+    miss lines already read into the file object's buffer, and wait for ever.)"""
+
+    def __init__(self, stream: Any) -> None:
+        self._lines: queue.Queue[str] = queue.Queue()
+        threading.Thread(target=self._pump, args=(stream,), daemon=True).start()
+
+    def _pump(self, stream: Any) -> None:
+        for line in stream:
+            self._lines.put(line)
+        self._lines.put("")
+
+    def next(self, within: float = 180) -> str:
+        try:
+            line = self._lines.get(timeout=within)
+        except queue.Empty:
+            raise AssertionError(f"no line from the agent within {within} s") from None
+        assert line, "the agent closed its output"
+        return line
 
 
 def request(request_id: int, method: str, params: Any) -> str:
@@ -178,13 +193,14 @@ def test_every_line_of_a_whole_turn_is_valid_acp(tmp_path: Path) -> None:
         assert agent.stdin is not None and agent.stdout is not None
         sent: dict[Any, str] = {1: "initialize", 2: "session/new", 3: "session/prompt"}
         seen: list[dict[str, Any]] = []
+        output = Lines(agent.stdout)
         try:
             for line in lines:
                 agent.stdin.write(line + "\n")
             agent.stdin.flush()
             session_id = None
             while True:
-                message = check_line(read_line(agent.stdout), sent)
+                message = check_line(output.next(), sent)
                 seen.append(message)
                 if message.get("id") == 2:
                     session_id = message["result"]["sessionId"]

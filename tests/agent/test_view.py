@@ -147,7 +147,7 @@ def test_the_counted_repairs_account_for_every_message(record: list[Message]) ->
     assert not repair_view(view)[1]
 
 
-@settings(max_examples=400)
+@settings(max_examples=2000)
 @given(records(), records(), st.lists(st.integers(0, 24), max_size=8))
 def test_a_growing_view_equals_a_full_repair_at_every_length(
     first: list[Message], second: list[Message], cuts: list[int]
@@ -172,3 +172,21 @@ def test_a_growing_view_repairs_only_what_was_added() -> None:
     record[2:3] = [record[2]]  # the same last message: still an extension
     view, _ = growing.repair([*record, user_message("next")])
     assert view[0]["content"] == "go"  # type: ignore[typeddict-item]
+
+
+def test_a_growing_view_after_a_reused_call_id() -> None:
+    """Found by the property test: a later reply that reuses an answered call's id sends
+    the view back to a full repair, and the calls it then remembers are the whole
+    record's (they were the tail's alone, so a third reuse went unnoticed)."""
+    first = [
+        reply_with_calls("a"),
+        tool_result("a", "t", ""),
+        user_message(""),
+        tool_result("b", "t", ""),
+        user_message(""),
+        reply_with_calls("b"),
+    ]
+    record = [*first, reply_with_calls("a"), user_message(""), reply_with_calls("b")]
+    growing = GrowingView()
+    for length in range(len(record) + 1):
+        assert growing.repair(record[:length]) == repair_view(record[:length]), length

@@ -192,3 +192,23 @@ def test_nothing_configured_leads_with_one_variable_per_line(tmp_path: Path) -> 
     assert lines[0].startswith("Error: No model provider")
     assert lines[1].strip().startswith("ANTHROPIC_API_KEY=")
     assert max(len(line) for line in lines) <= 110
+
+
+def test_an_edit_is_on_disk_before_the_next_command(tmp_path: Path) -> None:
+    """Issue 14, for ``crank run`` (no editor): the edit's bash sees the edited file."""
+    (tmp_path / "calc.py").write_text("def add(a, b):\n    return a - b\n")
+    fix = {"path": "calc.py", "oldText": "return a - b", "newText": "return a + b"}
+    s = script(
+        tmp_path / "s.json",
+        {"calls": [{"name": "edit", "arguments": fix}]},
+        {"calls": [{"name": "bash", "arguments": {"command": "grep return calc.py"}}]},
+        {"text": "Fixed."},
+    )
+    done = crank(
+        tmp_path, "run", "--json", "--script", s, "--session-dir", str(tmp_path / "s"), "fix it"
+    )
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line)["event"] for line in done.stdout.splitlines()]
+    results = [e["result"] for e in events if e["type"] == "tool_execution_end"]
+    assert not results[0]["isError"], results[0]
+    assert results[1]["content"].strip() == "return a + b"

@@ -31,6 +31,9 @@ DOCS = [
 SHELL_BLOCK = re.compile(r"^```(?:sh|bash|shell|console)\n(.*?)^```", re.M | re.S)
 ASSIGNMENT = re.compile(r"^[A-Z_][A-Z0-9_]*=\S*$")
 PLACEHOLDER = re.compile(r"\.\.\.|<[a-z-]+>|/path/to/")
+OTHER_PROJECTS = {"llama-server", "ollama", "vllm", "lms"}
+"""Model servers the docs show how to start: other projects' commands, not run here
+(llama-cpp-python's server is: tests/vendors' real-server tests start it)."""
 
 
 def shell_lines() -> list[tuple[str, str]]:
@@ -67,6 +70,8 @@ def test_each_documented_command_exists(line: str) -> None:
         check_crank_command(args)
     elif program.endswith("python") and args and args[0].startswith("bench/"):
         assert (ROOT / args[0]).is_file(), f"{args[0]} does not exist"
+    elif program in OTHER_PROJECTS or (program, *args[:2]) == ("python", "-m", "llama_cpp.server"):
+        return
     elif program == "git":
         assert args[:1] == ["clone"], "the docs only ever clone"
     elif program in ("./dev", "./test.sh", "uv", "pipx"):

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from lsprotocol import types
+from pygls.workspace import TextDocument
 from pytest_lsp import LanguageClient, make_test_lsp_client
 
 REPO = Path(__file__).resolve().parents[2]
@@ -69,7 +70,43 @@ class Crank:
         self.answer_permission: Callable[[dict[str, Any]], Any] = lambda p: {"decision": "allow"}
         self.edits: list[Any] = []
         self.apply_edits = True
+        self.buffers: dict[str, TextDocument] = {}
+        """The client's own copy of each document it opened (an editor's buffers)."""
+        self.saves: list[dict[str, Any]] = []
+        """``crank/saveDocument`` requests received (only with ``save_documents``)."""
+        self.answer_save: Callable[[dict[str, Any]], dict[str, Any] | None] = lambda p: None
+        """Return an answer to send instead of saving (to play a client that fails)."""
+        self.format_on_save: Callable[[str], str] | None = None
+        """Rewrite the buffer as it is saved (a formatter run by the editor on save)."""
         self._changed = asyncio.Event()
+
+    def open(self, path: Path, text: str) -> None:
+        """Open ``path`` in this client with ``text`` in its buffer (didOpen)."""
+        uri = path.as_uri()
+        self.buffers[uri] = TextDocument(uri, text, version=1)
+        self.client.text_document_did_open(
+            types.DidOpenTextDocumentParams(
+                text_document=types.TextDocumentItem(
+                    uri=uri, language_id="python", version=1, text=text
+                )
+            )
+        )
+
+    def type_text(self, path: Path, text: str) -> None:
+        """The user replaces the buffer's text without saving (didChange, whole text)."""
+        doc = self.buffers[path.as_uri()]
+        version = (doc.version or 1) + 1
+        doc.apply_change(types.TextDocumentContentChangeWholeDocument(text=text))
+        doc.version = version
+        self.client.text_document_did_change(
+            types.DidChangeTextDocumentParams(
+                text_document=types.VersionedTextDocumentIdentifier(uri=doc.uri, version=version),
+                content_changes=[types.TextDocumentContentChangeWholeDocument(text=text)],
+            )
+        )
+
+    def buffer(self, path: Path) -> str:
+        return self.buffers[path.as_uri()].source
 
     async def request(self, method: str, params: Any = None) -> Any:
         return plain(await self.client.protocol.send_request_async(method, params))
@@ -113,6 +150,7 @@ async def running_server(
     permission_requests: bool = True,
     progress: bool = False,
     configuration: bool = False,
+    save_documents: bool = False,
     section: dict[str, Any] | None = None,
     extra_env: dict[str, str] | None = None,
     env: dict[str, str] | None = None,
@@ -148,6 +186,14 @@ async def running_server(
         for change in params.edit.document_changes or []:
             assert isinstance(change, types.TextDocumentEdit)
             version = (change.text_document.version or 0) + 1
+            buffer = crank.buffers.get(change.text_document.uri)
+            if buffer is not None:
+                for e in change.edits:
+                    assert isinstance(e, types.TextEdit)
+                    buffer.apply_change(
+                        types.TextDocumentContentChangePartial(range=e.range, text=e.new_text)
+                    )
+                buffer.version = version
             client.text_document_did_change(
                 types.DidChangeTextDocumentParams(
                     text_document=types.VersionedTextDocumentIdentifier(
@@ -162,11 +208,33 @@ async def running_server(
             )
         return types.ApplyWorkspaceEditResult(applied=True)
 
+    @client.feature("crank/saveDocument")
+    def on_save(params: Any) -> Any:
+        """An editor that saves as asked: its buffer goes to disk, then didSave."""
+        asked = plain(params)
+        crank.saves.append(asked)
+        answer = crank.answer_save(asked)
+        if answer is not None:
+            return answer
+        uri = asked["uri"]
+        path = Path(uri.removeprefix("file://"))
+        if crank.format_on_save is not None:
+            crank.type_text(path, crank.format_on_save(crank.buffer(path)))
+        path.write_text(crank.buffers[uri].source, "utf-8")
+        client.text_document_did_save(
+            types.DidSaveTextDocumentParams(text_document=types.TextDocumentIdentifier(uri=uri))
+        )
+        return {"saved": True}
+
     env = {**(env if env is not None else server_env(tmp_path)), **(extra_env or {})}
     await client.start_io(
         sys.executable, "-m", "crank.lsp", *server_args, env=env, cwd=str(tmp_path)
     )
-    experimental = {"crank": {"events": True, "permissionRequests": permission_requests}}
+    experimental: dict[str, Any] = {
+        "crank": {"events": True, "permissionRequests": permission_requests}
+    }
+    if save_documents:
+        experimental["crank"]["saveDocuments"] = True
     capabilities = types.ClientCapabilities(
         experimental=experimental,
         window=types.WindowClientCapabilities(work_done_progress=progress),

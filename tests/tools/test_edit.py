@@ -104,15 +104,15 @@ async def test_open_document_goes_through_apply_edit(
     result = await call(tools, "edit", {"path": "a.py", "oldText": "= 1", "newText": "= 2"})
     assert not result.is_error, result.content
     assert docs.texts[root / "a.py"] == "buffer = 2\n"
-    assert (root / "a.py").read_text() == "disk = 1\n"
-    assert "in the editor" in result.content
+    assert (root / "a.py").read_text() == "buffer = 2\n"  # the editor saved it
+    assert "in the editor and on disk" in result.content
 
 
 async def test_editor_refusal_is_reported(root: Path, docs: MemoryDocuments) -> None:
     (root / "a.py").write_text("v = 1\n")
     docs.open(root / "a.py", "v = 1\n")
 
-    async def refuse(path: Path, old: str, new: str) -> None:
+    async def refuse(path: Path, old: str, new: str) -> str | None:
         raise EditRefused("document is read-only")
 
     tools = standard_tools(ToolContext(root, documents=docs, apply_edit=refuse))

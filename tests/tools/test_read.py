@@ -74,8 +74,8 @@ async def test_open_document_is_read_from_the_buffer(
     (root / "a.py").write_text("on disk\n")
     docs.open(root / "a.py", "unsaved buffer\n")
     result = await call(tools, "read", {"path": "a.py"})
-    assert result.content == "unsaved buffer"
-    assert result.details == {"path": str(root / "a.py"), "openInEditor": True}
+    assert result.content.startswith("unsaved buffer\n\n[a.py is open in the editor")
+    assert result.details == {"path": str(root / "a.py"), "openInEditor": True, "unsaved": True}
 
 
 async def test_escape_via_dotdot_is_refused(root: Path, tools: list[Tool]) -> None:

@@ -43,7 +43,8 @@ async def test_open_document_written_through_editor(
     result = await call(tools, "write", {"path": "a.py", "content": "new\n"})
     assert not result.is_error, result.content
     assert docs.texts[root / "a.py"] == "new\n"
-    assert (root / "a.py").read_text() == "disk\n"
+    assert (root / "a.py").read_text() == "new\n"  # the editor saved it
+    assert "in the editor and on disk" in result.content
 
 
 async def test_rejected_write_creates_nothing(root: Path) -> None:

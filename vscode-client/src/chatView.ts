@@ -480,11 +480,14 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     const doc = await vscode.workspace.openTextDocument(uri);
     const plan = planUndo(doc.getText(), t.edit, t.previousFile);
     if (!plan.ok) return this.notice("error", `Cannot undo this edit: ${plan.reason}`);
+    // Saved like the agent's own change, so the disk never keeps what the editor took back;
+    // the user's unsaved edits in the file go with it, and the notice says so.
+    const hadUnsaved = doc.isDirty;
     const we = new vscode.WorkspaceEdit();
     we.replace(uri, new vscode.Range(doc.positionAt(plan.offset), doc.positionAt(plan.offset + plan.length)), plan.replacement);
     if (!(await vscode.workspace.applyEdit(we))) return this.notice("error", `VS Code refused to revert the edit to ${t.edit.path}.`);
-    await doc.save();
-    this.notice("info", `Reverted the edit to ${t.edit.path}.`);
+    if (!(await doc.save())) return this.notice("error", `Reverted the edit to ${t.edit.path} in the editor, but VS Code did not save it: the file on disk still has the edit.`);
+    this.notice("info", hadUnsaved ? `Reverted the edit to ${t.edit.path} and saved the file, with your unsaved changes to it.` : `Reverted the edit to ${t.edit.path}.`);
   }
 }
 

@@ -142,7 +142,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     if (!c) return;
     const { models } = await c.models({ workspace: workspace() });
     const pick = await vscode.window.showQuickPick(
-      models.map((m) => ({ label: m.id, description: `${m.api}${m.contextWindow ? ` · ${m.contextWindow} tokens` : ""}`, m })),
+      models.map((m) => ({
+        label: m.id,
+        description: `${m.source === "server" ? "served here · " : ""}${m.api}${m.contextWindow ? ` · ${m.contextWindow} tokens` : ""}`,
+        m,
+      })),
       { title: "Crank: model" },
     );
     if (pick) {

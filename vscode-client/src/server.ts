@@ -22,6 +22,7 @@ import {
 import { CrankClient, experimentalCapabilities } from "./protocol/client";
 import { findExecutable, initOptions, redacted, serverCommand, settingsFrom, type CrankSettings } from "./protocol/launch";
 import { redactingChannel } from "./protocol/redact";
+import { answerSave, type SaveHost } from "./protocol/save";
 import type { EventParams, PermissionRequest, PermissionResponse } from "./protocol/types";
 import type { BarServerStatus } from "./chat/status";
 
@@ -46,6 +47,18 @@ class CrankCapabilities implements StaticFeature {
   }
   clear(): void {}
 }
+
+/** crank/saveDocument in VS Code: the open TextDocument with that URI, saved with `save()`. */
+const vscodeSaveHost: SaveHost = {
+  find(uri) {
+    const wanted = vscode.Uri.parse(uri).toString();
+    const doc = vscode.workspace.textDocuments.find((d) => d.uri.toString() === wanted);
+    return doc && { name: doc.uri.path.split("/").pop() ?? doc.uri.path, save: () => Promise.resolve(doc.save()) };
+  },
+  inform(message) {
+    void vscode.window.showInformationMessage(message);
+  },
+};
 
 export class ServerManager implements vscode.Disposable {
   /** Every stored key handed to a server: taken out of every line the channel gets (traces included). */
@@ -168,6 +181,7 @@ export class ServerManager implements vscode.Disposable {
       }),
       this.crank.onEvent((p) => this.eventEmitter.fire(p)),
       this.crank.onPermissionRequest((p, cancelled) => (this.permissionHandler ? this.permissionHandler(p, cancelled) : Promise.resolve({ decision: "reject", reason: "no chat view to ask in" }))),
+      this.crank.onSaveDocument((p) => answerSave(p, vscodeSaveHost)),
     );
     this.setStatus("starting");
     try {

@@ -273,7 +273,8 @@ local function set_model(api, id)
 end
 
 local function model_item(m)
-  return string.format("%s/%s (%s tokens)", m.api, m.id, tostring(m.contextWindow or "?"))
+  local where = m.source == "server" and ", served here" or ""
+  return string.format("%s/%s (%s tokens%s)", m.api, m.id, tostring(m.contextWindow or "?"), where)
 end
 
 --- :CrankModel [api/id]: pick or set the model.

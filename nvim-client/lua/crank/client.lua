@@ -190,10 +190,40 @@ end
 
 local function capabilities()
   local caps = vim.lsp.protocol.make_client_capabilities()
-  caps.experimental = { crank = { events = true, permissionRequests = true } }
+  caps.experimental = { crank = { events = true, permissionRequests = true, saveDocuments = true } }
   caps.window = caps.window or {}
   caps.window.workDoneProgress = true
   return caps
+end
+
+--- On Neovim 0.11+ servers are configured with `vim.lsp.config(name, cfg)` (or an
+--- `lsp/<name>.lua` on the runtime path): what the user set for "crank" there is
+--- merged over what the plugin starts (cmd, cmd_env, init_options, capabilities...).
+--- The plugin still starts the server itself, once per project root, so
+--- `vim.lsp.enable("crank")` is not needed; the name, root and Crank's own handlers
+--- stay the plugin's.
+---@param base table
+---@return table
+function M.with_user_config(base)
+  if not HAS_011 then
+    return base
+  end
+  local ok, user = pcall(function()
+    return vim.lsp.config.crank
+  end)
+  if not ok or type(user) ~= "table" then
+    return base
+  end
+  local merged = vim.tbl_deep_extend("force", base, user)
+  merged.name, merged.root_dir, merged.cmd_cwd = base.name, base.root_dir, base.cmd_cwd
+  merged.workspace_folders = base.workspace_folders
+  for method, handler in pairs(base.handlers) do
+    merged.handlers[method] = handler
+  end
+  for _, hook in ipairs({ "on_init", "on_exit" }) do
+    merged[hook] = base[hook]
+  end
+  return merged
 end
 
 --- Start (or find) the client for `root`.
@@ -228,6 +258,9 @@ function M.ensure(root)
     handlers = {
       ["crank/event"] = handle_event,
       ["crank/requestPermission"] = handle_permission,
+      ["crank/saveDocument"] = function(_, params)
+        return require("crank.save").handle(params)
+      end,
     },
     on_init = function(client, result)
       local ws = M.by_client[client.id]
@@ -255,6 +288,8 @@ function M.ensure(root)
       end
     end,
   }
+  lsp_config = M.with_user_config(lsp_config)
+  cmd = lsp_config.cmd
   local ok, id_or_err
   if vim.fn.executable(cmd[1]) == 0 then
     return nil, "cannot run " .. tostring(cmd[1]) .. " (set `cmd` in require('crank').setup())"

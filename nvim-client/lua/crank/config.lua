@@ -83,6 +83,10 @@ local function check(cfg)
     if api ~= nil and api ~= "anthropic" and api ~= "openai" and api ~= "scripted" then
       fail("provider.api", '"anthropic", "openai" or "scripted"', api)
     end
+    local window = cfg.provider.contextWindow
+    if window ~= nil and (type(window) ~= "number" or window < 1 or window % 1 ~= 0) then
+      fail("provider.contextWindow", "a positive whole number of tokens", window)
+    end
     local key = cfg.provider.apiKey
     if key ~= nil and type(key) ~= "string" and type(key) ~= "function" then
       fail("provider.apiKey", 'a string, "cmd:<shell command>" or a function', key)

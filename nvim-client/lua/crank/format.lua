@@ -218,6 +218,10 @@ function M.permission_lines(params)
   out[1] = string.format("Crank wants to run %s", M.tool_summary(params.toolName or "?", params.arguments))
   out[2] = ""
   if type(preview) == "table" and preview.kind == "diff" then
+    if preview.unsavedChanges then
+      out[#out + 1] = "Your unsaved changes to this file are saved with it."
+      out[#out + 1] = ""
+    end
     if preview.oldTextOmitted then
       out[#out + 1] = string.format(
         "(the old file, %s bytes, is too large or not text: it is replaced whole, with no diff)",

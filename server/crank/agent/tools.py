@@ -14,13 +14,13 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
-
-import jsonschema
-from jsonschema import Draft202012Validator
+from typing import TYPE_CHECKING, Any, Literal
 
 from .messages import ToolCallBlock, ToolResultMessage, tool_result
 from .model import AbortSignal, ToolSpec
+
+if TYPE_CHECKING:
+    from jsonschema import Draft202012Validator, ValidationError
 
 MAX_LINES = 2000
 MAX_BYTES = 50 * 1024
@@ -76,9 +76,12 @@ class Tool:
     mutates: bool = False
     """Writes files or runs commands: left out entirely in read-only mode."""
     _validator: Draft202012Validator | None = field(default=None, compare=False, repr=False)
+    """Built on first use: jsonschema is imported then, not when the server starts."""
 
     def validator(self) -> Draft202012Validator:
         if self._validator is None:
+            from jsonschema import Draft202012Validator
+
             Draft202012Validator.check_schema(self.parameters)
             object.__setattr__(self, "_validator", Draft202012Validator(self.parameters))
         assert self._validator is not None
@@ -150,7 +153,7 @@ def fit_to_budget(text: str, keep: Literal["head", "tail"], hint: str) -> str:
     )
 
 
-def _describe_schema_error(error: jsonschema.ValidationError) -> str:
+def _describe_schema_error(error: ValidationError) -> str:
     where = "/".join(str(p) for p in error.absolute_path) or "(arguments)"
     if error.validator == "required":
         return f"{error.message} (at {where})"

@@ -165,15 +165,11 @@ class GrowingView:
             self._reset()
             start = 0
         tail = record[start:]
-        tail_calls = {
-            call["id"]
-            for message in tail
-            if not is_empty_failure(message)
-            for call in tool_calls(message)
-        }
+        tail_calls = _call_ids(tail)
         if tail_calls & self._calls:
             self._reset()
             start, tail = 0, record
+            tail_calls = _call_ids(tail)
         tail_view, tail_repairs = repair_view(tail)
         late = sum(
             1 for m in tail if m["role"] == "toolResult" and m["toolCallId"] in self._calls
@@ -192,15 +188,20 @@ class GrowingView:
         return view, repairs
 
 
-def _is_clean(messages: Sequence[Message], earlier_calls: set[str]) -> bool:
-    """Every call in ``messages`` has a result there, and every result there belongs
-    to a call there (or is a late duplicate for an earlier, answered call)."""
-    calls = {
+def _call_ids(messages: Sequence[Message]) -> set[str]:
+    """The ids of the calls a repair answers (an empty failure's calls are not sent)."""
+    return {
         call["id"]
         for message in messages
         if not is_empty_failure(message)
         for call in tool_calls(message)
     }
+
+
+def _is_clean(messages: Sequence[Message], earlier_calls: set[str]) -> bool:
+    """Every call in ``messages`` has a result there, and every result there belongs
+    to a call there (or is a late duplicate for an earlier, answered call)."""
+    calls = _call_ids(messages)
     results = set()
     for message in messages:
         if message["role"] == "toolResult":

@@ -11,13 +11,16 @@ import sys
 from crank import __version__
 from crank.vendors.secrets import handover
 
-from .demo import add_demo_parser
-from .run import add_run_parser
-from .serve import add_serve_parser, run_server
-from .sessions import add_sessions_parser
-
 
 def build_parser() -> argparse.ArgumentParser:
+    # The subcommands are imported here, not at the top: ``crank serve`` and ``crank
+    # acp`` are dispatched before any parser is built, so an editor starting the server
+    # does not pay for the CLI's renderer (rich) or the demo.
+    from .demo import add_demo_parser
+    from .run import add_run_parser
+    from .serve import add_serve_parser
+    from .sessions import add_sessions_parser
+
     parser = argparse.ArgumentParser(
         prog="crank", description="An editor backend for a coding agent."
     )
@@ -43,6 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     if argv[:1] == ["serve"]:
         # The server parses its own options: argparse's REMAINDER would refuse a first
         # argument that looks like an option (``crank serve --tcp HOST:PORT``).
+        from .serve import run_server
+
         return run_server(argv[1:])
     if argv[:1] == ["acp"]:
         from crank.acp.serve import main as serve_acp

@@ -3,7 +3,9 @@ implemented over one LSP connection.
 
 - Open documents come from pygls's incrementally synced text, keyed by resolved path.
 - ``apply_edit`` sends the smallest replacing ``TextEdit`` through
-  ``workspace/applyEdit`` against the document's version and checks ``applied``.
+  ``workspace/applyEdit`` against the document's version and checks ``applied``, then
+  has the change saved or written (``landing``), so the disk holds it on return.
+- ``sync`` tracks what the client reports about each open document (saved or not).
 - ``ask_permission`` uses ``crank/requestPermission`` when the client declared
   ``experimental.crank.permissionRequests``, else ``window/showMessageRequest``.
   Cancelling the asking task withdraws the question with ``$/cancelRequest``.
@@ -27,6 +29,9 @@ from pygls.workspace import TextDocument
 
 from crank.tools import EditRefused
 from crank.workspace.stream import EventParams
+
+from .landing import Landing
+from .sync import DocumentSync
 
 if TYPE_CHECKING:
     from .server import CrankServer
@@ -105,6 +110,14 @@ class LspEditor:
         self._server = server
         self._on_event = on_event
         self.documents = LspDocuments(server)
+        self.sync = DocumentSync(path_of_uri)
+        self.landing = Landing(
+            self.documents,
+            self.sync,
+            self._send_edit,
+            self.request,
+            lambda: server.save_documents,
+        )
 
     def send_event(self, params: EventParams) -> None:
         self.send_notification("crank/event", params)
@@ -138,12 +151,10 @@ class LspEditor:
             self.send_notification("$/cancelRequest", {"id": msg_id})
             raise
 
-    async def apply_edit(self, path: Path, old_text: str, new_text: str) -> None:
-        doc = self.documents.document(path)
-        if doc is None:
-            raise EditRefused(f"{path} is no longer open in the editor")
-        if doc.source != old_text:
-            raise EditRefused(f"{path} changed in the editor since the edit was computed")
+    async def apply_edit(self, path: Path, old_text: str, new_text: str) -> str | None:
+        return await self.landing.apply(path, old_text, new_text)
+
+    async def _send_edit(self, doc: TextDocument, old_text: str, new_text: str) -> None:
         edit = types.WorkspaceEdit(
             document_changes=[
                 types.TextDocumentEdit(
@@ -165,8 +176,10 @@ class LspEditor:
         if applied is None and isinstance(result, dict):
             applied = result.get("applied")
         if not applied:
-            reason = getattr(result, "failure_reason", None) or "no reason given"
-            raise EditRefused(f"the editor refused the edit to {path}: {reason}")
+            reason = getattr(result, "failure_reason", None)
+            if reason is None and isinstance(result, dict):
+                reason = result.get("failureReason")
+            raise EditRefused(str(reason or "no reason given"))
 
     async def ask_permission(self, params: dict[str, Any]) -> dict[str, Any]:
         if self._server.permission_requests:
@@ -180,6 +193,8 @@ class LspEditor:
             what = f"run the command: {preview['command']}"
         elif preview.get("kind") == "diff":
             what = f"change the file {preview['path']}"
+            if preview.get("unsavedChanges"):
+                what += " (your unsaved changes to it are saved with it)"
         else:
             what = (
                 f"use {params['toolName']} on {preview.get('path', 'a path outside the workspace')}"

@@ -86,6 +86,9 @@ class CrankServer(LanguageServer):
         """``settings.crank`` of the last ``workspace/didChangeConfiguration`` that had one."""
         self.config_changed = False
         self.permission_requests = False
+        self.save_documents = False
+        """The client declared ``experimental.crank.saveDocuments``: it answers
+        ``crank/saveDocument`` (see landing.py)."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self._register()
 
@@ -104,9 +107,38 @@ class CrankServer(LanguageServer):
         )
         self.feature(types.WINDOW_WORK_DONE_PROGRESS_CANCEL)(self._fn(self._progress_cancelled))
         self.feature(types.TEXT_DOCUMENT_CODE_ACTION)(self._fn(self._code_actions))
+        self._register_sync()
         self.command("crank.fixFile")(self._fn(self._fix_file_command))
         self.command("crank.abort")(self._fn(self._abort_command))
         self.command("crank.newSession")(self._fn(self._new_session_command))
+
+    def _register_sync(self) -> None:
+        """Document notifications feed the editor's ``DocumentSync`` (saved or not);
+        pygls has already updated its copy of the text when these run."""
+        sync = self.editor.sync
+
+        def text(uri: str) -> str | None:
+            doc = self.workspace.text_documents.get(uri)
+            return doc.source if doc is not None else None
+
+        def opened(params: types.DidOpenTextDocumentParams) -> None:
+            sync.opened(params.text_document.uri, params.text_document.text)
+
+        def changed(params: types.DidChangeTextDocumentParams) -> None:
+            uri = params.text_document.uri
+            sync.changed(uri, text(uri) or "")
+
+        def saved(params: types.DidSaveTextDocumentParams) -> None:
+            uri = params.text_document.uri
+            sync.saved(uri, text(uri))
+
+        def closed(params: types.DidCloseTextDocumentParams) -> None:
+            sync.closed(params.text_document.uri)
+
+        self.feature(types.TEXT_DOCUMENT_DID_OPEN)(opened)
+        self.feature(types.TEXT_DOCUMENT_DID_CHANGE)(changed)
+        self.feature(types.TEXT_DOCUMENT_DID_SAVE)(saved)
+        self.feature(types.TEXT_DOCUMENT_DID_CLOSE)(closed)
 
     @staticmethod
     def _fn(method: Callable[..., Any]) -> Callable[..., Any]:
@@ -162,6 +194,9 @@ class CrankServer(LanguageServer):
         crank_caps = experimental.get("crank") if isinstance(experimental, dict) else None
         self.permission_requests = bool(
             isinstance(crank_caps, dict) and crank_caps.get("permissionRequests")
+        )
+        self.save_documents = bool(
+            isinstance(crank_caps, dict) and crank_caps.get("saveDocuments") is True
         )
 
     def _folders(self) -> list[str]:
@@ -478,7 +513,7 @@ async def _compact(ls: CrankServer, params: Params) -> Any:
 
 @handles("crank/models")
 async def _models(ls: CrankServer, params: Params) -> Any:
-    return (await ls.host_for(params)).models()
+    return await (await ls.host_for(params)).models()
 
 
 @handles("crank/setModel")

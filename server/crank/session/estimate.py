@@ -15,7 +15,9 @@ order as built), so "characters" means the same thing everywhere in this package
 
 from __future__ import annotations
 
+import itertools
 import json
+import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
@@ -76,14 +78,42 @@ class SizeCache:
         return len(self._known)
 
 
+class RunningSize:
+    """The summed sizes of successive views that share most of their messages.
+
+    Consecutive requests of a run send the same messages plus a few new ones (and now
+    and then a cleared result's note in place of the result), so the sum is kept per
+    position and only what follows the first message that differs is measured again.
+    Finding that message compares identities at C speed (``map(operator.is_)``)."""
+
+    def __init__(self, chars: Chars) -> None:
+        self._chars = chars
+        self._messages: list[Message] = []
+        self._sums: list[int] = []
+
+    def total(self, messages: Sequence[Message]) -> int:
+        same = sum(itertools.accumulate(map(operator.is_, messages, self._messages), operator.and_))
+        sums = self._sums[:same]
+        running = sums[-1] if sums else 0
+        for message in messages[same:]:
+            running += self._chars(message)
+            sums.append(running)
+        self._messages, self._sums = list(messages), sums
+        return running
+
+
 def prompt_chars(system: str, tools: Sequence[ToolSpec]) -> int:
     """The fixed part of every request: the system prompt and the tool definitions."""
     return len(_dumps(system)) + len(_dumps(list(tools)))
 
 
+VIEW_FRAMING_CHARS = 40
+"""A request's framing around its messages, in characters (an estimate)."""
+
+
 def view_chars(fixed_chars: int, messages: Sequence[Message], chars: Chars = message_chars) -> int:
     """Characters of a request that sends ``messages`` after the fixed part, framing included."""
-    return fixed_chars + sum(chars(m) for m in messages) + len(messages) + 40
+    return fixed_chars + sum(chars(m) for m in messages) + len(messages) + VIEW_FRAMING_CHARS
 
 
 def request_chars(request: ModelRequest) -> int:

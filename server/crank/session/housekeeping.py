@@ -49,13 +49,14 @@ from crank.agent.view import GrowingView, Repairs
 from .compaction import compact_log
 from .errors import SessionBusy
 from .estimate import (
+    VIEW_FRAMING_CHARS,
     Calibration,
+    RunningSize,
     SizeCache,
     anchor_index,
     context_tokens,
     prompt_chars,
     usage_total,
-    view_chars,
 )
 from .log import SessionLog
 from .policies import ClearState, Policy, PolicyName, cache_marks, clear_old_results
@@ -126,6 +127,7 @@ class Housekeeper:
         self._calibration = Calibration()
         self._sizes = SizeCache()
         self._view = GrowingView()
+        self._running = RunningSize(self._sizes.chars)
         self._fixed: tuple[str, Sequence[ToolSpec], int] | None = None
         self._last_sent: tuple[Any, ...] | None = None
         self._last_chars: tuple[Sequence[Message], int, int] | None = None
@@ -241,7 +243,7 @@ class Housekeeper:
         known = self._last_chars
         if known is not None and known[0] is messages and known[1] == fixed:
             return known[2]
-        chars = view_chars(fixed, messages, self._sizes.chars)
+        chars = fixed + self._running.total(messages) + len(messages) + VIEW_FRAMING_CHARS
         self._last_chars = (messages, fixed, chars)
         return chars
 

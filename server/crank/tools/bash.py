@@ -18,6 +18,7 @@ from typing import Any
 
 from crank.agent.tools import MAX_BYTES, MAX_LINES, OnUpdate, Tool, ToolCall, ToolOutput, truncate
 
+from .agreement import command_note, with_note
 from .capture import Capture
 from .change import declined
 from .context import CommandPreview, ToolContext, approval_request
@@ -197,7 +198,7 @@ def make_bash(ctx: ToolContext) -> Tool:
         if not decision.allowed:
             return declined(f"running the command `{command}`", decision)
         done = await run_command(ctx, command, timeout, on_update, await box_for(ctx))
-        return report(done, timeout)
+        return with_note(report(done, timeout), await command_note(ctx))
 
     return Tool(
         name="bash",

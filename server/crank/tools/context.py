@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NotRequired, Protocol, TypedDict
 
+import anyio
+
 from crank.agent.tools import ToolCall, ToolError
 
 from .sandbox import SandboxSettings, is_protected, protected_paths
@@ -40,14 +42,23 @@ class Documents(Protocol):
 
 
 class EditRefused(Exception):
-    """Raised by an ``apply_edit`` when the editor did not apply the edit; the message
-    (the client's failureReason) is shown to the model."""
+    """Raised by an ``apply_edit`` when the editor did not apply the edit and nothing
+    changed; the message (the client's failureReason) is shown to the model."""
 
 
-ApplyEdit = Callable[[Path, str, str], Awaitable[None]]
-"""``(path, old_text, new_text)``: replace the whole text of an open document.
+class EditNotSaved(Exception):
+    """Raised by an ``apply_edit`` when the change reached the editor's buffer but not
+    the disk (the save failed); the message says why, and the model is told that its
+    commands do not see the change."""
+
+
+ApplyEdit = Callable[[Path, str, str], Awaitable["str | None"]]
+"""``(path, old_text, new_text)``: replace the whole text of an open document, and have
+the same text on disk before returning (saved by the editor, or written beside it).
 ``old_text`` is the buffer text the change was computed from, so an implementation can
-refuse if the buffer moved on. Raises EditRefused when the editor says no."""
+refuse if the buffer moved on. Returns a sentence for the model about how the change
+landed (for example that the user's unsaved changes were saved with it), or None.
+Raises EditRefused when nothing changed, EditNotSaved when only the buffer did."""
 
 
 class DiffPreview(TypedDict):
@@ -55,6 +66,9 @@ class DiffPreview(TypedDict):
     path: str
     oldText: str
     newText: str
+    unsavedChanges: NotRequired[bool]
+    """The file is open with text the disk does not hold (the user's unsaved edits):
+    the change is saved together with them, so the question says so."""
     oldTextOmitted: NotRequired[int]
     """Set (to the old file's size in bytes) when the old file was too large or not
     text, so it was not loaded: ``oldText`` is then empty and is NOT the old content
@@ -123,10 +137,11 @@ class NoDocuments:
 
 
 class MemoryDocuments:
-    """Open documents held in memory: a stand-in editor for ``crank run`` and tests.
+    """Open documents held in memory: a stand-in editor for tests.
 
     ``apply_edit`` follows the editor contract: it refuses an edit computed from text
-    that is no longer the buffer's.
+    that is no longer the buffer's, and saves the buffer (the whole of it, as an editor
+    does) before it returns.
     """
 
     def __init__(self, texts: dict[Path, str] | None = None) -> None:
@@ -141,13 +156,15 @@ class MemoryDocuments:
     def paths(self) -> Iterable[Path]:
         return list(self.texts)
 
-    async def apply_edit(self, path: Path, old_text: str, new_text: str) -> None:
+    async def apply_edit(self, path: Path, old_text: str, new_text: str) -> str | None:
         current = self.texts.get(path)
         if current is None:
             raise EditRefused(f"{path} is not open")
         if current != old_text:
             raise EditRefused(f"{path} changed since the edit was computed")
         self.texts[path] = new_text
+        await anyio.to_thread.run_sync(path.write_bytes, new_text.encode("utf-8"))
+        return None
 
 
 async def allow_all(request: ApprovalRequest) -> Decision:
@@ -158,7 +175,7 @@ async def refuse_outside(path: Path, call: ToolCall) -> bool:
     return False
 
 
-async def no_editor(path: Path, old_text: str, new_text: str) -> None:
+async def no_editor(path: Path, old_text: str, new_text: str) -> str | None:
     raise EditRefused(f"no editor is connected to apply the edit to {path}")
 
 

@@ -106,14 +106,14 @@ def make_edit(ctx: ToolContext) -> Tool:
         after = splice(before.body, place_all(before.body, pairs))
         if after == before.body:
             raise ToolError(f"No change: the edits leave {display} exactly as it is.")
-        decision = await apply_change(ctx, call=call, path=path, before=before, new_body=after)
-        if not decision.allowed:
-            return declined(f"the edit to {display}", decision)
+        applied = await apply_change(ctx, call=call, path=path, before=before, new_body=after)
+        if not applied.decision.allowed:
+            return declined(f"the edit to {display}", applied.decision)
         diff = unified_diff(display, before.body, after)
-        where = "in the editor" if before.open_in_editor else "on disk"
         count = f"{len(pairs)} replacement{'s' if len(pairs) > 1 else ''}"
+        note = f" {applied.note}" if applied.note else ""
         return ToolOutput(
-            f"Edited {display} ({count}, {where}).\n\n{diff}",
+            f"Edited {display} ({count}, {applied.where}).{note}\n\n{diff}",
             details={"path": str(path), "oldText": before.body, "newText": after, "diff": diff},
         )
 

@@ -13,6 +13,7 @@ import anyio
 
 from crank.agent.tools import Tool, ToolCall, ToolError, ToolOutput
 
+from .agreement import differing, searched_note
 from .context import ToolContext
 from .search import (
     BLOCK_BYTES,
@@ -157,6 +158,9 @@ def make_grep(ctx: ToolContext, engine: str | None = None) -> Tool:
         hits = await run_search(ctx, query, base, engine, report)
         text, shown = render(ctx, hits, query.limit)
         note = report_note(ctx, report)
+        unsaved = await differing(ctx, open_documents_under(ctx.documents, base, query))
+        if unsaved:
+            note += "\n\n" + searched_note(ctx, unsaved)
         if not shown:
             return ToolOutput(f"No matches for {query.pattern!r} in {display}.{note}")
         total = sum(1 for hit in hits if hit.match)

@@ -26,6 +26,7 @@ from crank.agent.tools import (
     ToolOutput,
 )
 
+from .agreement import differing, read_note
 from .context import ToolContext
 from .lines import LineReader, text_of_line
 from .textfile import (
@@ -181,7 +182,11 @@ def make_read(ctx: ToolContext) -> Tool:
                 )
             finally:
                 gone[0] = True
-        return ToolOutput(content, details={"path": str(path), "openInEditor": buffer is not None})
+        unsaved = buffer is not None and bool(await differing(ctx, [path]))
+        if unsaved:
+            content += "\n\n" + read_note(display)
+        details = {"path": str(path), "openInEditor": buffer is not None, "unsaved": unsaved}
+        return ToolOutput(content, details=details)
 
     return Tool(
         name="read",

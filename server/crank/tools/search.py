@@ -332,6 +332,7 @@ async def rg_search(rg: str, query: Query, base: Path, skip: set[Path]) -> list[
     matches = 0
     stuck: list[bool] = []
     watchdog = asyncio.ensure_future(_watch(process, stuck))
+    ended = False
     try:
         while True:
             try:
@@ -351,16 +352,21 @@ async def rg_search(rg: str, query: Query, base: Path, skip: set[Path]) -> list[
         errors = ""
         if complete:  # stdout ended, so ripgrep is done writing; else it may never be
             errors = (await process.stderr.read(RG_LINE_LIMIT)).decode(errors="replace")
+            ended = True
     finally:
         watchdog.cancel()
-        if process.returncode is None:
+        # Only a ripgrep still searching is killed. One that closed its output is exiting:
+        # killing it then would make the subprocess module reap it (kill() polls first)
+        # behind asyncio's back, and asyncio would report the status as 255.
+        if process.returncode is None and not ended:
             with contextlib.suppress(ProcessLookupError):
                 process.kill()
         await process.wait()
     if stuck:
         raise RipgrepFailed(f"it did no I/O for {RG_STALL_SECONDS} s, as when opening a FIFO")
-    if complete and process.returncode is not None and process.returncode < 0:
-        raise RipgrepFailed(errors.strip() or f"ripgrep was killed by signal {-process.returncode}")
+    code = process.returncode
+    if complete and code not in (0, 1, 2):  # killed, most likely by its memory limit
+        raise RipgrepFailed(errors.strip()[:200] or f"it ended with status {code}")
     if complete and process.returncode == 2 and not hits:
         raise ToolError(f"grep failed: {errors.strip() or 'ripgrep exited with code 2'}")
     return hits

@@ -4,11 +4,16 @@ In memory a document is LF-only text without a BOM (``Text.body``); ``Text.encod
 puts the original line ending and BOM back, so a CRLF file stays CRLF and a BOM is
 never lost or invented. Disk writes are atomic: a temp file in the same directory,
 fsync, ``os.replace``, keeping the old file's permission bits.
+
+Nothing here reads more than ``MAX_TEXT_BYTES`` of a file, and only regular files are
+opened (``open_regular``): a FIFO, socket or device is refused before a byte is read.
+Larger files are for the streaming readers (``lines``) or are refused, naming the size.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import stat
@@ -137,6 +142,12 @@ def open_regular(path: Path, display: str) -> Iterator[tuple[BinaryIO, os.stat_r
         raise ToolError(f"{display} is a directory, not a file; use ls to list it.") from None
     except PermissionError:
         raise ToolError(f"Permission denied reading {display}") from None
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a Unix socket (or a device with nothing behind it)
+            raise ToolError(
+                f"{display} is not a regular file (a pipe, socket or device)."
+            ) from None
+        raise ToolError(f"Could not open {display}: {exc.strerror or exc}") from None
     try:
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):

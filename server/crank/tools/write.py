@@ -54,14 +54,16 @@ def make_write(ctx: ToolContext) -> Tool:
         content = args["content"]
         if before is not None:
             content = content.removeprefix("\ufeff").replace("\r\n", "\n")
-        decision = await apply_change(ctx, call=call, path=path, before=before, new_body=content)
-        if not decision.allowed:
-            return declined(f"writing {display}", decision)
+        applied = await apply_change(ctx, call=call, path=path, before=before, new_body=content)
+        if not applied.decision.allowed:
+            return declined(f"writing {display}", applied.decision)
         size = len(content.encode("utf-8"))
         verb = "Overwrote" if before else "Created"
+        note = f" {applied.note}" if applied.note else ""
         if before is not None and before.omitted:
             return ToolOutput(
-                f"{verb} {display} ({size} bytes). {omitted_note(before.omitted)}",
+                f"{verb} {display} ({size} bytes, {applied.where}).{note} "
+                f"{omitted_note(before.omitted)}",
                 details={
                     "path": str(path),
                     "oldText": "",
@@ -73,7 +75,7 @@ def make_write(ctx: ToolContext) -> Tool:
         old = before.body if before else ""
         diff = unified_diff(display, old, content)
         return ToolOutput(
-            f"{verb} {display} ({size} bytes).",
+            f"{verb} {display} ({size} bytes, {applied.where}).{note}",
             details={"path": str(path), "oldText": old, "newText": content, "diff": diff},
         )
 

@@ -17,8 +17,9 @@ from .config import (
     resolve_provider,
 )
 from .errors import ProviderError, classify
-from .factory import create_model
+from .factory import create_model, discover
 from .openai import OpenAIModel
+from .served import ServedModel
 
 __all__ = [
     "NO_PROVIDER",
@@ -30,9 +31,11 @@ __all__ = [
     "ProviderError",
     "RedactingFormatter",
     "Secret",
+    "ServedModel",
     "classify",
     "cost_of",
     "create_model",
+    "discover",
     "known_models",
     "lookup",
     "redact",

@@ -2,7 +2,10 @@
 
 Known models get their published figures; anything else (a local model, a new release)
 gets the API family's defaults and no prices, so its cost reads as 0.0 rather than a
-guess. Configuration can override the window and the output limit for any model.
+guess. An unknown model on an OpenAI-compatible server other than OpenAI's own gets the
+conservative ``openaiCompatible`` default (8,192 tokens: most local servers run far
+below the 128k a cloud model has) until the server says better (``served.py``).
+Configuration can override the window and the output limit for any model.
 Dated model ids (``claude-sonnet-4-5-20250929``) resolve to their undated entry.
 """
 
@@ -54,10 +57,13 @@ def lookup(
     *,
     context_window: int | None = None,
     max_output_tokens: int | None = None,
+    compatible: bool = False,
 ) -> ModelInfo:
-    """Figures for one model; explicit arguments (from configuration) win."""
+    """Figures for one model; explicit arguments (from configuration) win.
+    ``compatible``: served by an OpenAI-compatible server, not by OpenAI itself."""
     catalog = _catalog()
-    defaults = catalog["defaults"].get(api, catalog["defaults"]["openai"])
+    family = "openaiCompatible" if compatible and api == "openai" else api
+    defaults = catalog["defaults"].get(family, catalog["defaults"]["openai"])
     models: dict[str, Any] = catalog["models"].get(api, {})
     entry = models.get(model_id) or models.get(_DATE_SUFFIX.sub("", model_id))
     known = entry is not None

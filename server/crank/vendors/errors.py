@@ -106,6 +106,10 @@ def classify(
     if not message:
         message = body if isinstance(body, str) and body else f"HTTP {status}"
     kind = _TYPE_KINDS.get(code) or _TYPE_KINDS.get(error_type) or _kind_for_status(status)
+    if kind == "server" and status is not None and 400 <= status < 500:
+        # Ollama labels a 404 for an unknown model "api_error": the status says it is
+        # the request, and retrying it cannot help.
+        kind = _kind_for_status(status)
     if kind in ("invalid_request", "server") and looks_like_overflow(message):
         kind = "overflow"
     retryable = code != "insufficient_quota"

@@ -9,6 +9,7 @@ from crank.agent.model import Model
 from .anthropic import AnthropicModel
 from .config import ConfigError, ProviderConfig
 from .openai import OpenAIModel
+from .served import ServedModel
 from .transport import StreamingModel
 
 
@@ -30,3 +31,12 @@ def create_model(config: ProviderConfig, *, client: httpx.AsyncClient | None = N
     else:
         raise ConfigError(f"unknown provider api {config.api!r} (anthropic, openai or scripted)")
     return model
+
+
+async def discover(model: object, *, refresh: bool = False) -> list[ServedModel] | None:
+    """Ask the model's server what it serves, and learn the window it runs the model
+    with (the window once per model; the list again when ``refresh``; servers other
+    than OpenAI's own). None when there is nothing to ask or the server did not say."""
+    if isinstance(model, OpenAIModel):
+        return await model.discover(refresh=refresh)
+    return None

@@ -13,14 +13,21 @@ the server sends none. Cached prompt tokens come from ``prompt_tokens_details``.
 from __future__ import annotations
 
 import json
+import re
+from dataclasses import replace
 from typing import Any
+
+import httpx
 
 from crank.agent.messages import Message, StopReason
 from crank.agent.model import ModelRequest, StreamEvent
 
-from .errors import classify
+from .catalog import known_models
+from .config import ProviderConfig
+from .errors import ProviderError, body_of, classify
 from .reply import ReplyBuilder
-from .transport import StreamFailure, StreamingModel
+from .served import ServedModel, context_window, offered, served_models
+from .transport import HOSTED_OPENAI, Parser, StreamFailure, StreamingModel
 
 _FINISH: dict[str, StopReason] = {
     "stop": "stop",
@@ -60,7 +67,10 @@ def _render_one(message: Message) -> dict[str, Any]:
                     },
                 }
             )
-    rendered: dict[str, Any] = {"role": "assistant", "content": text or None}
+    # A reply of calls alone goes with content "" rather than null: llama-cpp-python's
+    # server refuses null there (HTTP 500, a validation error) and its tool template
+    # fails on a missing content; "" is what the OpenAI reference and the others take.
+    rendered: dict[str, Any] = {"role": "assistant", "content": text or ("" if calls else None)}
     if calls:
         rendered["tool_calls"] = calls
     return rendered
@@ -78,8 +88,8 @@ def render_messages(system: str, messages: list[Message]) -> list[dict[str, Any]
             previous["content"] = f"{previous['content']}\n\n{item['content']}"
         elif previous is not None and previous["role"] == item["role"] == "assistant":
             texts = [t for t in (previous["content"], item["content"]) if t]
-            previous["content"] = "\n\n".join(texts) or None
             calls = previous.get("tool_calls", []) + item.get("tool_calls", [])
+            previous["content"] = "\n\n".join(texts) or ("" if calls else None)
             if calls:
                 previous["tool_calls"] = calls
         else:
@@ -90,6 +100,18 @@ def render_messages(system: str, messages: list[Message]) -> list[dict[str, Any]
 class OpenAIModel(StreamingModel):
     api_name = "openai"
 
+    def __init__(self, config: ProviderConfig, **kwargs: Any) -> None:
+        super().__init__(config, **kwargs)
+        self._changed: set[str] = set()
+        """Changes made to the request for this server (each made once): see adapt."""
+        self._served: list[ServedModel] | None = None
+        self._discovered = False
+        self._sent_limit = False
+
+    @property
+    def hosted(self) -> bool:
+        return self.config.base_url.startswith(HOSTED_OPENAI)
+
     def url(self) -> str:
         return f"{self.config.base_url}/chat/completions"
 
@@ -99,17 +121,24 @@ class OpenAIModel(StreamingModel):
             headers["authorization"] = f"Bearer {self.config.api_key.reveal()}"
         return headers
 
-    def body(self, request: ModelRequest) -> dict[str, Any]:
+    def _limit_field(self) -> str:
+        preferred = "max_completion_tokens" if self.hosted else "max_tokens"
+        if "limit_field" in self._changed:
+            return "max_tokens" if preferred == "max_completion_tokens" else "max_completion_tokens"
+        return preferred
+
+    def body(self, request: ModelRequest, *, stream: bool = True) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.config.model,
             "messages": render_messages(request.system, request.messages),
-            "stream": True,
-            "stream_options": {"include_usage": True},
+            "stream": stream,
         }
+        if stream and "stream_options" not in self._changed:
+            body["stream_options"] = {"include_usage": True}
         limit = request.max_output_tokens or self.config.max_output_tokens
+        self._sent_limit = bool(limit)
         if limit:
-            hosted = self.config.base_url.startswith("https://api.openai.com")
-            body["max_completion_tokens" if hosted else "max_tokens"] = limit
+            body[self._limit_field()] = limit
         if request.tools:
             body["tools"] = [
                 {
@@ -127,19 +156,138 @@ class OpenAIModel(StreamingModel):
     def parser(self, builder: ReplyBuilder, request: ModelRequest, payload: bytes) -> OpenAIParser:
         return OpenAIParser(builder, estimated_input=len(payload) // CHARS_PER_TOKEN)
 
+    # -- what real servers need ---------------------------------------------------------
+
+    def adapt(self, error: ProviderError) -> bool:
+        """A 400/422 that names a field this request sent: ``stream_options`` (servers
+        that refuse it; usage is then estimated) or the output-limit field (``max_tokens``
+        where ``max_completion_tokens`` is wanted, or the other way round)."""
+        if error.kind != "invalid_request" or error.status not in (400, 422):
+            return False
+        text = error.message.lower()
+        if "stream_options" in text and "stream_options" not in self._changed:
+            self._changed.add("stream_options")
+            return True
+        if self._sent_limit and self._limit_field() in text and "limit_field" not in self._changed:
+            self._changed.add("limit_field")
+            return True
+        return False
+
+    async def unstreamed(
+        self, client: httpx.AsyncClient, request: ModelRequest, parser: Parser
+    ) -> list[StreamEvent] | ProviderError | None:
+        """llama-cpp-python's server answers a request it fails on (the prompt past its
+        ``n_ctx``; tools with ``tool_choice: auto``) with an empty 200 stream and
+        keeps the reason in its log. Asked again without streaming it says why
+        (a 400 with the context size) or answers whole."""
+        if not isinstance(parser, OpenAIParser) or parser.chunks:
+            return None
+        payload = json.dumps(self.body(request, stream=False), ensure_ascii=False)
+        headers = {**self.headers(), "accept": "application/json"}
+        response = await client.post(self.url(), content=payload.encode(), headers=headers)
+        if response.status_code >= 400:
+            error = classify(response.status_code, body_of(response.content), provider=self.api)
+            return await self.explain(client, error)
+        data = body_of(response.content)
+        if not isinstance(data, dict) or not isinstance(data.get("choices"), list):
+            return ProviderError(
+                "server",
+                "the server closed the stream without a reply, and asked again "
+                f"without streaming it answered {str(data)[:200]!r}",
+            )
+        events = parser.feed_chunk(data)
+        parser.complete = True
+        return events
+
+    async def explain(self, client: httpx.AsyncClient, error: ProviderError) -> ProviderError:
+        """A context size in an overflow message is the server's real window, learned
+        for the next request; a wrong model name gets the list of what is served."""
+        if error.kind == "overflow":
+            self._learn_window(error.message)
+            return error
+        text = error.message.lower()
+        unknown_model = error.status == 404 or (
+            "model" in text and any(p in text for p in ("not found", "does not exist", "no such"))
+        )
+        if not unknown_model:
+            return error
+        listed = await served_models(client, self.config.base_url, self.headers())
+        if not listed:
+            return error
+        return replace(
+            error,
+            message=f"{error.message} (the server at {self.config.base_url} offers: "
+            f"{offered(listed)}; set provider.model or CRANK_MODEL to one of them)",
+        )
+
+    def _learn_window(self, message: str) -> None:
+        if self.config.context_window is not None:
+            return
+        found = _WINDOW_IN_MESSAGE.search(message)
+        if found:
+            self.set_context_window(int(found.group(1)))
+
+    async def discover(self, *, refresh: bool = False) -> list[ServedModel] | None:
+        """Ask the server what it serves (again when ``refresh``: a local server's
+        models come and go) and, once, the window it runs this model with. A
+        configured ``contextWindow`` wins; OpenAI itself is never asked."""
+        if self.hosted:
+            return None
+        if self._discovered and not refresh:
+            return self._served
+        async with self._clients.lease() as client:
+            self._served = await served_models(client, self.config.base_url, self.headers())
+            if (
+                not self._discovered
+                and self.config.context_window is None
+                and self.id not in _CATALOGUED
+            ):
+                window = await context_window(
+                    client, self.config.base_url, self.headers(), self.id, self._served
+                )
+                if window is not None:
+                    self.set_context_window(window)
+        self._discovered = True
+        return self._served
+
+
+_WINDOW_IN_MESSAGE = re.compile(
+    r"(?:maximum context length is|context window of|context size of|n_ctx[=: ]+|"
+    r"context length of)\s*(\d+)",
+    re.IGNORECASE,
+)
+_CATALOGUED: frozenset[str] = frozenset(mid for api, mid, _ in known_models() if api == "openai")
+
 
 class OpenAIParser:
-    """Turns chat-completion chunks into neutral events on a ``ReplyBuilder``."""
+    """Turns chat-completion chunks into neutral events on a ``ReplyBuilder``.
+
+    Read for what servers really send, not for the reference alone (fixtures under
+    ``tests/vendors/fixtures/``): a tool call is found by its ``index``, else by its
+    ``id``, else it continues the call before it; a new id at a known index is a new
+    call (vLLM and Ollama put every call at index 0); a name repeated on every chunk
+    (llama-cpp-python) is one name, not its concatenation; arguments sent as an object
+    are that object's JSON; the legacy ``function_call`` is read only from a server
+    that sends no ``tool_calls`` (llama-cpp-python sends both, and the legacy one's
+    name can be garbage); only the first choice counts; a usage chunk may come with
+    empty ``choices``.
+    """
 
     def __init__(self, builder: ReplyBuilder, estimated_input: int) -> None:
         self.builder = builder
         self.complete = False
         self.stop_reason: StopReason = "stop"
+        self.chunks = 0
+        """Chunks read so far: a stream that closes with none tells nothing at all."""
         self._finished = False
         self._got_usage = False
         self._estimated_input = estimated_input
-        self._calls: dict[int, int] = {}
-        """The server's tool-call index -> our content index."""
+        self._calls: dict[tuple[str, Any], int] = {}
+        """Where the server says a call is (its index, else its id) -> content index."""
+        self._last_call: int | None = None
+        self._server_ids: set[int] = set()
+        """Content indexes of calls whose id the server sent (not made up here)."""
+        self._saw_tool_calls = False
 
     def feed(self, event: str, data: str) -> list[StreamEvent]:
         data = data.strip()
@@ -156,46 +304,101 @@ class OpenAIParser:
             ) from error
         if not isinstance(chunk, dict):
             return []
+        self.chunks += 1
         if "error" in chunk:
             raise StreamFailure(classify(None, chunk, provider="openai"))
+        return self.feed_chunk(chunk)
+
+    def feed_chunk(self, chunk: dict[str, Any]) -> list[StreamEvent]:
+        """One chunk (a streamed ``delta``, or a whole non-streamed ``message``)."""
         usage = chunk.get("usage")
         if isinstance(usage, dict):
             self._usage(usage)
         events: list[StreamEvent] = []
-        for choice in chunk.get("choices") or ():
-            delta = choice.get("delta") or {}
-            reasoning = delta.get("reasoning_content") or delta.get("reasoning")
-            if isinstance(reasoning, str) and reasoning:
-                index = self.builder.last_open("thinking")
-                events.append(self.builder.thinking(index, reasoning))
-            content = delta.get("content")
-            if isinstance(content, str) and content:
-                index = self.builder.last_open("text")
-                events.append(self.builder.text(index, content))
-            for call in delta.get("tool_calls") or ():
-                events.extend(self._tool_call(call))
+        choices = chunk.get("choices")
+        for choice in choices if isinstance(choices, list) else ():
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue  # n > 1 is never asked for; a second choice is not this reply
+            delta = choice.get("delta") or choice.get("message") or {}
+            if isinstance(delta, dict):
+                events.extend(self._delta(delta))
             reason = choice.get("finish_reason")
             if reason:
                 self._finished = True
                 self.stop_reason = _FINISH.get(reason, "stop")
         return events
 
-    def _tool_call(self, call: dict[str, Any]) -> list[StreamEvent]:
-        position = call.get("index", len(self._calls))
-        function = call.get("function") or {}
+    def _delta(self, delta: dict[str, Any]) -> list[StreamEvent]:
         events: list[StreamEvent] = []
-        index = self._calls.get(position)
+        reasoning = delta.get("reasoning_content") or delta.get("reasoning")
+        if isinstance(reasoning, str) and reasoning:
+            index = self.builder.last_open("thinking")
+            events.append(self.builder.thinking(index, reasoning))
+        content = delta.get("content")
+        if isinstance(content, str) and content:
+            index = self.builder.last_open("text")
+            events.append(self.builder.text(index, content))
+        calls = delta.get("tool_calls")
+        if isinstance(calls, list) and calls:
+            self._saw_tool_calls = True
+            for position, call in enumerate(calls):
+                if isinstance(call, dict):
+                    events.extend(self._tool_call(call, position if len(calls) > 1 else None))
+        legacy = delta.get("function_call")
+        if isinstance(legacy, dict) and not self._saw_tool_calls:
+            events.extend(self._tool_call({"key": "function_call", "function": legacy}, None))
+        return events
+
+    def _where(self, call: dict[str, Any], position: int | None) -> tuple[str, Any] | None:
+        """The key a call is known by, or None for "the call before this one"."""
+        if "key" in call:
+            return ("legacy", call["key"])
+        if isinstance(call.get("index"), int):
+            return ("index", call["index"])
+        if isinstance(call.get("id"), str) and call["id"]:
+            return ("id", call["id"])
+        if position is not None:
+            return ("position", position)
+        return None
+
+    def _tool_call(self, call: dict[str, Any], position: int | None) -> list[StreamEvent]:
+        function = call.get("function") or {}
+        if not isinstance(function, dict):
+            function = {}
+        raw_name = function.get("name")
+        name = raw_name if isinstance(raw_name, str) else ""
+        where = self._where(call, position)
+        index = self._calls.get(where) if where is not None else self._last_call
+        raw_id = call.get("id")
+        call_id = raw_id if isinstance(raw_id, str) and raw_id else None
+        if where is None and index is not None and name and self.builder.tool_done(index):
+            index = None  # no index and no id, a name, and the call before is whole: a new one
+        elif (
+            index is not None
+            and call_id
+            and index in self._server_ids
+            and self.builder.blocks[index].id != call_id
+        ):
+            index = None  # vLLM, Ollama: every call at index 0, each with its own id
+        events: list[StreamEvent] = []
         if index is None:
-            index, start = self.builder.open_tool(call.get("id"), function.get("name") or "")
-            self._calls[position] = index
+            index, start = self.builder.open_tool(call_id, name)
+            if call_id:
+                self._server_ids.add(index)
+            if where is not None:
+                self._calls[where] = index
             events.append(start)
-        elif function.get("name"):
-            self.builder.name_tool(index, function["name"])
+        elif name:
+            self.builder.name_tool(index, name)
+        self._last_call = index
         arguments = function.get("arguments")
         if isinstance(arguments, str) and arguments:
             events.append(self.builder.arguments(index, arguments))
         elif isinstance(arguments, dict):
-            events.append(self.builder.arguments(index, json.dumps(arguments)))
+            whole = json.dumps(arguments, ensure_ascii=False)
+            delta = self.builder.whole_arguments(index, whole)
+            if delta is not None:
+                events.append(delta)
         return events
 
     def _usage(self, usage: dict[str, Any]) -> None:
@@ -209,11 +412,21 @@ class OpenAIParser:
         self._got_usage = True
 
     def finalize(self) -> None:
+        """The stop reason follows the content where they disagree: calls mean
+        ``toolUse`` (a ``stop`` beside calls, from Ollama and others), and a
+        ``tool_calls`` finish with no call in it is a plain ``stop``."""
         if self.builder.has_tool_calls() and self.stop_reason == "stop":
             self.stop_reason = "toolUse"
+        elif not self.builder.has_tool_calls() and self.stop_reason == "toolUse":
+            self.stop_reason = "stop"
         if not self._got_usage:
             self.builder.usage["input"] = self._estimated_input
             self.builder.usage["output"] = -(-self.builder.output_chars() // CHARS_PER_TOKEN)
+
+    @property
+    def measured(self) -> bool:
+        """Whether the usage is the server's own count (else an estimate)."""
+        return self._got_usage
 
     def ended_cleanly(self) -> bool:
         """``[DONE]``, or a finish reason from a server that never sends ``[DONE]``."""

@@ -113,7 +113,41 @@ class ReplyBuilder:
         self.blocks[index].signature.append(signature)
 
     def name_tool(self, index: int, name: str) -> None:
-        self.blocks[index].name += name
+        """A name seen again for a call that has one.
+
+        OpenAI sends a name once; llama-cpp-python repeats it whole on every chunk,
+        others send it cumulatively. Only a true fragment (neither the name so far
+        nor a longer version of it) is appended.
+        """
+        block = self.blocks[index]
+        if name.startswith(block.name):
+            block.name = name  # the same name again, or a longer version of it
+        else:
+            block.name += name
+
+    def tool_done(self, index: int) -> bool:
+        """Whether a call's arguments so far already form a whole JSON value."""
+        raw = "".join(self.blocks[index].parts)
+        if not raw.strip():
+            return False
+        try:
+            json.loads(raw)
+        except json.JSONDecodeError:
+            return False
+        return True
+
+    def whole_arguments(self, index: int, text: str) -> ToolCallDelta | None:
+        """Arguments a server sent whole (as an object): the call's arguments become
+        exactly ``text``. A delta only when nothing came before; a repeat is dropped;
+        anything else replaces what came before without an event."""
+        block = self.blocks[index]
+        joined = "".join(block.parts)
+        if joined == text:
+            return None
+        if not joined:
+            return self.arguments(index, text)
+        block.parts = [text]
+        return None
 
     def has_tool_calls(self) -> bool:
         return any(block.type == "toolCall" for block in self.blocks)

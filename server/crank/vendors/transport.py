@@ -26,6 +26,7 @@ import random
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import suppress
+from dataclasses import replace
 from typing import Any, Protocol
 
 import httpx
@@ -41,6 +42,11 @@ from .errors import ProviderError, body_of, classify
 from .reply import ReplyBuilder
 
 log = logging.getLogger("crank.vendors")
+
+HOSTED_OPENAI = "https://api.openai.com"
+REFUSED_RETRY_DELAY = 0.5
+"""Seconds before the one retry of a refused connection: a server that is starting
+gets a moment; one that is not running is reported at once, not after the backoff."""
 
 
 class StreamFailure(Exception):
@@ -83,6 +89,7 @@ class StreamingModel:
             config.model,
             context_window=config.context_window,
             max_output_tokens=config.max_output_tokens,
+            compatible=not config.base_url.startswith(HOSTED_OPENAI),
         )
         self._limits = limits or httpx.Limits()
         self._ssl: ssl.SSLContext | None = None
@@ -100,6 +107,10 @@ class StreamingModel:
     def context_window(self) -> int:
         return self.info.context_window
 
+    def set_context_window(self, tokens: int) -> None:
+        """The window the server said it runs with (it wins over any default)."""
+        self.info = replace(self.info, context_window=tokens, known=True)
+
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.config.public()!r})"
 
@@ -115,6 +126,25 @@ class StreamingModel:
 
     def parser(self, builder: ReplyBuilder, request: ModelRequest, payload: bytes) -> Parser:
         raise NotImplementedError
+
+    def adapt(self, error: ProviderError) -> bool:
+        """Whether the request can be changed so that the server takes it (a field it
+        refused, left out or renamed); then it is sent again at once. Each change is
+        made once per model, so this cannot loop."""
+        return False
+
+    async def unstreamed(
+        self, client: httpx.AsyncClient, request: ModelRequest, parser: Parser
+    ) -> list[StreamEvent] | ProviderError | None:
+        """A stream that closed before sending anything says nothing of why; an API
+        family may ask again without streaming to learn it (its answer, or its error).
+        None: no second opinion."""
+        return None
+
+    async def explain(self, client: httpx.AsyncClient, error: ProviderError) -> ProviderError:
+        """The chance to add what the server can tell about a refusal (the models it
+        serves, for a wrong model name)."""
+        return error
 
     # -- shared ----------------------------------------------------------------------
     def client(self) -> httpx.AsyncClient:
@@ -167,6 +197,7 @@ class StreamingModel:
     ) -> AsyncIterator[StreamEvent]:
         payload = json.dumps(self.body(request), ensure_ascii=False).encode("utf-8")
         retries = 0
+        refused = 0
         retrying = False
         if signal.aborted:
             message = ReplyBuilder(self.api, self.id).finish("aborted", note=signal.reason)
@@ -177,6 +208,7 @@ class StreamingModel:
             parser = self.parser(builder, request, payload)
             error: ProviderError | None = None
             aborted = False
+            silent = False
             try:
                 async with (
                     self._clients.lease() as client,
@@ -186,7 +218,7 @@ class StreamingModel:
                 ):
                     if response.status_code >= 400:
                         raw = await response.aread()
-                        error = self._http_error(response, raw)
+                        error = await self.explain(client, self._http_error(response, raw))
                     else:
                         async for sse in EventSource(response).aiter_sse():
                             for event in parser.feed(sse.event, sse.data):
@@ -200,6 +232,7 @@ class StreamingModel:
                                 aborted = True
                                 break
                         if not aborted and not parser.ended_cleanly():
+                            silent = not builder.streamed
                             error = ProviderError(
                                 "network", "the connection closed before the reply finished"
                             )
@@ -207,11 +240,30 @@ class StreamingModel:
                 error = failure.error
             except httpx.TimeoutException as exc:
                 error = self._timeout(exc)
+            except httpx.ConnectError as exc:
+                refused += 1
+                error = ProviderError(
+                    "network",
+                    f"nothing answered at {self.url()} ({exc or 'connection refused'}): is the "
+                    "server running, and is the port in the base URL right?",
+                    retryable=refused <= 1,
+                    retry_after=REFUSED_RETRY_DELAY,
+                )
             except httpx.HTTPError as exc:
                 error = ProviderError(
                     "network", f"{type(exc).__name__}: {exc or 'connection failed'}"
                 )
 
+            if silent and not signal.aborted:
+                # Asked only once the silent stream is closed: llama-cpp-python serves
+                # one request at a time and would wait for the first to end.
+                second = await self._ask_unstreamed(request, parser)
+                if isinstance(second, list):
+                    error = None
+                    for event in second:
+                        yield event
+                elif second is not None:
+                    error = second
             if aborted:
                 if retrying:
                     yield {"type": "retry_end", "attempt": retries, "success": False}
@@ -226,13 +278,23 @@ class StreamingModel:
                 parser.finalize()
                 if retrying:
                     yield {"type": "retry_end", "attempt": retries, "success": True}
-                yield {"type": "done", "message": self._checked(builder.finish(parser.stop_reason))}
+                measured = getattr(parser, "measured", True)
+                message = builder.finish(parser.stop_reason)
+                yield {"type": "done", "message": self._checked(message, measured)}
                 return
 
             error = self._error(error)
+            if not builder.streamed and not signal.aborted and self.adapt(error):
+                log.info("sending again, changed for the server: %s", error.message)
+                payload = json.dumps(self.body(request), ensure_ascii=False).encode("utf-8")
+                continue
             if retrying:
                 retrying = False
                 yield {"type": "retry_end", "attempt": retries, "success": False}
+            if refused and not error.retryable:
+                log.warning("model request failed: %s", error.message)
+                yield {"type": "done", "message": self._priced(builder.finish("error", error))}
+                return
             can_retry = error.should_retry and not builder.streamed and not signal.aborted
             if can_retry and retries < self.config.max_retries:
                 delay = (
@@ -248,7 +310,7 @@ class StreamingModel:
                         "type": "retry_start",
                         "attempt": retries,
                         "delayMs": round(delay * 1000),
-                        "error": error.message,
+                        "error": "no answer yet, trying once more" if refused else error.message,
                     }
                     if await _sleep(delay, signal):
                         yield {"type": "retry_end", "attempt": retries, "success": False}
@@ -275,6 +337,23 @@ class StreamingModel:
             log.warning("model request failed: %s", error.message)
             yield {"type": "done", "message": self._priced(builder.finish("error", error))}
             return
+
+    async def _ask_unstreamed(
+        self, request: ModelRequest, parser: Parser
+    ) -> list[StreamEvent] | ProviderError | None:
+        try:
+            async with self._clients.lease() as client:
+                try:
+                    return await self.unstreamed(client, request, parser)
+                except httpx.RemoteProtocolError:
+                    # The server dropped the kept-alive connection the silent stream
+                    # came on (llama-cpp-python does, while saying keep-alive): the
+                    # pool hands it out again once, and a fresh one works.
+                    return await self.unstreamed(client, request, parser)
+        except httpx.TimeoutException as exc:
+            return self._timeout(exc)
+        except httpx.HTTPError as exc:
+            return ProviderError("network", f"{type(exc).__name__}: {exc or 'connection failed'}")
 
     def _http_error(self, response: httpx.Response, raw: bytes) -> ProviderError:
         retry_after = response.headers.get("retry-after")
@@ -311,11 +390,13 @@ class StreamingModel:
         message["usage"]["cost"] = cost_of(message["usage"], self.info.prices)
         return message
 
-    def _checked(self, message: AssistantMessage) -> AssistantMessage:
-        """Price the reply and flag a context overflow the server did not report."""
+    def _checked(self, message: AssistantMessage, measured: bool = True) -> AssistantMessage:
+        """Price the reply and flag a context overflow the server did not report.
+        Only from usage the server measured: an estimate (a server that sends none)
+        is too rough to turn an answer into an error."""
         usage = message["usage"]
         used = usage["input"] + usage["cacheRead"] + usage["cacheWrite"]
-        if self.info.known and used > self.info.context_window:
+        if measured and self.info.known and used > self.info.context_window:
             message["stopReason"] = "error"
             message["errorKind"] = "overflow"
             message["errorMessage"] = (

@@ -21,9 +21,11 @@ class EditorClient(Protocol):
         """The open documents (unsaved text), keyed by resolved path."""
         ...
 
-    async def apply_edit(self, path: Path, old_text: str, new_text: str) -> None:
-        """Change an open document through the editor (``workspace/applyEdit``);
-        raises ``crank.tools.EditRefused`` when the editor says no."""
+    async def apply_edit(self, path: Path, old_text: str, new_text: str) -> str | None:
+        """Change an open document through the editor (``workspace/applyEdit``) and have
+        the same text on disk when this returns (``crank.tools.ApplyEdit``); raises
+        ``crank.tools.EditRefused`` when the editor says no, ``EditNotSaved`` when the
+        change is only in the buffer. Returns a sentence for the model, or None."""
         ...
 
     def send_event(self, params: EventParams) -> None:

@@ -27,6 +27,7 @@ from crank.agent.tools import Tool, ToolCall
 from crank.prompt import PromptLocations, PromptWatcher, SystemPrompt, compute_prompt
 from crank.session import ContextUsage, Housekeeper, SessionError, SessionLog, SessionStore
 from crank.session.log import new_session_id
+from crank.session.recall import Recall
 from crank.tools import (
     ApprovalRequest,
     Decision,
@@ -36,8 +37,9 @@ from crank.tools import (
     read_only_tools,
     standard_tools,
 )
+from crank.tools.recall import make_recall
 from crank.tools.sandbox import SandboxStatus, probe, protected_paths
-from crank.vendors import ConfigError, ProviderConfig, known_models
+from crank.vendors import ConfigError, ProviderConfig, discover, known_models, lookup
 from crank.vendors.config import default_config_file
 
 from .client import EditorClient
@@ -109,6 +111,7 @@ class WorkspaceHost:
         self._resume_last = resume_last
         self._today = today
         self._daily: asyncio.Task[None] | None = None
+        self._prompt_refresh: asyncio.Task[object] | None = None
         self.stream = EventStream(uri, client.send_event)
         self.permissions = Permissions(self.root, settings.permission_mode, rules_file)
         self.store = SessionStore(self.root, settings.session_dir)
@@ -124,6 +127,7 @@ class WorkspaceHost:
             ),
         )
         self.sandbox_status = SandboxStatus(False, "not checked yet")
+        self.log: SessionLog | None = None
         self.tools = self._tool_set()
         self.provider: ProviderConfig | None = None
         self.config_error: str | None = None
@@ -138,7 +142,6 @@ class WorkspaceHost:
             recover_overflow=self._recover_overflow,
         )
         self.harness.subscribe(self._on_event)
-        self.log: SessionLog | None = None
         self._log_listener: Listener | None = None
         self.session_id = new_session_id()
         self._run: Run | None = None
@@ -154,6 +157,8 @@ class WorkspaceHost:
             self.sandbox_status = await asyncio.to_thread(probe)
             if self._resume_last:
                 await self._resume_newest()
+                self.tools = self._tool_set()  # a resumed session may offer recall
+                self.harness.set_tools(self.tools)
             first = await self._rebuild()
             self.prompt = first
             self.harness.set_system(first.text)
@@ -205,8 +210,26 @@ class WorkspaceHost:
 
     def _tool_set(self, mode: PermissionMode | None = None) -> list[Tool]:
         if (mode or self.permissions.mode) == "readOnly":
-            return read_only_tools(self.ctx)
-        return standard_tools(self.ctx)
+            tools = read_only_tools(self.ctx)
+        else:
+            tools = standard_tools(self.ctx)
+        if self.log is not None:
+            recall = Recall(self.log)
+            if recall.available():
+                tools.append(make_recall(recall))
+        return tools
+
+    async def _refresh_tools(self) -> None:
+        """``recall`` is offered while something on the active branch has been compacted
+        away: the tool set, and the prompt built from it, follow the session (from the
+        next run on; a run keeps the tools it started with)."""
+        tools = self._tool_set()
+        if [tool.name for tool in tools] == [tool.name for tool in self.tools]:
+            return
+        self.tools = tools
+        self.harness.set_tools(tools)
+        if self.watcher is not None:
+            await self.watcher.refresh()
 
     def _configure_model(self, override: dict[str, Any] | None = None) -> Model:
         try:
@@ -285,6 +308,8 @@ class WorkspaceHost:
         self.stream.emit(self.session_id, run_id, event)
         if event["type"] == "agent_settled":
             self._run = None
+        elif event["type"] == "compaction_end" and event["compacted"]:
+            await self._refresh_tools()
 
     def usage(self) -> ContextUsage:
         if self.keeper is not None:
@@ -308,6 +333,7 @@ class WorkspaceHost:
         return await self.keeper.build_request(record, prompt)
 
     async def _before_request(self, harness: Harness) -> None:
+        await discover(harness.model)  # the server's real window, before it is measured
         if self.keeper is not None:
             await self.keeper.before_request(harness)
 
@@ -466,7 +492,7 @@ class WorkspaceHost:
             state["runId"] = self._run.id
         state.update(
             {
-                "model": {"api": model.api, "id": model.id},
+                "model": {"api": model.api, "id": model.id, "contextWindow": model.context_window},
                 "permissionMode": self.permissions.mode,
                 "trusted": self.settings.trusted,
                 "sandbox": self.sandbox_status.to_json(self.settings.sandbox),
@@ -494,12 +520,34 @@ class WorkspaceHost:
             return {"tip": None, "entries": []}
         return tree_json(self.log)
 
-    def models(self) -> dict[str, Any]:
-        listed = [
-            {"api": api, "id": mid, "contextWindow": window} for api, mid, window in known_models()
-        ]
+    async def models(self) -> dict[str, Any]:
+        """What the configured server serves (``source: "server"``, asked each time:
+        a local server's models come and go), then the catalog's cloud models, the
+        current model first when it is in neither."""
         model = self.harness.model
-        current = {"api": model.api, "id": model.id, "contextWindow": model.context_window}
+        served = await discover(model, refresh=True) if self.config_error is None else None
+        listed: list[dict[str, Any]] = [
+            {
+                "api": model.api,
+                "id": entry.id,
+                "contextWindow": model.context_window
+                if entry.id == model.id
+                else entry.context_window
+                or lookup(model.api, entry.id, compatible=True).context_window,
+                "source": "server",
+            }
+            for entry in served or ()
+        ]
+        listed += [
+            {"api": api, "id": mid, "contextWindow": window, "source": "catalog"}
+            for api, mid, window in known_models()
+        ]
+        current = {
+            "api": model.api,
+            "id": model.id,
+            "contextWindow": model.context_window,
+            "source": "config",
+        }
         if self.config_error is None and not any(
             m["api"] == current["api"] and m["id"] == current["id"] for m in listed
         ):
@@ -518,6 +566,11 @@ class WorkspaceHost:
         self._drop_log()
         self.session_id = new_session_id()
         self.harness.replace_messages([])
+        if any(tool.name == "recall" for tool in self.tools):  # nothing is compacted yet
+            self.tools = self._tool_set()
+            self.harness.set_tools(self.tools)
+            if self.watcher is not None:  # the prompt follows; held so it is not collected
+                self._prompt_refresh = asyncio.create_task(self.watcher.refresh())
         self.stream.emit(
             self.session_id, None, {"type": "session_changed", "sessionId": self.session_id}
         )
@@ -534,6 +587,7 @@ class WorkspaceHost:
             self._require_idle("opening a session")
         self._adopt_log(opened)
         self.harness.replace_messages(messages)
+        await self._refresh_tools()
         self.stream.emit(
             self.session_id, None, {"type": "session_changed", "sessionId": self.session_id}
         )
@@ -548,13 +602,16 @@ class WorkspaceHost:
         self.harness.replace_messages(self.log.replay())
         if self.keeper is not None:
             self.keeper.recount()
+        await self._refresh_tools()
         return {"tip": tip}
 
     async def compact(self, instructions: str | None) -> dict[str, Any]:
         self._require_idle("compaction")
         if self.keeper is None:
             return {"compacted": False, "reason": "the session is empty: nothing to compact"}
-        return await self.keeper.compact(self.harness, instructions=instructions)
+        outcome = await self.keeper.compact(self.harness, instructions=instructions)
+        await self._refresh_tools()
+        return outcome
 
     async def set_model(self, api: str, model_id: str) -> dict[str, Any]:
         model = self._configure_model({"api": api, "model": model_id})

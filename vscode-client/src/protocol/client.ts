@@ -17,6 +17,8 @@ import type {
   PermissionResponse,
   PromptResult,
   Queue,
+  SaveDocumentParams,
+  SaveDocumentResult,
   SessionInfo,
   StateResult,
   SystemPromptResult,
@@ -62,6 +64,7 @@ export const Methods = {
   setPermissionMode: "crank/setPermissionMode",
   event: "crank/event",
   requestPermission: "crank/requestPermission",
+  saveDocument: "crank/saveDocument",
 } as const;
 
 /** Drop undefined fields so the wire carries only what the caller said. */
@@ -155,7 +158,16 @@ export class CrankClient {
       }),
     );
   }
+
+  /** Install the one handler that answers crank/saveDocument (see save.ts). */
+  onSaveDocument(handler: (p: SaveDocumentParams) => Promise<SaveDocumentResult>): Disposable {
+    return this.rpc.onRequest(Methods.saveDocument, (p: SaveDocumentParams) => handler(p));
+  }
 }
 
-/** The `capabilities.experimental` block a client must send to get events and permission requests. */
-export const experimentalCapabilities = { crank: { events: true, permissionRequests: true } };
+/**
+ * The `capabilities.experimental` block a client sends to get events and permission
+ * requests, and to be asked to save the documents the agent changed (saveDocuments:
+ * only a client that installs `onSaveDocument` may declare it).
+ */
+export const experimentalCapabilities = { crank: { events: true, permissionRequests: true, saveDocuments: true } };

@@ -13,6 +13,8 @@ export interface CrankSettings {
   api: string;
   baseUrl: string;
   model: string;
+  /** Tokens; 0 or unset = not set (the server finds it). */
+  contextWindow?: number;
   permissionMode: PermissionMode | undefined;
   sessionDir: string;
 }
@@ -62,6 +64,7 @@ export function settingsFrom(inspect: <T>(key: string) => Inspected<T> | undefin
     api: get<string>("provider.api") ?? "",
     baseUrl: get<string>("provider.baseUrl") ?? "",
     model: get<string>("provider.model") ?? "",
+    contextWindow: get<number>("provider.contextWindow") ?? 0,
     permissionMode: get<PermissionMode>("permissionMode"),
     sessionDir: get<string>("sessionDir") ?? "",
   };
@@ -104,6 +107,7 @@ export function initOptions(s: CrankSettings, apiKey: string | undefined, truste
   if (s.api) provider.api = s.api;
   if (s.baseUrl) provider.baseUrl = s.baseUrl;
   if (s.model) provider.model = s.model;
+  if (s.contextWindow && s.contextWindow > 0) provider.contextWindow = s.contextWindow;
   if (apiKey) provider.apiKey = apiKey;
   const out: CrankInitOptions = { trusted };
   if (s.permissionMode) out.permissionMode = s.permissionMode;

@@ -87,7 +87,8 @@ export interface Range { start: { line: number; character: number }; end: { line
 
 export interface PromptResult { sessionId: string; runId?: string; queued?: "steer" | "followUp" }
 export interface ModelRef { api: string; id: string }
-export interface ModelInfo extends ModelRef { contextWindow?: number }
+/** `source`: "server" (the configured server serves it), "catalog" (a known cloud model), "config". */
+export interface ModelInfo extends ModelRef { contextWindow?: number; source?: "server" | "catalog" | "config" }
 
 export interface StateResult {
   sessionId: string;
@@ -118,9 +119,12 @@ export interface SessionInfo {
 
 export interface SystemPromptResult { text: string; hash: string; sources: PromptSource[] }
 
-/** `oldTextOmitted` (the old file's size in bytes) is set when the old file was too large or
- * not text, so the server never loaded it: `oldText` is then empty and is NOT its content. */
-export type DiffPreview = { kind: "diff"; path: string; oldText: string; newText: string; oldTextOmitted?: number };
+/**
+ * `oldTextOmitted` (the old file's size in bytes) is set when the old file was too large or
+ * not text, so the server never loaded it: `oldText` is then empty and is NOT its content.
+ * `unsavedChanges`: the file holds the user's unsaved edits, which are saved with the change.
+ */
+export type DiffPreview = { kind: "diff"; path: string; oldText: string; newText: string; oldTextOmitted?: number; unsavedChanges?: boolean };
 export type CommandPreview = { kind: "command"; command: string };
 
 export interface PermissionRequest {
@@ -135,6 +139,15 @@ export interface PermissionRequest {
 
 export type PermissionDecision = "allow" | "allowSession" | "allowAlways" | "reject";
 export interface PermissionResponse { decision: PermissionDecision; reason?: string }
+
+/**
+ * crank/saveDocument (server to client, only when the client declared
+ * `experimental.crank.saveDocuments`): save this open document now, so the agent's
+ * next command sees the change it just applied. `unsavedChanges`: the document also
+ * held the user's unsaved edits, which are saved with it (tell the user).
+ */
+export interface SaveDocumentParams { uri: string; unsavedChanges?: boolean }
+export interface SaveDocumentResult { saved: boolean; reason?: string }
 
 export interface FixFileArgs { uri: string; diagnostics?: unknown[]; range?: Range; instruction?: string }
 

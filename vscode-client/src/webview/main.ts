@@ -461,6 +461,7 @@ function renderPermission(p: PermissionItem): HTMLElement {
   if (pv?.kind === "command") card.append(h("pre", { class: "command" }, pv.command));
   else if (pv?.kind === "diff") {
     card.append(h("div", { class: "path" }, pv.path));
+    if (pv.unsavedChanges) card.append(h("div", { class: "unsaved-note" }, "Your unsaved changes to this file are saved with it."));
     if (pv.oldTextOmitted !== undefined)
       card.append(h("div", { class: "note" }, `The old file (${pv.oldTextOmitted} bytes) is too large or not text: it is replaced whole, with no diff, and cannot be restored by undo.`));
     card.append(diffView(pv.oldText, pv.newText, pv.path, 60));

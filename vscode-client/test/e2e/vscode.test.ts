@@ -111,14 +111,35 @@ async function dump(name: string, err: unknown): Promise<never> {
   throw new Error(`${err instanceof Error ? err.stack : String(err)}\n--- logs ---\n${h.log()}`);
 }
 
-test("activation: the chat view opens, the server starts, a prompt streams in", async () => {
+/** How many `crank serve` processes this suite's code-server started (found by their HOME). */
+function crankServers(): number {
+  let n = 0;
+  for (const pid of readdirSync("/proc")) {
+    if (!/^\d+$/.test(pid)) continue;
+    try {
+      if (!readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("crank\0serve")) continue;
+      if (readFileSync(`/proc/${pid}/environ`, "utf8").split("\0").includes(`HOME=${h.home}`)) n++;
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return n;
+}
+
+test("activation starts no server; the status bar item opens the chat, which starts it; a prompt streams in", async () => {
   try {
     await openFolder(h, project, true);
-    await runCommand(page, "Crank: Open Chat");
+    // The extension is active (its status bar item is there) but nothing needed the server yet.
+    const item = page.locator(".statusbar-item", { hasText: "Crank" }).first();
+    await item.waitFor();
+    await shot(page, "00-activated-idle");
+    assert.equal(crankServers(), 0, "no Python process before the chat, a command or a code action needs it");
+    await item.click();
     chat = await chatFrame(page);
     // The server is running once the banner is gone and Send is enabled.
     await chat.locator(".banner").waitFor({ state: "hidden" });
     await chat.locator("button.send:not([disabled])").waitFor();
+    assert.equal(crankServers(), 1, "the open chat started one server");
     // Record every state of the streaming bubble, so the test sees the stream, not just its end.
     await chat.evaluate(() => {
       const seen: string[] = [];
@@ -412,7 +433,7 @@ test("edit and resend: back to before the message, its text in the input; the br
   }
 });
 
-test("Workspace Trust: in Restricted Mode the project's AGENTS.md stays out, and its settings change neither the permission mode, the base URL nor the server", async () => {
+test("Workspace Trust: in Restricted Mode the project's AGENTS.md stays out of the prompt and workspace settings cannot change the mode, the base URL or the server", async () => {
   try {
     const untrusted = path.join(h.tmp, "untrusted");
     mkdirSync(untrusted, { recursive: true });
@@ -432,6 +453,8 @@ test("Workspace Trust: in Restricted Mode the project's AGENTS.md stays out, and
     await runCommand(page, "Crank: Open Chat");
     chat = await chatFrame(page);
     await chat.locator("button.send:not([disabled])").waitFor();
+    await until("crank/state shown", () => chat.locator("select.model").inputValue(), (v) => v.includes("loopback"));
+    assert.equal(await chat.locator("select.mode").inputValue(), "ask", "the workspace cannot set the permission mode");
     await send(chat, "e2e-untrusted");
     // still asked (the user's "ask", not the workspace's "auto"), and the reply comes from
     // the user's model server (not the workspace's dead URL)

@@ -36,6 +36,11 @@ test("initOptions sends only what is set, and redacted() hides the key", () => {
   assert.equal(full.provider?.apiKey, "sk-secret", "redacted() must not modify the original");
 });
 
+test("initOptions sends crank.provider.contextWindow only when set (0 lets the server ask)", () => {
+  assert.equal(initOptions({ ...base, contextWindow: 0 }, undefined, false).provider, undefined);
+  assert.deepEqual(initOptions({ ...base, contextWindow: 4096 }, undefined, false).provider, { contextWindow: 4096 });
+});
+
 test("the page's content security policy allows only nonce'd scripts and no inline styles", () => {
   const html = chatPageHtml({ cspSource: "vscode-resource:", nonce: "N0nce", scriptUri: "s.js", styleUri: "c.css" });
   const csp = /content="([^"]+)"/.exec(html)![1];

@@ -272,3 +272,16 @@ test("with enterWhileRunning = followUp, Enter queues and Alt+Enter steers", asy
   await input.press("Alt+Enter");
   assert.deepEqual((await posted()).at(-1), { type: "send", text: "now", mode: "steer" });
 });
+
+test("a permission card says when the user's unsaved changes are saved with the edit", async () => {
+  const request = {
+    workspace: run.workspace, sessionId: run.sessionId, runId: "r-3", toolCallId: "c-unsaved", toolName: "edit",
+    arguments: { path: "calc.py", oldText: "a - b", newText: "a + b" },
+    preview: { kind: "diff", path: "calc.py", oldText: "return a - b\n", newText: "return a + b\n", unsavedChanges: true },
+  };
+  await host({ type: "action", action: { type: "permissionRequest", id: "perm-unsaved", request } } as HostMessage);
+  const card = page.locator('.card.permission[data-id="perm-unsaved"]');
+  await card.waitFor();
+  assert.equal(await card.locator(".unsaved-note").innerText(), "Your unsaved changes to this file are saved with it.");
+  assert.equal(await page.locator(".card.permission .unsaved-note").count(), 1, "only that card has the note");
+});

@@ -1,0 +1,105 @@
+"""What compaction took out of the conversation, read back word for word from the log.
+
+Compaction changes how the log is read, never what it holds (principle 8): every
+message before the newest compaction's ``firstKeptId`` is still on disk. ``Recall``
+serves the ``recall`` tool (crank.tools.recall) from exactly those entries of the
+session's *active branch*, never another session's or an abandoned branch's, and
+works after a restart because it reads the log.
+
+Contract:
+- ``compacted_away`` is the messages of the active branch before the newest
+  compaction's first kept entry, each with its entry id, oldest first; empty when
+  nothing has been compacted on that branch.
+- ``search`` finds a text (case-insensitive) or a regular expression in them and
+  returns each match as a passage: the entry id, who said it, and the matching lines
+  with two lines of context, newest entries first, at most ``limit`` passages.
+- ``entry`` gives one entry's whole text (lines ``offset``.. of it, 1-based), or None
+  for an id that is not among the compacted entries.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+from crank.agent.messages import Message
+
+from .log import SessionLog
+
+CONTEXT_LINES = 2
+SEARCH_LIMIT = 20
+
+
+@dataclass(frozen=True)
+class Passage:
+    entry_id: str
+    role: str
+    first_line: int
+    text: str
+
+
+def message_text(message: Message) -> str:
+    """A message as the model saw it, in plain text: a result's content, a reply's
+    text, thinking and calls (``name {arguments}``)."""
+    if message["role"] == "user":
+        content = message["content"]
+        return content if isinstance(content, str) else json.dumps(content)
+    if message["role"] == "toolResult":
+        return f"[{message['toolName']} result]\n{message['content']}"
+    parts: list[str] = []
+    for block in message["content"]:
+        if block["type"] == "text":
+            parts.append(block["text"])
+        elif block["type"] == "thinking":
+            parts.append(block["thinking"])
+        elif block["type"] == "toolCall":
+            parts.append(f"[call {block['name']} {json.dumps(block['arguments'])}]")
+    return "\n".join(parts)
+
+
+def compacted_away(log: SessionLog) -> list[tuple[str, Message]]:
+    branch = log.tree.path_to(log.tip)
+    for position in range(len(branch) - 1, -1, -1):
+        entry = branch[position]
+        if entry["type"] != "compaction":
+            continue
+        kept = entry["firstKeptId"]
+        end = next((i for i in range(position) if branch[i]["id"] == kept), position)
+        return [(e["id"], e["message"]) for e in branch[:end] if e["type"] == "message"]
+    return []
+
+
+class Recall:
+    """The ``recall`` tool's source for one open session (the workspace builds it)."""
+
+    def __init__(self, log: SessionLog) -> None:
+        self._log = log
+
+    def available(self) -> bool:
+        return bool(compacted_away(self._log))
+
+    def search(self, query: str, *, regex: bool, limit: int = SEARCH_LIMIT) -> list[Passage]:
+        pattern = re.compile(query if regex else re.escape(query), re.IGNORECASE)
+        found: list[Passage] = []
+        for entry_id, message in reversed(compacted_away(self._log)):
+            lines = message_text(message).split("\n")
+            hits = [index for index, line in enumerate(lines) if pattern.search(line)]
+            taken: set[int] = set()
+            for hit in hits:
+                if hit in taken:
+                    continue
+                start, end = max(0, hit - CONTEXT_LINES), min(len(lines), hit + CONTEXT_LINES + 1)
+                taken.update(range(start, end))
+                text = "\n".join(lines[start:end])
+                found.append(Passage(entry_id, message["role"], start + 1, text))
+                if len(found) >= limit:
+                    return found
+        return found
+
+    def entry(self, entry_id: str, offset: int = 1) -> str | None:
+        for candidate, message in compacted_away(self._log):
+            if candidate == entry_id:
+                lines = message_text(message).split("\n")
+                return "\n".join(lines[max(0, offset - 1) :])
+        return None

