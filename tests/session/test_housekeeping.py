@@ -181,3 +181,19 @@ def test_running_size_equals_the_plain_sum_as_views_change() -> None:
     ]
     for view in views:
         assert running.total(view) == sum(message_chars(m) for m in view)
+
+
+async def test_a_healthy_run_of_tool_calls_logs_no_repairs(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Between a reply's calls and their results the record has a hole the view would
+    fill; an estimate taken then (the usage after each reply) is no repair to report.
+    Logged once per turn before."""
+    names = write_files(tmp_path / "project", 4)
+    r = rig(tmp_path, window=200_000)
+    with caplog.at_level("WARNING", logger="crank.session.housekeeping"):
+        for name in names:
+            await r.harness.prompt(f"read {name}").wait()
+    assert not [m for m in caplog.messages if "repairs the record" in m]
+    assert not r.keeper.repairs
+    r.log.close()

@@ -199,9 +199,9 @@ class Housekeeper:
     def _sent(
         self, record: Sequence[Message], fixed: int, *, sending: bool = False
     ) -> tuple[list[Message], ClearState]:
-        """What a request would send now. Only a request really being sent (``sending``)
-        updates ``repairs``: an estimate taken while a reply's calls are still running
-        would report their pending results as repaired, on every turn.
+        """What a request would send now. Only a request being sent, or an estimate at
+        rest (``sending``), updates ``repairs``: an estimate taken while a reply's calls
+        are still running would report their pending results as repaired, every turn.
 
         The answer for the same record, prompt, clearing state and calibration is the
         same, so it is remembered: ``before_request`` and the ``build_request`` that
@@ -268,7 +268,9 @@ class Housekeeper:
         record = harness.messages
         prompt = self._prompt(harness)
         fixed = self._fixed_chars(prompt.system, prompt.tools)
-        sent, state = self._sent(record, fixed)
+        # At rest the estimate is of the next request exactly: its repairs are news. In
+        # a run, a reply's calls are still running and would count as repaired.
+        sent, state = self._sent(record, fixed, sending=not harness.is_running)
         anchor = anchor_index(sent)
         stale = anchor is not None and sent[anchor]["timestamp"] <= self._view_changed_ms
         if stale or state != self._clear:

@@ -73,6 +73,9 @@ onPrompt("e2e-long", { toolCalls: [bash("long-1", "sleep 299.5; echo LONG-DONE")
 onPrompt("e2e-after-reload", { text: "Back after the reload." });
 // edit and resend, and switching branches
 onPrompt("e2e-branch-edited", { text: "Answer on the new branch." });
+// the extension's own Fix with Crank before the server has started
+onPrompt("Fix the problems in the file third.json", { toolCalls: [edit("fix-3", "third.json", '"third": 3,\n}', '"third": 3\n}')] });
+afterTool("Edited third.json", { text: "Fixed before the server had started." });
 // Workspace Trust
 // a command: the workspace's own settings say permissionMode auto, which Restricted Mode ignores
 onPrompt("e2e-untrusted", { toolCalls: [bash("untrusted-1", "echo UNTRUSTED-RAN")] });
@@ -92,6 +95,7 @@ before(async () => {
   writeFileSync(path.join(project, "AGENTS.md"), "Project rule: PROJECT-MARKER-7f3a.\n");
   writeFileSync(path.join(project, "data.json"), '{\n  "name": "demo",\n  "value": 1,\n}\n');
   writeFileSync(path.join(project, "other.json"), '{\n  "other": true,\n}\n');
+  writeFileSync(path.join(project, "third.json"), '{\n  "third": 3,\n}\n');
 });
 
 after(async () => {
@@ -293,9 +297,10 @@ test("Fix This File: the agent's fix lands in the editor", async () => {
   }
 });
 
-test("Fix This File: the fix is saved to disk", { todo: "needs branch `files` (the extension saves what the agent edited in an open file)" }, async () => {
-  const disk = readFileSync(path.join(project, "data.json"), "utf8");
-  assert.equal(disk, '{\n  "name": "demo",\n  "value": 1\n}\n');
+test("Fix This File: the fix is saved to disk", async () => {
+  // The extension saves the agent's edit of an open file (its own request after the edit): wait for it.
+  const file = path.join(project, "data.json");
+  await until("the fix on disk", async () => readFileSync(file, "utf8"), (t) => t === '{\n  "name": "demo",\n  "value": 1\n}\n');
 });
 
 test("Fix This File: one Ctrl+Z in the editor reverts the fix", async () => {
@@ -333,8 +338,9 @@ test("the lightbulb's Fix with Crank on a diagnostic lands in the editor", async
   }
 });
 
-test("the lightbulb fix is saved to disk", { todo: "needs branch `files` (the extension saves what the agent edited in an open file)" }, async () => {
-  assert.equal(readFileSync(path.join(project, "other.json"), "utf8"), '{\n  "other": true\n}\n');
+test("the lightbulb fix is saved to disk", async () => {
+  const file = path.join(project, "other.json");
+  await until("the fix on disk", async () => readFileSync(file, "utf8"), (t) => t === '{\n  "other": true\n}\n');
 });
 
 test("Stop during a silent stream settles the run, and the next prompt works", async () => {
@@ -428,6 +434,8 @@ test("edit and resend: back to before the message, its text in the input; the br
     await chat.locator(".msg.user", { hasText: "e2e-branch-edited" }).waitFor({ state: "detached" });
     await chat.locator(".msg.assistant", { hasText: "Back after the reload." }).waitFor();
     await shot(page, "16-branch-switched");
+    // Leave the project with the Explorer showing, so its next window does not open the chat by itself.
+    await runCommand(page, "View: Show Explorer");
   } catch (err) {
     await dump("branches", err);
   }
@@ -470,6 +478,35 @@ test("Workspace Trust: in Restricted Mode the project's AGENTS.md stays out of t
   }
 });
 
+test("before the server runs, the lightbulb's Fix with Crank starts it and the fix lands", async () => {
+  try {
+    await page.goto(`http://127.0.0.1:${h.port}/?folder=${encodeURIComponent(project)}`);
+    await page.locator(".monaco-workbench .part.statusbar").waitFor();
+    await page.locator(".statusbar-item", { hasText: "Crank" }).first().waitFor();
+    await until("the other windows' servers gone, none started here", async () => crankServers(), (n) => n === 0);
+    await openFile(page, "third.json");
+    await page.locator(".editor-group-container.active .squiggly-error").first().waitFor();
+    await page.locator(".editor-group-container.active .monaco-editor .view-lines").first().click();
+    await page.keyboard.press("Control+Home");
+    await page.keyboard.press("F8");
+    await page.keyboard.press("Escape");
+    assert.equal(crankServers(), 0, "opening a file with a problem starts nothing");
+    await page.keyboard.press("Control+.");
+    await page.locator(".action-widget .monaco-list-row", { hasText: "Fix with Crank" }).first().waitFor();
+    await page.keyboard.press("Enter");
+    chat = await chatFrame(page);
+    await answer(/^Allow$/);
+    await chat.locator(".msg.assistant", { hasText: "Fixed before the server had started." }).waitFor();
+    await settled();
+    await until("the fix in the editor", () => editorText(page), (t) => t.includes('"third": 3') && !t.includes('"third": 3,'));
+    assert.equal(crankServers(), 1);
+    await runCommand(page, "File: Save All");
+    await shot(page, "18-fix-before-start");
+  } catch (err) {
+    await dump("fix-before-start", err);
+  }
+});
+
 test("a missing server: one clear message with the install action, not again at the next start-up", async () => {
   try {
     writeSettings(h.userData, { ...baseSettings({ sessions: h.sessions, modelUrl: h.modelUrl }), "crank.server.command": ["/nonexistent/crank-missing", "serve"] });
@@ -481,7 +518,7 @@ test("a missing server: one clear message with the install action, not again at 
     const message = toasts(page).filter({ hasText: "crank-missing" });
     await message.first().waitFor();
     assert.equal(await message.count(), 1, "one message");
-    await shot(page, "18-missing-server");
+    await shot(page, "19-missing-server");
     await page.locator(".notifications-toasts .notification-toast", { hasText: "crank-missing" }).getByRole("button", { name: "How to Install" }).click();
     await page.locator(".tab", { hasText: /Preview|Untitled/ }).first().waitFor();
     // The next start-up says it in the view, not in another message.
@@ -493,7 +530,7 @@ test("a missing server: one clear message with the install action, not again at 
     await runCommand(page, "Notifications: Show Notifications");
     await page.locator(".notifications-center").waitFor();
     assert.equal(await page.locator(".notifications-center .notification-list-item-message", { hasText: "crank-missing" }).count(), 0);
-    await shot(page, "19-missing-server-again");
+    await shot(page, "20-missing-server-again");
   } catch (err) {
     await dump("missing", err);
   }

@@ -7,7 +7,7 @@ import { readFileSync } from "node:fs";
 import { findExecutable, initOptions, redacted, RESTRICTED_SETTINGS, serverCommand, settingsFrom, type CrankSettings, type Inspected } from "../../src/protocol/launch";
 import { chatPageHtml } from "../../src/chat/html";
 
-const base: CrankSettings = { command: [], python: "", api: "", baseUrl: "", model: "", permissionMode: undefined, sessionDir: "" };
+const base: CrankSettings = { command: [], python: "", api: "", baseUrl: "", model: "", permissionMode: undefined, sessionDir: "", contextWindow: 0 };
 
 test("the server command: explicit command, else python -m crank serve, else crank serve", () => {
   assert.deepEqual(serverCommand(base), { command: "crank", args: ["serve"] });
