@@ -73,7 +73,7 @@ test("only values the user set are sent: the contributed provider.api default is
   // Before, `provider.api` always went out as "anthropic" (its contributed default), so
   // OPENAI_BASE_URL=... CRANK_MODEL=... in the environment ended in "anthropic provider needs an API key".
   const settings = settingsFrom(inspector({}), true);
-  assert.deepEqual(settings, base);
+  assert.deepEqual(settings, { ...base, contextWindow: 0 });
   assert.deepEqual(initOptions(settings, undefined, true), { trusted: true });
   const chosen = settingsFrom(inspector({ global: { "provider.api": "openai", permissionMode: "autoEdit" }, folder: { "provider.model": "qwen" } }), true);
   assert.deepEqual(initOptions(chosen, undefined, true), { trusted: true, permissionMode: "autoEdit", provider: { api: "openai", model: "qwen" } });
@@ -92,7 +92,7 @@ test("in an untrusted workspace the workspace's restricted settings are ignored,
   };
   const user = { permissionMode: "ask", "provider.baseUrl": "http://127.0.0.1:11434/v1" };
   const untrusted = settingsFrom(inspector({ global: user, workspace: planted, folder: planted }), false);
-  assert.deepEqual(untrusted, { ...base, permissionMode: "ask", baseUrl: "http://127.0.0.1:11434/v1", model: "their-model" });
+  assert.deepEqual(untrusted, { ...base, contextWindow: 0, permissionMode: "ask", baseUrl: "http://127.0.0.1:11434/v1", model: "their-model" });
   assert.deepEqual(serverCommand(untrusted), { command: "crank", args: ["serve"] });
   const trusted = settingsFrom(inspector({ global: user, workspace: planted }), true);
   assert.equal(trusted.permissionMode, "auto");
