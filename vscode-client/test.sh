@@ -10,6 +10,17 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 
+# Nothing the tests start may leave state in the user's home (Chromium's crash reports
+# went to ~/.config/chromium): checked at the end when it was not there to begin with.
+CHROMIUM_HOME_STATE="${XDG_CONFIG_HOME:-$HOME/.config}/chromium"
+[ -e "$CHROMIUM_HOME_STATE" ] && HAD_CHROMIUM_STATE=1 || HAD_CHROMIUM_STATE=0
+check_home_left_alone() {
+  if [ "$HAD_CHROMIUM_STATE" = 0 ] && [ -e "$CHROMIUM_HOME_STATE" ]; then
+    echo "!! the tests left $CHROMIUM_HOME_STATE in the user's home" >&2
+    return 1
+  fi
+}
+
 echo "-- npm ci"
 npm ci --no-audit --no-fund --loglevel=error
 
@@ -63,3 +74,5 @@ if [ "${CRANK_INTEGRATION:-0}" = 1 ]; then
 else
   echo "-- integration and end-to-end tests skipped (set CRANK_INTEGRATION=1 to run them)"
 fi
+
+check_home_left_alone

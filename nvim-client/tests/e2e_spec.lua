@@ -241,6 +241,7 @@ H.test(":checkhealth crank reports the server version and the provider", functio
   H.contains(text, "server starts: crank")
   H.contains(text, "api=openai model=test")
   H.ok(not text:find("apiKey=x", 1, true), "the key is never shown")
+  H.ok(text:find("sandbox: workspace-write, network off", 1, true) or text:find("no sandbox (", 1, true), "the sandbox is reported: " .. text)
 end)
 
 H.test("code actions offer Crank's fixes to vim.lsp; :CrankPrompt and :CrankModel answer", function()

@@ -96,7 +96,7 @@ async def test_a_claude_model_is_refused_on_a_local_server(tmp_path: Path) -> No
             message = str(refused.value)
             assert "ANTHROPIC_API_KEY" in message and "claude-opus-4" in message
             state = await crank.request("crank/state", {})
-            assert state["model"] == {"api": "openai", "id": "qwen"}
+            assert (state["model"]["api"], state["model"]["id"]) == ("openai", "qwen")
             await ask(crank, "still local")
             assert [r["path"] for r in local.requests] == ["/v1/chat/completions"]
             assert local.requests[0]["body"]["model"] == "qwen"
@@ -174,3 +174,19 @@ async def test_a_pushed_base_url_does_not_take_the_start_up_key_along(tmp_path: 
             assert len(first.requests) == 1 and len(second.requests) == 1
             assert keys_sent(first) == {OPENAI_KEY}
             assert keys_sent(second) == set()
+
+
+async def test_the_editors_stored_key_does_not_follow_the_environments_api(
+    tmp_path: Path,
+) -> None:
+    """What the VS Code extension sends with a stored key and no api set: the key
+    alone. The shell points at a local OpenAI-compatible server (the README's set-up).
+    Before, the stored (Anthropic) key went to the local server."""
+    with ModelServer({"replies": [{"text": "local"}]}) as local:
+        env = {"OPENAI_BASE_URL": f"{local.url}/v1", "CRANK_MODEL": "qwen"}
+        options = {"provider": {"apiKey": ANTHROPIC_KEY}, **sessions(tmp_path)}
+        async with running_server(tmp_path, [project(tmp_path)], options, extra_env=env) as crank:
+            await ask(crank, "hello")
+            state = await crank.request("crank/state", {})
+            assert (state["model"]["api"], state["model"]["id"]) == ("openai", "qwen")
+        assert len(local.requests) == 1 and keys_sent(local) == set()

@@ -45,7 +45,7 @@ async def test_models_set_model_and_system_prompt(tmp_path: Path) -> None:
             answer = await crank.request("crank/setModel", {"api": "openai", "id": "other-model"})
             assert answer == {"model": {"api": "openai", "id": "other-model"}}
             state = await crank.request("crank/state", {})
-            assert state["model"] == {"api": "openai", "id": "other-model"}
+            assert state["model"] == {"api": "openai", "id": "other-model", "contextWindow": 8192}
             assert session_lines(state)[-1]["type"] == "modelChange"
             await ask(crank, "again")
             assert model.requests[-1]["body"]["model"] == "other-model"
@@ -53,6 +53,24 @@ async def test_models_set_model_and_system_prompt(tmp_path: Path) -> None:
             with pytest.raises(JsonRpcException) as raised:
                 await crank.request("crank/setModel", {"api": "openai"})
             assert raised.value.code == -32602 and "id" in str(raised.value)
+
+
+async def test_models_lists_what_the_server_serves_with_its_window(tmp_path: Path) -> None:
+    """A vLLM-shaped ``/v1/models`` (the served ids, ``max_model_len``): listed first as
+    ``source: "server"``, and the window is the server's in crank/state and for the run."""
+    with ModelServer({"replies": [{"text": "one"}]}) as model:
+        model.routes["/v1/models"] = {
+            "data": [{"id": "test", "max_model_len": 32768}, {"id": "coder", "max_model_len": 4096}]
+        }
+        async with running_server(tmp_path, [project(tmp_path)], options(model, tmp_path)) as crank:
+            models = (await crank.request("crank/models", {}))["models"]
+            served = [(m["id"], m["contextWindow"]) for m in models if m["source"] == "server"]
+            assert served == [("test", 32768), ("coder", 4096)]
+            assert models[0]["id"] == "test" and models[2]["source"] == "catalog"
+            state = await crank.request("crank/state", {})
+            assert state["usage"]["contextWindow"] == 32768
+            await ask(crank, "hello")
+            assert model.requests[-1]["body"]["model"] == "test"
 
 
 async def test_read_only_mode_offers_and_names_no_mutating_tool(tmp_path: Path) -> None:

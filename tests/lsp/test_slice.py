@@ -54,7 +54,7 @@ async def test_prompt_streams_every_event_to_settled_and_saves_the_session(tmp_p
 
             state = await crank.request("crank/state", {})
             assert state["running"] is False
-            assert state["model"] == {"api": "openai", "id": "test"}
+            assert state["model"] == {"api": "openai", "id": "test", "contextWindow": 8192}
             messages = (await crank.request("crank/messages", {}))["messages"]
             assert [m["role"] for m in messages] == ["user", "assistant"]
 

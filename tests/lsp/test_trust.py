@@ -71,7 +71,10 @@ async def test_granting_and_revoking_trust_loads_and_drops_agents_md(tmp_path: P
             assert context_files(trusted["sources"]) == ["AGENTS.md"]
             state = await crank.request("crank/state", {})
             assert state["trusted"] is True
-            assert state["model"] == {"api": "openai", "id": "test"}  # the provider stayed
+            assert (state["model"]["api"], state["model"]["id"]) == (
+                "openai",
+                "test",
+            )  # the provider stayed
 
             push(crank, {"trusted": False})
             await crank.wait_for(
@@ -144,7 +147,7 @@ async def test_a_malformed_change_is_logged_and_changes_nothing(tmp_path: Path) 
             await asyncio.sleep(0.2)
             state = await crank.request("crank/state", {})
             assert state["trusted"] is True and state["permissionMode"] == "autoEdit"
-            assert state["model"] == {"api": "openai", "id": "test"}
+            assert (state["model"]["api"], state["model"]["id"]) == ("openai", "test")
             logged = [m.message for m in crank.client.log_messages]
             assert any("settings.crank.trusted" in line for line in logged), logged
             push(crank, {"permissionMode": "readOnly"})

@@ -181,3 +181,23 @@ def test_locations_are_normalised_to_absolute_paths(
     assert loc.path_dirs() == [project, project / "services", project / "services" / "api"]
     assert loc.user_dir == project.parent / "u"
     assert load_inputs(loc).context_files[0].path == str(project / "AGENTS.md")
+
+
+def test_a_project_file_linking_outside_the_workspace_is_not_loaded(
+    project: Path, tmp_path: Path
+) -> None:
+    # A cloned repository's AGENTS.md (or skill) as a link to the user's Crank config,
+    # which may hold a provider key: trusting the workspace must not put it in the prompt.
+    secret = write(tmp_path / "home" / "config.json", '{"provider": {"apiKey": "sk-secret"}}')
+    (project / "services" / "web" / "AGENTS.md").unlink()
+    (project / "services" / "web" / "AGENTS.md").symlink_to(secret)
+    skill = project / ".crank" / "skills" / "leak"
+    skill.mkdir(parents=True)
+    outside_skill = write(tmp_path / "home" / "SKILL.md", skill_text("leak", "sk-secret"))
+    (skill / "SKILL.md").symlink_to(outside_skill)
+    inputs = load_inputs(locations(project, project / "services" / "web"))
+    assert all("sk-secret" not in c.text for c in inputs.context_files)
+    assert inputs.skills == ()
+    reasons = {Path(s["path"]).name: s["reason"] for s in inputs.skipped}
+    assert "outside the workspace" in reasons["AGENTS.md"]
+    assert "outside the workspace" in reasons["SKILL.md"]

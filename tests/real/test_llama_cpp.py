@@ -99,7 +99,7 @@ def test_crank_run_names_the_url_when_nothing_listens(tmp_path: Path) -> None:
 async def test_crank_serve_lists_the_served_model_and_aborts_mid_stream(
     llama: LlamaServer, tmp_path: Path
 ) -> None:
-    provider = {"api": "openai", "baseUrl": llama.url, "model": llama.model, "maxOutputTokens": 400}
+    provider = {"api": "openai", "baseUrl": llama.url, "model": llama.model, "maxOutputTokens": 150}
     work = tmp_path / "work"
     work.mkdir()
     options = {"provider": provider, "sessionDir": str(tmp_path / "sessions")}
@@ -153,7 +153,6 @@ async def test_crank_serve_at_the_context_wall(llama: LlamaServer, tmp_path: Pat
             outcomes.append([e["event"] for e in events])
         state = await crank.request("crank/state", {})
     assert state["usage"]["contextWindow"] == llama.n_ctx, "learned from the refusal"
-    assert state["model"]["contextWindow"] == llama.n_ctx
     replies = [
         e["message"]
         for run in outcomes

@@ -5,16 +5,16 @@
 Afterwards: no sentinel (provider keys, the config file's key, SSH/cloud/GPG/netrc/gh
 secrets) in any tool result, event, stdout/stderr, log, session file, saved output or
 model request body; nothing outside the workspace changed; no process left running;
-every call answered; no hang (every wait has a bound that fails the test). The cases
-and checks live in ``world.py`` so other hostile inputs can be added there.
+every call answered; no hang (every wait has a bound that fails the test); and the
+peak resident memory of ``crank run`` and of the ``crank serve`` process under 200 MB
+while the tools handle 2 GB sparse, binary and one-line files (``hostile_files.py``).
+The cases and checks live in ``world.py`` so other hostile inputs can be added there.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -26,6 +26,7 @@ from tests.lsp.helpers import folder, running_server
 from tests.support.model_server import ModelServer
 from tests.support.processes import survivors
 
+from .hostile_files import PEAK_BOUND_KB, run_measured, server_peak_kb
 from .world import SEED, World, chaos_calls, leaks, leaks_in_files, make_world, script
 
 REPO = Path(__file__).resolve().parents[2]
@@ -70,15 +71,14 @@ def test_crank_run_lets_nothing_out(tmp_path: Path) -> None:
         world.key_for(model.url)
         before = world.unchanged()
         env.update(PYTHONPATH=str(REPO / "server"), ANTHROPIC_BASE_URL=model.url)
-        done = subprocess.run(
+        done, peak_kb = run_measured(
             [sys.executable, "-m", "crank.cli", "run", "--json", "--max-turns", "200", "chaos"],
             cwd=world.workspace,
             env=env,
-            capture_output=True,
-            text=True,
             timeout=RUN_SECONDS,
         )
         assert done.returncode == 0, done.stderr
+        assert peak_kb < PEAK_BOUND_KB, f"crank run (or a command) peaked at {peak_kb} kB"
         events = [json.loads(line)["event"] for line in done.stdout.splitlines()]
         assert_every_call_answered(events, batches)
         check_after(world, before, {"stdout": done.stdout, "stderr": done.stderr}, model)
@@ -108,7 +108,8 @@ async def test_crank_serve_lets_nothing_out(tmp_path: Path) -> None:
             assert state["sandbox"]["confined"] is True
             started = await crank.request("crank/prompt", {"workspace": uri, "text": "chaos"})
             events = await crank.settled(started["runId"], within=RUN_SECONDS)
-            await asyncio.sleep(0)
+            peak_kb = server_peak_kb()
+        assert peak_kb < PEAK_BOUND_KB, f"crank serve peaked at {peak_kb} kB"
         assert_every_call_answered([e["event"] for e in events], batches)
         wire = json.dumps(crank.events) + json.dumps(crank.permission_requests)
         texts = {"events": wire, "log": log_file.read_text("utf-8", errors="replace")}

@@ -161,6 +161,24 @@ async def test_the_editor_is_asked_before_every_unconfined_command(tmp_path: Pat
         assert all("No sandbox" in a["warning"] for a in asked)
 
 
+async def test_a_key_sent_in_initialization_options_reaches_no_log(tmp_path: Path) -> None:
+    key = sentinel("editor")
+    ws = tmp_path / "ws"
+    ws.mkdir()
+    log_file = tmp_path / "server.log"
+    with ModelServer({"replies": [{"text": "hello"}]}) as model:
+        options = {"provider": {"api": "anthropic", "baseUrl": model.url, "apiKey": key}}
+        args = ("--log-file", str(log_file), "--log-level", "DEBUG")
+        async with running_server(tmp_path, [ws], options, server_args=args) as crank:
+            uri = folder(ws).uri
+            started = await crank.request("crank/prompt", {"workspace": uri, "text": "hi"})
+            await crank.settled(started["runId"])
+            state = await crank.request("crank/state", {"workspace": uri})
+        assert model.requests[0]["headers"]["x-api-key"] == key
+        assert key not in log_file.read_text("utf-8", errors="replace")
+        assert key not in json.dumps(crank.events) + json.dumps(state)
+
+
 async def test_crank_acp_hides_its_key_from_commands_with_the_sandbox_off(tmp_path: Path) -> None:
     """The ACP frontend is a process entry point too: the key it was started with is
     handed over (gone from its environ) and still reaches the model."""

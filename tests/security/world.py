@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .hostile_files import big_file_cases
+
 Call = dict[str, Any]
 """``{"name": tool, "arguments": {...}}``, as the loopback model server takes it."""
 
@@ -216,7 +218,7 @@ def command_cases(world: World) -> list[Call]:
 
 
 CaseBuilder = Callable[[World], list[Call]]
-CASES: list[CaseBuilder] = [path_cases, command_cases]
+CASES: list[CaseBuilder] = [path_cases, command_cases, big_file_cases]
 
 
 def chaos_calls(
@@ -291,9 +293,17 @@ def files_under(*roots: Path) -> Iterable[Path]:
 
 
 def leaks_in_files(world: World, *roots: Path) -> dict[str, list[str]]:
+    """The sentinels in each file, read a megabyte at a time (with an overlap as long as
+    a sentinel), so a 2 GB file in the workspace costs the test no memory."""
     found: dict[str, list[str]] = {}
+    overlap = max(len(value) for value in world.sentinels.values())
     for path in files_under(*roots):
-        hits = leaks(world, path.read_text("utf-8", errors="replace"))
+        hits: set[str] = set()
+        carry = b""
+        with open(path, "rb") as handle:
+            while chunk := handle.read(1 << 20):
+                hits.update(leaks(world, (carry + chunk).decode("utf-8", errors="replace")))
+                carry = chunk[-overlap:]
         if hits:
-            found[str(path)] = hits
+            found[str(path)] = sorted(hits)
     return found

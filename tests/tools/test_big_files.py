@@ -401,3 +401,16 @@ async def test_sockets_and_devices_are_refused_by_every_file_tool(root: Path) ->
         assert "sock" not in listed.content
     finally:
         listener.close()
+
+
+async def test_an_open_buffer_over_a_fifo_on_disk_is_read_without_waiting(
+    root: Path, docs: MemoryDocuments, tools: list[Tool]
+) -> None:
+    # read and grep compare an open buffer with the disk; a FIFO put where the file was
+    # used to block that comparison for ever.
+    docs.open(root / "pipe", "buffer text\n")
+    os.mkfifo(root / "pipe")
+    result = await asyncio.wait_for(call(tools, "read", {"path": "pipe"}), 10)
+    assert result.content.startswith("buffer text")
+    found = await asyncio.wait_for(call(tools, "grep", {"pattern": "buffer"}), 30)
+    assert found.content.startswith("pipe:1: buffer text")

@@ -176,3 +176,23 @@ async def test_commands_never_see_credentials_by_name(
         result = await call(confined(root, tmp_path, mode=mode), "bash", {"command": "env"})
         assert "never-shown" not in result.content and "agent.sock" not in result.content
         assert "TOKENIZER=kept" in result.content
+
+
+@needs_bwrap
+@pytest.mark.parametrize("network", [False, True])
+async def test_daemon_sockets_in_run_are_out_of_reach(
+    root: Path, tmp_path: Path, network: bool
+) -> None:
+    # A read-only mount does not stop connect(): reaching /run/docker.sock or the
+    # user's agents in /run/user/UID would undo every other confinement.
+    socket_path = Path(f"/run/crank-test-{os.getpid()}-{network}.sock")
+    try:
+        server = await asyncio.start_unix_server(lambda r, w: w.close(), str(socket_path))
+    except OSError as exc:
+        pytest.skip(f"cannot make a socket in /run here: {exc}")
+    async with server:
+        tools = confined(root, tmp_path, network=network)
+        command = f"test -e {socket_path} && echo visible; ls /run | wc -l"
+        result = await call(tools, "bash", {"command": command})
+    await asyncio.to_thread(socket_path.unlink, missing_ok=True)
+    assert "visible" not in result.content

@@ -141,3 +141,21 @@ async def test_an_auth_error_says_which_key_was_held_back(tmp_path: Path) -> Non
     assert reply["errorKind"] == "auth"
     assert "the key from environment" in reply["errorMessage"]
     assert "api.openai.com" in reply["errorMessage"] and OAI not in reply["errorMessage"]
+
+
+def test_a_key_given_with_no_api_is_not_lent_to_the_api_the_environment_picks(
+    tmp_path: Path,
+) -> None:
+    """The editor's stored key (no api named: an Anthropic key under the old default)
+    and OPENAI_* in the shell: before, the stored key went to the OpenAI endpoint."""
+    none = tmp_path / "n.json"
+    env = {"OPENAI_API_KEY": OAI}
+    config = resolve_provider({"apiKey": ANT}, config_file=none, env=env)
+    assert config.api == "openai" and config.api_key == Secret(OAI)
+    local = {"OPENAI_BASE_URL": "http://127.0.0.1:1/v1", "CRANK_MODEL": "q"}
+    config = resolve_provider({"apiKey": ANT}, config_file=none, env=local)
+    assert config.api_key is None
+    assert config.withheld_keys == ("the key from settings[0] (given with no provider.api)",)
+    # with the api named beside it, the key is the editor's choice and goes out
+    named = resolve_provider({"api": "openai", "apiKey": OAI}, config_file=none, env=env)
+    assert named.api_key == Secret(OAI) and named.sources["apiKey"] == "settings[0]"

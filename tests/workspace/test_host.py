@@ -17,7 +17,7 @@ from crank.agent.tools import run_tool
 from crank.session import SessionLog
 from crank.tools import MemoryDocuments
 from crank.workspace import Settings, WorkspaceHost
-from crank.workspace import host as host_module
+from crank.workspace import daily as daily_module
 
 
 class RecordingEditor:
@@ -50,7 +50,7 @@ async def test_the_prompt_is_rebuilt_when_the_day_changes(
 ) -> None:
     days = [datetime.date(2026, 11, 29)]
     folder = resolved(tmp_path)
-    monkeypatch.setattr(host_module, "seconds_until_tomorrow", lambda: 0.05)
+    monkeypatch.setattr(daily_module, "seconds_until_tomorrow", lambda: 0.05)
     editor = RecordingEditor()
     host = WorkspaceHost(
         tmp_path.as_uri(),

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from crank.tools.sandbox import SandboxSettings
 from crank.workspace import CrankError, merge_layers, merge_settings
 
 
@@ -50,6 +51,27 @@ def test_a_pushed_change_without_the_key_keeps_the_key_from_start_up(tmp_path: P
     config = resolve_provider(*settings.provider_layers, config_file=tmp_path / "none.json", env={})
     assert config.api == "anthropic" and config.model == "m2"
     assert config.api_key is not None and config.api_key.reveal() == "k-1"
+
+
+def test_the_sandbox_setting_is_checked_by_name(tmp_path: Path) -> None:
+    none = tmp_path / "none.json"
+    assert merge_layers([], config_file=none).sandbox == SandboxSettings("workspace-write", False)
+    chosen = merge_layers(
+        [("init", {"sandbox": {"mode": "read-only", "network": True}})], config_file=none
+    )
+    assert chosen.sandbox == SandboxSettings("read-only", True)
+    file = tmp_path / "config.json"
+    file.write_text('{"sandbox": {"mode": "off"}}')
+    assert merge_layers([], config_file=file).sandbox.mode == "off"
+    for bad, field in (
+        ({"mode": "none"}, "sandbox.mode"),
+        ({"network": "yes"}, "sandbox.network"),
+        ({"netwerk": True}, "sandbox.netwerk"),
+        ("off", "sandbox"),
+    ):
+        with pytest.raises(CrankError) as caught:
+            merge_layers([("init", {"sandbox": bad})], config_file=none)
+        assert field in caught.value.message
 
 
 FOLDER = "workspace/configuration crank"

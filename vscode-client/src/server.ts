@@ -20,7 +20,7 @@ import {
   type StaticFeature,
 } from "vscode-languageclient/node";
 import { CrankClient, experimentalCapabilities } from "./protocol/client";
-import { findExecutable, initOptions, redacted, serverCommand, settingsFrom, type CrankSettings } from "./protocol/launch";
+import { findExecutable, initOptions, platformNote, redacted, serverCommand, settingsFrom, type CrankSettings } from "./protocol/launch";
 import { redactingChannel } from "./protocol/redact";
 import { answerSave, type SaveHost } from "./protocol/save";
 import type { EventParams, PermissionRequest, PermissionResponse } from "./protocol/types";
@@ -126,7 +126,7 @@ export class ServerManager implements vscode.Disposable {
     const { command, args } = serverCommand(settings);
     const line = [command, ...args].join(" ");
     if (!findExecutable(command)) {
-      const msg = `Cannot find \`${command}\` to start the Crank server (${line}).`;
+      const msg = [`Cannot find \`${command}\` to start the Crank server (${line}).`, platformNote()].filter(Boolean).join(" ");
       this.output.error(msg);
       // Once per command line, across windows and start-ups; again when the user asked for something.
       const shown = this.context.globalState.get<string>(MISSING_SHOWN_KEY) === line;
@@ -177,7 +177,7 @@ export class ServerManager implements vscode.Disposable {
     this.crank = new CrankClient(lc);
     this.subscriptions.push(
       lc.onDidChangeState((e) => {
-        if (e.newState === State.Stopped && this.lc === lc) this.setStatus("down", "The server process exited. Its log is in the Crank output channel.");
+        if (e.newState === State.Stopped && this.lc === lc) this.setStatus("down", platformNote() ?? "The server process exited. Its log is in the Crank output channel.");
       }),
       this.crank.onEvent((p) => this.eventEmitter.fire(p)),
       this.crank.onPermissionRequest((p, cancelled) => (this.permissionHandler ? this.permissionHandler(p, cancelled) : Promise.resolve({ decision: "reject", reason: "no chat view to ask in" }))),

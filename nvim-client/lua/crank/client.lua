@@ -152,6 +152,7 @@ function Workspace:refresh_state(callback)
       self.model = result.model
       self.queue = result.queue or self.queue
       self.permission_mode = result.permissionMode
+      self.sandbox = result.sandbox
     end
     if callback then
       callback(err, result)

@@ -25,6 +25,10 @@ M.defaults = {
   permission_mode = nil,
   --- Whether the workspace is trusted (nil: the server decides).
   trusted = nil,
+  --- How the agent's commands are confined, sent as initializationOptions.crank.sandbox:
+  --- { mode = "workspace-write" | "read-only" | "off", network = false }. nil: the
+  --- server's default (workspace-write, network off) or the user config file.
+  sandbox = nil,
   --- Compaction settings sent as initializationOptions.crank.context (policy,
   --- reserveTokens, keepRecentTokens, clearAtTokens). nil: the server's defaults.
   context = nil,
@@ -92,6 +96,18 @@ local function check(cfg)
       fail("provider.apiKey", 'a string, "cmd:<shell command>" or a function', key)
     end
   end
+  if cfg.sandbox ~= nil then
+    if type(cfg.sandbox) ~= "table" then
+      fail("sandbox", "a table", cfg.sandbox)
+    end
+    local mode = cfg.sandbox.mode
+    if mode ~= nil and mode ~= "workspace-write" and mode ~= "read-only" and mode ~= "off" then
+      fail("sandbox.mode", '"workspace-write", "read-only" or "off"', mode)
+    end
+    if cfg.sandbox.network ~= nil and type(cfg.sandbox.network) ~= "boolean" then
+      fail("sandbox.network", "true or false", cfg.sandbox.network)
+    end
+  end
   if cfg.context ~= nil and type(cfg.context) ~= "table" then
     fail("context", "a table", cfg.context)
   end
@@ -142,6 +158,7 @@ local INIT_KEYS = {
   permission_mode = "permissionMode",
   trusted = "trusted",
   context = "context",
+  sandbox = "sandbox",
 }
 
 --- The API key as the server gets it. `provider.apiKey` may be the key, a function

@@ -188,7 +188,27 @@ function M.status(state)
   if cost then
     parts[#parts + 1] = string.format("$%.4f", cost)
   end
+  if type(state.sandbox) == "table" and not state.sandbox.confined then
+    parts[#parts + 1] = state.sandbox.mode == "off" and "[sandbox off]" or "[no sandbox]"
+  end
   return table.concat(parts, " ")
+end
+
+--- One sentence about the sandbox (crank/state's `sandbox`), and whether it is fine.
+---@param sb table|nil
+---@return string|nil text, boolean ok
+function M.sandbox_line(sb)
+  if type(sb) ~= "table" then
+    return nil, false
+  end
+  if sb.confined then
+    local net = sb.network and "network on" or "network off"
+    return string.format("sandbox: %s, %s (%s)", tostring(sb.mode), net, tostring(sb.detail)), true
+  end
+  if sb.mode == "off" then
+    return "sandbox off: the agent's commands run unconfined, as you", false
+  end
+  return "no sandbox (" .. tostring(sb.detail) .. "): every command asks first", false
 end
 
 --- One line per session for a picker.

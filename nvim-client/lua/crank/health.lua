@@ -30,7 +30,7 @@ function M.probe(cmd, opts)
   if not ok then
     return nil, tostring(rpc)
   end
-  local done, response, failure = false, nil, nil
+  local done, response, failure, state = false, nil, nil, nil
   rpc.request("initialize", {
     processId = vim.fn.getpid(),
     rootUri = vim.uri_from_fname(opts.cwd),
@@ -44,6 +44,31 @@ function M.probe(cmd, opts)
     return done
   end, 20)
   if done and failure == nil then
+    -- The workspace's state (the sandbox) once its host is up: until the server has
+    -- made the host (after `initialized`), crank/state is refused, so ask again.
+    local answered, last_error, stopped = false, nil, false
+    local function ask()
+      if stopped then
+        return
+      end
+      rpc.request("crank/state", vim.empty_dict(), function(err, result)
+        if err == nil then
+          answered, state = true, result
+        else
+          last_error = err
+          vim.defer_fn(ask, 50)
+        end
+      end)
+    end
+    rpc.notify("initialized", {})
+    ask()
+    vim.wait(opts.timeout or 15000, function()
+      return answered
+    end, 20)
+    stopped = true
+    if not answered and last_error then
+      stderr[#stderr + 1] = "crank/state: " .. tostring(last_error.message or vim.inspect(last_error))
+    end
     rpc.request("shutdown", nil, function()
       rpc.notify("exit", nil)
     end)
@@ -58,7 +83,18 @@ function M.probe(cmd, opts)
   if failure then
     return nil, "initialize failed: " .. tostring(failure.message or vim.inspect(failure))
   end
-  return response
+  return response, nil, state
+end
+
+local function report_sandbox(sb)
+  local text, ok = require("crank.format").sandbox_line(sb)
+  if text == nil then
+    health.info("sandbox: the server did not say")
+  elseif ok then
+    health.ok(text)
+  else
+    health.warn(text, { "install bubblewrap (Linux) for the command sandbox; see docs/tools.md" })
+  end
 end
 
 local function describe_provider(p)
@@ -115,9 +151,10 @@ function M.check()
   local ws = client.by_root[root]
   if ws and ws:client() then
     health.ok(string.format("running for %s: %s %s", root, tostring(ws.server_name or "?"), tostring(ws.server_version or "")))
+    report_sandbox(ws.sandbox)
     return
   end
-  local result, err = M.probe(cmd, { cwd = root, env = cfg.cmd_env, init_options = config.init_options() })
+  local result, err, state = M.probe(cmd, { cwd = root, env = cfg.cmd_env, init_options = config.init_options() })
   if result == nil then
     health.error("the server did not start: " .. tostring(err))
     return
@@ -129,6 +166,7 @@ function M.check()
   if version ~= 1 then
     health.warn("this plugin speaks Crank protocol 1; the server says " .. tostring(version))
   end
+  report_sandbox(state and state.sandbox)
 end
 
 return M

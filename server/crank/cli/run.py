@@ -4,6 +4,11 @@ Without ``--json`` only the final answer goes to stdout (or ``Error: <message>``
 stderr and exit status 1); with it, every event is one line of JSON. The session is
 saved like any other (``crank sessions list``), so ``--continue`` picks it up. Ctrl-C
 aborts the run cleanly: the partial reply is recorded and the exit status is 130.
+
+Nobody is asked, so what the agent may do is fixed here: the file tools stay in the
+current directory (``refuse_outside``) and out of the secret locations; commands run in
+the sandbox (crank.tools.sandbox; the user config file's ``sandbox`` and the flags
+choose how), and where there is none they are refused unless ``--no-sandbox`` is given.
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ from crank.tools import (
 from crank.tools.sandbox import SandboxSettings, SandboxStatus, probe, protected_paths
 from crank.vendors import ConfigError, create_model, resolve_provider
 from crank.vendors.secrets import provider_env
+from crank.workspace import CrankError
+from crank.workspace.settings import merge_layers
 
 EXIT_INTERRUPTED = 130
 
@@ -136,10 +143,19 @@ def command_gate(status: SandboxStatus, settings: SandboxSettings) -> Approve:
     return gate
 
 
-def tool_context(args: argparse.Namespace, cwd: Path, err: TextIO) -> ToolContext:
-    settings = SandboxSettings(
-        mode="off" if args.no_sandbox else "workspace-write", network=args.network
+def sandbox_settings(args: argparse.Namespace) -> SandboxSettings:
+    """The user config file's ``sandbox`` (if any), then the flags over it."""
+    try:
+        chosen = merge_layers([]).sandbox
+    except CrankError as exc:
+        raise UsageError(exc.message) from exc
+    return SandboxSettings(
+        mode="off" if args.no_sandbox else chosen.mode, network=args.network or chosen.network
     )
+
+
+def tool_context(args: argparse.Namespace, cwd: Path, err: TextIO) -> ToolContext:
+    settings = sandbox_settings(args)
     status = probe()
     if not args.read_only and settings.mode != "off" and not status.available:
         print(f"crank: no sandbox ({status.detail}): commands are refused", file=err)

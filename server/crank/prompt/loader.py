@@ -42,6 +42,9 @@ CONTEXT_NAMES = ("AGENTS.md", "CLAUDE.md")
 SKILL_FILE = "SKILL.md"
 PROJECT_SKILL_DIRS = (Path(".crank") / "skills", Path(".agents") / "skills")
 UNTRUSTED = "the workspace is not trusted, so project-local files are not loaded"
+LINKS_OUT = "it is a link to a file outside the workspace, which is not loaded"
+"""A repository's AGENTS.md may be a symlink to ~/.config/crank/config.json (a key)
+or ~/.ssh/id_rsa: a project-local file is read only where it really lies inside."""
 
 
 def default_user_dir() -> Path:
@@ -155,6 +158,10 @@ def _identity(path: Path) -> Path:
         return path
 
 
+def _inside(resolved: Path, root: Path) -> bool:
+    return resolved.is_relative_to(_identity(root))
+
+
 def load_context_files(locations: PromptLocations, out: _Collector) -> list[ContextFile]:
     found: list[tuple[Path, bool]] = []
     user_file = _context_file_in(locations.user_dir)
@@ -173,6 +180,9 @@ def load_context_files(locations: PromptLocations, out: _Collector) -> list[Cont
         seen.add(identity)
         if project_local and not locations.trusted:
             out.skip(path, UNTRUSTED)
+            continue
+        if project_local and not _inside(identity, locations.workspace_root):
+            out.skip(path, LINKS_OUT)
             continue
         text = _read_text(path, "context file", out)
         if text is not None:
@@ -220,6 +230,9 @@ def load_skills(locations: PromptLocations, out: _Collector) -> list[Skill]:
         for path in _skill_files(directory):
             if project_local and not locations.trusted:
                 out.skip(path, UNTRUSTED)
+                continue
+            if project_local and not _inside(_identity(path), locations.workspace_root):
+                out.skip(path, LINKS_OUT)
                 continue
             text = _read_text(path, "skill", out)
             if text is None:

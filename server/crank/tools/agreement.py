@@ -20,10 +20,10 @@ from pathlib import Path
 
 import anyio
 
-from crank.agent.tools import ToolOutput
+from crank.agent.tools import ToolError, ToolOutput
 
 from .context import ToolContext
-from .textfile import looks_binary, split_text
+from .textfile import MAX_TEXT_BYTES, looks_binary, open_regular, split_text
 
 
 def body_of(raw: str) -> str:
@@ -39,12 +39,17 @@ def most_bytes(buffer: str) -> int:
 
 def disk_body(path: Path, most: int | None = None) -> str | None:
     """The file's text as a body, or None when there is no readable text file there
-    (or it is bigger than ``most`` bytes, so it is not read)."""
+    (or it is bigger than ``most`` bytes, MAX_TEXT_BYTES by default, so it is not read).
+    Only a regular file is opened: a FIFO there would block the thread for ever."""
+    limit = MAX_TEXT_BYTES if most is None else most
     try:
-        if most is not None and path.stat().st_size > most:
-            return None
-        data = path.read_bytes()
-    except OSError:
+        with open_regular(path, str(path)) as (handle, info):
+            if info.st_size > limit:
+                return None
+            data = handle.read(limit + 1)
+    except (OSError, ToolError):
+        return None
+    if len(data) > limit:
         return None
     if looks_binary(data):
         return None

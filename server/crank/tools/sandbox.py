@@ -10,7 +10,9 @@ rest of the filesystem read-only; ``read-only`` makes the workspace read-only to
   their ``environ``, ``cmdline`` or memory can be read;
 - the secret locations of ``protected_paths()`` (SSH, cloud and GPG credentials,
   ``.netrc``, the GitHub CLI's tokens, Crank's own config and data folders) are
-  covered by empty ones, so they read as empty;
+  covered by empty ones, so they read as empty; so is ``/run``, where the sockets of
+  the Docker daemon and the user's agents live (a read-only mount does not stop a
+  ``connect()``);
 - no capabilities (also when Crank runs as root), a fresh IPC namespace, and the
   command dies with the server (``--die-with-parent``); when the shell exits, the
   namespace ends and every process it left behind is killed;
@@ -160,6 +162,31 @@ def _hide(path: Path) -> list[str]:
     return []
 
 
+RESOLVER_PATHS = ("/run/systemd/resolve", "/run/resolvconf", "/run/NetworkManager")
+"""Where /etc/resolv.conf may point into /run: shown again when the network is on."""
+
+
+def _hide_run(root: Path, network: bool) -> list[str]:
+    """/run (and a /var/run that is not a link to it) as an empty read-only folder.
+
+    A read-only mount does not stop ``connect()`` on a Unix socket, and /run holds the
+    sockets of the Docker daemon (root on the machine for whoever reaches it), the
+    user's D-Bus, keyring, GPG and SSH agents (/run/user/UID), systemd, polkit.
+    Nothing a command needs offline lives there; with the network on, the resolver's
+    files are shown again so DNS works."""
+    line: list[str] = []
+    for run in (Path("/run"), Path("/var/run")):
+        if run.is_symlink() or not run.is_dir() or root.is_relative_to(run.resolve()):
+            continue
+        line += ["--tmpfs", str(run)]
+        if network:
+            for path in RESOLVER_PATHS:
+                if Path(path).is_relative_to(run):
+                    line += ["--ro-bind-try", path, path]
+        line += ["--remount-ro", str(run)]
+    return line
+
+
 def _top_under_tmp(root: Path) -> Path | None:
     """The real folder directly under /tmp that holds ``root``, if it is there: it is
     shown read-only over the private /tmp, so ``..`` from the workspace is the real,
@@ -183,6 +210,7 @@ def confine(
     bwrap = _bwrap()
     assert bwrap is not None, "confine() is only called when probe() said available"
     line = _base(bwrap, network=settings.network)
+    line += _hide_run(root, settings.network)
     top = _top_under_tmp(root)
     if top is not None:
         line += ["--ro-bind", str(top), str(top)]

@@ -309,6 +309,13 @@ def resolve_provider(
     if api is not None and api not in APIS:
         raise ConfigError(f"provider api must be one of {', '.join(APIS)}, got {api!r}")
     primary = _primary_api(layers, environment)
+    # Detected from ANTHROPIC_*/OPENAI_* alone: a key given with no api was not given
+    # for that api (an editor's stored key is not an OpenAI key because OPENAI_BASE_URL
+    # is set), so only keys that name it, or the environment's own, go out.
+    env_names = [f"{p}_{v}" for p in _ENV_PREFIX.values() for v in ("API_KEY", "BASE_URL")]
+    detected = not any("api" in values for _, values in layers) and any(
+        environment.get(name) for name in env_names
+    )
     target = api or primary
     if target is None:
         raise ConfigError(_how_to_configure(path))
@@ -317,6 +324,7 @@ def resolve_provider(
     merged: dict[str, Any] = {"api": target}
     sources: dict[str, str] = {"api": "crank/setModel" if api else "default"}
     keys: list[tuple[str, str, str]] = []
+    unassigned: list[str] = []
     for name, values in layers:
         if values.get("api", primary) != target:
             continue  # configured for another api: none of it applies here
@@ -325,7 +333,10 @@ def resolve_provider(
         for key, value in values.items():
             if key == "apiKey":
                 Secret(value)  # known to ``redact`` even if it is never sent
-                keys.append((name, value, _endpoint(target, values.get("baseUrl"))))
+                if detected and "api" not in values:
+                    unassigned.append(name)
+                else:
+                    keys.append((name, value, _endpoint(target, values.get("baseUrl"))))
             elif key not in merged:
                 merged[key] = value
                 sources[key] = name
@@ -340,9 +351,13 @@ def resolve_provider(
     if bound is not None:
         sources["apiKey"], merged["apiKey"] = bound
     withheld = tuple(  # worth saying only when no key goes out at all
-        f"the key from {name} (configured for {without_credentials(endpoint)})"
-        for name, _key, endpoint in keys
+        [
+            f"the key from {name} (configured for {without_credentials(endpoint)})"
+            for name, _key, endpoint in keys
+        ]
+        + [f"the key from {name} (given with no provider.api)" for name in unassigned]
         if bound is None
+        else ()
     )
     return _build(merged, sources, path, withheld, switching=api is not None)
 

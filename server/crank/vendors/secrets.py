@@ -127,4 +127,9 @@ def handover(argv: Sequence[str] | None = None) -> None:
     env[FD_VARIABLE] = str(read_end)
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(command[0], command, env)
+    try:
+        os.execve(command[0], command, env)
+    except OSError as exc:  # the interpreter cannot be run again: keep the keys here
+        os.close(read_end)
+        log.warning("could not re-execute without the keys in the environment: %s", exc)
+        _adopt(keys)

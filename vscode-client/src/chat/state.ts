@@ -15,6 +15,7 @@ import type {
   PermissionMode,
   PermissionRequest,
   Queue,
+  SandboxState,
   SessionInfo,
   StateResult,
   UsageUpdate,
@@ -72,6 +73,7 @@ export interface ChatState {
   models: ModelInfo[];
   permissionMode?: PermissionMode;
   trusted?: boolean;
+  sandbox?: SandboxState;
   sessions: SessionInfo[];
   compacting: boolean;
   retry?: { attempt: number; delayMs: number; error: string };
@@ -360,6 +362,7 @@ function reduceAction(s: ChatState, a: ChatAction): ChatState {
         model: st.model,
         permissionMode: st.permissionMode,
         trusted: st.trusted,
+        sandbox: st.sandbox ?? s.sandbox,
         queue: st.queue,
         usage: st.usage,
         items: changed ? [] : s.items,
@@ -409,4 +412,15 @@ export function pendingPermissions(s: ChatState): PermissionItem[] {
 export function contextFraction(s: ChatState): number | undefined {
   if (!s.usage || !s.usage.contextWindow) return undefined;
   return Math.min(1, Math.max(0, s.usage.contextTokens / s.usage.contextWindow));
+}
+
+/** The one line the chat shows about the sandbox: what confines the agent's commands. */
+export function sandboxLine(sb: SandboxState | undefined): { text: string; level: "ok" | "warning"; title: string } | undefined {
+  if (!sb) return undefined;
+  if (sb.confined) {
+    const net = sb.network ? "network on" : "network off";
+    return { text: `Sandbox: ${sb.mode}, ${net}`, level: "ok", title: sb.detail };
+  }
+  if (sb.mode === "off") return { text: "Sandbox off: commands run as you", level: "warning", title: "crank.sandbox.mode is off" };
+  return { text: "No sandbox: every command asks first", level: "warning", title: sb.detail };
 }

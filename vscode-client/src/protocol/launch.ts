@@ -4,7 +4,7 @@
  */
 import { accessSync, constants } from "node:fs";
 import * as path from "node:path";
-import type { CrankInitOptions, PermissionMode } from "./types";
+import type { CrankInitOptions, PermissionMode, SandboxMode } from "./types";
 
 /** The user's settings; "" (or undefined) where the user set nothing, so the server's own layering applies. */
 export interface CrankSettings {
@@ -13,10 +13,12 @@ export interface CrankSettings {
   api: string;
   baseUrl: string;
   model: string;
-  /** Tokens; 0 or unset = not set (the server finds it). */
+  /** Tokens; 0 = not set (the server finds it, see docs/vendors.md). */
   contextWindow?: number;
   permissionMode: PermissionMode | undefined;
   sessionDir: string;
+  sandboxMode?: SandboxMode;
+  sandboxNetwork?: boolean;
 }
 
 /** The parts of `WorkspaceConfiguration.inspect` used here. */
@@ -41,6 +43,7 @@ export const RESTRICTED_SETTINGS = [
   "permissionMode",
   "sessionDir",
   "sandbox.mode",
+  "sandbox.network",
 ] as const;
 
 /**
@@ -64,10 +67,19 @@ export function settingsFrom(inspect: <T>(key: string) => Inspected<T> | undefin
     api: get<string>("provider.api") ?? "",
     baseUrl: get<string>("provider.baseUrl") ?? "",
     model: get<string>("provider.model") ?? "",
-    contextWindow: get<number>("provider.contextWindow") ?? 0,
     permissionMode: get<PermissionMode>("permissionMode"),
     sessionDir: get<string>("sessionDir") ?? "",
+    contextWindow: get<number>("provider.contextWindow") ?? 0,
+    ...sandboxOf(get<SandboxMode>("sandbox.mode"), get<boolean>("sandbox.network")),
   };
+}
+
+/** The sandbox fields, present only when the user set them. */
+function sandboxOf(mode: SandboxMode | undefined, network: boolean | undefined): Pick<CrankSettings, "sandboxMode" | "sandboxNetwork"> {
+  const out: Pick<CrankSettings, "sandboxMode" | "sandboxNetwork"> = {};
+  if (mode !== undefined) out.sandboxMode = mode;
+  if (network !== undefined) out.sandboxNetwork = network;
+  return out;
 }
 
 /** The server's argv: the explicit command, else `<python> -m crank serve`, else `crank serve`. */
@@ -113,6 +125,10 @@ export function initOptions(s: CrankSettings, apiKey: string | undefined, truste
   if (s.permissionMode) out.permissionMode = s.permissionMode;
   if (Object.keys(provider).length) out.provider = provider;
   if (s.sessionDir) out.sessionDir = s.sessionDir;
+  // Only a choice that differs from the server's default, so the user config file still applies.
+  if ((s.sandboxMode && s.sandboxMode !== "workspace-write") || s.sandboxNetwork) {
+    out.sandbox = { mode: s.sandboxMode ?? "workspace-write", network: s.sandboxNetwork ?? false };
+  }
   return out;
 }
 
@@ -120,6 +136,16 @@ export function initOptions(s: CrankSettings, apiKey: string | undefined, truste
 export function redacted(o: CrankInitOptions): CrankInitOptions {
   if (!o.provider?.apiKey) return o;
   return { ...o, provider: { ...o.provider, apiKey: "<redacted>" } };
+}
+
+/**
+ * What to tell a user whose platform cannot run the server itself, or undefined. On
+ * Windows the server needs WSL (process groups, the command sandbox): saying so beats
+ * "the server process exited".
+ */
+export function platformNote(platform: string = process.platform): string | undefined {
+  if (platform !== "win32") return undefined;
+  return "On Windows the Crank server runs inside WSL: open this folder with the WSL extension (\"WSL: Reopen Folder in WSL\") and install Crank there.";
 }
 
 export const INSTALL_HELP = `# Installing the Crank server

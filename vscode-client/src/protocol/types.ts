@@ -97,12 +97,17 @@ export interface StateResult {
   model: ModelRef;
   permissionMode: PermissionMode;
   trusted: boolean;
+  /** How the agent's commands are confined (docs/protocol.md "Sandbox"). */
+  sandbox?: SandboxState;
   queue: Queue;
   usage: UsageUpdate;
   sessionFile?: string;
   /** The last seq the server sent for the session (it counts from 0 again in a new server process). */
   seq?: number;
 }
+
+export type SandboxMode = "workspace-write" | "read-only" | "off";
+export interface SandboxState { mode: SandboxMode; network: boolean; available: boolean; confined: boolean; detail: string }
 
 /** One entry of crank/tree: the session file's tree, in file order. */
 export interface TreeEntry { id: string; parentId: string | null; type: string; role?: string; preview?: string; label?: string }
@@ -135,6 +140,8 @@ export interface PermissionRequest {
   toolName: string;
   arguments: Record<string, unknown>;
   preview?: DiffPreview | CommandPreview;
+  /** Set when the command would run unconfined (no sandbox on this machine). */
+  warning?: string;
 }
 
 export type PermissionDecision = "allow" | "allowSession" | "allowAlways" | "reject";
@@ -168,4 +175,5 @@ export interface CrankInitOptions {
   sessionDir?: string;
   trusted?: boolean;
   permissionMode?: PermissionMode;
+  sandbox?: { mode: SandboxMode; network: boolean };
 }

@@ -4,7 +4,7 @@
  * identity: an item the reducer did not touch keeps its DOM, so streaming redraws one
  * bubble, not the whole transcript.
  */
-import { contextFraction, initialState, reduce, type ChatItem, type ChatState, type PermissionItem, type ToolItem } from "../chat/state";
+import { contextFraction, initialState, reduce, sandboxLine, type ChatItem, type ChatState, type PermissionItem, type ToolItem } from "../chat/state";
 import type { HostMessage, ViewMessage } from "../chat/protocol";
 import type { PermissionDecision, PermissionMode } from "../protocol/types";
 import { pathArg, snippetDiff } from "../chat/edits";
@@ -57,11 +57,12 @@ const sessionsButton = button("History", () => {
   schedule();
 }, { class: "secondary", "aria-expanded": "false", title: "Sessions of this workspace" });
 const newButton = button("New", () => post({ type: "newSession" }), { class: "secondary", title: "Start a new session" });
+const sandboxNote = h("span", { class: "sandbox", hidden: true });
 const branchesButton = button("Branches", () => {
   showBranches = !showBranches;
   schedule();
 }, { class: "secondary", "aria-expanded": "false", title: "Branches of this session (made by Edit and resend)", hidden: true });
-const header = h("header", { class: "toolbar" }, wsButton, modelSelect, modeSelect, h("span", { class: "spacer" }), branchesButton, sessionsButton, newButton);
+const header = h("header", { class: "toolbar" }, wsButton, modelSelect, modeSelect, sandboxNote, h("span", { class: "spacer" }), branchesButton, sessionsButton, newButton);
 
 const sessionsPanel = h("nav", { class: "sessions", "aria-label": "Sessions", hidden: true });
 const branchesPanel = h("nav", { class: "sessions branches", "aria-label": "Branches", hidden: true });
@@ -243,6 +244,13 @@ function renderToolbar(): void {
   if (state.permissionMode) modeSelect.value = state.permissionMode;
   modeSelect.disabled = state.server.status !== "running";
   newButton.disabled = state.running;
+  const sb = sandboxLine(state.sandbox);
+  sandboxNote.hidden = !sb;
+  if (sb) {
+    sandboxNote.textContent = sb.text;
+    sandboxNote.className = `sandbox ${sb.level}`;
+    sandboxNote.title = sb.title;
+  }
   sessionsButton.setAttribute("aria-expanded", String(showSessions));
 }
 
@@ -458,6 +466,7 @@ function renderPermission(p: PermissionItem): HTMLElement {
     card.append(h("div", { class: `decision ${p.withdrawn ? "withdrawn" : p.decision}` }, `${label}${p.reason ? `: ${p.reason}` : ""}`));
     return card;
   }
+  if (r.warning) card.append(h("div", { class: "warning" }, r.warning));
   if (pv?.kind === "command") card.append(h("pre", { class: "command" }, pv.command));
   else if (pv?.kind === "diff") {
     card.append(h("div", { class: "path" }, pv.path));

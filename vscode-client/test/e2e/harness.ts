@@ -197,6 +197,9 @@ export async function startHarness(script: unknown): Promise<Harness> {
   const browser = await chromium.launch({
     executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
     headless: true,
+    // Chromium keeps crash reports under the home's .config whatever its profile: the
+    // suite's own home, not the user's.
+    env: { ...process.env, HOME: home, XDG_CONFIG_HOME: path.join(home, ".config"), XDG_CACHE_HOME: path.join(home, ".cache") },
     args: ["--no-sandbox", "--headless", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
   });
   const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });

@@ -4,7 +4,7 @@ import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { readFileSync } from "node:fs";
-import { findExecutable, initOptions, redacted, RESTRICTED_SETTINGS, serverCommand, settingsFrom, type CrankSettings, type Inspected } from "../../src/protocol/launch";
+import { findExecutable, initOptions, platformNote, redacted, RESTRICTED_SETTINGS, serverCommand, settingsFrom, type CrankSettings, type Inspected } from "../../src/protocol/launch";
 import { chatPageHtml } from "../../src/chat/html";
 
 const base: CrankSettings = { command: [], python: "", api: "", baseUrl: "", model: "", permissionMode: undefined, sessionDir: "", contextWindow: 0 };
@@ -51,6 +51,12 @@ test("the page's content security policy allows only nonce'd scripts and no inli
   assert.ok(!/<script(?![^>]*src=)/.test(html), "no inline script");
 });
 
+test("initOptions sends the sandbox only when it differs from the server's default", () => {
+  assert.equal(initOptions({ ...base, sandboxMode: "workspace-write", sandboxNetwork: false }, undefined, true).sandbox, undefined);
+  assert.deepEqual(initOptions({ ...base, sandboxMode: "off" }, undefined, true).sandbox, { mode: "off", network: false });
+  assert.deepEqual(initOptions({ ...base, sandboxNetwork: true }, undefined, true).sandbox, { mode: "workspace-write", network: true });
+});
+
 /** An `inspect` over what package.json contributes plus the values given per scope. */
 function inspector(scopes: { global?: Record<string, unknown>; workspace?: Record<string, unknown>; folder?: Record<string, unknown> }) {
   const pkg = JSON.parse(readFileSync("package.json", "utf8")) as { contributes: { configuration: { properties: Record<string, { default?: unknown }> } } };
@@ -67,7 +73,7 @@ test("only values the user set are sent: the contributed provider.api default is
   // Before, `provider.api` always went out as "anthropic" (its contributed default), so
   // OPENAI_BASE_URL=... CRANK_MODEL=... in the environment ended in "anthropic provider needs an API key".
   const settings = settingsFrom(inspector({}), true);
-  assert.deepEqual(settings, base);
+  assert.deepEqual(settings, { ...base, contextWindow: 0 });
   assert.deepEqual(initOptions(settings, undefined, true), { trusted: true });
   const chosen = settingsFrom(inspector({ global: { "provider.api": "openai", permissionMode: "autoEdit" }, folder: { "provider.model": "qwen" } }), true);
   assert.deepEqual(initOptions(chosen, undefined, true), { trusted: true, permissionMode: "autoEdit", provider: { api: "openai", model: "qwen" } });
@@ -86,7 +92,7 @@ test("in an untrusted workspace the workspace's restricted settings are ignored,
   };
   const user = { permissionMode: "ask", "provider.baseUrl": "http://127.0.0.1:11434/v1" };
   const untrusted = settingsFrom(inspector({ global: user, workspace: planted, folder: planted }), false);
-  assert.deepEqual(untrusted, { ...base, permissionMode: "ask", baseUrl: "http://127.0.0.1:11434/v1", model: "their-model" });
+  assert.deepEqual(untrusted, { ...base, contextWindow: 0, permissionMode: "ask", baseUrl: "http://127.0.0.1:11434/v1", model: "their-model" });
   assert.deepEqual(serverCommand(untrusted), { command: "crank", args: ["serve"] });
   const trusted = settingsFrom(inspector({ global: user, workspace: planted }), true);
   assert.equal(trusted.permissionMode, "auto");
@@ -96,4 +102,25 @@ test("in an untrusted workspace the workspace's restricted settings are ignored,
 test("package.json restricts exactly the settings the code treats as restricted", () => {
   const pkg = JSON.parse(readFileSync("package.json", "utf8")) as { capabilities: { untrustedWorkspaces: { restrictedConfigurations: string[] } } };
   assert.deepEqual(pkg.capabilities.untrustedWorkspaces.restrictedConfigurations, RESTRICTED_SETTINGS.map((k) => `crank.${k}`));
+});
+
+test("a workspace cannot turn the sandbox off or the network on unless it is trusted", () => {
+  const planted = { "sandbox.mode": "off", "sandbox.network": true };
+  const untrusted = settingsFrom(inspector({ workspace: planted }), false);
+  assert.equal(initOptions(untrusted, undefined, false).sandbox, undefined);
+  const mine = settingsFrom(inspector({ global: { "sandbox.network": true }, workspace: planted }), false);
+  assert.deepEqual(initOptions(mine, undefined, false).sandbox, { mode: "workspace-write", network: true });
+});
+
+test("crank.provider.contextWindow reaches the server only when the user set it", () => {
+  assert.equal(settingsFrom(inspector({}), true).contextWindow, 0, "the contributed default is no user value");
+  assert.equal(initOptions(settingsFrom(inspector({}), true), undefined, true).provider, undefined, "0 is not sent");
+  const set = settingsFrom(inspector({ workspace: { "provider.contextWindow": 4096 } }), false);
+  assert.deepEqual(initOptions(set, undefined, false).provider, { contextWindow: 4096 });
+});
+
+test("on Windows the user is told the server needs WSL; elsewhere nothing is added", () => {
+  assert.match(platformNote("win32") ?? "", /WSL/);
+  assert.equal(platformNote("linux"), undefined);
+  assert.equal(platformNote("darwin"), undefined);
 });

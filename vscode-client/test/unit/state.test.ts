@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { contextFraction, initialState, itemsFromMessages, pendingPermissions, reduce, type AssistantItem, type ChatState, type PermissionItem, type ToolItem } from "../../src/chat/state";
+import { contextFraction, initialState, itemsFromMessages, pendingPermissions, reduce, sandboxLine, type AssistantItem, type ChatState, type PermissionItem, type ToolItem } from "../../src/chat/state";
 import type { CrankEvent, EventParams, Message, PermissionRequest } from "../../src/protocol/types";
 import { eventsOf, loadRun } from "./fixture";
 
@@ -160,6 +160,17 @@ test("re-reading the transcript (resync after a gap) keeps the card of an open q
   s = reduce(s, { type: "transcript", messages: [{ role: "user", content: "fix add", timestamp: 1 }] });
   assert.deepEqual(s.items.map((i) => i.kind), ["user", "permission"]);
   assert.deepEqual(pendingPermissions(s).map((p) => p.id), ["p1"]);
+});
+
+test("the sandbox line says plainly whether commands are confined", () => {
+  const sb = { mode: "workspace-write" as const, network: false, available: true, confined: true, detail: "bubblewrap (/usr/bin/bwrap)" };
+  assert.deepEqual(sandboxLine(sb), { text: "Sandbox: workspace-write, network off", level: "ok", title: sb.detail });
+  const none = { ...sb, available: false, confined: false, detail: "bubblewrap (bwrap) is not installed" };
+  assert.deepEqual(sandboxLine(none), { text: "No sandbox: every command asks first", level: "warning", title: none.detail });
+  assert.equal(sandboxLine({ ...sb, mode: "off", confined: false })?.level, "warning");
+  assert.equal(sandboxLine(undefined), undefined);
+  const s = reduce(initialState(), { type: "state", state: { sessionId: "s", running: false, model: { api: "a", id: "m" }, permissionMode: "ask", trusted: true, sandbox: none, queue: { steering: [], followUp: [] }, usage: { contextTokens: 0, contextWindow: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 } } });
+  assert.deepEqual(s.sandbox, none);
 });
 
 test("an edit asked about shows its diff once: on the question, not on its own card, until answered", () => {

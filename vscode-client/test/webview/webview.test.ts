@@ -54,6 +54,9 @@ before(async () => {
   context = await chromium.launchPersistentContext(profile, {
     executablePath: process.env.CHROMIUM_PATH ?? "/usr/bin/chromium",
     headless: true,
+    // Chromium keeps crash reports under the home's .config whatever its profile: a
+    // home of the test's own, not the user's (it left ~/.config/chromium behind).
+    env: { ...process.env, HOME: profile, XDG_CONFIG_HOME: profile, XDG_CACHE_HOME: profile },
     viewport: { width: 440, height: 900 },
     args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
   });

@@ -1,0 +1,103 @@
+"""The workspace's model configuration: which provider and model the settings name.
+
+Settings (merged by name) become a model here, or a configuration error that every
+prompt is refused (``no_provider``) until the settings are fixed: the error is kept, never
+raised at start-up, so the server still answers everything else. A ``crank/setModel``
+override is tried against the same layers and, when it fails, changes nothing; a key
+configured for another endpoint is never sent, and the log says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from crank.agent.model import Model
+from crank.vendors import ConfigError, ProviderConfig, discover, known_models, lookup
+
+from .errors import NO_PROVIDER, CrankError
+from .models import Unconfigured, build_model
+from .settings import Settings
+
+
+class ModelConfig:
+    """The provider the settings name, the model built from it, or why there is none."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        root: Path,
+        env: Mapping[str, str] | None,
+        log: Callable[[str], None],
+    ) -> None:
+        self.settings = settings
+        self.root = root
+        self._env = env
+        self._log = log
+        self.provider: ProviderConfig | None = None
+        self.error: str | None = None
+        """The ``no_provider`` text while no provider is configured."""
+
+    def configure(self, override: dict[str, Any] | None = None) -> Model:
+        """The model for the current settings (``override`` first). Without an override
+        a failure is kept in ``error`` and an ``Unconfigured`` stand-in returned; with
+        one, ConfigError is raised and nothing changes."""
+        try:
+            model, provider = build_model(
+                self.settings, self.root, override=override, env=self._env
+            )
+        except ConfigError as exc:
+            if override:
+                raise ConfigError(
+                    f"Crank cannot switch to {override['api']} model {override['model']}: "
+                    f"{exc} (keys and base URLs configured for another api are never "
+                    "used for this one)"
+                ) from exc
+            self.provider, self.error = None, str(exc)
+            return Unconfigured(str(exc))
+        self.provider, self.error = provider, None
+        for withheld in provider.withheld_keys:
+            self._log(
+                f"Crank: {withheld} is not sent to {provider.public()['baseUrl']}: a key "
+                "goes only to the endpoint it was configured with"
+            )
+        return model
+
+    def require(self) -> None:
+        """Refuse (``no_provider``, saying what to set) while no provider is configured."""
+        if self.error is not None:
+            raise CrankError(NO_PROVIDER, self.error)
+
+    async def models_json(self, model: Model) -> dict[str, Any]:
+        """``crank/models``: what the configured server serves (``source: "server"``,
+        asked each time: a local server's models come and go), then the catalog's cloud
+        models, the current model first when it is in neither."""
+        served = await discover(model, refresh=True) if self.error is None else None
+        listed: list[dict[str, Any]] = [
+            {
+                "api": model.api,
+                "id": entry.id,
+                "contextWindow": model.context_window
+                if entry.id == model.id
+                else entry.context_window
+                or lookup(model.api, entry.id, compatible=True).context_window,
+                "source": "server",
+            }
+            for entry in served or ()
+        ]
+        listed += [
+            {"api": api, "id": mid, "contextWindow": window, "source": "catalog"}
+            for api, mid, window in known_models()
+        ]
+        current = {
+            "api": model.api,
+            "id": model.id,
+            "contextWindow": model.context_window,
+            "source": "config",
+        }
+        if self.error is None and not any(
+            m["api"] == current["api"] and m["id"] == current["id"] for m in listed
+        ):
+            listed.insert(0, current)
+        return {"models": listed}

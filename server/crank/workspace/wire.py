@@ -1,0 +1,66 @@
+"""The wire JSON of a workspace's state: ``crank/state``, ``crank/messages``,
+``crank/systemPrompt``. Pure functions of what they are given, so the shapes the
+protocol promises can be read (and tested) in one place; key order is the wire's."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from crank.agent.harness import Harness
+from crank.agent.view import Repairs
+from crank.prompt import SystemPrompt
+from crank.session import ContextUsage
+
+from .permissions import PermissionMode
+
+
+def state_json(
+    *,
+    session_id: str,
+    harness: Harness,
+    run_id: str | None,
+    permission_mode: PermissionMode,
+    trusted: bool,
+    sandbox: dict[str, Any],
+    usage: ContextUsage,
+    session_file: Path,
+    seq: int,
+    config_error: str | None,
+    repairs: Repairs,
+) -> dict[str, Any]:
+    """``crank/state``: ``runId`` only while a run is active, ``configError`` only while
+    no provider is configured, ``viewRepairs`` only when the view repaired something."""
+    model = harness.model
+    state: dict[str, Any] = {"sessionId": session_id, "running": harness.is_running}
+    if run_id is not None:
+        state["runId"] = run_id
+    state.update(
+        {
+            "model": {"api": model.api, "id": model.id, "contextWindow": model.context_window},
+            "permissionMode": permission_mode,
+            "trusted": trusted,
+            "sandbox": sandbox,
+            "queue": harness.queues.as_dict(),
+            "usage": usage,
+            "sessionFile": str(session_file),
+            "seq": seq,
+        }
+    )
+    if config_error is not None:
+        state["configError"] = config_error
+    if repairs:
+        state["viewRepairs"] = repairs.to_json()
+    return state
+
+
+def messages_json(harness: Harness) -> dict[str, Any]:
+    """``crank/messages``: the transcript as the Harness holds it (the record, not the view)."""
+    return {"messages": list(harness.messages)}
+
+
+def system_prompt_json(prompt: SystemPrompt | None) -> dict[str, Any]:
+    """``crank/systemPrompt``: the prompt the next run starts with (empty before the first build)."""
+    if prompt is None:
+        return {"text": "", "hash": "", "sources": []}
+    return prompt.to_json()

@@ -1,0 +1,114 @@
+"""Huge, sparse and binary files for the chaos suite (issue 12, item 5).
+
+``big_file_cases`` fills ``World.extra`` with files that took the server down before:
+2 GB sparse files (all NULs; no disk), a file of short text lines that turns into 2 GB
+of NULs with no newline, and a one-line 8 MB "minified" file. Then it asks every file
+tool about them: read at the start, deep past the end and on the giant line; edit
+(refused: over the size limit); write over one (replaced without being read); grep,
+find and ls over the folder and on each file. The chaos tests then check, on top of
+their own checks, that the process's peak resident memory stayed bounded
+(``PEAK_BOUND_KB``): ``run_measured`` for ``crank run`` (its peak, and that of any
+command it waited for), ``server_peak_kb`` for ``crank serve``.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+import threading
+from pathlib import Path
+from typing import Any
+
+HUGE = 2 * 1024 * 1024 * 1024
+PEAK_BOUND_KB = 200 * 1024
+"""The issue's target for the server while a tool handles a 2 GB file."""
+HEAD = "".join(f"log line {n}\n" for n in range(1, 2001))
+
+
+def sparse(path: Path, size: int = HUGE) -> None:
+    with open(path, "ab") as handle:
+        handle.truncate(size)
+
+
+def fill(extra: Path) -> None:
+    sparse(extra / "huge.bin")
+    sparse(extra / "replace-me.bin")
+    (extra / "mixed.log").write_text(HEAD)
+    sparse(extra / "mixed.log")
+    with open(extra / "min.js", "wb") as handle:
+        for _ in range(8):
+            handle.write(b"x" * (1024 * 1024))
+        handle.write(b"needle")
+
+
+def big_file_cases(world: Any) -> list[dict[str, Any]]:
+    """Every file tool on the huge files (made here, in ``world.extra``)."""
+    fill(world.extra)
+
+    def tool(name: str, **arguments: Any) -> dict[str, Any]:
+        return {"name": name, "arguments": arguments}
+
+    return [
+        tool("read", path="extra/huge.bin"),
+        tool("read", path="extra/mixed.log"),
+        tool("read", path="extra/mixed.log", offset=1_000_000),
+        tool("read", path="extra/mixed.log", offset=2001),
+        tool("read", path="extra/min.js"),
+        tool("read", path="extra/min.js", offset=2),
+        tool("edit", path="extra/huge.bin", oldText="a", newText="b"),
+        tool("edit", path="extra/mixed.log", oldText="log line 1\n", newText=""),
+        tool("edit", path="extra/min.js", oldText="needle", newText="pin"),
+        tool("write", path="extra/replace-me.bin", content="small now\n"),
+        tool("grep", pattern="needle|log line 7", path="extra"),
+        tool("grep", pattern="x", path="extra/huge.bin"),
+        tool("grep", pattern="needle", path="extra/min.js"),
+        tool("find", pattern="*", path="extra"),
+        tool("ls", path="extra"),
+    ]
+
+
+def run_measured(
+    command: list[str], *, cwd: Path, env: dict[str, str], timeout: float
+) -> tuple[subprocess.CompletedProcess[str], int]:
+    """``subprocess.run`` that also gives the child's peak resident memory in kB (the
+    largest of it and the processes it waited for), from ``wait4``. A timer kills it
+    past ``timeout``, so a hang fails the test instead of blocking it."""
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        process = subprocess.Popen(
+            command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err
+        )
+        timer = threading.Timer(timeout, process.kill)
+        timer.start()
+        try:
+            _, status, usage = os.wait4(process.pid, 0)
+        finally:
+            timer.cancel()
+        process.returncode = os.waitstatus_to_exitcode(status)
+        out.seek(0)
+        err.seek(0)
+        stdout = out.read().decode("utf-8", "replace")
+        stderr = err.read().decode("utf-8", "replace")
+    done = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
+    return done, usage.ru_maxrss
+
+
+def server_peak_kb() -> int:
+    """Peak resident memory (VmHWM) of this process's ``crank.lsp`` child: the server
+    started by ``running_server``. Read while it still runs."""
+    me = str(os.getpid())
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+            cmdline = (entry / "cmdline").read_bytes()
+        except OSError:
+            continue
+        parent = stat.rsplit(")", 1)[1].split()[1]
+        if parent == me and b"crank.lsp" in cmdline:
+            status = (entry / "status").read_text()
+            return next(
+                int(line.split()[1]) for line in status.splitlines() if line.startswith("VmHWM")
+            )
+    raise AssertionError("no crank.lsp server is running under this test")

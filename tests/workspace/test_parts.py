@@ -1,0 +1,219 @@
+"""The host's parts, each on its own: approval routing, model configuration, the session
+slot, the state's wire JSON and the daily refresh. No host, no editor connection:
+the editor is a stand-in that records the questions (the real one is tested in
+tests/lsp); the model is the scripted stand-in where one is needed."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from crank.agent.harness import Harness
+from crank.agent.scripted import ScriptedModel, say
+from crank.agent.tools import ToolCall
+from crank.session import ContextSettings, SessionStore
+from crank.tools import ApprovalRequest, MemoryDocuments
+from crank.vendors import ConfigError
+from crank.workspace import CrankError, Permissions, Settings
+from crank.workspace.approvals import ApprovalRouter
+from crank.workspace.daily import DailyRefresh
+from crank.workspace.errors import NO_PROVIDER, NO_SUCH_SESSION, REFUSED_WHILE_RUNNING
+from crank.workspace.provider import ModelConfig
+from crank.workspace.session_slot import SessionSlot
+from crank.workspace.wire import state_json
+
+
+class Asked:
+    """The editor's side of a question: records it, answers from a list."""
+
+    def __init__(self, *answers: Any) -> None:
+        self.answers = list(answers)
+        self.questions: list[dict[str, Any]] = []
+        self.documents = MemoryDocuments()
+
+    async def ask_permission(self, params: dict[str, Any]) -> dict[str, Any]:
+        self.questions.append(params)
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer  # type: ignore[no-any-return]
+
+
+def bash_request(call_id: str, command: str = "npm test") -> ApprovalRequest:
+    return {
+        "toolCallId": call_id,
+        "toolName": "bash",
+        "arguments": {"command": command},
+        "preview": {"kind": "command", "command": command},
+    }
+
+
+def router(tmp_path: Path, editor: Asked, mode: Any = "ask") -> ApprovalRouter:
+    permissions = Permissions(tmp_path, mode, tmp_path / "rules.json")
+    return ApprovalRouter("file:///w", permissions, editor, lambda: ("s-1", "run-1-abcdef01"))  # type: ignore[arg-type]
+
+
+async def test_a_question_names_its_call_session_and_run(tmp_path: Path) -> None:
+    editor = Asked({"decision": "allow"})
+    decision = await router(tmp_path, editor).approve(bash_request("c7"))
+    assert decision.allowed
+    (question,) = editor.questions
+    assert question["toolCallId"] == "c7"
+    assert (question["workspace"], question["sessionId"], question["runId"]) == (
+        "file:///w",
+        "s-1",
+        "run-1-abcdef01",
+    )
+
+
+async def test_only_a_real_answer_allows_and_only_the_user_makes_a_rule(tmp_path: Path) -> None:
+    editor = Asked(
+        {"decision": "maybe"},
+        RuntimeError("connection lost"),
+        {"decision": "reject", "reason": "not now"},
+        {"decision": "allowSession"},
+    )
+    routes = router(tmp_path, editor)
+    unknown = await routes.approve(bash_request("a"))
+    assert not unknown.allowed and "unknown decision 'maybe'" in (unknown.reason or "")
+    failed = await routes.approve(bash_request("b"))
+    assert not failed.allowed and "connection lost" in (failed.reason or "")
+    rejected = await routes.approve(bash_request("c"))
+    assert not rejected.allowed and rejected.reason == "not now"
+    assert (await routes.approve(bash_request("d"))).allowed
+    assert (await routes.approve(bash_request("e", "npm test -- --watch"))).allowed
+    assert [q["toolCallId"] for q in editor.questions] == ["a", "b", "c", "d"]  # e: the rule
+
+
+async def test_outside_is_asked_as_its_call_except_in_auto(tmp_path: Path) -> None:
+    call = ToolCall("r9", "read", {"path": "/etc/hosts"})
+    editor = Asked({"decision": "allow"})
+    assert (await router(tmp_path, editor).outside(Path("/etc/hosts"), call)).allowed
+    (question,) = editor.questions
+    assert (question["toolCallId"], question["toolName"]) == ("r9", "outside")
+    assert question["arguments"] == call.arguments
+    assert question["preview"] == {"kind": "path", "path": "/etc/hosts"}
+    quiet = Asked()
+    assert (await router(tmp_path, quiet, "auto").outside(Path("/etc/hosts"), call)).allowed
+    assert quiet.questions == []
+
+
+def test_no_provider_is_kept_as_the_1004_text_and_an_override_changes_nothing(
+    tmp_path: Path,
+) -> None:
+    config = ModelConfig(Settings(), tmp_path, env={}, log=print)
+    model = config.configure()
+    assert config.error is not None and model.api == "none"
+    with pytest.raises(CrankError) as refused:
+        config.require()
+    assert refused.value.code == NO_PROVIDER and refused.value.message == config.error
+    with pytest.raises(ConfigError):
+        config.configure({"api": "scripted", "model": "x"})  # no script: refused
+    assert config.error is not None and config.provider is None
+
+
+async def test_a_scripted_provider_configures_and_lists_itself_first(tmp_path: Path) -> None:
+    (tmp_path / "script.json").write_text('{"replies": []}')
+    settings = Settings(
+        provider_layers=({"api": "scripted", "model": "mine"},), script="script.json"
+    )
+    config = ModelConfig(settings, tmp_path, env={}, log=print)
+    model = config.configure()
+    config.require()
+    assert (model.api, model.id, config.error) == ("scripted", "mine", None)
+    assert (await config.models_json(model))["models"][0] == {
+        "api": "scripted",
+        "id": "mine",
+        "contextWindow": model.context_window,
+        "source": "config",
+    }
+
+
+async def test_the_session_slot_leaves_nothing_on_disk_until_the_first_prompt(
+    tmp_path: Path,
+) -> None:
+    harness = Harness(system="s", tools=[], model=ScriptedModel([say("hi")]))
+    store = SessionStore(tmp_path, str(tmp_path / "sessions"))
+    slot = SessionSlot("file:///w", tmp_path, store, harness, ContextSettings())
+    harness.build_request = slot.build_request
+    harness.subscribe(slot.save)
+    first = slot.session_id
+    assert slot.tree() == {"tip": None, "entries": []} and not slot.file.exists()
+    assert slot.new() != first and not slot.file.exists()
+    with pytest.raises(CrankError) as other:
+        slot.check("someone-else")
+    assert other.value.code == NO_SUCH_SESSION
+    slot.ensure_log()
+    run = harness.prompt("hello")
+    with pytest.raises(CrankError) as busy:
+        slot.new()
+    assert busy.value.code == REFUSED_WHILE_RUNNING
+    await run.wait()
+    assert slot.file.exists() and slot.log is not None
+    assert [m["role"] for m in slot.log.replay()] == ["user", "assistant"]
+    assert slot.usage()["output"] > 0
+    slot.close()
+
+
+def test_state_json_adds_optional_keys_only_when_they_apply(tmp_path: Path) -> None:
+    from crank.agent.view import Repairs
+
+    harness = Harness(system="s", tools=[], model=ScriptedModel([]))
+    usage: Any = {"contextTokens": 0}
+    common: dict[str, Any] = {
+        "session_id": "s-1",
+        "harness": harness,
+        "permission_mode": "ask",
+        "trusted": False,
+        "sandbox": {"mode": "off"},
+        "usage": usage,
+        "session_file": tmp_path / "s-1.jsonl",
+        "seq": 3,
+    }
+    idle = state_json(**common, run_id=None, config_error=None, repairs=Repairs())
+    assert list(idle) == [
+        "sessionId",
+        "running",
+        "model",
+        "permissionMode",
+        "trusted",
+        "sandbox",
+        "queue",
+        "usage",
+        "sessionFile",
+        "seq",
+    ]
+    busy = state_json(**common, run_id="run-1-x", config_error="set a key", repairs=Repairs(1))
+    assert list(busy)[2] == "runId" and busy["configError"] == "set a key"
+    assert busy["viewRepairs"]["interruptedResults"] == 1
+
+
+async def test_the_daily_refresh_fires_once_per_new_day() -> None:
+    days = [datetime.date(2026, 1, 1)]
+    refreshed: list[datetime.date] = []
+    woke = asyncio.Event()
+
+    async def refresh() -> None:
+        refreshed.append(days[-1])
+        woke.set()
+
+    def wait() -> float:
+        return 0.001
+
+    daily = DailyRefresh(refresh, lambda: days[-1], wait=wait)
+    daily.start()
+    try:
+        for _ in range(20):
+            await asyncio.sleep(0.002)  # many midnights pass on the same date: nothing
+        assert refreshed == []
+        days.append(datetime.date(2026, 1, 2))
+        await woke.wait()
+        for _ in range(20):
+            await asyncio.sleep(0.002)
+        assert refreshed == [datetime.date(2026, 1, 2)]
+    finally:
+        daily.stop()
