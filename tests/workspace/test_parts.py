@@ -110,7 +110,7 @@ def test_no_provider_is_kept_as_the_1004_text_and_an_override_changes_nothing(
     assert config.error is not None and model.api == "none"
     with pytest.raises(CrankError) as refused:
         config.require()
-    assert refused.value.code == NO_PROVIDER and refused.value.message == config.error
+    assert refused.value.kind == NO_PROVIDER and refused.value.message == config.error
     with pytest.raises(ConfigError):
         config.configure({"api": "scripted", "model": "x"})  # no script: refused
     assert config.error is not None and config.provider is None
@@ -146,12 +146,12 @@ async def test_the_session_slot_leaves_nothing_on_disk_until_the_first_prompt(
     assert slot.new() != first and not slot.file.exists()
     with pytest.raises(CrankError) as other:
         slot.check("someone-else")
-    assert other.value.code == NO_SUCH_SESSION
+    assert other.value.kind == NO_SUCH_SESSION
     slot.ensure_log()
     run = harness.prompt("hello")
     with pytest.raises(CrankError) as busy:
         slot.new()
-    assert busy.value.code == REFUSED_WHILE_RUNNING
+    assert busy.value.kind == REFUSED_WHILE_RUNNING
     await run.wait()
     assert slot.file.exists() and slot.log is not None
     assert [m["role"] for m in slot.log.replay()] == ["user", "assistant"]
