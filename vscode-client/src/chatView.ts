@@ -10,7 +10,7 @@ import { parseViewMessage, type HostMessage, type ViewMessage } from "./chat/pro
 import type { ChatAction } from "./chat/state";
 import { chatPageHtml, makeNonce } from "./chat/html";
 import { diffSides, editOf, planUndo, previousFileOf, type EditInfo } from "./chat/edits";
-import { ErrorCodes, type ContextItem, type EventParams, type PermissionRequest, type PermissionResponse, type Queue } from "./protocol/types";
+import { type ContextItem, type EventParams, type PermissionRequest, type PermissionResponse, type Queue } from "./protocol/types";
 import type { ServerManager } from "./server";
 import { INSTALL_HELP } from "./protocol/launch";
 import { branchesOf, forkPointFor } from "./chat/branches";
@@ -131,7 +131,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
   private showError(err: unknown): void {
     const e = err as { code?: number; message?: string };
     let text = e?.message ?? String(err);
-    if (e?.code === ErrorCodes.NoProvider) text += " Use “Crank: Set API Key” or set crank.provider.baseUrl.";
+    if (e?.code !== undefined && e.code === this.server.errorCodes.noProvider) text += " Use “Crank: Set API Key” or set crank.provider.baseUrl.";
     this.notice("error", text);
   }
 

@@ -23,7 +23,7 @@ import { CrankClient, experimentalCapabilities } from "./protocol/client";
 import { findExecutable, initOptions, platformNote, redacted, serverCommand, settingsFrom, type CrankSettings } from "./protocol/launch";
 import { redactingChannel } from "./protocol/redact";
 import { answerSave, type SaveHost } from "./protocol/save";
-import type { EventParams, PermissionRequest, PermissionResponse } from "./protocol/types";
+import { errorCodesFrom, type ErrorCodeName, type EventParams, type PermissionRequest, type PermissionResponse } from "./protocol/types";
 import type { BarServerStatus } from "./chat/status";
 
 const SECRET_KEY = "crank.apiKey";
@@ -66,6 +66,8 @@ export class ServerManager implements vscode.Disposable {
   /** A log channel (levels, timestamps, the user's chosen log level) that redacts keys from every line. */
   readonly output = redactingChannel(vscode.window.createOutputChannel("Crank", { log: true }), () => this.keys);
   private lc: LanguageClient | undefined;
+  /** Crank's error codes by name, as the running server advertised them. */
+  errorCodes: Partial<Record<ErrorCodeName, number>> = {};
   private crank: CrankClient | undefined;
   private status: BarServerStatus = "idle";
   private statusMessage: string | undefined;
@@ -186,6 +188,7 @@ export class ServerManager implements vscode.Disposable {
     this.setStatus("starting");
     try {
       await lc.start();
+      this.errorCodes = errorCodesFrom(lc.initializeResult);
       this.setStatus("running");
     } catch (err) {
       const msg = `The Crank server failed to start: ${err instanceof Error ? err.message : String(err)}`;

@@ -158,16 +158,19 @@ export interface SaveDocumentResult { saved: boolean; reason?: string }
 
 export interface FixFileArgs { uri: string; diagnostics?: unknown[]; range?: Range; instruction?: string }
 
-/** Crank's own JSON-RPC error codes. */
-export const ErrorCodes = {
-  RunInProgress: 1001,
-  NoSuchSession: 1002,
-  NoSuchWorkspace: 1003,
-  NoProvider: 1004,
-  SessionUnreadable: 1005,
-  RefusedWhileRunning: 1006,
-  SessionLocked: 1007,
-} as const;
+/** Crank's own refusals, by name: the numbers are the server's (docs/protocol.md). */
+export type ErrorCodeName = "runInProgress" | "noSuchSession" | "noSuchWorkspace" | "noProvider" | "sessionUnreadable" | "refusedWhileRunning" | "sessionLocked";
+
+/**
+ * The codes the server advertises in its `initialize` result
+ * (`capabilities.experimental.crank.errorCodes`), so the client never copies the
+ * numbers; anything malformed is left out.
+ */
+export function errorCodesFrom(initializeResult: unknown): Partial<Record<ErrorCodeName, number>> {
+  const codes = (initializeResult as { capabilities?: { experimental?: { crank?: { errorCodes?: unknown } } } } | undefined)?.capabilities?.experimental?.crank?.errorCodes;
+  if (!codes || typeof codes !== "object") return {};
+  return Object.fromEntries(Object.entries(codes).filter(([, code]) => Number.isInteger(code))) as Partial<Record<ErrorCodeName, number>>;
+}
 
 /** Options the extension puts under initializationOptions.crank. */
 export interface CrankInitOptions {

@@ -124,3 +124,11 @@ test("on Windows the user is told the server needs WSL; elsewhere nothing is add
   assert.equal(platformNote("linux"), undefined);
   assert.equal(platformNote("darwin"), undefined);
 });
+
+test("error codes are taken by name from the server's initialize result, never copied", async () => {
+  const { errorCodesFrom } = await import("../../src/protocol/types");
+  const result = { capabilities: { experimental: { crank: { errorCodes: { noProvider: 1004, runInProgress: 1001, bogus: "x" } } } } };
+  assert.deepEqual(errorCodesFrom(result), { noProvider: 1004, runInProgress: 1001 });
+  assert.deepEqual(errorCodesFrom({ capabilities: {} }), {});
+  assert.deepEqual(errorCodesFrom(undefined), {});
+});
