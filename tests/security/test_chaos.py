@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from crank.tools.sandbox import probe
+from crank.tools.search import RG_MEMORY
 from tests.lsp.helpers import folder, running_server
 from tests.support.model_server import ModelServer
 from tests.support.processes import survivors
@@ -78,7 +79,12 @@ def test_crank_run_lets_nothing_out(tmp_path: Path) -> None:
             timeout=RUN_SECONDS,
         )
         assert done.returncode == 0, done.stderr
-        assert peak_kb < PEAK_BOUND_KB, f"crank run (or a command) peaked at {peak_kb} kB"
+        # wait4 reports the largest of crank run and every process it waited for, so
+        # ripgrep counts here: it runs under its own allowance (RG_MEMORY), which is
+        # bounded but larger than the server's 200 MB. The server process's own peak is
+        # held to 200 MB below, in the crank serve test, which measures it alone.
+        tree_bound_kb = max(PEAK_BOUND_KB, (RG_MEMORY >> 10) + 64 * 1024)
+        assert peak_kb < tree_bound_kb, f"crank run (or a command) peaked at {peak_kb} kB"
         events = [json.loads(line)["event"] for line in done.stdout.splitlines()]
         assert_every_call_answered(events, batches)
         check_after(world, before, {"stdout": done.stdout, "stderr": done.stderr}, model)
