@@ -416,6 +416,9 @@ test("edit and resend: back to before the message, its text in the input; the br
     await user.hover();
     await user.getByRole("button", { name: "Edit and resend this message" }).click();
     await user.waitFor({ state: "detached" });
+    // The transcript is replaced first and the text put back in the input after it (two
+    // messages from the host): wait for the second rather than read between them.
+    await chat.waitForFunction(() => document.querySelector<HTMLTextAreaElement>("textarea.input")?.value === "e2e-after-reload");
     assert.equal(await chat.locator("textarea.input").inputValue(), "e2e-after-reload");
     await chat.locator(".msg.user", { hasText: "e2e-after-stop" }).waitFor();
     await send(chat, "e2e-branch-edited");
