@@ -253,6 +253,12 @@ class StreamingModel:
                 error = ProviderError(
                     "network", f"{type(exc).__name__}: {exc or 'connection failed'}"
                 )
+                # A connection dropped before the reply began says as little as a
+                # silent stream: llama-cpp-python does either when a prompt is past its
+                # n_ctx (which run decides it), and only the unstreamed ask names the
+                # window.
+                dropped = isinstance(exc, (httpx.ReadError, httpx.RemoteProtocolError))
+                silent = dropped and not builder.streamed
 
             if silent and not signal.aborted:
                 # Asked only once the silent stream is closed: llama-cpp-python serves
