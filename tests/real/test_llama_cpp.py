@@ -158,9 +158,16 @@ async def test_crank_serve_at_the_context_wall(llama: LlamaServer, tmp_path: Pat
         for e in run
         if e["type"] == "message_end" and e["message"]["role"] == "assistant"
     ]
-    seen = [(e["type"], e.get("reason")) for run in outcomes for e in run if e["type"].startswith("compaction")]
+    seen = [
+        (e["type"], e.get("reason"))
+        for run in outcomes
+        for e in run
+        if e["type"].startswith("compaction")
+    ]
     told = [(r.get("stopReason"), r.get("errorKind"), r.get("errorMessage")) for r in replies]
-    assert state["usage"]["contextWindow"] == llama.n_ctx, f"learned from the refusal: {told} {seen}"
+    assert state["usage"]["contextWindow"] == llama.n_ctx, (
+        f"learned from the refusal: {told} {seen}"
+    )
     assert not any(r.get("errorKind") == "network" for r in replies), replies
     compacted = any(e["type"] == "compaction_end" for run in outcomes for e in run)
     overflows = [r for r in replies if r.get("errorKind") == "overflow"]
