@@ -40,6 +40,9 @@ class RecordingEditor:
     def log(self, message: str) -> None:
         self.lines.append(message)
 
+    def commands_changed(self, workspace: str) -> None:
+        self.lines.append(f"commands changed: {workspace}")
+
 
 def resolved(path: Path) -> str:
     return str(path.resolve())

@@ -9,6 +9,9 @@ Nobody is asked, so what the agent may do is fixed here: the file tools stay in 
 current directory (``refuse_outside``) and out of the secret locations; commands run in
 the sandbox (crank.tools.sandbox; the user config file's ``sandbox`` and the flags
 choose how), and where there is none they are refused unless ``--no-sandbox`` is given.
+
+A prompt ``/skill:name args`` or ``/template args`` is expanded as in the editor
+(crank.workspace.commands); the built-ins (``/compact``, ...) are refused.
 """
 
 from __future__ import annotations
@@ -40,6 +43,7 @@ from crank.tools.sandbox import SandboxSettings, SandboxStatus, probe, protected
 from crank.vendors import ConfigError, create_model, resolve_provider
 from crank.vendors.secrets import provider_env
 from crank.workspace import CrankError
+from crank.workspace.commands import BUILTIN_NAMES, CommandCatalog, parse_command
 from crank.workspace.settings import merge_layers
 
 EXIT_INTERRUPTED = 130
@@ -168,6 +172,21 @@ def tool_context(args: argparse.Namespace, cwd: Path, err: TextIO) -> ToolContex
     )
 
 
+def expand_prompt(text: str, catalog: CommandCatalog) -> tuple[str, str | None]:
+    """The text to send and, for a ``/skill:`` or template command, what was typed.
+    Built-ins act on an editor's session and are refused here (``UsageError``)."""
+    parsed = parse_command(text)
+    if isinstance(parsed, str):
+        return parsed, None
+    if parsed.name in BUILTIN_NAMES:
+        raise UsageError(f"/{parsed.name} is an editor command; crank run does not perform it")
+    try:
+        expansion = catalog.expand(parsed)
+    except CrankError as exc:
+        raise UsageError(exc.message) from exc
+    return expansion.text, expansion.typed
+
+
 async def run_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     cwd = Path.cwd()
     model = choose_model(args.script)
@@ -178,6 +197,9 @@ async def run_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     )
     for problem in build.problems:
         print(f"crank: {problem}", file=err)
+    text, typed = expand_prompt(
+        " ".join(args.prompt), CommandCatalog(build.skills, build.templates)
+    )
     log = open_session(args, cwd)
     try:
         harness = Harness(
@@ -200,7 +222,7 @@ async def run_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGINT, on_interrupt)
         try:
-            run = harness.prompt(" ".join(args.prompt))
+            run = harness.prompt(text, typed=typed)
             async for event in run.events():
                 if args.json:
                     print(

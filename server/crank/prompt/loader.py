@@ -7,9 +7,11 @@ What feeds the prompt (``PromptLocations`` names every place):
   directory's ``AGENTS.md`` (or its ``CLAUDE.md`` when it has no ``AGENTS.md``); broad
   to specific, each resolved path once, so a symlink cannot bring a file in twice;
 - skills: ``<dir>/<folder>/SKILL.md`` with YAML front matter (``name``,
-  ``description``) in the user skills directory, then the project's ``.crank/skills``
+  ``description``, optional ``hidden: true``) in the user skills directory, then the project's ``.crank/skills``
   and ``.agents/skills``; folders in name order; a later skill overrides an earlier one
-  of the same name (in the earlier one's place in the index).
+  of the same name (in the earlier one's place in the index);
+- prompt templates (``templates.py``): ``<user dir>/prompts/*.md`` then the project's
+  ``.crank/prompts/*.md``, the project's winning a clash.
 
 Trust: project-local files are whoever wrote the repository talking to the model, so
 for an untrusted workspace they are not read at all; each is listed as a skipped
@@ -31,16 +33,18 @@ from pathlib import Path
 
 import anyio.to_thread
 import platformdirs
-import yaml
 
 from crank.agent.tools import Tool
 
 from .builder import ContextFile, Skill, Source, SystemPrompt, build_system_prompt, one_line
+from .frontmatter import split_front_matter
+from .templates import TEMPLATE_SUFFIX, PromptTemplate, parse_template
 
 CONTEXT_NAMES = ("AGENTS.md", "CLAUDE.md")
 """Per directory, the first of these that exists is the directory's context file."""
 SKILL_FILE = "SKILL.md"
 PROJECT_SKILL_DIRS = (Path(".crank") / "skills", Path(".agents") / "skills")
+PROJECT_PROMPTS = Path(".crank") / "prompts"
 UNTRUSTED = "the workspace is not trusted, so project-local files are not loaded"
 LINKS_OUT = "it is a link to a file outside the workspace, which is not loaded"
 """A repository's AGENTS.md may be a symlink to ~/.config/crank/config.json (a key)
@@ -91,6 +95,11 @@ class PromptLocations:
     def project_skills_dirs(self) -> list[Path]:
         return [self.workspace_root / sub for sub in PROJECT_SKILL_DIRS]
 
+    def prompts_dirs(self) -> list[tuple[Path, bool]]:
+        """Every prompt-template directory in override order, with whether it is
+        project-local (a project template overrides the user's of the same name)."""
+        return [(self.user_dir / "prompts", False), (self.workspace_root / PROJECT_PROMPTS, True)]
+
     def skills_dirs(self) -> list[tuple[Path, bool]]:
         """Every skills directory in override order, with whether it is project-local."""
         return [(self.user_skills_dir(), False)] + [
@@ -102,16 +111,21 @@ class PromptLocations:
 class LoadedInputs:
     context_files: tuple[ContextFile, ...]
     skills: tuple[Skill, ...]
+    """Every skill loaded, hidden ones included (the builder leaves those out)."""
     skipped: tuple[Source, ...]
     problems: tuple[str, ...]
+    templates: tuple[PromptTemplate, ...] = ()
 
 
 @dataclass(frozen=True)
 class PromptBuild:
-    """A built prompt and the problems met while loading its inputs."""
+    """A built prompt, what was loaded for it that the user can invoke by hand (every
+    skill, hidden ones too, and the prompt templates), and the problems met."""
 
     prompt: SystemPrompt
     problems: tuple[str, ...]
+    skills: tuple[Skill, ...] = ()
+    templates: tuple[PromptTemplate, ...] = ()
 
 
 class _Collector:
@@ -192,19 +206,10 @@ def load_context_files(locations: PromptLocations, out: _Collector) -> list[Cont
 
 def parse_skill(path: Path, text: str) -> Skill | str:
     """The skill its front matter describes, or a sentence saying what is wrong."""
-    lines = text.removeprefix("\ufeff").splitlines()
-    if not lines or lines[0].strip() != "---":
-        return "no YAML front matter (the file must start with a '---' line)"
-    try:
-        end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
-    except StopIteration:
-        return "front matter is not closed by a '---' line"
-    try:
-        data = yaml.safe_load("\n".join(lines[1:end]))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 2}" if mark is not None else ""
-        return f"front matter is not valid YAML{where}"
+    split = split_front_matter(text)
+    if isinstance(split, str):
+        return split
+    data = split[0]
     if not isinstance(data, dict):
         return "front matter must be a mapping with 'name' and 'description'"
     fields: dict[str, str] = {}
@@ -213,7 +218,22 @@ def parse_skill(path: Path, text: str) -> Skill | str:
         if not isinstance(value, str) or not one_line(value):
             return f"front matter has no '{key}' (a non-empty string is required)"
         fields[key] = one_line(value)
-    return Skill(name=fields["name"], description=fields["description"], path=str(path))
+    hidden = data.get("hidden", False)
+    if not isinstance(hidden, bool):
+        return "front matter 'hidden' must be true or false"
+    return Skill(
+        name=fields["name"], description=fields["description"], path=str(path), hidden=hidden
+    )
+
+
+def skill_body(skill: Skill) -> str:
+    """The skill's instructions as they are on disk now: its file after the front
+    matter. Raises ``OSError`` (or ``UnicodeDecodeError``) when it cannot be read, and
+    ``ValueError`` when its front matter is broken now."""
+    split = split_front_matter(Path(skill.path).read_bytes().decode("utf-8"))
+    if isinstance(split, str):
+        raise ValueError(split)
+    return split[1].strip("\n")
 
 
 def _skill_files(directory: Path) -> list[Path]:
@@ -248,17 +268,54 @@ def load_skills(locations: PromptLocations, out: _Collector) -> list[Skill]:
     return list(by_name.values())
 
 
+def _template_files(directory: Path) -> list[Path]:
+    try:
+        entries = sorted(directory.iterdir(), key=lambda p: p.name)
+    except OSError:
+        return []
+    return [entry for entry in entries if entry.suffix == TEMPLATE_SUFFIX and entry.is_file()]
+
+
+def load_templates(locations: PromptLocations, out: _Collector) -> list[PromptTemplate]:
+    """Prompt templates, user's then project's (trust-gated exactly like skills); a
+    project template replaces the user's of the same name. Sorted by name."""
+    by_name: dict[str, PromptTemplate] = {}
+    for directory, project_local in locations.prompts_dirs():
+        for path in _template_files(directory):
+            if project_local and not locations.trusted:
+                out.skip(path, UNTRUSTED)
+                continue
+            if project_local and not _inside(_identity(path), locations.workspace_root):
+                out.skip(path, LINKS_OUT)
+                continue
+            text = _read_text(path, "prompt template", out)
+            if text is None:
+                continue
+            parsed = parse_template(path, text)
+            if isinstance(parsed, str):
+                reason = f"broken prompt template: {parsed}"
+                out.skip(path, reason, f"prompt template {path} left out: {parsed}")
+                continue
+            earlier = by_name.get(parsed.name)
+            if earlier is not None:
+                out.skip(Path(earlier.path), f"template '{parsed.name}' is overridden by {path}")
+            by_name[parsed.name] = parsed
+    return [by_name[name] for name in sorted(by_name)]
+
+
 def load_inputs(locations: PromptLocations) -> LoadedInputs:
     """Read every input of the prompt for these locations (blocking; never raises for
     a bad file)."""
     out = _Collector()
     context_files = load_context_files(locations, out)
     skills = load_skills(locations, out)
+    templates = load_templates(locations, out)
     return LoadedInputs(
         context_files=tuple(context_files),
         skills=tuple(skills),
         skipped=tuple(out.skipped),
         problems=tuple(out.problems),
+        templates=tuple(templates),
     )
 
 
@@ -275,4 +332,6 @@ async def compute_prompt(
         today,
         skipped=inputs.skipped,
     )
-    return PromptBuild(prompt=prompt, problems=inputs.problems)
+    return PromptBuild(
+        prompt=prompt, problems=inputs.problems, skills=inputs.skills, templates=inputs.templates
+    )
