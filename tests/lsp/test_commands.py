@@ -92,6 +92,8 @@ async def test_a_skill_command_sends_the_body_and_the_transcript_keeps_what_was_
         assert messages[0]["content"] == sent
         sessions = (await crank.request("crank/sessions", {}))["sessions"]
         assert sessions[0]["firstMessage"] == "/skill:review src/"
+        tree = (await crank.request("crank/tree", {}))["entries"]
+        assert [e["preview"] for e in tree if e.get("role") == "user"] == ["/skill:review src/"]
 
         # A hidden skill is not listed, nor in the system prompt's index, but runs.
         prompt = (await crank.request("crank/systemPrompt", {}))["text"]

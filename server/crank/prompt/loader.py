@@ -27,9 +27,10 @@ from __future__ import annotations
 
 import datetime
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 import anyio.to_thread
 import platformdirs
@@ -244,28 +245,54 @@ def _skill_files(directory: Path) -> list[Path]:
     return [entry / SKILL_FILE for entry in entries if (entry / SKILL_FILE).is_file()]
 
 
-def load_skills(locations: PromptLocations, out: _Collector) -> list[Skill]:
-    by_name: dict[str, Skill] = {}
-    for directory, project_local in locations.skills_dirs():
-        for path in _skill_files(directory):
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def path(self) -> str: ...
+
+
+_N = TypeVar("_N", bound=_Named)
+
+
+def _load_named(
+    dirs: list[tuple[Path, bool]],
+    files: Callable[[Path], list[Path]],
+    what: str,
+    parse: Callable[[Path, str], _N | str],
+    locations: PromptLocations,
+    out: _Collector,
+) -> dict[str, _N]:
+    """Skills or templates from ``dirs`` in override order: project-local files only
+    in a trusted workspace and only where they really lie inside it; a broken file is
+    left out with the reason; a later one replaces an earlier one of the same name."""
+    by_name: dict[str, _N] = {}
+    for directory, project_local in dirs:
+        for path in files(directory):
             if project_local and not locations.trusted:
                 out.skip(path, UNTRUSTED)
                 continue
             if project_local and not _inside(_identity(path), locations.workspace_root):
                 out.skip(path, LINKS_OUT)
                 continue
-            text = _read_text(path, "skill", out)
+            text = _read_text(path, what, out)
             if text is None:
                 continue
-            parsed = parse_skill(path, text)
+            parsed = parse(path, text)
             if isinstance(parsed, str):
-                out.skip(path, f"broken skill: {parsed}", f"skill {path} left out: {parsed}")
+                out.skip(path, f"broken {what}: {parsed}", f"{what} {path} left out: {parsed}")
                 continue
             earlier = by_name.get(parsed.name)
             if earlier is not None:
-                out.skip(Path(earlier.path), f"skill '{parsed.name}' is overridden by {path}")
+                out.skip(Path(earlier.path), f"{what} '{parsed.name}' is overridden by {path}")
             by_name[parsed.name] = parsed
-    return list(by_name.values())
+    return by_name
+
+
+def load_skills(locations: PromptLocations, out: _Collector) -> list[Skill]:
+    found = _load_named(locations.skills_dirs(), _skill_files, "skill", parse_skill, locations, out)
+    return list(found.values())
 
 
 def _template_files(directory: Path) -> list[Path]:
@@ -279,28 +306,10 @@ def _template_files(directory: Path) -> list[Path]:
 def load_templates(locations: PromptLocations, out: _Collector) -> list[PromptTemplate]:
     """Prompt templates, user's then project's (trust-gated exactly like skills); a
     project template replaces the user's of the same name. Sorted by name."""
-    by_name: dict[str, PromptTemplate] = {}
-    for directory, project_local in locations.prompts_dirs():
-        for path in _template_files(directory):
-            if project_local and not locations.trusted:
-                out.skip(path, UNTRUSTED)
-                continue
-            if project_local and not _inside(_identity(path), locations.workspace_root):
-                out.skip(path, LINKS_OUT)
-                continue
-            text = _read_text(path, "prompt template", out)
-            if text is None:
-                continue
-            parsed = parse_template(path, text)
-            if isinstance(parsed, str):
-                reason = f"broken prompt template: {parsed}"
-                out.skip(path, reason, f"prompt template {path} left out: {parsed}")
-                continue
-            earlier = by_name.get(parsed.name)
-            if earlier is not None:
-                out.skip(Path(earlier.path), f"template '{parsed.name}' is overridden by {path}")
-            by_name[parsed.name] = parsed
-    return [by_name[name] for name in sorted(by_name)]
+    found = _load_named(
+        locations.prompts_dirs(), _template_files, "prompt template", parse_template, locations, out
+    )
+    return [found[name] for name in sorted(found)]
 
 
 def load_inputs(locations: PromptLocations) -> LoadedInputs:
