@@ -16,8 +16,9 @@ What it promises:
   a change is logged once, not at every request.
 - ``build_request`` turns the record into the request under the run's prompt (the
   system prompt and tool specs the Harness captured when the run started; the keeper
-  keeps no copy): the repaired view, old results cleared by policy, cache marks
-  placed. The same record, prompt and state give the same bytes.
+  keeps no copy): the repaired view, old turns trimmed or old results cleared by
+  policy, cache marks placed, then the keys of the session's notes (``notes.py``)
+  after the marks. The same record, prompt, state and notes give the same bytes.
 - ``before_request`` runs at every safe point of a run (before the first request of a
   prompt and after each whole tool batch): if the next request would pass the
   threshold it compacts, so a long run cannot walk into the wall between turns.
@@ -61,10 +62,12 @@ from .estimate import (
     SizeCache,
     anchor_index,
     context_tokens,
+    message_chars,
     prompt_chars,
     usage_total,
 )
 from .log import SessionLog
+from .notes import Notes, listed_keys, notes_index, notes_path, with_notes_index
 from .policies import (
     ClearState,
     Policy,
@@ -120,8 +123,10 @@ class Housekeeper:
         settings: ContextSettings,
         *,
         summarizer: Model | None = None,
+        notes: Notes | None = None,
     ) -> None:
         self._policy = Policy.named(settings.policy)
+        self._notes = notes if notes is not None else Notes(notes_path(log.path))
         self._log = log
         self._model = model
         self._settings = settings
@@ -193,6 +198,15 @@ class Housekeeper:
         chars = prompt_chars(system, tools)
         self._fixed = (system, tools, chars)
         return chars
+
+    def _index(self) -> tuple[list[str], int]:
+        """The keys of the session's notes, listed at the end of every request, and
+        the characters that listing adds (counted with the fixed part)."""
+        keys = listed_keys(self._notes)
+        text = notes_index(keys)
+        if text is None:
+            return keys, 0
+        return keys, message_chars({"role": "user", "content": text, "timestamp": 0}) + 1
 
     @property
     def repairs(self) -> Repairs:
@@ -279,7 +293,8 @@ class Housekeeper:
 
     async def build_request(self, record: Sequence[Message], prompt: RunPrompt) -> ModelRequest:
         system = prompt.system
-        fixed = self._fixed_chars(system, prompt.tools)
+        keys, index_chars = self._index()
+        fixed = self._fixed_chars(system, prompt.tools) + index_chars
         sent, state, trim = self._sent(record, fixed, sending=True)
         if (state, trim) != (self._clear, self._trim):
             self._clear, self._trim = state, trim
@@ -287,6 +302,7 @@ class Housekeeper:
         marks = cache_marks(sent) if self._policy.cache else ()
         tools = list(prompt.tools)
         request = ModelRequest(system=system, messages=sent, tools=tools, cache_marks=marks)
+        request = with_notes_index(request, keys)  # last, after the marks: see notes.py
         # The request's size in the same characters every estimate counts, from the
         # sizes already known: encoding the request is the provider's job, done once.
         self._last_request_chars = self._chars_of(fixed, sent)
@@ -297,7 +313,7 @@ class Housekeeper:
         """The size of the request the harness's record would send now, policies applied."""
         record = harness.messages
         prompt = self._prompt(harness)
-        fixed = self._fixed_chars(prompt.system, prompt.tools)
+        fixed = self._fixed_chars(prompt.system, prompt.tools) + self._index()[1]
         # At rest the estimate is of the next request exactly: its repairs are news. In
         # a run, a reply's calls are still running and would count as repaired.
         sent, state, trim = self._sent(record, fixed, sending=not harness.is_running)
@@ -369,7 +385,7 @@ class Housekeeper:
     def _trim_harder(self, harness: Harness) -> bool:
         """Move the trim boundary so only about half the kept size is sent."""
         prompt = self._prompt(harness)
-        fixed = self._fixed_chars(prompt.system, prompt.tools)
+        fixed = self._fixed_chars(prompt.system, prompt.tools) + self._index()[1]
         view, _ = self._view.repair(harness.messages)
         _, trim = self._trim_turns(view, fixed, keep=max(1, self.keep_tokens() // 2))
         if trim == self._trim:
