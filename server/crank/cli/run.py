@@ -187,7 +187,7 @@ async def run_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             messages=log.replay(),
             max_turns=args.max_turns,
         )
-        harness.subscribe(log.listener())
+        harness.subscribe(log.listener(harness.messages_after))
         interrupted = False
 
         aborting: list[asyncio.Task[str]] = []

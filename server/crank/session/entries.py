@@ -10,13 +10,13 @@ message timestamps; the header's ``created`` is an ISO 8601 string for people.
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import Callable, Container
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from . import jsonio
 from .errors import SessionUnreadable, TornSession
 
 VERSION = 1
@@ -62,11 +62,11 @@ def make_header(session_id: str, cwd: str, created: str | None = None) -> Header
 def encode(record: dict[str, Any]) -> bytes:
     """One line, ending in a newline. Raises ValueError for data JSON cannot hold."""
     try:
-        text = json.dumps(record, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+        text = jsonio.dumps_line(record)
     except (TypeError, ValueError) as error:
         kind = record.get("type", "?")
         raise ValueError(f"a {kind} entry cannot be written as JSON: {error}") from error
-    return text.encode("ascii") + b"\n"
+    return text + b"\n"
 
 
 def split_lines(path: Path, data: bytes) -> list[bytes]:
@@ -80,7 +80,7 @@ def split_lines(path: Path, data: bytes) -> list[bytes]:
     return lines
 
 
-def parse_header(path: Path, line: bytes) -> Header:
+def parse_header(path: Path, line: bytes | memoryview) -> Header:
     record = _parse_object(path, 1, line)
     if record.get("type") != "session":
         raise SessionUnreadable(
@@ -99,7 +99,7 @@ def parse_header(path: Path, line: bytes) -> Header:
     return record
 
 
-def parse_entry(path: Path, number: int, line: bytes) -> Entry:
+def parse_entry(path: Path, number: int, line: bytes | memoryview) -> Entry:
     """Check one entry line's own shape (not yet how it relates to the others)."""
     entry = _parse_object(path, number, line)
     entry_id = entry.get("id")
@@ -137,9 +137,9 @@ def parse_entry(path: Path, number: int, line: bytes) -> Entry:
     return entry
 
 
-def _parse_object(path: Path, number: int, line: bytes) -> dict[str, Any]:
+def _parse_object(path: Path, number: int, line: bytes | memoryview) -> dict[str, Any]:
     try:
-        record = json.loads(line)
+        record = jsonio.loads(line)
     except (ValueError, UnicodeDecodeError) as error:
         raise SessionUnreadable(path, f"line {number}", f"not JSON ({error})") from None
     if not isinstance(record, dict):
