@@ -6,8 +6,9 @@ On the lines of a 10,000-message / 50 MB session (``bench/synthetic_session.py``
 decoding every line as replay reads them, and encoding every entry as the log writes
 them (compact; stdlib also as the log spells it, ``ensure_ascii`` on). Medians of a few
 runs, and the load average, are printed; then whether each library reads what the
-writer wrote (same objects) and how it treats a lone surrogate (tools keep undecodable
-bytes that way), which the log must be able to read back.
+writer wrote (same objects), whether it keeps an integer beyond 64 bits, and how it
+treats a lone surrogate (tools keep undecodable bytes that way), which the log must be
+able to read back.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 
-from synthetic_session import session_lines
+from synthetic_session import sized_lines
 
 
 def timed(runs: int, work: Callable[[], object]) -> float:
@@ -36,7 +37,7 @@ def timed(runs: int, work: Callable[[], object]) -> float:
 
 def main() -> None:
     print("load average:", Path("/proc/loadavg").read_text().split()[:3])
-    lines = session_lines(10_000, 50.0)[1:]
+    lines = sized_lines(10_000, 50.0)[1:]
     size = sum(map(len, lines)) / 1e6
     objects = [json.loads(line) for line in lines]
     decoders: dict[str, Callable[[bytes], Any]] = {"json": json.loads}
@@ -58,25 +59,40 @@ def main() -> None:
     try:
         import msgspec
 
-        decoders["msgspec"] = msgspec.json.decode
+        decoders["msgspec"] = msgspec.json.Decoder().decode
         encoders["msgspec"] = msgspec.json.encode
     except ImportError:
         print("msgspec not installed")
     runs = 5
-    base = timed(runs, lambda: [json.loads(line) for line in lines])
+    took_by = {
+        name: timed(runs, lambda decode=decode: [decode(line) for line in lines])  # type: ignore[misc]
+        for name, decode in decoders.items()
+    }
+    base = took_by["json"]
     for name, decode in decoders.items():
-        took = timed(runs, lambda decode=decode: [decode(line) for line in lines])  # type: ignore[misc]
+        took = took_by[name]
         same = all(decode(line) == obj for line, obj in zip(lines, objects, strict=True))
         print(
             f"decode {len(lines)} lines, {size:.0f} MB with {name:<8}: {took * 1000:6.0f} ms "
             f"({base / took:.1f}x stdlib), same objects: {same}"
         )
-    base = timed(runs, lambda: [encoders["json (ensure_ascii, as written)"](o) for o in objects])
-    for name, encode in encoders.items():
-        took = timed(runs, lambda encode=encode: [encode(o) for o in objects])  # type: ignore[misc]
+    took_by = {
+        name: timed(runs, lambda encode=encode: [encode(o) for o in objects])  # type: ignore[misc]
+        for name, encode in encoders.items()
+    }
+    base = took_by["json (ensure_ascii, as written)"]
+    for name in encoders:
+        took = took_by[name]
         print(
             f"encode {len(objects)} entries with {name:<32}: {took * 1000:6.0f} ms ({base / took:.1f}x)"
         )
+    big = b'{"n":-9223372036854775809}'
+    for name, decode in decoders.items():
+        try:
+            outcome = "kept" if decode(big) == json.loads(big) else f"changed to {decode(big)}"
+        except Exception as error:
+            outcome = f"refused ({type(error).__name__})"
+        print(f"an integer just below -2**63, read by {name}: {outcome}")
     written = json.dumps({"content": "bad byte \udcff kept"}, separators=(",", ":")).encode()
     for name, decode in decoders.items():
         try:

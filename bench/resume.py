@@ -116,6 +116,9 @@ def one_open(env: dict[str, str], workspace: Path, session_id: str) -> tuple[flo
 def main() -> None:
     quick = "--quick" in sys.argv
     runs = 1 if quick else 5
+    sources = [("this checkout", str(Path(__file__).resolve().parents[1] / "server"))]
+    if "--before" in sys.argv:  # another checkout's server/, run alternately with this one
+        sources.append(("before", sys.argv[sys.argv.index("--before") + 1]))
     print(f"load average at start: {load()} (2 shared cores)")
     with tempfile.TemporaryDirectory() as tmp:
         home = Path(tmp)
@@ -123,7 +126,6 @@ def main() -> None:
         workspace.mkdir()
         env = dict(
             os.environ,
-            PYTHONPATH=str(Path(__file__).resolve().parents[1] / "server"),
             HOME=str(home),
             XDG_DATA_HOME=str(home / "data"),
             XDG_CONFIG_HOME=str(home / "config"),
@@ -132,7 +134,7 @@ def main() -> None:
         )
         sessions = home / "data" / "crank" / "sessions" / workspace_key(workspace)
         sessions.mkdir(parents=True)
-        figures = []
+        figures: dict[str, list[float]] = {label: [] for label, _ in sources}
         for messages, megabytes in ((5_000, 25.0), (10_000, 50.0)):
             session_id = f"bench-{messages}"
             size = write_session(sessions / f"{session_id}.jsonl", messages, megabytes)
@@ -140,17 +142,26 @@ def main() -> None:
             tiny = sessions / "tiny.jsonl"
             tiny.write_bytes(encode(make_header("tiny", str(workspace))))
             os.utime(tiny, (time.time() + 10, time.time() + 10))
-            took, peak, before = zip(
-                *(one_open(env, workspace, session_id) for _ in range(runs)), strict=True
-            )
-            figures.append((messages, statistics.median(took)))
-            print(
-                f"openSession {messages:>6} messages, {size / 1e6:.0f} MB: "
-                f"{statistics.median(took) * 1000:6.0f} ms, peak RSS {statistics.median(peak):6.1f} MiB "
-                f"(before the open {statistics.median(before):.1f} MiB; runs {runs})"
-            )
-        (small, t_small), (large, t_large) = figures
-        print(f"ratio {t_large / t_small:.2f} for {large // small}x the messages")
+            results: dict[str, list[tuple[float, float, float]]] = {name: [] for name, _ in sources}
+            for _ in range(runs):
+                for label, server in sources:
+                    one_env = dict(env, PYTHONPATH=server)
+                    results[label].append(one_open(one_env, workspace, session_id))
+            for label, _ in sources:
+                took, peak, before = (
+                    statistics.median(f) for f in zip(*results[label], strict=True)
+                )
+                figures[label].append(took)
+                print(
+                    f"{label:>13}: openSession {messages:>6} messages, {size / 1e6:.0f} MB: "
+                    f"{took * 1000:5.0f} ms, peak RSS {peak:6.1f} MiB "
+                    f"(before the open {before:.1f} MiB; median of {runs})"
+                )
+        for label, (small, large) in figures.items():
+            print(f"{label:>13}: ratio 10,000 / 5,000 messages {large / small:.2f}")
+        if len(sources) == 2:
+            now, then = figures[sources[0][0]][1], figures[sources[1][0]][1]
+            print(f"10,000 messages: this checkout takes {now / then:.2f} of the time before")
     print(f"load average at end: {load()}")
 
 

@@ -95,11 +95,17 @@ def session_lines(messages: int, megabytes: float, seed: int = 18) -> list[bytes
     return lines
 
 
+def sized_lines(messages: int, megabytes: float) -> list[bytes]:
+    """``session_lines`` with the outputs scaled so the file is about ``megabytes``."""
+    first = session_lines(messages, megabytes)
+    fixed = sum(map(len, session_lines(messages, 0.0)))  # what does not scale with outputs
+    grown = sum(map(len, first)) - fixed
+    scale = (megabytes * 1e6 - fixed) / grown if grown > 0 else 1.0
+    return session_lines(messages, megabytes * scale) if scale > 0 else first
+
+
 def write_session(path: Path, messages: int, megabytes: float) -> int:
     """Write the session to ``path``; its size in bytes."""
-    data = b"".join(session_lines(messages, megabytes))
-    lines_only = b"".join(session_lines(messages, 0.0))  # what does not scale with outputs
-    scaled = (megabytes * 1e6 - len(lines_only)) / max(1, len(data) - len(lines_only))
-    data = b"".join(session_lines(messages, (megabytes * scaled) if scaled > 0 else megabytes))
+    data = b"".join(sized_lines(messages, megabytes))
     path.write_bytes(data)
     return len(data)

@@ -1,14 +1,14 @@
 """The JSON library under session files: every session-file read and write goes here.
 
 Chosen on figures (``bench/json_libs.py``, docs/architecture.md). Reading uses
-``msgspec``, which decodes our session lines 1.4-1.7 times as fast as the standard
+``msgspec``, which decodes our session lines 1.5-1.9 times as fast as the standard
 library and gives the same objects, integers of any size included. ``orjson`` was
-faster still (about 2x) but turns an integer beyond 64 bits into a float without a
+faster still (1.8-2.5x) but turns an integer beyond 64 bits into a float without a
 word, which would change a record. Where msgspec refuses what the standard library
 accepts (a lone surrogate escape such as ``\\udcff``, which the writer produces for
 undecodable bytes a tool kept; ``NaN``; ``1e400``; UTF-16), the standard library reads
 the line: the result is always the standard library's, only faster, and an error is
-always the standard library's ``ValueError`` with its words. Without msgspec installed
+always the one the standard library raises, with its words. Without msgspec installed
 everything still works, at stdlib speed.
 
 Writing stays on the standard library: compact separators, ``ensure_ascii`` and no

@@ -20,8 +20,9 @@ from typing import IO
 from .entries import Entry, Header, parse_entry, parse_header, split_lines
 from .errors import SessionUnreadable, TornSession
 
-READ_BLOCK = 4 * 1024 * 1024
-"""How much of a session file ``read`` holds at once besides the entries."""
+READ_BLOCK = 1024 * 1024
+"""How much of a session file ``read`` holds at once besides the entries (1 MiB: at 4 MiB
+the peak of opening a 50 MB session was 4 MiB higher and no faster)."""
 
 
 class SessionTree:
