@@ -130,3 +130,18 @@ def test_a_line_the_file_grew_after_the_check_is_torn_where_it_is() -> None:
     with pytest.raises(TornSession) as torn:
         list(tree_module._complete_lines(Path("s.jsonl"), io.BytesIO(data)))
     assert "line 4" in str(torn.value)
+
+
+def test_a_read_file_keeps_one_string_per_repeated_name(tmp_path: Path) -> None:
+    path = tmp_path / "s.jsonl"
+    lines = [encode(make_header("s", "/w", "2026-01-01T00:00:00.000Z"))]
+    for number in range(3):
+        message = {"role": "toolResult", "toolName": "read", "content": "x", "timestamp": 1}
+        parent = f"{number - 1:08x}" if number else None
+        entry = {"type": "message", "id": f"{number:08x}", "parentId": parent, "timestamp": 1}
+        lines.append(encode({**entry, "message": message}))
+    path.write_bytes(b"".join(lines))
+    first, second, third = SessionTree.read(path).entries
+    assert first["message"]["toolName"] is second["message"]["toolName"]
+    assert first["message"]["role"] is third["message"]["role"] and first["type"] is third["type"]
+    assert SessionTree.read(path).entries == SessionTree.load(path, path.read_bytes()).entries

@@ -99,8 +99,11 @@ def parse_header(path: Path, line: bytes | memoryview) -> Header:
     return record
 
 
-def parse_entry(path: Path, number: int, line: bytes | memoryview) -> Entry:
-    """Check one entry line's own shape (not yet how it relates to the others)."""
+def parse_entry(
+    path: Path, number: int, line: bytes | memoryview, shared: dict[str, str] | None = None
+) -> Entry:
+    """Check one entry line's own shape (not yet how it relates to the others). With
+    ``shared`` (one dict per file read), repeated short names share one string."""
     entry = _parse_object(path, number, line)
     entry_id = entry.get("id")
     if not isinstance(entry_id, str) or not entry_id:
@@ -120,6 +123,8 @@ def parse_entry(path: Path, number: int, line: bytes | memoryview) -> Entry:
             raise SessionUnreadable(
                 path, where, "a message entry needs a 'message' with a known role"
             )
+        if shared is not None:
+            _share_names(entry, message, shared)
     elif kind == "compaction":
         if not isinstance(entry.get("summary"), str) or not isinstance(
             entry.get("firstKeptId"), str
@@ -135,6 +140,30 @@ def parse_entry(path: Path, number: int, line: bytes | memoryview) -> Entry:
             path, where, f"unknown entry type {kind!r} carries a message; refusing to skip it"
         )
     return entry
+
+
+_SHARED_KEYS = ("toolName", "stopReason", "model")
+_SHORT = 64
+
+
+def _share_names(entry: Entry, message: dict[str, Any], shared: dict[str, str]) -> None:
+    """One string object for each short name the entries of a file repeat (types, roles,
+    tool names, models): a decoder makes a new one per line, and at tens of thousands
+    of entries those copies are megabytes of a resumed session. Equal values; only the
+    duplicates go. ``shared`` belongs to one read of one file."""
+    entry["type"] = shared.setdefault(entry["type"], entry["type"])
+    for key in ("role", *_SHARED_KEYS):
+        value = message.get(key)
+        if isinstance(value, str) and len(value) < _SHORT:
+            message[key] = shared.setdefault(value, value)
+    content = message.get("content")
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, dict) and isinstance(block.get("type"), str):
+                block["type"] = shared.setdefault(block["type"], block["type"])
+                name = block.get("name")
+                if isinstance(name, str) and len(name) < _SHORT:
+                    block["name"] = shared.setdefault(name, name)
 
 
 def _parse_object(path: Path, number: int, line: bytes | memoryview) -> dict[str, Any]:

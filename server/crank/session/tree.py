@@ -56,8 +56,9 @@ class SessionTree:
     def _from_lines(cls, path: Path, lines: Iterable[bytes | memoryview]) -> SessionTree:
         lines = iter(lines)
         tree = cls(path, parse_header(path, next(lines)))
+        shared: dict[str, str] = {}
         for number, line in enumerate(lines, start=2):
-            entry = parse_entry(path, number, line)
+            entry = parse_entry(path, number, line, shared)
             entry_id = entry["id"]
             if entry_id in tree.by_id:
                 raise SessionUnreadable(
