@@ -213,7 +213,7 @@ async def run_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             max_turns=args.max_turns,
             build_request=notes_request(notes),
         )
-        harness.subscribe(log.listener())
+        harness.subscribe(log.listener(harness.messages_after))
         interrupted = False
 
         aborting: list[asyncio.Task[str]] = []
