@@ -480,6 +480,7 @@ function M.get(ws)
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, { M.SEPARATOR, "" })
   chat.sep_mark = vim.api.nvim_buf_set_extmark(buf, ns, 0, 0, {})
   set_keymaps(chat)
+  require("crank.commands").attach(chat)
   chat:update_status()
   -- Created mid-run: the reply so far is not in crank/messages yet; reload when it settles.
   chat.stale = ws.running
