@@ -7,21 +7,9 @@ vim.cmd("runtime plugin/crank.lua")
 local client = require("crank.client")
 local permission = require("crank.permission")
 
-local original_select = vim.ui.select
-H.after_each = function()
-  vim.ui.select = original_select
-  client.stop_all()
-  H.stop_model_servers()
-  vim.cmd("silent! only")
-  vim.cmd("enew!")
-  for _, b in ipairs(vim.api.nvim_list_bufs()) do
-    if b ~= vim.api.nvim_get_current_buf() then
-      pcall(vim.api.nvim_buf_delete, b, { force = true })
-    end
-  end
-  require("crank.chat").by_root = {}
-end
-H.cleanup = H.after_each
+H.after_each = H.reset
+H.cleanup = H.reset
+H.count_settled()
 
 local function current_ws()
   return client.by_root[client.root_for(0)] or select(2, next(client.by_root))
@@ -41,17 +29,6 @@ local function wait_next_settle(ws, settled, what)
   H.wait_for(function()
     return ws.settled_count > settled and not ws.running
   end, what)
-end
-
--- Count agent_settled events per workspace (the protocol's "run is over" signal).
-local note = client.Workspace.note_event
-client.Workspace.note_event = function(self, params)
-  if params.event and params.event.type == "agent_settled" then
-    self.settled_count = (self.settled_count or 0) + 1
-  end
-  self.events = self.events or {}
-  table.insert(self.events, params.event and params.event.type)
-  return note(self, params)
 end
 
 H.test(":Crank shows the streamed answer in the chat buffer", function()
