@@ -113,7 +113,8 @@ end
 -- rendering -----------------------------------------------------------------------
 
 function Chat:user_message(message)
-  local content = message.content
+  -- A /command shows as typed (`typed`); the model was sent its expansion (`content`).
+  local content = type(message.typed) == "string" and message.typed or message.content
   if type(content) ~= "string" then
     content = format.result_text(content)
   end

@@ -154,9 +154,13 @@ function M.attach(chat)
         end
         local col = vim.api.nvim_win_get_cursor(0)[2]
         local line = vim.api.nvim_get_current_line()
-        -- Just the slash so far: open the list (further typing filters it).
+        -- Just the slash so far: open the list (further typing filters it). Unless
+        -- 'completeopt' says noinsert/noselect, <C-p> takes back the first match the
+        -- menu would insert, so the slash stays as typed.
         if col > 0 and line:sub(1, col):match("^%s*/$") and M.start_col(chat) then
-          vim.api.nvim_feedkeys(vim.keycode("<C-x><C-o>"), "n", false)
+          local opt = vim.o.completeopt
+          local keep = opt:find("noinsert", 1, true) or opt:find("noselect", 1, true)
+          vim.api.nvim_feedkeys(vim.keycode(keep and "<C-x><C-o>" or "<C-x><C-o><C-p>"), "n", false)
         end
       end,
     })

@@ -17,7 +17,8 @@ export type AssistantBlock = TextBlock | ThinkingBlock | ToolCallBlock;
 
 export interface Usage { input: number; output: number; cacheRead: number; cacheWrite: number }
 
-export interface UserMessage { role: "user"; content: string; timestamp?: number | string }
+/** `typed`: what the user typed when `content` is its expansion (a `/command`); the chat shows it, the model was sent `content`. */
+export interface UserMessage { role: "user"; content: string; typed?: string; timestamp?: number | string }
 export interface AssistantMessage {
   role: "assistant";
   content: AssistantBlock[];
