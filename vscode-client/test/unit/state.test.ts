@@ -218,3 +218,4 @@ test("after a reload the new server counts seq from 0 again: crank/state's seq l
   const same = reduce(before, { type: "state", state: { ...st, seq: before.lastSeq } });
   assert.equal(same.lastSeq, before.lastSeq);
 });
+
