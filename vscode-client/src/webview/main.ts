@@ -147,6 +147,7 @@ function updateMenu(): void {
           role: "option",
           "aria-selected": "false",
           "data-name": c.name,
+          title: `/${c.name}${c.argumentHint ? ` ${c.argumentHint}` : ""}: ${c.description}`,
           // mousedown, not click: the textarea keeps the focus (and so the list its meaning).
           onmousedown: (e: MouseEvent) => {
             e.preventDefault();

@@ -152,3 +152,17 @@ test("abort stops a long command and answers only after agent_settled", async ()
   const state = await crank.state({ workspace });
   assert.equal(state.running, false);
 });
+
+test("crank/commands lists the built-ins; /model answers {command, result} with no run; an unknown /name is refused with the list", async () => {
+  const { commands } = await crank.commands({ workspace });
+  const builtins = commands.filter((c) => c.kind === "builtin").map((c) => c.name);
+  assert.deepEqual(builtins, ["compact", "model", "new"]);
+  assert.ok(commands.every((c) => !c.name.startsWith("/") && typeof c.description === "string"), JSON.stringify(commands));
+  const from = events.length;
+  const res = await crank.prompt({ workspace, text: "/model" });
+  assert.equal(res.command, "model");
+  assert.equal(res.runId, undefined, "a built-in starts no run");
+  assert.ok(Array.isArray((res.result as { models?: unknown }).models), JSON.stringify(res));
+  assert.ok(!events.slice(from).some((p) => p.event.type === "agent_start"));
+  await assert.rejects(crank.prompt({ workspace, text: "/nosuch-int x" }), (err: Error) => /nosuch-int/.test(err.message) && /\/compact/.test(err.message));
+});
