@@ -12,6 +12,7 @@ import { chatPageHtml, makeNonce } from "./chat/html";
 import { diffSides, editOf, planUndo, previousFileOf, type EditInfo } from "./chat/edits";
 import { type ContextItem, type EventParams, type ModelInfo, type PermissionRequest, type PermissionResponse, type PromptResult, type Queue } from "./protocol/types";
 import type { ServerManager } from "./server";
+import { ErrorCodes } from "vscode-languageclient/node";
 import { INSTALL_HELP } from "./protocol/launch";
 import { branchesOf, forkPointFor } from "./chat/branches";
 
@@ -189,7 +190,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
       this.post({ type: "commands", commands: Array.isArray(commands) ? commands : [] });
     } catch (err) {
       this.post({ type: "commands", commands: [] });
-      if ((err as { code?: number })?.code !== -32601) this.server.output.warn(`crank/commands failed: ${(err as Error)?.message ?? String(err)}`);
+      if ((err as { code?: number })?.code !== ErrorCodes.MethodNotFound) this.server.output.warn(`crank/commands failed: ${(err as Error)?.message ?? String(err)}`);
     }
   }
 
@@ -211,7 +212,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
       case "model":
         if (Array.isArray(result.models)) {
           this.dispatch({ type: "models", models: result.models as ModelInfo[] });
-          await vscode.commands.executeCommand("crank.selectModel");
+          await vscode.commands.executeCommand("crank.selectModel", result.models); // the list the server just gave, not asked again
           return;
         }
         return this.refresh();

@@ -14,7 +14,7 @@ local M = {}
 ---@type table<string, table[]>
 M.by_root = {}
 
-local METHOD_NOT_FOUND = -32601
+local METHOD_NOT_FOUND = vim.lsp.protocol.ErrorCodes.MethodNotFound
 
 --- Fetch the list for `ws` again; `done(commands)` when it has come.
 ---@param ws crank.Workspace
