@@ -295,7 +295,7 @@ export async function answerTrust(page: Page, trust: boolean): Promise<void> {
  * Runs a command from the command palette by its title, e.g. "Crank: Open Chat". The
  * palette lists the commands known when it opens; early after a (re)load the
  * extensions' commands may not be registered yet, so it is reopened until the title
- * shows up.
+ * shows up (and F1 is pressed again when the palette did not open at all).
  */
 export async function runCommand(page: Page, title: string): Promise<void> {
   const deadline = Date.now() + GUARD;
@@ -304,9 +304,11 @@ export async function runCommand(page: Page, title: string): Promise<void> {
   for (;;) {
     await page.locator(".monaco-workbench .part.statusbar").click({ position: { x: 700, y: 5 } });
     await page.keyboard.press("F1");
-    await input.waitFor({ state: "visible" });
-    await input.fill(`>${title}`);
     try {
+      // On a loaded machine a webview that was just revealed can take the focus back
+      // after the click, and then F1 opens nothing: press it again rather than wait forever.
+      await input.waitFor({ state: "visible", timeout: 5000 });
+      await input.fill(`>${title}`);
       await row.waitFor({ timeout: 5000 });
       break;
     } catch (err) {
