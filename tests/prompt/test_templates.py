@@ -10,6 +10,7 @@ import pytest
 from prompt_helpers import read_tool
 
 from crank.prompt import PromptLocations, compute_prompt, load_inputs, skill_body
+from crank.prompt.builder import HIDDEN
 from crank.prompt.loader import UNTRUSTED, parse_skill
 from crank.prompt.templates import expand_template, parse_template, split_arguments
 
@@ -122,6 +123,8 @@ async def test_a_hidden_skill_is_loaded_but_not_in_the_index(tmp_path: Path) -> 
     assert [(s.name, s.hidden) for s in build.skills] == [("release", True), ("review", False)]
     assert "review: Review code" in build.prompt.text
     assert "release" not in build.prompt.text
+    reasons = [s.get("reason") for s in build.prompt.sources if "release" in s.get("path", "")]
+    assert reasons == [HIDDEN]
     assert skill_body(build.skills[0]) == "Tag it."
 
 

@@ -95,6 +95,7 @@ SKILLS_HEADING = (
     "you start, and follow it."
 )
 READ_TOOL = "read"
+HIDDEN = "a hidden skill (hidden: true): the user can invoke it, the index leaves it out"
 
 
 def one_line(text: str) -> str:
@@ -166,6 +167,7 @@ def build_system_prompt(
     """
     sources: list[Source] = []
     sections = [OPENING, *_tool_sections(tools, sources)]
+    hidden = [skill for skill in skills if skill.hidden]
     skills = [skill for skill in skills if not skill.hidden]
     for context in context_files:
         sections.append(_context_section(context))
@@ -180,6 +182,8 @@ def build_system_prompt(
     sections.append(f"Current date: {today.isoformat()}\nCurrent working directory: {cwd}")
     sources.append({"kind": "setting", "name": "date"})
     sources.append({"kind": "setting", "name": "cwd", "path": cwd})
+    for skill in hidden:
+        sources.append({"kind": "skipped", "path": skill.path, "reason": HIDDEN})
     sources.extend(cast(Source, dict(entry)) for entry in skipped)
     text = "\n\n".join(sections)
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
