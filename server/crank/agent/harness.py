@@ -342,9 +342,10 @@ class Harness:
 
     # -- runs -------------------------------------------------------------------------
 
-    def prompt(self, text: str) -> Run:
-        """Start a run with a new user message. Raises HarnessBusy at once if one is active."""
-        return self._start([user_message(text)])
+    def prompt(self, text: str, *, typed: str | None = None) -> Run:
+        """Start a run with a new user message (``typed``: what the user typed, when
+        ``text`` is its expansion). Raises HarnessBusy at once if one is active."""
+        return self._start([user_message(text, typed=typed)])
 
     def continue_(self) -> Run:
         """Start a run from the transcript as it stands (no new message), e.g. a retry."""
