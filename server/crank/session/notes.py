@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from crank.agent.loop import BuildRequest, RunPrompt, default_request
+from crank.agent.loop import BuildRequest, PlainRequests, RunPrompt
 from crank.agent.messages import Message, now_ms
 from crank.agent.model import ModelRequest
 
@@ -206,10 +206,12 @@ def listed_keys(notes: Notes | None) -> list[str]:
 
 
 def notes_request(notes: Notes) -> BuildRequest:
-    """A ``build_request`` with no context policy (``crank run``'s): the repaired view,
-    then the key list of ``notes`` at the end."""
+    """A ``build_request`` with no context policy (``crank run``'s): the repaired view
+    (grown turn by turn, as a Harness without hooks builds it), then the key list of
+    ``notes`` at the end."""
+    plain = PlainRequests()
 
     async def build(record: Sequence[Message], prompt: RunPrompt) -> ModelRequest:
-        return with_notes_index(await default_request(record, prompt), listed_keys(notes))
+        return with_notes_index(await plain(record, prompt), listed_keys(notes))
 
     return build
