@@ -15,7 +15,7 @@ from crank.agent.messages import assistant_message, user_message
 from crank.agent.model import AbortSignal
 from crank.agent.tools import run_tool
 from crank.session import SessionLog
-from crank.tools import MemoryDocuments
+from crank.tools import MemoryDocuments, OpenDocuments
 from crank.workspace import Settings, WorkspaceHost
 from crank.workspace import daily as daily_module
 
@@ -25,6 +25,8 @@ class RecordingEditor:
 
     def __init__(self) -> None:
         self.documents = MemoryDocuments()
+        self.files = OpenDocuments(self.documents)
+        self.terminal = None
         self.events: list[dict[str, Any]] = []
         self.lines: list[str] = []
 
