@@ -480,4 +480,11 @@ H.test("on 0.11+, vim.lsp.config('crank', ...) is merged over what the plugin st
   vim.lsp.config("crank", { cmd = false, cmd_env = false, root_dir = false, handlers = false })
 end)
 
+H.test("a command's user message shows what was typed, not its expansion", function()
+  local expanded = '<skill name="review" path="/p/SKILL.md">\nRead every file.\n</skill>\n\nsrc/'
+  local chat = fresh_chat()
+  ev(chat, { type = "message_start", message = { role = "user", content = expanded, typed = "/skill:review src/" } })
+  H.eq({ "## You", "", "/skill:review src/" }, chat:transcript())
+end)
+
 H.run()

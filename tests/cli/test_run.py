@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -12,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from crank.agent.messages import assistant_message, tool_result, user_message
+from crank.session import SessionLog
 from tests.support.model_server import ModelServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -212,3 +215,61 @@ def test_an_edit_is_on_disk_before_the_next_command(tmp_path: Path) -> None:
     results = [e["result"] for e in events if e["type"] == "tool_execution_end"]
     assert not results[0]["isError"], results[0]
     assert results[1]["content"].strip() == "return a + b"
+
+
+def test_a_skill_command_is_expanded_and_built_ins_are_refused(tmp_path: Path) -> None:
+    skill = tmp_path / ".crank" / "skills" / "words" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\nname: words\ndescription: Count words\n---\nCount them.\n")
+    with ModelServer({"replies": [{"text": "Three."}]}) as server:
+        env = clean_env(
+            CRANK_PROVIDER="openai",
+            CRANK_MODEL="test-model",
+            OPENAI_API_KEY="sk-test",
+            OPENAI_BASE_URL=server.url + "/v1",
+        )
+        sessions = str(tmp_path / "s")
+        done = crank(
+            tmp_path, "run", "--trust", "--session-dir", sessions, "/skill:words", "a.txt", env=env
+        )
+        refused = crank(tmp_path, "run", "--session-dir", sessions, "/compact", env=env)
+        unknown = crank(tmp_path, "run", "--session-dir", sessions, "/nope", env=env)
+        bodies = server.requests
+    assert done.returncode == 0, done.stderr
+    sent = bodies[0]["body"]["messages"][-1]["content"]
+    assert sent.startswith('<skill name="words"') and sent.endswith("</skill>\n\na.txt")
+    saved = [json.loads(line) for line in next((tmp_path / "s").rglob("*.jsonl")).open()]
+    assert saved[1]["message"]["typed"] == "/skill:words a.txt"
+    assert refused.returncode == 1 and "crank run does not perform it" in refused.stderr
+    assert unknown.returncode == 1 and "unknown command /nope" in unknown.stderr
+    assert len(bodies) == 1
+
+
+def test_a_continued_compacted_session_offers_recall(tmp_path: Path) -> None:
+    """Issue 19: ``crank run --session`` of a session a compaction summarised offers
+    ``recall`` as the editor does, and it returns the compacted text word for word."""
+    error = "FAILED tests/test_io.py::test_write - OSError: [Errno 28] No space left"
+
+    async def compacted() -> Path:
+        with SessionLog.create(tmp_path / "sessions", str(tmp_path)) as log:
+            log.append_message_sync(user_message("run the tests"))
+            call = {"type": "toolCall", "id": "c1", "name": "bash", "arguments": {}}
+            log.append_message_sync(assistant_message([call], stop_reason="toolUse"))
+            log.append_message_sync(tool_result("c1", "bash", f"collected 3\n{error}\n"))
+            log.append_message_sync(assistant_message([{"type": "text", "text": "It failed."}]))
+            kept = log.append_message_sync(user_message("fix it later"))
+            await log.append_compaction("The first test run failed.", kept, 1000)
+            return log.path
+
+    session = asyncio.run(compacted())
+    s = script(
+        tmp_path / "s.json",
+        {"calls": [{"name": "recall", "arguments": {"query": "Errno 28"}}]},
+        {"text": "Found it."},
+    )
+    done = crank(tmp_path, "run", "--json", "--script", s, "--session", str(session), "the error?")
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line)["event"] for line in done.stdout.splitlines()]
+    results = [e["result"] for e in events if e["type"] == "tool_execution_end"]
+    assert not results[0]["isError"], results[0]
+    assert error in results[0]["content"]

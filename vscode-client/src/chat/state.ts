@@ -160,7 +160,7 @@ function assistantFinal(id: string, m: Extract<Message, { role: "assistant" }>):
 export function itemsFromMessages(messages: Message[]): ChatItem[] {
   let items: ChatItem[] = [];
   messages.forEach((m, i) => {
-    if (m.role === "user") items = [...items, { kind: "user", id: `m${i}`, text: m.content }];
+    if (m.role === "user") items = [...items, { kind: "user", id: `m${i}`, text: m.typed ?? m.content }];
     else if (m.role === "assistant") items = toolCardsFor([...items, assistantFinal(`m${i}`, m)], m);
     else
       items = replaceItem(items, m.toolCallId, "tool", (t: ToolItem) => ({
@@ -189,7 +189,7 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
       return s;
     case "message_start": {
       const m = ev.message;
-      if (m.role === "user") return { ...s, items: [...items, { kind: "user", id: `u${p.seq}`, text: m.content }] };
+      if (m.role === "user") return { ...s, items: [...items, { kind: "user", id: `u${p.seq}`, text: m.typed ?? m.content }] };
       if (m.role === "assistant")
         return { ...s, items: [...items, { kind: "assistant", id: `a${p.seq}`, blocks: m.content ?? [], streaming: true }] };
       return s;
@@ -225,8 +225,8 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
       }
       if (m.role === "user") {
         const last = items[items.length - 1];
-        if (last && last.kind === "user" && last.text === m.content) return s;
-        return { ...s, items: [...items, { kind: "user", id: `u${p.seq}`, text: m.content }] };
+        if (last && last.kind === "user" && last.text === (m.typed ?? m.content)) return s;
+        return { ...s, items: [...items, { kind: "user", id: `u${p.seq}`, text: m.typed ?? m.content }] };
       }
       return s;
     }

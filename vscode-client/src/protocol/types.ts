@@ -17,7 +17,8 @@ export type AssistantBlock = TextBlock | ThinkingBlock | ToolCallBlock;
 
 export interface Usage { input: number; output: number; cacheRead: number; cacheWrite: number }
 
-export interface UserMessage { role: "user"; content: string; timestamp?: number | string }
+/** `typed`: what the user typed when `content` is a command's expansion (`/skill:review src/`). */
+export interface UserMessage { role: "user"; content: string; timestamp?: number | string; typed?: string }
 export interface AssistantMessage {
   role: "assistant";
   content: AssistantBlock[];
