@@ -5,9 +5,16 @@
 - ``watcher``: rebuilds the prompt when one of its inputs changes on disk.
 """
 
-from .builder import ContextFile, Skill, Source, SystemPrompt, build_system_prompt
-from .loader import LoadedInputs, PromptBuild, PromptLocations, compute_prompt, load_inputs
-from .watcher import PromptWatcher
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from crank.lazy import exports
+
+if TYPE_CHECKING:
+    from .builder import ContextFile, Skill, Source, SystemPrompt, build_system_prompt
+    from .loader import LoadedInputs, PromptBuild, PromptLocations, compute_prompt, load_inputs
+    from .watcher import PromptWatcher
 
 __all__ = [
     "ContextFile",
@@ -22,3 +29,18 @@ __all__ = [
     "compute_prompt",
     "load_inputs",
 ]
+
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        ".builder": ["ContextFile", "Skill", "Source", "SystemPrompt", "build_system_prompt"],
+        ".loader": [
+            "LoadedInputs",
+            "PromptBuild",
+            "PromptLocations",
+            "compute_prompt",
+            "load_inputs",
+        ],
+        ".watcher": ["PromptWatcher"],
+    },
+)
