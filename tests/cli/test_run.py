@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -12,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from crank.agent.messages import assistant_message, tool_result, user_message
+from crank.session import SessionLog
 from tests.support.model_server import ModelServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -212,3 +215,97 @@ def test_an_edit_is_on_disk_before_the_next_command(tmp_path: Path) -> None:
     results = [e["result"] for e in events if e["type"] == "tool_execution_end"]
     assert not results[0]["isError"], results[0]
     assert results[1]["content"].strip() == "return a + b"
+
+
+def test_a_skill_command_is_expanded_and_built_ins_are_refused(tmp_path: Path) -> None:
+    skill = tmp_path / ".crank" / "skills" / "words" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\nname: words\ndescription: Count words\n---\nCount them.\n")
+    with ModelServer({"replies": [{"text": "Three."}]}) as server:
+        env = clean_env(
+            CRANK_PROVIDER="openai",
+            CRANK_MODEL="test-model",
+            OPENAI_API_KEY="sk-test",
+            OPENAI_BASE_URL=server.url + "/v1",
+        )
+        sessions = str(tmp_path / "s")
+        done = crank(
+            tmp_path, "run", "--trust", "--session-dir", sessions, "/skill:words", "a.txt", env=env
+        )
+        refused = crank(tmp_path, "run", "--session-dir", sessions, "/compact", env=env)
+        unknown = crank(tmp_path, "run", "--session-dir", sessions, "/nope", env=env)
+        bodies = server.requests
+    assert done.returncode == 0, done.stderr
+    sent = bodies[0]["body"]["messages"][-1]["content"]
+    assert sent.startswith('<skill name="words"') and sent.endswith("</skill>\n\na.txt")
+    saved = [json.loads(line) for line in next((tmp_path / "s").rglob("*.jsonl")).open()]
+    assert saved[1]["message"]["typed"] == "/skill:words a.txt"
+    assert refused.returncode == 1 and "crank run does not perform it" in refused.stderr
+    assert unknown.returncode == 1 and "unknown command /nope" in unknown.stderr
+    assert len(bodies) == 1
+
+
+def test_a_continued_compacted_session_offers_recall(tmp_path: Path) -> None:
+    """Issue 19: ``crank run --session`` of a session a compaction summarised offers
+    ``recall`` as the editor does, and it returns the compacted text word for word."""
+    error = "FAILED tests/test_io.py::test_write - OSError: [Errno 28] No space left"
+
+    async def compacted() -> Path:
+        with SessionLog.create(tmp_path / "sessions", str(tmp_path)) as log:
+            log.append_message_sync(user_message("run the tests"))
+            call = {"type": "toolCall", "id": "c1", "name": "bash", "arguments": {}}
+            log.append_message_sync(assistant_message([call], stop_reason="toolUse"))
+            log.append_message_sync(tool_result("c1", "bash", f"collected 3\n{error}\n"))
+            log.append_message_sync(assistant_message([{"type": "text", "text": "It failed."}]))
+            kept = log.append_message_sync(user_message("fix it later"))
+            await log.append_compaction("The first test run failed.", kept, 1000)
+            return log.path
+
+    session = asyncio.run(compacted())
+    s = script(
+        tmp_path / "s.json",
+        {"calls": [{"name": "recall", "arguments": {"query": "Errno 28"}}]},
+        {"text": "Found it."},
+    )
+    done = crank(tmp_path, "run", "--json", "--script", s, "--session", str(session), "the error?")
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line)["event"] for line in done.stdout.splitlines()]
+    results = [e["result"] for e in events if e["type"] == "tool_execution_end"]
+    assert not results[0]["isError"], results[0]
+    assert error in results[0]["content"]
+
+
+def test_a_note_saved_by_one_crank_run_is_listed_and_read_by_the_next(tmp_path: Path) -> None:
+    """Issue 19: notes work in ``crank run`` too: the first run saves one, the second
+    (``--continue``, a new process) is sent its key at the end of the request and reads
+    the text back."""
+    note = "the fixtures live in tests/data, not tests/fixtures"
+    replies = [
+        {"toolCalls": [{"name": "note_save", "arguments": {"key": "fixtures", "text": note}}]},
+        {"text": "Saved."},
+        {"toolCalls": [{"name": "note_read", "arguments": {"key": "fixtures"}}]},
+        {"text": "They are in tests/data."},
+    ]
+    with ModelServer({"replies": replies}) as server:
+        env = clean_env(
+            CRANK_PROVIDER="openai",
+            CRANK_MODEL="test-model",
+            OPENAI_API_KEY="sk-test",
+            OPENAI_BASE_URL=server.url + "/v1",
+        )
+        sessions = str(tmp_path / "s")
+        first = crank(tmp_path, "run", "--session-dir", sessions, "where are fixtures?", env=env)
+        second = crank(
+            tmp_path, "run", "--continue", "--session-dir", sessions, "--json", "again?", env=env
+        )
+        bodies = server.requests
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert len(bodies) == 4
+    tools = [tool["function"]["name"] for tool in bodies[0]["body"]["tools"]]
+    assert "note_save" in tools and "note_read" in tools
+    listed = bodies[2]["body"]["messages"][-1]
+    assert listed["role"] == "user" and "fixtures" in listed["content"]
+    assert note not in listed["content"], "keys only"
+    events = [json.loads(line)["event"] for line in second.stdout.splitlines()]
+    results = [e["result"] for e in events if e["type"] == "tool_execution_end"]
+    assert results and note in results[0]["content"] and not results[0]["isError"]

@@ -125,9 +125,9 @@ class UpdateTranslator:
             if not isinstance(text, str) or not text:
                 return []
             if delta.get("kind") == "text":
-                return [_chunk("agent_message_chunk", text)]
+                return [text_chunk("agent_message_chunk", text)]
             if delta.get("kind") == "thinking":
-                return [_chunk("agent_thought_chunk", text)]
+                return [text_chunk("agent_thought_chunk", text)]
             return []
         if kind == "message_end":
             message = event.get("message") or {}
@@ -209,7 +209,7 @@ def result_update(
     }
 
 
-def _chunk(kind: str, text: str) -> Update:
+def text_chunk(kind: str, text: str) -> Update:
     return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
 
 
@@ -232,15 +232,15 @@ def replay(root: Path, messages: list[dict[str, Any]]) -> list[Update]:
     for message in messages:
         role = message.get("role")
         if role == "user":
-            content = message.get("content")
+            content = message.get("typed") or message.get("content")  # a /command as typed
             if isinstance(content, str) and content:
-                updates.append(_chunk("user_message_chunk", content))
+                updates.append(text_chunk("user_message_chunk", content))
         elif role == "assistant":
             for block in message.get("content") or []:
                 if block.get("type") == "text" and block.get("text"):
-                    updates.append(_chunk("agent_message_chunk", block["text"]))
+                    updates.append(text_chunk("agent_message_chunk", block["text"]))
                 elif block.get("type") == "thinking" and block.get("thinking"):
-                    updates.append(_chunk("agent_thought_chunk", block["thinking"]))
+                    updates.append(text_chunk("agent_thought_chunk", block["thinking"]))
                 elif block.get("type") == "toolCall":
                     call_id, name = str(block.get("id")), str(block.get("name"))
                     arguments = block.get("arguments")

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeVar, get_args
 
 from .events import Event, QueueState
-from .loop import BuildRequest, LoopConfig, RunPrompt, agent_loop
+from .loop import BuildRequest, LoopConfig, PlainRequests, RunPrompt, agent_loop
 from .messages import Message, UserMessage, assistant_message, user_message
 from .model import AbortSignal, Model
 from .tools import Tool
@@ -42,6 +42,10 @@ _CLOSES = {
     "tool_execution_start": "tool_execution_end",
 }
 _OPENS = {end: start for start, end in _CLOSES.items()}
+
+
+_LOOK_BACK = 256
+"""How far back ``messages_after`` looks: a group larger than this is saved in parts."""
 
 
 class HarnessBusy(RuntimeError):
@@ -157,6 +161,7 @@ class Harness:
         self.model = model
         self.max_turns = max_turns
         self.build_request = build_request
+        self._plain_requests = PlainRequests()  # when build_request is None
         self.before_request = before_request
         self.recover_overflow = recover_overflow
         self._in_hook = False
@@ -220,6 +225,17 @@ class Harness:
         return failure
 
     # -- changing the transcript and config ----------------------------------------------
+
+    def messages_after(self, message: Message) -> list[Message]:
+        """The messages the record holds after ``message`` (the same object), looked for
+        from the end (at most ``_LOOK_BACK`` back, so this stays cheap): the loop adds messages that complete together before announcing
+        the first, and a saver may write them with it (``SessionLog.listener``). Empty
+        when ``message`` is the last one or not in the record."""
+        record = self._record
+        for position in range(len(record) - 1, max(-1, len(record) - 1 - _LOOK_BACK), -1):
+            if record[position] is message:
+                return record[position + 1 :]
+        return []
 
     def replace_messages(self, messages: Sequence[Message]) -> None:
         """Swap the whole transcript (resume, branch, compaction). Refused during a run."""
@@ -325,9 +341,10 @@ class Harness:
 
     # -- runs -------------------------------------------------------------------------
 
-    def prompt(self, text: str) -> Run:
-        """Start a run with a new user message. Raises HarnessBusy at once if one is active."""
-        return self._start([user_message(text)])
+    def prompt(self, text: str, *, typed: str | None = None) -> Run:
+        """Start a run with a new user message (``typed``: what the user typed, when
+        ``text`` is its expansion). Raises HarnessBusy at once if one is active."""
+        return self._start([user_message(text, typed=typed)])
 
     def continue_(self) -> Run:
         """Start a run from the transcript as it stands (no new message), e.g. a retry."""
@@ -371,7 +388,7 @@ class Harness:
             system=run.prompt.system,
             tools=list(self.tools),
             max_turns=self.max_turns,
-            build_request=self.build_request,
+            build_request=self.build_request or self._plain_requests,
             take_steering=lambda: self._take("steering"),
             take_follow_up=lambda: self._take("followUp"),
             before_request=before_request,

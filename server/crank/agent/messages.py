@@ -66,6 +66,9 @@ class UserMessage(TypedDict):
     role: Literal["user"]
     content: str
     timestamp: int
+    typed: NotRequired[str]
+    """What the user typed when ``content`` is its expansion (a ``/command``): clients
+    show this, the model is sent ``content``."""
 
 
 class AssistantMessage(TypedDict):
@@ -102,12 +105,17 @@ def empty_usage() -> Usage:
     return {"input": 0, "output": 0, "cacheRead": 0, "cacheWrite": 0}
 
 
-def user_message(text: str, timestamp: int | None = None) -> UserMessage:
-    return {
+def user_message(
+    text: str, timestamp: int | None = None, *, typed: str | None = None
+) -> UserMessage:
+    message: UserMessage = {
         "role": "user",
         "content": text,
         "timestamp": now_ms() if timestamp is None else timestamp,
     }
+    if typed is not None:
+        message["typed"] = typed
+    return message
 
 
 def assistant_message(

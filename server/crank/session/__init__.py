@@ -2,8 +2,8 @@
 
 One JSONL file per session (format: docs/protocol.md "Session files"). ``SessionLog``
 is the one locked writer and a Harness listener; ``replay`` is the only way a
-transcript is made; ``SessionStore`` finds a workspace's sessions; ``repair.repair`` fixes the
-one damage a crash can leave, a torn last line.
+transcript is made; ``SessionStore`` finds a workspace's sessions;
+``repair.repair`` fixes the one damage a crash can leave, a torn last line.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
         TornSession,
         UnknownEntry,
     )
-    from .housekeeping import ContextSettings, ContextUsage, Housekeeper
+    from .housekeeping import ContextSettings, Housekeeper
     from .index import SessionInfo, list_sessions
     from .log import SessionLog, read_tree
     from .policies import POLICY_NAMES, PolicyName
@@ -44,7 +44,6 @@ __all__ = [
     "POLICY_NAMES",
     "AmbiguousSession",
     "ContextSettings",
-    "ContextUsage",
     "Housekeeper",
     "NoSuchSession",
     "PolicyName",
@@ -84,7 +83,7 @@ __getattr__, __dir__ = exports(
             "TornSession",
             "UnknownEntry",
         ],
-        ".housekeeping": ["ContextSettings", "ContextUsage", "Housekeeper"],
+        ".housekeeping": ["ContextSettings", "Housekeeper"],
         ".index": ["SessionInfo", "list_sessions"],
         ".log": ["SessionLog", "read_tree"],
         ".policies": ["POLICY_NAMES", "PolicyName"],

@@ -11,7 +11,8 @@ tested alone:
 - ``ApprovalRouter`` (``approvals.py``): the tools' questions, to the rules and the editor;
 - ``state_json`` and friends (``wire.py``): the wire JSON of the state;
 - ``DailyRefresh`` (``daily.py``): the prompt rebuilt when the date changes;
-- ``EventStream`` (``stream.py``): the envelope, ``seq`` and delta coalescing.
+- ``EventStream`` (``stream.py``): the envelope, ``seq`` and delta coalescing;
+- ``CommandCatalog`` (``commands.py``): what ``/name`` means, rebuilt with the prompt.
 """
 
 from __future__ import annotations
@@ -30,15 +31,15 @@ from crank.agent.harness import Harness, HarnessBusy, QueueKind, Run
 from crank.agent.tools import Tool
 from crank.prompt import PromptLocations, PromptWatcher, SystemPrompt, compute_prompt
 from crank.session import SessionLog, SessionStore
-from crank.session.recall import Recall
-from crank.tools import ApprovalRequest, ToolContext, read_only_tools, standard_tools
-from crank.tools.recall import make_recall
+from crank.session.notes import Notes, notes_path
+from crank.tools import ApprovalRequest, ToolContext
 from crank.tools.sandbox import SandboxStatus, probe, protected_paths
 from crank.vendors import discover
 from crank.vendors.config import default_config_file
 
 from .approvals import ApprovalRouter
 from .client import EditorClient
+from .commands import BUILTIN_NAMES, CommandCatalog, parse_command, perform
 from .daily import DailyRefresh
 from .errors import RUN_IN_PROGRESS, CrankError, invalid_params
 from .permissions import PERMISSION_MODES, PermissionMode, Permissions
@@ -47,6 +48,7 @@ from .provider import ModelConfig
 from .session_slot import SessionSlot
 from .settings import Settings
 from .stream import EventStream, SystemPromptChanged
+from .toolset import session_tools
 from .wire import messages_json, state_json, system_prompt_json
 
 log = logging.getLogger(__name__)
@@ -101,6 +103,8 @@ class WorkspaceHost:
                 [Path(settings.session_dir).expanduser()] if settings.session_dir else []
             ),
         )
+        self.notes = Notes(lambda: notes_path(self.session.file))
+        """The active session's notes (the note tools follow the session)."""
         self.tools = self._tool_set(log=None)
         self.model_config = ModelConfig(settings, self.root, env, client.log)
         self.harness = Harness(system="", tools=self.tools, model=self.model_config.configure())
@@ -111,6 +115,7 @@ class WorkspaceHost:
         self.harness.subscribe(self._on_event)
         self._run: Run | None = None
         self.prompt: SystemPrompt | None = None
+        self.catalog = CommandCatalog()
         self.watcher: PromptWatcher | None = None
         self._daily: DailyRefresh | None = None
         self._prompt_refresh: asyncio.Task[object] | None = None
@@ -192,16 +197,9 @@ class WorkspaceHost:
     ) -> list[Tool]:
         """The tools for ``mode``, plus ``recall`` while the session ``log`` (default:
         the active one) has something compacted away."""
-        if (mode or self.permissions.mode) == "readOnly":
-            tools = read_only_tools(self.ctx)
-        else:
-            tools = standard_tools(self.ctx)
         session_log = self.session.log if log is True else log or None
-        if session_log is not None:
-            recall = Recall(session_log)
-            if recall.available():
-                tools.append(make_recall(recall))
-        return tools
+        read_only = (mode or self.permissions.mode) == "readOnly"
+        return session_tools(self.ctx, session_log, read_only=read_only, notes=self.notes)
 
     async def _refresh_tools(self) -> None:
         """``recall`` is offered while something on the active branch has been compacted
@@ -222,8 +220,12 @@ class WorkspaceHost:
 
     async def _rebuild(self) -> SystemPrompt:
         build = await compute_prompt(self.tools, self._locations(), self._today())
-        for problem in build.problems:
+        catalog = CommandCatalog(build.skills, build.templates)
+        for problem in (*build.problems, *catalog.problems):
             self.client.log(f"Crank: {problem}")
+        old, self.catalog = self.catalog, catalog
+        if self.prompt is not None and old.commands() != catalog.commands():
+            self.client.commands_changed(self.uri)
         return build.prompt
 
     async def _on_prompt_change(self, prompt: SystemPrompt) -> None:
@@ -270,13 +272,44 @@ class WorkspaceHost:
     def check_session(self, session_id: str | None) -> None:
         self.session.check(session_id)
 
-    def prompt_run(
+    async def submit(
         self,
         text: str,
         context: Sequence[tuple[Path, dict[str, Any] | None]] = (),
         while_running: WhileRunning | None = None,
     ) -> dict[str, Any]:
-        """Start a run, or queue the text when one is active and the client said how."""
+        """``crank/prompt``: a ``/command`` (``commands.py``) or a plain prompt. A
+        built-in answers ``{sessionId, command, result}``; a skill or template runs
+        (or is queued) like ``prompt_run``, the transcript keeping what was typed."""
+        parsed = parse_command(text)
+        if isinstance(parsed, str):
+            return self.prompt_run(parsed, context, while_running)
+        if parsed.name in BUILTIN_NAMES:
+            if context:
+                raise invalid_params("context", f"/{parsed.name} takes no attached context")
+            result = await perform(self, parsed)
+            return {"sessionId": self.session_id, "command": parsed.name, "result": result}
+        expansion = self.catalog.expand(parsed)
+        return self.prompt_run(expansion.text, context, while_running, typed=expansion.typed)
+
+    def commands(self) -> dict[str, Any]:
+        """``crank/commands``."""
+        return self.catalog.to_json()
+
+    def current_api(self) -> str:
+        return self.harness.model.api
+
+    def prompt_run(
+        self,
+        text: str,
+        context: Sequence[tuple[Path, dict[str, Any] | None]] = (),
+        while_running: WhileRunning | None = None,
+        *,
+        typed: str | None = None,
+    ) -> dict[str, Any]:
+        """Start a run, or queue the text when one is active and the client said how.
+        ``typed`` is what the user typed when ``text`` is a command's expansion (a
+        queued message keeps only the expansion)."""
         self.model_config.require()
         if self.harness.is_running:
             if while_running == "steer":
@@ -293,7 +326,7 @@ class WorkspaceHost:
         full = text + context_text(self.root, self.client.documents, context)
         self.session.ensure_log()
         try:
-            run = self.harness.prompt(full)
+            run = self.harness.prompt(full, typed=typed)
         except HarnessBusy as exc:
             raise CrankError(RUN_IN_PROGRESS, str(exc)) from exc
         self._run = run

@@ -21,7 +21,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from crank.agent.events import Event
+from crank.agent.events import ContextUsage, Event
 from crank.agent.harness import Harness
 from crank.agent.loop import RunPrompt
 from crank.agent.messages import Message
@@ -29,7 +29,6 @@ from crank.agent.model import Model, ModelRequest
 from crank.agent.view import Repairs
 from crank.session import (
     ContextSettings,
-    ContextUsage,
     Housekeeper,
     SessionError,
     SessionLog,
@@ -223,7 +222,7 @@ class SessionSlot:
     def _adopt(self, new_log: SessionLog) -> None:
         self._drop()
         self.log = new_log
-        self._save = new_log.listener()
+        self._save = new_log.listener(self.harness.messages_after)
         self.session_id = new_log.session_id
         self.keeper = Housekeeper(new_log, self.harness.model, self.context)
         self.keeper.attach(self.harness)

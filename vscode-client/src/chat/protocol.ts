@@ -2,7 +2,7 @@
  * Messages between the extension host and the chat webview. Shared by both sides and
  * by the webview test, which posts these into the page in place of VS Code.
  */
-import type { ContextItem, PermissionDecision, PermissionMode } from "../protocol/types";
+import type { CommandInfo, ContextItem, PermissionDecision, PermissionMode } from "../protocol/types";
 import type { ChatAction } from "./state";
 import type { BranchInfo } from "./branches";
 
@@ -14,7 +14,9 @@ export type HostMessage =
   | { type: "workspace"; name?: string; folders: number; hidden?: boolean }
   | { type: "prefs"; enterWhileRunning: "steer" | "followUp" }
   /** The session's branches (crank/tree), oldest first; the list shows when there is more than one. */
-  | { type: "branches"; branches: BranchInfo[] };
+  | { type: "branches"; branches: BranchInfo[] }
+  /** The commands `/` completes (crank/commands for the chat's workspace); empty when the server has none. */
+  | { type: "commands"; commands: CommandInfo[] };
 
 /** Webview to host. */
 export type ViewMessage =

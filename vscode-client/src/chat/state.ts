@@ -156,11 +156,16 @@ function assistantFinal(id: string, m: Extract<Message, { role: "assistant" }>):
   return { kind: "assistant", id, blocks: m.content, streaming: false, stopReason: m.stopReason, errorMessage: m.errorMessage };
 }
 
+/** What the chat shows for a user message: what was typed (`/skill:review src/`), not the expansion the model got. */
+function userText(m: Extract<Message, { role: "user" }>): string {
+  return typeof m.typed === "string" ? m.typed : m.content;
+}
+
 /** Rebuild the items from a transcript (resume, session switch, or after a gap). */
 export function itemsFromMessages(messages: Message[]): ChatItem[] {
   let items: ChatItem[] = [];
   messages.forEach((m, i) => {
-    if (m.role === "user") items = [...items, { kind: "user", id: `m${i}`, text: m.content }];
+    if (m.role === "user") items = [...items, { kind: "user", id: `m${i}`, text: userText(m) }];
     else if (m.role === "assistant") items = toolCardsFor([...items, assistantFinal(`m${i}`, m)], m);
     else
       items = replaceItem(items, m.toolCallId, "tool", (t: ToolItem) => ({
@@ -189,7 +194,7 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
       return s;
     case "message_start": {
       const m = ev.message;
-      if (m.role === "user") return { ...s, items: [...items, { kind: "user", id: `u${p.seq}`, text: m.content }] };
+      if (m.role === "user") return { ...s, items: [...items, { kind: "user", id: `u${p.seq}`, text: userText(m) }] };
       if (m.role === "assistant")
         return { ...s, items: [...items, { kind: "assistant", id: `a${p.seq}`, blocks: m.content ?? [], streaming: true }] };
       return s;
@@ -225,8 +230,8 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
       }
       if (m.role === "user") {
         const last = items[items.length - 1];
-        if (last && last.kind === "user" && last.text === m.content) return s;
-        return { ...s, items: [...items, { kind: "user", id: `u${p.seq}`, text: m.content }] };
+        if (last && last.kind === "user" && last.text === userText(m)) return s;
+        return { ...s, items: [...items, { kind: "user", id: `u${p.seq}`, text: userText(m) }] };
       }
       return s;
     }

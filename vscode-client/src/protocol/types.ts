@@ -17,7 +17,8 @@ export type AssistantBlock = TextBlock | ThinkingBlock | ToolCallBlock;
 
 export interface Usage { input: number; output: number; cacheRead: number; cacheWrite: number }
 
-export interface UserMessage { role: "user"; content: string; timestamp?: number | string }
+/** `typed`: what the user typed when `content` is its expansion (a `/command`); the chat shows it, the model was sent `content`. */
+export interface UserMessage { role: "user"; content: string; typed?: string; timestamp?: number | string }
 export interface AssistantMessage {
   role: "assistant";
   content: AssistantBlock[];
@@ -85,7 +86,17 @@ export interface PromptSource { kind: string; path?: string }
 export interface ContextItem { uri: string; range?: Range }
 export interface Range { start: { line: number; character: number }; end: { line: number; character: number } }
 
-export interface PromptResult { sessionId: string; runId?: string; queued?: "steer" | "followUp" }
+/**
+ * What crank/prompt answers: a run started (`runId`), a message queued, or, for a
+ * built-in command the text named (`/new`, `/compact`, `/model`), `command` (its name)
+ * and `result` (what that command's own request would have answered) with no run.
+ */
+export interface PromptResult { sessionId: string; runId?: string; queued?: "steer" | "followUp"; command?: string; result?: unknown }
+
+/** Where a command comes from: one of the server's built-ins, a skill, or a prompt template. */
+export type CommandKind = "builtin" | "skill" | "template";
+/** One entry of crank/commands: typed as `/name args`; `name` has no slash. */
+export interface CommandInfo { name: string; description: string; kind: CommandKind; argumentHint?: string }
 export interface ModelRef { api: string; id: string }
 /** `source`: "server" (the configured server serves it), "catalog" (a known cloud model), "config". */
 export interface ModelInfo extends ModelRef { contextWindow?: number; source?: "server" | "catalog" | "config" }
