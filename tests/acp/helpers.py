@@ -100,7 +100,11 @@ def agent_env(model: ModelServer, home: Path) -> dict[str, str]:
 
 @contextlib.asynccontextmanager
 async def crank_acp(
-    model: ModelServer, tmp: Path, client: RecordingClient, *args: str
+    model: ModelServer,
+    tmp: Path,
+    client: RecordingClient,
+    *args: str,
+    capabilities: schema.ClientCapabilities | None = None,
 ) -> AsyncIterator[Any]:
     """A running ``crank acp`` with an initialized connection from the SDK's client."""
     home = tmp / "home"
@@ -116,6 +120,8 @@ async def crank_acp(
         env=agent_env(model, home),
         cwd=str(tmp),
     ) as (connection, _process):
-        answer = await connection.initialize(protocol_version=acp.PROTOCOL_VERSION)
+        answer = await connection.initialize(
+            protocol_version=acp.PROTOCOL_VERSION, client_capabilities=capabilities
+        )
         assert answer.protocol_version == 1
         yield connection

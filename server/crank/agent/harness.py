@@ -228,9 +228,10 @@ class Harness:
 
     def messages_after(self, message: Message) -> list[Message]:
         """The messages the record holds after ``message`` (the same object), looked for
-        from the end (at most ``_LOOK_BACK`` back, so this stays cheap): the loop adds messages that complete together before announcing
-        the first, and a saver may write them with it (``SessionLog.listener``). Empty
-        when ``message`` is the last one or not in the record."""
+        from the end, at most ``_LOOK_BACK`` back so this stays cheap. The loop adds
+        messages that complete together before announcing the first, and a saver may
+        write them with it (``SessionLog.listener``). Empty when ``message`` is the last
+        one or not in the record."""
         record = self._record
         for position in range(len(record) - 1, max(-1, len(record) - 1 - _LOOK_BACK), -1):
             if record[position] is message:

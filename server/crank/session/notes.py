@@ -206,8 +206,10 @@ def listed_keys(notes: Notes | None) -> list[str]:
 
 
 def notes_request(notes: Notes) -> BuildRequest:
-    """A ``build_request`` with no context policy (``crank run``'s): the repaired view,
-    then the key list of ``notes`` at the end."""
+    """A ``build_request`` with no context policy (``crank run``'s): the repaired view
+    (grown turn by turn, as a Harness without hooks builds it), then the key list of
+    ``notes`` at the end."""
+    plain = PlainRequests()
 
     plain = PlainRequests()  # the view grows with the record: a turn costs what it added
 

@@ -95,6 +95,8 @@ class WorkspaceHost:
         self.ctx = ToolContext(
             self.root,
             documents=client.documents,
+            editor_files=client.files,
+            terminal=client.terminal,
             apply_edit=client.apply_edit,
             approve=self.approvals.approve,
             outside=self.approvals.outside,
