@@ -14,12 +14,11 @@ import argparse
 import asyncio
 import statistics
 import time
-from typing import Any
 
 from crank.agent.harness import Harness
 from crank.agent.model import AbortSignal
 from crank.agent.scripted import Reply, ScriptedModel, call, say
-from crank.agent.tools import Tool
+from crank.agent.tools import OnUpdate, Tool, ToolCall
 
 SCHEMA = {"type": "object", "properties": {}}
 
@@ -41,7 +40,7 @@ async def silent_stream() -> float:
 async def slow_tool() -> float:
     entered = asyncio.Event()
 
-    async def sleep(arguments: dict[str, Any], signal: AbortSignal, on_update: Any) -> str:
+    async def sleep(call: ToolCall, signal: AbortSignal, on_update: OnUpdate) -> str:
         entered.set()
         await asyncio.sleep(60)
         return "finished"

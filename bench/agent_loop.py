@@ -21,12 +21,12 @@ from crank.agent.harness import Harness
 from crank.agent.messages import assistant_message
 from crank.agent.model import AbortSignal, ModelRequest, StreamEvent
 from crank.agent.scripted import Reply, ScriptedModel
-from crank.agent.tools import Tool
+from crank.agent.tools import OnUpdate, Tool, ToolCall
 
 NOOP_SCHEMA = {"type": "object", "properties": {}}
 
 
-async def _noop(arguments: dict[str, Any], signal: AbortSignal, on_update: Any) -> str:
+async def _noop(call: ToolCall, signal: AbortSignal, on_update: OnUpdate) -> str:
     return "ok"
 
 
@@ -82,7 +82,7 @@ async def time_turns(turns: int) -> float:
 
 
 def median_of(repeat: int, make: Any) -> float:
-    return statistics.median(asyncio.run(make()) for _ in range(repeat))
+    return float(statistics.median(asyncio.run(make()) for _ in range(repeat)))
 
 
 def main() -> None:

@@ -37,7 +37,7 @@ from crank.agent.harness import Harness
 from crank.agent.model import AbortSignal, ModelRequest
 from crank.agent.scripted import Reply, ScriptedModel, estimate_tokens, render_request
 from crank.agent.tools import OnUpdate, Tool, ToolCall
-from crank.session import SessionLog
+from crank.session import PolicyName, SessionLog
 from crank.session.housekeeping import ContextSettings, Housekeeper
 from crank.session.notes import INDEX, Notes, notes_path
 from crank.tools.notes import make_note_tools
@@ -73,8 +73,9 @@ def make_files(root: Path) -> list[str]:
 
 def read_tool(root: Path, reads: list[str]) -> Tool:
     async def execute(call: ToolCall, signal: AbortSignal, on_update: OnUpdate) -> str:
-        reads.append(call.arguments["path"])
-        return (root / call.arguments["path"]).read_text()
+        path = str(call.arguments["path"])
+        reads.append(path)
+        return (root / path).read_text()
 
     schema = {"type": "object", "properties": {"path": {"type": "string"}}, "required": ["path"]}
     return Tool(name="read", description="Read a file.", parameters=schema, execute=execute)
@@ -139,7 +140,7 @@ def summariser(request: ModelRequest) -> Reply:
     )
 
 
-async def run(policy: str, window: int, *, notes: bool = False) -> dict[str, Any]:
+async def run(policy: PolicyName, window: int, *, notes: bool = False) -> dict[str, Any]:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp) / "project"
         root.mkdir()
@@ -202,8 +203,8 @@ async def run(policy: str, window: int, *, notes: bool = False) -> dict[str, Any
         }
 
 
-POLICIES = ("none", "cache", "clear", "compact", "trim", "default")
-WITH_NOTES = ("clear", "compact", "trim", "default")
+POLICIES: tuple[PolicyName, ...] = ("none", "cache", "clear", "compact", "trim", "default")
+WITH_NOTES: tuple[PolicyName, ...] = ("clear", "compact", "trim", "default")
 """The policies that hide something from a later request, run again with notes."""
 
 

@@ -29,13 +29,13 @@ from typing import Any
 from crank.agent.harness import Harness
 from crank.agent.messages import assistant_message
 from crank.agent.model import AbortSignal, ModelRequest, StreamEvent
-from crank.agent.tools import Tool
+from crank.agent.tools import OnUpdate, Tool, ToolCall
 from crank.session import ContextSettings, Housekeeper, SessionLog
 
 NOOP_SCHEMA = {"type": "object", "properties": {}}
 
 
-async def _noop(arguments: dict[str, Any], signal: AbortSignal, on_update: Any) -> str:
+async def _noop(call: ToolCall, signal: AbortSignal, on_update: OnUpdate) -> str:
     return "ok " * 20
 
 

@@ -34,21 +34,28 @@ from crank.agent.harness import Harness
 from crank.agent.scripted import Reply, ScriptedModel
 from crank.lsp.editor import frame
 from crank.tools import NoDocuments
+from crank.tools.context import OpenDocuments
 from crank.workspace import Settings, WorkspaceHost
+from crank.workspace.stream import EventParams
 
 
 class NullClient:
     def __init__(self) -> None:
         self.documents = NoDocuments()
+        self.files = OpenDocuments(self.documents)
+        self.terminal = None  # commands run here
         self.out = open(os.devnull, "wb")  # noqa: SIM115
         self.first: float | None = None
 
-    def send_event(self, params: dict[str, Any]) -> None:
+    def send_event(self, params: EventParams) -> None:
         if self.first is None:
             self.first = time.perf_counter()
         self.out.write(frame({"jsonrpc": "2.0", "method": "crank/event", "params": params}))
 
-    async def apply_edit(self, path: Path, old: str, new: str) -> None: ...
+    async def apply_edit(self, path: Path, old_text: str, new_text: str) -> str | None:
+        return None
+
+    def commands_changed(self, workspace: str) -> None: ...
 
     async def ask_permission(self, params: dict[str, Any]) -> dict[str, Any]:
         return {"decision": "allow"}
@@ -70,7 +77,7 @@ async def hosted(n: int, root: Path) -> tuple[float, float]:
     host = WorkspaceHost(root.as_uri(), root, client, settings, resume_last=False)
     await host.start()
     host.harness.set_model(ScriptedModel([Reply(text="x" * n)], chunk_size=1))
-    host.config_error = None
+    host.model_config.error = None
     client.first = None
     began = time.perf_counter()
     host.prompt_run("go")

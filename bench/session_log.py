@@ -20,17 +20,17 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
 
-from crank.agent.messages import assistant_message, tool_result, user_message
+from crank.agent.messages import Message, assistant_message, tool_result, user_message
 from crank.session import SessionLog, SessionStore
 from crank.session.entries import encode, make_header
 from synthetic_session import write_session
 
 
 def median_of(runs: int, work: object) -> float:
-    times = []
+    times: list[float] = []
     for _ in range(runs):
         times.append(work())  # type: ignore[operator]
-    return statistics.median(times)
+    return float(statistics.median(times))
 
 
 def time_appends(count: int, group: int = 1) -> float:
@@ -62,6 +62,7 @@ def write_synthetic(path: Path, entries: int, output_bytes: int) -> None:
     parent = None
     for n in range(entries):
         entry_id = f"{n:08x}"
+        message: Message
         if n % 3 == 0:
             message = user_message(f"question {n}")
         elif n % 3 == 1:
