@@ -61,6 +61,9 @@ A REPLY is an object; every key is optional:
   lost race of a server that says keep-alive but closes the connection after an error
   (llama-cpp-python's uvicorn does, after the empty stream of a prompt past n_ctx):
   a client that reuses the pooled connection at once has its request dropped.
+- ``keepAlive``: answer with ``Connection: keep-alive`` and serve the next request on
+  the same connection; each request records its connection's number in
+  ``requests[i]["connection"]``, so a test can see whether the client reused it.
 - ``status``: answer with this HTTP error instead (429, 529, 500, 400, 401, ...), with
   ``retryAfter`` (header), ``errorType``, ``errorCode`` (OpenAI), ``errorMessage``.
 - ``stopReason``: the API's own stop/finish reason (default from the content).
@@ -323,6 +326,7 @@ class ModelServer:
         ``{"path", "how", "reused"}``; ``reused`` when it came on a kept-alive
         connection."""
         self._served = 0
+        self._connections = 0
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self._thread: threading.Thread | None = None
@@ -422,51 +426,65 @@ class ModelServer:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writers.add(writer)
+        self._connections += 1
+        connection = self._connections
         try:
-            method, path, headers, raw = await self._read_request(reader)
-            if method == "GET" and path == "/_requests":
-                await self._send_json(writer, 200, self.requests)
-                return
-            if path in self.routes:
-                self.route_requests.append({"path": path, "method": method, "body": raw})
-                await self._send_json(writer, 200, self.routes[path])
-                return
-            api = "anthropic" if path.endswith("/messages") else "openai"
-            if not (path.endswith("/messages") or path.endswith("/chat/completions")):
-                await self._send_json(writer, 404, {"error": {"message": f"no route {path}"}})
-                return
-            body = json.loads(raw or b"{}")
-            self.requests.append(
-                {"path": path, "headers": headers, "body": body, "at": time.monotonic()}
-            )
-            reply = self._choose(api, body)
-            if reply.get("usage") == "estimate" or (self.estimate_usage and "usage" not in reply):
-                spoken = len(str(reply.get("text", ""))) + len(
-                    json.dumps(reply.get("toolCalls", []))
-                )
-                reply = {**reply, "usage": {"input": len(raw) // 4, "output": max(1, spoken // 4)}}
-            if "drop" in reply:
-                self._drop(writer, path, str(reply["drop"]), reused=False)
-                return
-            if "bodyFile" in reply:
-                data = Path(reply["bodyFile"]).read_bytes()  # noqa: ASYNC240 (a small fixture)
-                await self._send_bytes(writer, int(reply.get("status", 200)), data)
-                return
-            if "status" in reply:
-                extra = {}
-                if "retryAfter" in reply:
-                    extra["retry-after"] = str(reply["retryAfter"])
-                await self._send_json(writer, int(reply["status"]), _error_body(api, reply), extra)
-                return
-            await self._stream(reader, writer, api, reply, str(body.get("model", "loopback")))
-            if "dropNext" in reply:
-                _, path, _, _ = await self._read_request(reader)
-                self._drop(writer, path, str(reply["dropNext"]), reused=True)
+            while await self._serve_one(reader, writer, connection):
+                pass  # a keepAlive reply: the next request may come on this connection
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:
             self._writers.discard(writer)
             writer.close()
+
+    async def _serve_one(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, connection: int
+    ) -> bool:
+        """Answer one request; True if the connection stays open for another."""
+        method, path, headers, raw = await self._read_request(reader)
+        if method == "GET" and path == "/_requests":
+            await self._send_json(writer, 200, self.requests)
+            return False
+        if path in self.routes:
+            self.route_requests.append({"path": path, "method": method, "body": raw})
+            await self._send_json(writer, 200, self.routes[path])
+            return False
+        api = "anthropic" if path.endswith("/messages") else "openai"
+        if not (path.endswith("/messages") or path.endswith("/chat/completions")):
+            await self._send_json(writer, 404, {"error": {"message": f"no route {path}"}})
+            return False
+        body = json.loads(raw or b"{}")
+        self.requests.append(
+            {
+                "path": path,
+                "headers": headers,
+                "body": body,
+                "at": time.monotonic(),
+                "connection": connection,
+            }
+        )
+        reply = self._choose(api, body)
+        if reply.get("usage") == "estimate" or (self.estimate_usage and "usage" not in reply):
+            spoken = len(str(reply.get("text", ""))) + len(json.dumps(reply.get("toolCalls", [])))
+            reply = {**reply, "usage": {"input": len(raw) // 4, "output": max(1, spoken // 4)}}
+        if "drop" in reply:
+            self._drop(writer, path, str(reply["drop"]), reused=False)
+            return False
+        if "bodyFile" in reply:
+            data = Path(reply["bodyFile"]).read_bytes()  # noqa: ASYNC240 (a small fixture)
+            await self._send_bytes(writer, int(reply.get("status", 200)), data)
+            return False
+        if "status" in reply:
+            extra = {}
+            if "retryAfter" in reply:
+                extra["retry-after"] = str(reply["retryAfter"])
+            await self._send_json(writer, int(reply["status"]), _error_body(api, reply), extra)
+            return False
+        await self._stream(reader, writer, api, reply, str(body.get("model", "loopback")))
+        if "dropNext" in reply:
+            _, path, _, _ = await self._read_request(reader)
+            self._drop(writer, path, str(reply["dropNext"]), reused=True)
+        return bool(reply.get("keepAlive"))
 
     async def _send_json(
         self,
@@ -527,7 +545,7 @@ class ModelServer:
         reply: Reply,
         model: str,
     ) -> None:
-        connection = "keep-alive" if "dropNext" in reply else "close"
+        connection = "keep-alive" if "dropNext" in reply or reply.get("keepAlive") else "close"
         head = (
             "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
             f"Transfer-Encoding: chunked\r\nConnection: {connection}\r\n\r\n"

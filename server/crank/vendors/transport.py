@@ -71,6 +71,25 @@ class Parser(Protocol):
         """Whether a stream that has ended held a whole reply."""
 
 
+DRAIN_SECONDS = 0.05
+"""How long the end of a body may take after the reply's end marker."""
+
+
+async def _finish_body(events: AsyncIterator[object]) -> None:
+    """Read what follows the end marker (``[DONE]``, ``message_stop``) to the end of
+    the body, unparsed, so httpx can put the connection back in its pool: stopping at
+    the marker made it close the connection, and every turn paid a new connection (a
+    new TLS handshake against a cloud API). The body's end normally comes with the
+    marker; a server slow to send it costs at most DRAIN_SECONDS, and then the
+    connection is simply closed, as before."""
+    try:
+        async with asyncio.timeout(DRAIN_SECONDS):
+            async for _ in events:
+                pass
+    except (TimeoutError, httpx.HTTPError):
+        pass
+
+
 class StreamingModel:
     """Base for the HTTP models; implements ``crank.agent.model.Model``."""
 
@@ -224,13 +243,15 @@ class StreamingModel:
                         raw = await response.aread()
                         error = await self.explain(client, self._http_error(response, raw))
                     else:
-                        async for sse in EventSource(response).aiter_sse():
+                        events = EventSource(response).aiter_sse()
+                        async for sse in events:
                             for event in parser.feed(sse.event, sse.data):
                                 if retrying:
                                     retrying = False
                                     yield {"type": "retry_end", "attempt": retries, "success": True}
                                 yield event
                             if parser.complete:
+                                await _finish_body(events)
                                 break
                             if signal.aborted:
                                 aborted = True
