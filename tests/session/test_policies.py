@@ -6,6 +6,7 @@ from __future__ import annotations
 import copy
 import itertools
 import json
+import random
 
 import pytest
 
@@ -112,3 +113,25 @@ def test_policy_names() -> None:
         ValueError, match=r"'sometimes'.*none, cache, clear, compact, trim, default"
     ):
         Policy.named("sometimes")
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_the_clearing_memo_never_changes_what_is_sent(seed: int) -> None:
+    """``ClearState.clean`` only spares looking again: a view growing turn by turn, with
+    small and large results mixed, and now and then replaced by a different view of the
+    same length (a branch), is cleared exactly as with the memo forgotten every time."""
+    rng = random.Random(seed)
+    view: list[Message] = []
+    remembered, forgetful = ClearState(), ClearState()
+    for index in range(120):
+        view.append(user_message(f"q{index}", timestamp=index))
+        block = {"type": "toolCall", "id": f"c{index}", "name": "read", "arguments": {}}
+        view.append(assistant_message([block], stop_reason="toolUse", timestamp=index))  # type: ignore[list-item]
+        big = rng.random() < 0.15
+        view.append(tool_result(f"c{index}", "read", "y = 2\n" * (300 if big else 3)))
+        if rng.random() < 0.05:  # another branch: new objects, other contents
+            view = [copy.deepcopy(m) for m in view]
+            rng.shuffle(view)
+        sent, remembered = clear(view, remembered)
+        expected, forgetful = clear(view, ClearState(forgetful.boundary))
+        assert sent == expected and remembered == forgetful, index

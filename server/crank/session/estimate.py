@@ -154,11 +154,13 @@ def anchor_index(messages: Sequence[Message]) -> int | None:
     A usage figure describes the request that produced it, i.e. the messages before it
     as they stood then. A compaction summary standing in front of it that was written at
     or after it means those messages are no longer what is sent: the figure is stale.
+    The summary, when there is one, is the view's first message (replay puts the newest
+    compaction's summary there and nothing before it), so only that one is looked at:
+    scanning the whole view for it cost every turn time in the transcript's length.
     """
     summary_time: int | None = None
-    for message in messages:
-        if is_compaction_summary(message):
-            summary_time = max(summary_time or 0, message["timestamp"])
+    if messages and is_compaction_summary(messages[0]):
+        summary_time = messages[0]["timestamp"]
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
         if message["role"] != "assistant" or usage_total(message["usage"]) <= 0:

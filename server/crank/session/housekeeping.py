@@ -302,8 +302,8 @@ class Housekeeper:
         fixed = self._fixed_chars(system, prompt.tools) + index_chars
         sent, state, trim = self._sent(record, fixed, sending=True)
         if (state, trim) != (self._clear, self._trim):
-            self._clear, self._trim = state, trim
             self._view_changed_ms = now_ms()
+        self._clear, self._trim = state, trim  # equal or not: it carries the clearing memo
         marks = cache_marks(sent) if self._policy.cache else ()
         tools = list(prompt.tools)
         request = ModelRequest(system=system, messages=sent, tools=tools, cache_marks=marks)

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Literal, get_args
 
 from crank.agent.messages import Message, ToolResultMessage, tool_calls
@@ -78,6 +78,12 @@ class Policy:
 class ClearState:
     boundary: int = 0
     """Large tool results at view positions before this are sent as notes."""
+    clean: int = field(default=0, compare=False)
+    """A memo, not state: view positions ``boundary``..``clean`` held no large result
+    when last looked at, as long as the message before ``clean`` is still
+    ``clean_last`` (the view grows at its end). Without it, a long run of small results
+    had every turn look through the whole transcript for something to clear."""
+    clean_last: Message | None = field(default=None, compare=False, repr=False)
 
 
 def _arguments_of(view: Sequence[Message]) -> dict[str, str]:
@@ -134,8 +140,14 @@ def clear_old_results(
             break
         position -= 1
     boundary = max(state.boundary, position)
-    if not any(_clearable(message) for message in view[state.boundary : boundary]):
-        return sent, state  # moving would change nothing sent, only the cache's prefix
+    start = state.boundary
+    if start < state.clean <= boundary and view[state.clean - 1] is state.clean_last:
+        start = state.clean  # looked at already, and still the same messages
+    if not any(_clearable(message) for message in view[start:boundary]):
+        # moving would change nothing sent, only the cache's prefix
+        if boundary <= start:
+            return sent, state
+        return sent, replace(state, clean=boundary, clean_last=view[boundary - 1])
     return apply_clearing(view, boundary), ClearState(boundary)
 
 
