@@ -128,6 +128,15 @@ class CompactionEnd(TypedDict):
     error: NotRequired[str]
 
 
+class ImagesOmitted(TypedDict):
+    """Said once per session and model: a request left images out (placeholders stand in
+    for them), because the model takes none or a stored copy is missing."""
+
+    type: Literal["images_omitted"]
+    count: int
+    message: str
+
+
 class UsageUpdate(TypedDict):
     type: Literal["usage_update"]
     contextTokens: int
@@ -157,6 +166,7 @@ Event = (
     | RetryStart
     | RetryEnd
     | UsageUpdate
+    | ImagesOmitted
 )
 """Every event that passes through a Harness."""
 
@@ -170,6 +180,7 @@ __all__ = [
     "Delta",
     "DeltaKind",
     "Event",
+    "ImagesOmitted",
     "MessageEnd",
     "MessageStart",
     "MessageUpdate",

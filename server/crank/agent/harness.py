@@ -26,7 +26,7 @@ from typing import Literal, TypeVar, get_args
 
 from .events import Event, QueueState
 from .loop import BuildRequest, LoopConfig, RunPrompt, agent_loop
-from .messages import Message, UserMessage, assistant_message, user_message
+from .messages import ImageBlock, Message, UserMessage, assistant_message, user_message
 from .model import AbortSignal, Model
 from .tools import Tool
 
@@ -325,9 +325,10 @@ class Harness:
 
     # -- runs -------------------------------------------------------------------------
 
-    def prompt(self, text: str) -> Run:
-        """Start a run with a new user message. Raises HarnessBusy at once if one is active."""
-        return self._start([user_message(text)])
+    def prompt(self, text: str, images: Sequence[ImageBlock] = ()) -> Run:
+        """Start a run with a new user message (and its images, after the text). Raises
+        HarnessBusy at once if one is active."""
+        return self._start([user_message(text, images=images)])
 
     def continue_(self) -> Run:
         """Start a run from the transcript as it stands (no new message), e.g. a retry."""

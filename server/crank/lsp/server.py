@@ -31,6 +31,7 @@ from crank.workspace import (
     invalid_params,
     merge_layers,
 )
+from crank.workspace.attachments import prompt_images
 from crank.workspace.errors import NO_SUCH_WORKSPACE
 from crank.workspace.stream import EventParams
 
@@ -429,7 +430,8 @@ async def _prompt(ls: CrankServer, params: Params) -> Any:
     text = params.required_text("text")
     mode = params.optional_choice("whileRunning", WHILE_RUNNING)
     context = _context(params)
-    return (await ls.session_host(params)).prompt_run(text, context, mode)
+    images = prompt_images(params.objects("images"))
+    return (await ls.session_host(params)).prompt_run(text, context, mode, images)
 
 
 @handles("crank/steer")

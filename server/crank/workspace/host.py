@@ -27,6 +27,8 @@ import anyio.to_thread
 
 from crank.agent.events import Event, QueueState
 from crank.agent.harness import Harness, HarnessBusy, QueueKind, Run
+from crank.agent.messages import ImageBlock
+from crank.agent.model import accepts_images
 from crank.agent.tools import Tool
 from crank.prompt import PromptLocations, PromptWatcher, SystemPrompt, compute_prompt
 from crank.session import SessionLog, SessionStore
@@ -275,9 +277,17 @@ class WorkspaceHost:
         text: str,
         context: Sequence[tuple[Path, dict[str, Any] | None]] = (),
         while_running: WhileRunning | None = None,
+        images: Sequence[ImageBlock] = (),
     ) -> dict[str, Any]:
-        """Start a run, or queue the text when one is active and the client said how."""
+        """Start a run, or queue the text when one is active and the client said how.
+        Images go with the prompt's user message; they cannot be queued (yet)."""
         self.model_config.require()
+        if self.harness.is_running and images:
+            raise CrankError(
+                RUN_IN_PROGRESS,
+                "a run is already active: images go only with a new prompt, not a queued "
+                "steer or follow-up; wait for the run to end or abort it",
+            )
         if self.harness.is_running:
             if while_running == "steer":
                 self.harness.steer(text)
@@ -293,11 +303,17 @@ class WorkspaceHost:
         full = text + context_text(self.root, self.client.documents, context)
         self.session.ensure_log()
         try:
-            run = self.harness.prompt(full)
+            run = self.harness.prompt(full, images)
         except HarnessBusy as exc:
             raise CrankError(RUN_IN_PROGRESS, str(exc)) from exc
         self._run = run
-        return {"sessionId": self.session_id, "runId": run.id}
+        answer: dict[str, Any] = {"sessionId": self.session_id, "runId": run.id}
+        if images and not accepts_images(self.harness.model):
+            answer["imagesOmitted"] = (
+                f"{self.harness.model.id} does not accept images: the model gets a text "
+                f"placeholder for each of the {len(images)} image(s)"
+            )
+        return answer
 
     def steer(self, text: str) -> QueueState:
         return self.harness.steer(text).as_dict()
