@@ -16,14 +16,23 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from crank.agent.messages import ImageBlock
 from crank.tools import Documents, EditRefused, NoDocuments
 from crank.workspace import WorkspaceHost
 from crank.workspace.stream import EventParams
 
-from .translate import UpdateTranslator, replay, stop_reason, tool_kind, tool_title
+from .translate import (
+    UpdateTranslator,
+    agent_note,
+    replay,
+    stop_reason,
+    tool_kind,
+    tool_title,
+)
 from .wire import INTERNAL_ERROR, Peer, PeerGone, RpcError
 
 log = logging.getLogger("crank.acp")
@@ -145,12 +154,16 @@ class AcpSession:
             if not future.done():
                 future.set_result(answer)
 
-    async def prompt(self, text: str) -> dict[str, Any]:
-        """Run ``text`` (or queue it as a follow-up of the running turn) and answer
-        when that run settles."""
+    async def prompt(self, text: str, images: Sequence[ImageBlock] = ()) -> dict[str, Any]:
+        """Run ``text`` and its images (or queue the text as a follow-up of the running
+        turn; images cannot be queued) and answer when that run settles."""
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         running = self.host.harness.is_running
-        self.host.prompt_run(text, while_running="followUp" if running else None)
+        answer = self.host.prompt_run(
+            text, while_running="followUp" if running else None, images=images
+        )
+        if "imagesOmitted" in answer:
+            self.update(agent_note(f"[{answer['imagesOmitted']}]\n"))
         if not running:
             self.translator.last_reply = None
             self.translator.last_stop = None
