@@ -24,10 +24,11 @@ from typing import TextIO, cast
 
 from crank.agent.harness import Harness
 from crank.agent.messages import AssistantMessage, text_of
-from crank.agent.model import Model
+from crank.agent.model import Model, accepts_images
 from crank.agent.scripted import ScriptedModel, reply_from_dict
 from crank.prompt import PromptLocations, compute_prompt
 from crank.session import SessionError, SessionLog, SessionStore
+from crank.session.blobs import loading_requests
 from crank.tools import (
     ApprovalRequest,
     Approve,
@@ -40,6 +41,7 @@ from crank.tools.sandbox import SandboxSettings, SandboxStatus, probe, protected
 from crank.vendors import ConfigError, create_model, resolve_provider
 from crank.vendors.secrets import provider_env
 from crank.workspace import CrankError
+from crank.workspace.attachments import prompt_images
 from crank.workspace.settings import merge_layers
 
 EXIT_INTERRUPTED = 130
@@ -53,6 +55,13 @@ def add_run_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
     parser = subparsers.add_parser("run", help="run one prompt in the current directory")
     parser.add_argument("prompt", nargs="+", help="what to ask the agent")
     parser.add_argument("--json", action="store_true", help="print every event as a JSON line")
+    parser.add_argument(
+        "--image",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="send a PNG, JPEG, GIF or WebP image with the prompt (repeatable)",
+    )
     where = parser.add_mutually_exclusive_group()
     where.add_argument(
         "--continue",
@@ -170,7 +179,13 @@ def tool_context(args: argparse.Namespace, cwd: Path, err: TextIO) -> ToolContex
 
 async def run_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     cwd = Path.cwd()
+    images = prompt_images([{"path": str(cwd / p)} for p in args.image], "--image")
     model = choose_model(args.script)
+    if images and not accepts_images(model):
+        print(
+            f"crank: {model.id} does not accept images; it gets a text placeholder for each",
+            file=err,
+        )
     context = tool_context(args, cwd, err)
     tools = read_only_tools(context) if args.read_only else standard_tools(context)
     build = await compute_prompt(
@@ -186,6 +201,7 @@ async def run_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             model=model,
             messages=log.replay(),
             max_turns=args.max_turns,
+            build_request=loading_requests(log.load_image, model),
         )
         harness.subscribe(log.listener())
         interrupted = False
@@ -200,7 +216,7 @@ async def run_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGINT, on_interrupt)
         try:
-            run = harness.prompt(" ".join(args.prompt))
+            run = harness.prompt(" ".join(args.prompt), images)
             async for event in run.events():
                 if args.json:
                     print(
@@ -245,3 +261,6 @@ def run_command(
     except (UsageError, ConfigError, SessionError) as exc:
         print(f"Error: {exc}", file=err)
         return 1
+    except CrankError as exc:  # a bad --image
+        print(f"Error: {exc.message}", file=err)
+        return 2

@@ -15,10 +15,14 @@ from __future__ import annotations
 import base64
 import os
 import re
+from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
 
-from crank.agent.images import EXTENSIONS, sha256_of
+from crank.agent.images import EXTENSIONS, Load, resolve_images, sha256_of
+from crank.agent.loop import BuildRequest, RunPrompt, default_request
 from crank.agent.messages import ImageBlock, Message
+from crank.agent.model import Model, ModelRequest, accepts_images
 
 _HEX = re.compile(r"[0-9a-f]{64}")
 INLINE_LIMIT = 8 * 1024
@@ -94,3 +98,15 @@ def load(directory: Path, block: ImageBlock) -> str | None:
     if sha256_of(raw) != sha:
         return None
     return base64.b64encode(raw).decode("ascii")
+
+
+def loading_requests(load: Load, model: Model) -> BuildRequest:
+    """A ``build_request`` for a harness run without a Housekeeper (``crank run``): the
+    plain view, with stored images loaded (or placeholders) as every request needs."""
+
+    async def build(record: Sequence[Message], prompt: RunPrompt) -> ModelRequest:
+        request = await default_request(record, prompt)
+        resolved = resolve_images(request.messages, load, accepts_images(model))
+        return replace(request, messages=resolved.messages)
+
+    return build
