@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import re
+from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 
 from crank.agent.harness import Harness, HarnessBusy, ListenerFailed
-from crank.agent.messages import user_message
+from crank.agent.messages import assistant_message, user_message
+from crank.agent.model import AbortSignal, ModelRequest, StreamEvent
 from crank.agent.scripted import Reply, ScriptedModel, call, reply_from_dict, say
 from crank.agent.view import build_view, is_valid_view
 
@@ -261,3 +263,45 @@ async def test_events_asked_for_after_the_run_began_is_an_error_not_a_stream_wit
     with pytest.raises(RuntimeError, match="already called"):
         fresh.events()
     assert [e["type"] async for e in events][-1] == "agent_settled"
+
+
+async def test_requests_without_policies_equal_a_full_rebuild_every_turn() -> None:
+    """Principle 5 for the plain harness (``crank run``): the requests it builds turn by
+    turn from its growing view are exactly ``build_view`` of the whole record then,
+    through parallel calls, a call id used again (the view starts over) and a second
+    prompt after an error reply that left its calls unanswered."""
+    checked: list[int] = []
+
+    class Checking:
+        api, id, context_window = "test", "checking", 10**9
+
+        def __init__(self, plan: list[list[str]], harness_ref: list[Harness]) -> None:
+            self.plan, self.ref = plan, harness_ref
+
+        async def stream(
+            self, request: ModelRequest, signal: AbortSignal
+        ) -> AsyncIterator[StreamEvent]:
+            assert request.messages == build_view(self.ref[0].messages)
+            checked.append(len(request.messages))
+            ids = self.plan.pop(0) if self.plan else []
+            calls: list[Any] = [
+                {"type": "toolCall", "id": i, "name": "echo", "arguments": {"text": i}} for i in ids
+            ]
+            failed = ids == ["unanswered"]
+            yield {
+                "type": "done",
+                "message": assistant_message(
+                    calls,
+                    stop_reason="error" if failed else "toolUse" if calls else "stop",
+                    error_message="fell over" if failed else None,
+                ),
+            }
+
+    plan = [["a"], ["b", "c"], ["d"], ["a"], ["e", "f"], ["unanswered"], ["g"], ["h"], []]
+    ref: list[Harness] = []
+    harness = Harness(system="s", tools=[echo_tool()], model=Checking(plan, ref))
+    ref.append(harness)
+    await harness.prompt("go").wait()
+    await harness.prompt("again").wait()
+    assert len(checked) == 9 and checked == sorted(checked), checked  # none failed
+    assert is_valid_view(build_view(harness.messages))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -12,6 +13,8 @@ from typing import Any
 
 import pytest
 
+from crank.agent.messages import assistant_message, tool_result, user_message
+from crank.session import SessionLog
 from tests.support.model_server import ModelServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -212,3 +215,33 @@ def test_an_edit_is_on_disk_before_the_next_command(tmp_path: Path) -> None:
     results = [e["result"] for e in events if e["type"] == "tool_execution_end"]
     assert not results[0]["isError"], results[0]
     assert results[1]["content"].strip() == "return a + b"
+
+
+def test_a_continued_compacted_session_offers_recall(tmp_path: Path) -> None:
+    """Issue 19: ``crank run --session`` of a session a compaction summarised offers
+    ``recall`` as the editor does, and it returns the compacted text word for word."""
+    error = "FAILED tests/test_io.py::test_write - OSError: [Errno 28] No space left"
+
+    async def compacted() -> Path:
+        with SessionLog.create(tmp_path / "sessions", str(tmp_path)) as log:
+            log.append_message_sync(user_message("run the tests"))
+            call = {"type": "toolCall", "id": "c1", "name": "bash", "arguments": {}}
+            log.append_message_sync(assistant_message([call], stop_reason="toolUse"))
+            log.append_message_sync(tool_result("c1", "bash", f"collected 3\n{error}\n"))
+            log.append_message_sync(assistant_message([{"type": "text", "text": "It failed."}]))
+            kept = log.append_message_sync(user_message("fix it later"))
+            await log.append_compaction("The first test run failed.", kept, 1000)
+            return log.path
+
+    session = asyncio.run(compacted())
+    s = script(
+        tmp_path / "s.json",
+        {"calls": [{"name": "recall", "arguments": {"query": "Errno 28"}}]},
+        {"text": "Found it."},
+    )
+    done = crank(tmp_path, "run", "--json", "--script", s, "--session", str(session), "the error?")
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line)["event"] for line in done.stdout.splitlines()]
+    results = [e["result"] for e in events if e["type"] == "tool_execution_end"]
+    assert not results[0]["isError"], results[0]
+    assert error in results[0]["content"]

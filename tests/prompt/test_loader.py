@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import datetime
+import os
+import threading
 from pathlib import Path
 
 import pytest
 from prompt_helpers import read_tool
 
 from crank.prompt import PromptLocations, compute_prompt, load_inputs
-from crank.prompt.loader import UNTRUSTED, parse_skill
+from crank.prompt.loader import MAX_FILE_BYTES, UNTRUSTED, parse_skill
 
 
 def write(path: Path, text: str) -> Path:
@@ -201,3 +203,31 @@ def test_a_project_file_linking_outside_the_workspace_is_not_loaded(
     reasons = {Path(s["path"]).name: s["reason"] for s in inputs.skipped}
     assert "outside the workspace" in reasons["AGENTS.md"]
     assert "outside the workspace" in reasons["SKILL.md"]
+
+
+def test_an_oversized_context_file_is_left_out_without_reading_it(project: Path) -> None:
+    """A 2 GB AGENTS.md (sparse here) is refused from its size, not read into memory."""
+    with (project / "AGENTS.md").open("wb") as handle:
+        handle.truncate(2 * 1024**3)
+    skill = write(project / ".crank" / "skills" / "big" / "SKILL.md", skill_text("big", "Big."))
+    with skill.open("a") as handle:
+        handle.write("x" * (MAX_FILE_BYTES + 1))
+    loaded = load_inputs(locations(project))
+    assert [c.path for c in loaded.context_files] == []
+    assert not loaded.skills
+    reasons = {s["path"]: s.get("reason", "") for s in loaded.skipped}
+    assert "2,147,483,648 bytes, over the 256 KiB limit" in reasons[str(project / "AGENTS.md")]
+    assert "over the 256 KiB limit" in reasons[str(skill)]
+
+
+def test_a_fifo_in_place_of_a_skill_does_not_block(project: Path) -> None:
+    """A FIFO named SKILL.md would block a plain open for ever (nobody writes to it):
+    the listing passes over it, and the read would refuse it if it came in between."""
+    folder = project / ".crank" / "skills" / "pipe"
+    folder.mkdir(parents=True)
+    os.mkfifo(folder / "SKILL.md")
+    loaded: list[object] = []
+    worker = threading.Thread(target=lambda: loaded.append(load_inputs(locations(project))))
+    worker.start()
+    worker.join(120)  # a hang guard, not a timing: the load takes milliseconds
+    assert loaded, "the loader blocked on a FIFO"

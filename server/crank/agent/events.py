@@ -137,8 +137,11 @@ class ImagesOmitted(TypedDict):
     message: str
 
 
-class UsageUpdate(TypedDict):
-    type: Literal["usage_update"]
+class ContextUsage(TypedDict):
+    """The context meter and the session's spend: what ``crank/state`` reports as
+    ``usage`` and what a ``usage_update`` event carries. Defined once here, the lowest
+    layer that uses it."""
+
     contextTokens: int
     contextWindow: int
     input: int
@@ -146,6 +149,10 @@ class UsageUpdate(TypedDict):
     cacheRead: int
     cacheWrite: int
     cost: float
+
+
+class UsageUpdate(ContextUsage):
+    type: Literal["usage_update"]
 
 
 Event = (
@@ -177,6 +184,7 @@ __all__ = [
     "CompactionEnd",
     "CompactionReason",
     "CompactionStart",
+    "ContextUsage",
     "Delta",
     "DeltaKind",
     "Event",

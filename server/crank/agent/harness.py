@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeVar, get_args
 
 from .events import Event, QueueState
-from .loop import BuildRequest, LoopConfig, RunPrompt, agent_loop
+from .loop import BuildRequest, LoopConfig, PlainRequests, RunPrompt, agent_loop
 from .messages import ImageBlock, Message, UserMessage, assistant_message, user_message
 from .model import AbortSignal, Model
 from .tools import Tool
@@ -157,6 +157,7 @@ class Harness:
         self.model = model
         self.max_turns = max_turns
         self.build_request = build_request
+        self._plain_requests = PlainRequests()  # when build_request is None
         self.before_request = before_request
         self.recover_overflow = recover_overflow
         self._in_hook = False
@@ -372,7 +373,7 @@ class Harness:
             system=run.prompt.system,
             tools=list(self.tools),
             max_turns=self.max_turns,
-            build_request=self.build_request,
+            build_request=self.build_request or self._plain_requests,
             take_steering=lambda: self._take("steering"),
             take_follow_up=lambda: self._take("followUp"),
             before_request=before_request,

@@ -34,8 +34,6 @@ from crank.tools import (
     Approve,
     Decision,
     ToolContext,
-    read_only_tools,
-    standard_tools,
 )
 from crank.tools.sandbox import SandboxSettings, SandboxStatus, probe, protected_paths
 from crank.vendors import ConfigError, create_model, resolve_provider
@@ -43,6 +41,7 @@ from crank.vendors.secrets import provider_env
 from crank.workspace import CrankError
 from crank.workspace.attachments import prompt_images
 from crank.workspace.settings import merge_layers
+from crank.workspace.toolset import session_tools
 
 EXIT_INTERRUPTED = 130
 
@@ -187,14 +186,15 @@ async def run_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             file=err,
         )
     context = tool_context(args, cwd, err)
-    tools = read_only_tools(context) if args.read_only else standard_tools(context)
-    build = await compute_prompt(
-        tools, PromptLocations(cwd, cwd, args.trust), datetime.date.today()
-    )
-    for problem in build.problems:
-        print(f"crank: {problem}", file=err)
     log = open_session(args, cwd)
     try:
+        # a continued session that was compacted is offered recall, as in the editor
+        tools = session_tools(context, log, read_only=args.read_only)
+        build = await compute_prompt(
+            tools, PromptLocations(cwd, cwd, args.trust), datetime.date.today()
+        )
+        for problem in build.problems:
+            print(f"crank: {problem}", file=err)
         harness = Harness(
             system=build.prompt.text,
             tools=tools,

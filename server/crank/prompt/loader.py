@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import datetime
 import os
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -125,15 +126,41 @@ class _Collector:
             self.problems.append(problem)
 
 
+MAX_FILE_BYTES = 256 * 1024
+"""A context file or skill bigger than this is left out (with the reason): it would
+crowd out the conversation in every request, and a 2 GB AGENTS.md must not be read into
+memory to find that out."""
+
+
+def _read_bytes(path: Path) -> bytes | str:
+    """The file's bytes, or the reason it is not used. Only a regular file is read (a
+    FIFO put where AGENTS.md was listed would block the worker thread for ever; the
+    non-blocking open returns at once so the check is made on what was opened), and
+    never more than MAX_FILE_BYTES + 1 bytes of it, even if it grows meanwhile."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    with os.fdopen(fd, "rb") as handle:
+        info = os.fstat(handle.fileno())
+        if not stat.S_ISREG(info.st_mode):
+            return "not a regular file"
+        data = handle.read(MAX_FILE_BYTES + 1)
+    if len(data) > MAX_FILE_BYTES or info.st_size > MAX_FILE_BYTES:
+        size = max(len(data), info.st_size)
+        return f"{size:,} bytes, over the {MAX_FILE_BYTES // 1024} KiB limit for one file"
+    return data
+
+
 def _read_text(path: Path, what: str, out: _Collector) -> str | None:
     """The file's text, or None (with the reason recorded) if it cannot be used."""
     try:
-        data = path.read_bytes()
+        data = _read_bytes(path)
     except FileNotFoundError:
         return None  # removed between listing and reading: it is simply not there
     except OSError as exc:
         reason = f"unreadable: {exc.strerror or type(exc).__name__}"
         out.skip(path, reason, f"{what} {path} left out: {reason}")
+        return None
+    if isinstance(data, str):
+        out.skip(path, data, f"{what} {path} left out: {data}")
         return None
     try:
         return data.decode("utf-8")

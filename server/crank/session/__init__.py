@@ -24,7 +24,7 @@ from .errors import (
     TornSession,
     UnknownEntry,
 )
-from .housekeeping import ContextSettings, ContextUsage, Housekeeper
+from .housekeeping import ContextSettings, Housekeeper
 from .index import SessionInfo, list_sessions
 from .log import SessionLog, read_tree
 from .policies import POLICY_NAMES, PolicyName
@@ -50,7 +50,6 @@ __all__ = [
     "POLICY_NAMES",
     "AmbiguousSession",
     "ContextSettings",
-    "ContextUsage",
     "Housekeeper",
     "NoSuchSession",
     "PolicyName",

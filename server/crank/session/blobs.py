@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from crank.agent.images import EXTENSIONS, Load, resolve_images, sha256_of
-from crank.agent.loop import BuildRequest, RunPrompt, default_request
+from crank.agent.loop import BuildRequest, PlainRequests, RunPrompt
 from crank.agent.messages import ImageBlock, Message
 from crank.agent.model import Model, ModelRequest, accepts_images
 
@@ -102,10 +102,12 @@ def load(directory: Path, block: ImageBlock) -> str | None:
 
 def loading_requests(load: Load, model: Model) -> BuildRequest:
     """A ``build_request`` for a harness run without a Housekeeper (``crank run``): the
-    plain view, with stored images loaded (or placeholders) as every request needs."""
+    plain view (grown turn by turn, ``PlainRequests``), with stored images loaded (or
+    placeholders) as every request needs."""
+    plain = PlainRequests()
 
     async def build(record: Sequence[Message], prompt: RunPrompt) -> ModelRequest:
-        request = await default_request(record, prompt)
+        request = await plain(record, prompt)
         resolved = resolve_images(request.messages, load, accepts_images(model))
         return replace(request, messages=resolved.messages)
 

@@ -37,9 +37,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, TypedDict
+from typing import Any
 
-from crank.agent.events import CompactionEnd, CompactionReason, Event, UsageUpdate
+from crank.agent.events import (
+    CompactionEnd,
+    CompactionReason,
+    ContextUsage,
+    Event,
+    UsageUpdate,
+)
 from crank.agent.harness import Harness
 from crank.agent.images import Resolved, resolve_images
 from crank.agent.loop import RunPrompt
@@ -86,18 +92,6 @@ class ContextSettings:
         if self.reserve_tokens is not None:
             return max(0, self.reserve_tokens)
         return min(DEFAULT_RESERVE, window // SMALL_WINDOW_RESERVE_SHARE)
-
-
-class ContextUsage(TypedDict):
-    """The context meter and the session's spend (``crank/state`` usage, ``usage_update``)."""
-
-    contextTokens: int
-    contextWindow: int
-    input: int
-    output: int
-    cacheRead: int
-    cacheWrite: int
-    cost: float
 
 
 def usage_update(usage: ContextUsage) -> UsageUpdate:

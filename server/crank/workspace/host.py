@@ -32,9 +32,7 @@ from crank.agent.model import accepts_images
 from crank.agent.tools import Tool
 from crank.prompt import PromptLocations, PromptWatcher, SystemPrompt, compute_prompt
 from crank.session import SessionLog, SessionStore
-from crank.session.recall import Recall
-from crank.tools import ApprovalRequest, ToolContext, read_only_tools, standard_tools
-from crank.tools.recall import make_recall
+from crank.tools import ApprovalRequest, ToolContext
 from crank.tools.sandbox import SandboxStatus, probe, protected_paths
 from crank.vendors import discover
 from crank.vendors.config import default_config_file
@@ -49,6 +47,7 @@ from .provider import ModelConfig
 from .session_slot import SessionSlot
 from .settings import Settings
 from .stream import EventStream, SystemPromptChanged
+from .toolset import session_tools
 from .wire import messages_json, state_json, system_prompt_json
 
 log = logging.getLogger(__name__)
@@ -194,16 +193,9 @@ class WorkspaceHost:
     ) -> list[Tool]:
         """The tools for ``mode``, plus ``recall`` while the session ``log`` (default:
         the active one) has something compacted away."""
-        if (mode or self.permissions.mode) == "readOnly":
-            tools = read_only_tools(self.ctx)
-        else:
-            tools = standard_tools(self.ctx)
         session_log = self.session.log if log is True else log or None
-        if session_log is not None:
-            recall = Recall(session_log)
-            if recall.available():
-                tools.append(make_recall(recall))
-        return tools
+        read_only = (mode or self.permissions.mode) == "readOnly"
+        return session_tools(self.ctx, session_log, read_only=read_only)
 
     async def _refresh_tools(self) -> None:
         """``recall`` is offered while something on the active branch has been compacted

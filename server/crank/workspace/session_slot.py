@@ -21,7 +21,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from crank.agent.events import Event
+from crank.agent.events import ContextUsage, Event
 from crank.agent.harness import Harness
 from crank.agent.loop import RunPrompt
 from crank.agent.messages import Message
@@ -29,7 +29,6 @@ from crank.agent.model import Model, ModelRequest
 from crank.agent.view import Repairs
 from crank.session import (
     ContextSettings,
-    ContextUsage,
     Housekeeper,
     SessionError,
     SessionLog,

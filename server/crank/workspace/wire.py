@@ -7,10 +7,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from crank.agent.events import ContextUsage
 from crank.agent.harness import Harness
 from crank.agent.view import Repairs
 from crank.prompt import SystemPrompt
-from crank.session import ContextUsage
 
 from .permissions import PermissionMode
 

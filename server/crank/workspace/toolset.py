@@ -1,0 +1,25 @@
+"""The tools a session is offered, for every frontend and ``crank run`` alike.
+
+One owner for the rule "the standard (or read-only) tools, plus ``recall`` while the
+session's active branch has something compacted away": the workspace host and the CLI
+both ask here, so a session continued with ``crank run --continue`` can reach what a
+``crank serve`` compaction summarised, exactly as it could in the editor.
+"""
+
+from __future__ import annotations
+
+from crank.agent.tools import Tool
+from crank.session import SessionLog
+from crank.session.recall import Recall
+from crank.tools import ToolContext, read_only_tools, standard_tools
+from crank.tools.recall import make_recall
+
+
+def session_tools(ctx: ToolContext, log: SessionLog | None, *, read_only: bool) -> list[Tool]:
+    """The tools for a session on ``log`` (``None``: no session yet, so no ``recall``)."""
+    tools = read_only_tools(ctx) if read_only else standard_tools(ctx)
+    if log is not None:
+        recall = Recall(log)
+        if recall.available():
+            tools.append(make_recall(recall))
+    return tools
