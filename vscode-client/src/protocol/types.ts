@@ -17,7 +17,18 @@ export type AssistantBlock = TextBlock | ThinkingBlock | ToolCallBlock;
 
 export interface Usage { input: number; output: number; cacheRead: number; cacheWrite: number }
 
-export interface UserMessage { role: "user"; content: string; timestamp?: number | string }
+/**
+ * An image on a user message or tool result (docs/protocol.md, "Messages"): `data`
+ * (base64) when it is inline, else only `sha256` (stored beside the session file),
+ * when a client can show it by name only.
+ */
+export interface ImageBlock { type: "image"; mimeType: string; bytes?: number; name?: string; width?: number; height?: number; data?: string; sha256?: string }
+/** An image the user attaches to a prompt (`crank/prompt` `images`). */
+export interface PromptImage { mimeType: string; data: string; name?: string }
+export const IMAGE_MIME_TYPES: readonly string[] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+/** The server's limit per image (5 MB), checked here too so the user hears at once. */
+export const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
+export interface UserMessage { role: "user"; content: string; timestamp?: number | string; images?: ImageBlock[] }
 export interface AssistantMessage {
   role: "assistant";
   content: AssistantBlock[];
@@ -34,6 +45,7 @@ export interface ToolResultMessage {
   content: string;
   isError: boolean;
   timestamp?: number | string;
+  images?: ImageBlock[];
 }
 export type Message = UserMessage | AssistantMessage | ToolResultMessage;
 
@@ -69,6 +81,7 @@ export type CrankEvent =
   | { type: "retry_start"; attempt: number; delayMs: number; error: string }
   | { type: "retry_end"; attempt: number; success: boolean }
   | ({ type: "usage_update" } & UsageUpdate)
+  | { type: "images_omitted"; count: number; message: string }
   | { type: "system_prompt_changed"; hash: string; sources: PromptSource[] }
   | { type: "session_changed"; sessionId: string };
 
@@ -85,7 +98,7 @@ export interface PromptSource { kind: string; path?: string }
 export interface ContextItem { uri: string; range?: Range }
 export interface Range { start: { line: number; character: number }; end: { line: number; character: number } }
 
-export interface PromptResult { sessionId: string; runId?: string; queued?: "steer" | "followUp" }
+export interface PromptResult { sessionId: string; runId?: string; queued?: "steer" | "followUp"; imagesOmitted?: string }
 export interface ModelRef { api: string; id: string }
 /** `source`: "server" (the configured server serves it), "catalog" (a known cloud model), "config". */
 export interface ModelInfo extends ModelRef { contextWindow?: number; source?: "server" | "catalog" | "config" }
