@@ -91,3 +91,35 @@ async def test_a_bad_image_block_is_refused_by_name(
             await conn.prompt(session_id=session.session_id, prompt=prompt)
         assert caught.value.code == -32602 and problem in str(caught.value)
         assert model.requests == []
+
+
+async def test_load_shows_a_small_image_inline_and_a_stored_one_by_name(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    big = png(100, 100, noise=True)
+    script = {"replies": [{"text": "Two pictures."}, {"text": "Still two."}]}
+    first = RecordingClient()
+    async with ModelServer(script) as model:
+        async with crank_acp(model, tmp_path, first, model_id="gpt-4o") as conn:
+            session = await conn.new_session(cwd=str(folder))
+            prompt = [
+                acp.text_block("compare"),
+                acp.image_block(b64(PNG), "image/png", uri="file:///x/small.png"),
+                acp.image_block(b64(big), "image/png", uri="file:///x/big.png"),
+            ]
+            await conn.prompt(session_id=session.session_id, prompt=prompt)
+        client = RecordingClient()
+        async with crank_acp(model, tmp_path, client, model_id="gpt-4o") as conn:
+            await conn.load_session(cwd=str(folder), session_id=session.session_id)
+            chunks = [u.content for u in client.of("user_message_chunk")]
+            assert chunks[0].text == "compare"
+            assert chunks[1].type == "image" and chunks[1].data == b64(PNG)
+            assert chunks[2].text == "[image: big.png]"
+            await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("again")])
+    urls = [
+        part["image_url"]["url"]
+        for message in model.requests[-1]["body"]["messages"]
+        if isinstance(message.get("content"), list)
+        for part in message["content"]
+        if part["type"] == "image_url"
+    ]
+    assert urls == [f"data:image/png;base64,{b64(PNG)}", f"data:image/png;base64,{b64(big)}"]
