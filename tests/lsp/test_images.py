@@ -138,3 +138,24 @@ async def test_a_large_image_is_a_blob_beside_the_session(tmp_path: Path) -> Non
     assert blob.read_bytes() == big
     url = model.requests[0]["body"]["messages"][-1]["content"][1]["image_url"]["url"]
     assert base64.b64decode(url.split(",", 1)[1]) == big
+
+
+async def test_a_context_entry_that_is_an_image_goes_as_an_image(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    (folder / "ui.png").write_bytes(PNG)
+    (folder / "notes.txt").write_text("plain notes\n")
+    async with ModelServer({"replies": [{"text": "seen"}]}) as model:
+        opts = options(model, tmp_path, images=True)
+        async with running_server(tmp_path, [folder], opts) as crank:
+            context = [
+                {"uri": (folder / "ui.png").as_uri()},
+                {"uri": (folder / "notes.txt").as_uri()},
+            ]
+            answer = await crank.request(
+                "crank/prompt", {"text": "fix the layout", "context": context}
+            )
+            await crank.settled(answer["runId"])
+    user = model.requests[0]["body"]["messages"][-1]
+    assert '<context path="notes.txt">\nplain notes' in user["content"][0]["text"]
+    assert "ui.png" not in user["content"][0]["text"]
+    assert user["content"][1]["image_url"]["url"] == f"data:image/png;base64,{b64(PNG)}"

@@ -4,7 +4,8 @@ run --image``), checked here once for every frontend.
 Each item is either inline, ``{mimeType, data (base64), name?}``, or a file,
 ``{path, name?}`` (a path the client resolved from what the user picked; it is read
 like ``read`` reads an image, so only PNG, JPEG, GIF and WebP files up to the limit
-pass). Anything else is an ``invalid_params`` refusal naming the item and the problem:
+pass). A ``context`` entry naming a whole image file is taken as an image too
+(``context_images``). Anything else is an ``invalid_params`` refusal naming the item and the problem:
 bad base64, a type we do not send, data that is not the declared type, too large.
 """
 
@@ -14,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from crank.agent.images import ImageError, ImageInput, check_input
+from crank.agent.images import ImageError, ImageInput, check_input, sniff_mime
 from crank.agent.messages import ImageBlock
 from crank.agent.tools import ToolError
 from crank.tools.read import load_image_file
@@ -59,3 +60,27 @@ def prompt_images(items: Sequence[Any], field: str = "images") -> list[ImageBloc
         except ImageError as error:
             raise CrankError(invalid_params(where, "").kind, f"invalid params: {error}") from None
     return blocks
+
+
+def _starts_as_image(path: Path) -> bool:
+    try:
+        with path.open("rb") as handle:
+            return sniff_mime(handle.read(16)) is not None
+    except OSError:
+        return False
+
+
+def context_images(
+    items: Sequence[tuple[Path, dict[str, Any] | None]],
+) -> tuple[list[tuple[Path, dict[str, Any] | None]], list[ImageBlock]]:
+    """A prompt's ``context`` split: a whole file that is an image (by its first bytes)
+    goes with the prompt as an image rather than as text it cannot be; the rest stays
+    context. An image over the limit is refused like any prompt image."""
+    kept: list[tuple[Path, dict[str, Any] | None]] = []
+    images: list[ImageBlock] = []
+    for index, (path, range_) in enumerate(items):
+        if range_ is None and path.is_file() and _starts_as_image(path):
+            images.append(image_of_file(path, f"context[{index}]"))
+        else:
+            kept.append((path, range_))
+    return kept, images

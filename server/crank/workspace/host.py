@@ -38,6 +38,7 @@ from crank.vendors import discover
 from crank.vendors.config import default_config_file
 
 from .approvals import ApprovalRouter
+from .attachments import context_images
 from .client import EditorClient
 from .daily import DailyRefresh
 from .errors import RUN_IN_PROGRESS, CrankError, invalid_params
@@ -274,6 +275,8 @@ class WorkspaceHost:
         """Start a run, or queue the text when one is active and the client said how.
         Images go with the prompt's user message; they cannot be queued (yet)."""
         self.model_config.require()
+        context, attached = context_images(context)
+        images = [*images, *attached]
         if self.harness.is_running and images:
             raise CrankError(
                 RUN_IN_PROGRESS,
