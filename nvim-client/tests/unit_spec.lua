@@ -487,4 +487,11 @@ H.test("a message's images show by name, and images_omitted is a notice", functi
   H.eq("_test does not accept images_", fmt.notice({ type = "images_omitted", count = 1, message = "test does not accept images" }))
 end)
 
+H.test("a command's user message shows what was typed, not its expansion", function()
+  local expanded = '<skill name="review" path="/p/SKILL.md">\nRead every file.\n</skill>\n\nsrc/'
+  local chat = fresh_chat()
+  ev(chat, { type = "message_start", message = { role = "user", content = expanded, typed = "/skill:review src/" } })
+  H.eq({ "## You", "", "/skill:review src/" }, chat:transcript())
+end)
+
 H.run()

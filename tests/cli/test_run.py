@@ -217,6 +217,34 @@ def test_an_edit_is_on_disk_before_the_next_command(tmp_path: Path) -> None:
     assert results[1]["content"].strip() == "return a + b"
 
 
+def test_a_skill_command_is_expanded_and_built_ins_are_refused(tmp_path: Path) -> None:
+    skill = tmp_path / ".crank" / "skills" / "words" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text("---\nname: words\ndescription: Count words\n---\nCount them.\n")
+    with ModelServer({"replies": [{"text": "Three."}]}) as server:
+        env = clean_env(
+            CRANK_PROVIDER="openai",
+            CRANK_MODEL="test-model",
+            OPENAI_API_KEY="sk-test",
+            OPENAI_BASE_URL=server.url + "/v1",
+        )
+        sessions = str(tmp_path / "s")
+        done = crank(
+            tmp_path, "run", "--trust", "--session-dir", sessions, "/skill:words", "a.txt", env=env
+        )
+        refused = crank(tmp_path, "run", "--session-dir", sessions, "/compact", env=env)
+        unknown = crank(tmp_path, "run", "--session-dir", sessions, "/nope", env=env)
+        bodies = server.requests
+    assert done.returncode == 0, done.stderr
+    sent = bodies[0]["body"]["messages"][-1]["content"]
+    assert sent.startswith('<skill name="words"') and sent.endswith("</skill>\n\na.txt")
+    saved = [json.loads(line) for line in next((tmp_path / "s").rglob("*.jsonl")).open()]
+    assert saved[1]["message"]["typed"] == "/skill:words a.txt"
+    assert refused.returncode == 1 and "crank run does not perform it" in refused.stderr
+    assert unknown.returncode == 1 and "unknown command /nope" in unknown.stderr
+    assert len(bodies) == 1
+
+
 def test_a_continued_compacted_session_offers_recall(tmp_path: Path) -> None:
     """Issue 19: ``crank run --session`` of a session a compaction summarised offers
     ``recall`` as the editor does, and it returns the compacted text word for word."""

@@ -78,6 +78,8 @@ class Crank:
         """Return an answer to send instead of saving (to play a client that fails)."""
         self.format_on_save: Callable[[str], str] | None = None
         """Rewrite the buffer as it is saved (a formatter run by the editor on save)."""
+        self.commands_changed: list[dict[str, Any]] = []
+        """``crank/commandsChanged`` notifications received."""
         self._changed = asyncio.Event()
 
     def open(self, path: Path, text: str) -> None:
@@ -126,6 +128,16 @@ class Crank:
 
         return await asyncio.wait_for(scan(), within)
 
+    async def until(self, condition: Callable[[], bool], within: float = 15.0) -> None:
+        """Wait until ``condition()`` holds, re-checking after every message received."""
+
+        async def check() -> None:
+            while not condition():
+                self._changed.clear()
+                await self._changed.wait()
+
+        await asyncio.wait_for(check(), within)
+
     async def settled(self, run_id: str, within: float = 15.0) -> list[dict[str, Any]]:
         await self.wait_for(
             lambda e: e.get("runId") == run_id and e["event"]["type"] == "agent_settled", within
@@ -168,6 +180,11 @@ async def running_server(
     @client.feature("crank/event")
     def on_event(params: Any) -> None:
         crank._record(params)
+
+    @client.feature("crank/commandsChanged")
+    def on_commands_changed(params: Any) -> None:
+        crank.commands_changed.append(plain(params))
+        crank._changed.set()
 
     @client.feature("crank/requestPermission")
     async def on_permission(params: Any) -> Any:

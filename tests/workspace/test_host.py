@@ -4,6 +4,7 @@ the host sends (the real one is exercised end to end in tests/lsp)."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime
 import json
 from pathlib import Path
@@ -16,7 +17,7 @@ from crank.agent.model import AbortSignal
 from crank.agent.tools import run_tool
 from crank.session import SessionLog
 from crank.tools import MemoryDocuments
-from crank.workspace import Settings, WorkspaceHost
+from crank.workspace import CrankError, Settings, WorkspaceHost
 from crank.workspace import daily as daily_module
 
 
@@ -39,6 +40,9 @@ class RecordingEditor:
 
     def log(self, message: str) -> None:
         self.lines.append(message)
+
+    def commands_changed(self, workspace: str) -> None:
+        self.lines.append(f"commands changed: {workspace}")
 
 
 def resolved(path: Path) -> str:
@@ -219,5 +223,34 @@ async def test_a_record_the_view_had_to_repair_is_logged_and_shown_in_state(
         assert sent[2]["role"] == "toolResult" and sent[2]["toolCallId"] == "c1"
         assert host.state()["viewRepairs"] == repairs
         assert sum("repairs the record" in r.getMessage() for r in caplog.records) == 1
+    finally:
+        await host.close()
+
+
+async def test_project_templates_wait_for_trust_and_the_change_is_announced(
+    tmp_path: Path,
+) -> None:
+    root = tmp_path / "project"
+    (root / ".crank" / "prompts").mkdir(parents=True)
+    (root / ".crank" / "prompts" / "deploy.md").write_text("Deploy $1.\n", "utf-8")
+    (tmp_path / "user" / "prompts").mkdir(parents=True)
+    (tmp_path / "user" / "prompts" / "mine.md").write_text("Mine.\n", "utf-8")
+    editor = RecordingEditor()
+    settings = Settings(session_dir=str(tmp_path / "s"))
+    host = WorkspaceHost(
+        root.as_uri(), root, editor, settings, env={}, user_dir=tmp_path / "user", resume_last=False
+    )
+    await host.start()
+    try:
+        names = [c["name"] for c in host.commands()["commands"]]
+        assert names == ["compact", "model", "new", "mine"]
+        with pytest.raises(CrankError) as refused:
+            await host.submit("/deploy prod")
+        assert refused.value.kind == "unknown_command"
+        assert not [line for line in editor.lines if line.startswith("commands changed")]
+        await host.reconfigure(dataclasses.replace(settings, trusted=True))
+        assert f"commands changed: {root.as_uri()}" in editor.lines
+        names = [c["name"] for c in host.commands()["commands"]]
+        assert names == ["compact", "model", "new", "deploy", "mine"]
     finally:
         await host.close()

@@ -113,7 +113,8 @@ end
 -- rendering -----------------------------------------------------------------------
 
 function Chat:user_message(message)
-  local content = message.content
+  -- `typed`: what the user typed when `content` is a command's expansion.
+  local content = message.typed or message.content
   if type(content) ~= "string" then
     content = format.result_text(content)
   end

@@ -14,6 +14,7 @@ modes) and ``session/set_config_option`` (the model). A request before
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from pathlib import Path
@@ -208,6 +209,7 @@ class CrankAgent:
     async def new_session(self, params: Any) -> dict[str, Any]:
         session = await self._open(self._cwd(_object(params)))
         self.sessions[session.session_id] = session
+        asyncio.get_running_loop().call_soon(session.advertise_commands)  # after the answer
         return {"sessionId": session.session_id, **self._setup(session)}
 
     async def load_session(self, params: Any) -> dict[str, Any]:
@@ -224,6 +226,7 @@ class CrankAgent:
             raise
         self.sessions[session.session_id] = session
         session.replay()
+        asyncio.get_running_loop().call_soon(session.advertise_commands)  # after the answer
         return self._setup(session)
 
     async def prompt(self, params: Any) -> dict[str, Any]:

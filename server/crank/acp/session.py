@@ -10,6 +10,11 @@ Contract:
   with ACP's stop reason; a cancelled turn always answers ``cancelled``.
 - A run that failed (the provider gave up) answers with an error carrying Crank's
   message, after the updates that led there.
+- ``/name`` prompts go through the workspace's commands (``crank.workspace.commands``):
+  a built-in answers ``end_turn`` after one ``agent_message_chunk`` saying what it did;
+  ``/new`` is not offered (an ACP session is one Crank session: the client starts
+  another with ``session/new``). ``available_commands_update`` carries the same list
+  after ``session/new``, ``session/load`` and whenever it changes.
 """
 
 from __future__ import annotations
@@ -23,17 +28,18 @@ from typing import Any
 from crank.agent.messages import ImageBlock
 from crank.tools import Documents, EditRefused, NoDocuments
 from crank.workspace import WorkspaceHost
+from crank.workspace.commands import Invocation, describe, parse_command
 from crank.workspace.stream import EventParams
 
 from .translate import (
     UpdateTranslator,
-    agent_note,
     replay,
     stop_reason,
+    text_chunk,
     tool_kind,
     tool_title,
 )
-from .wire import INTERNAL_ERROR, Peer, PeerGone, RpcError
+from .wire import INTERNAL_ERROR, INVALID_PARAMS, Peer, PeerGone, RpcError
 
 log = logging.getLogger("crank.acp")
 
@@ -45,6 +51,8 @@ PERMISSION_OPTIONS: list[dict[str, str]] = [
 ]
 """Crank's four answers (docs/protocol.md), each with the ACP kind closest to it."""
 _DECISIONS = {option["optionId"] for option in PERMISSION_OPTIONS}
+NOT_OFFERED = frozenset({"new"})
+"""Built-ins an ACP session does not offer (``/new`` would change the session id)."""
 
 
 class AcpEditor:
@@ -107,6 +115,9 @@ class AcpEditor:
             }
         return {"decision": option}
 
+    def commands_changed(self, workspace: str) -> None:
+        self._session.advertise_commands()
+
     def log(self, message: str) -> None:
         log.warning("%s", message)
 
@@ -138,6 +149,16 @@ class AcpSession:
         if event.get("type") == "agent_settled":
             self._settled()
 
+    def advertise_commands(self) -> None:
+        """``available_commands_update`` with the workspace's commands (but ``new``)."""
+        commands: list[dict[str, Any]] = []
+        for command in self.host.catalog.commands(leave_out=NOT_OFFERED):
+            entry: dict[str, Any] = {"name": command.name, "description": command.description}
+            if command.argument_hint:
+                entry["input"] = {"hint": command.argument_hint}
+            commands.append(entry)
+        self.update({"sessionUpdate": "available_commands_update", "availableCommands": commands})
+
     def _settled(self) -> None:
         reply = self.translator.last_reply or {}
         crank_stop = self.translator.last_stop or reply.get("stopReason")
@@ -157,13 +178,24 @@ class AcpSession:
     async def prompt(self, text: str, images: Sequence[ImageBlock] = ()) -> dict[str, Any]:
         """Run ``text`` and its images (or queue the text as a follow-up of the running
         turn; images cannot be queued) and answer when that run settles."""
+        parsed = parse_command(text)
+        if isinstance(parsed, Invocation) and parsed.name in NOT_OFFERED:
+            raise RpcError(
+                INVALID_PARAMS,
+                f"/{parsed.name} is not available over ACP: start a new session from the "
+                "client (session/new)",
+            )
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         running = self.host.harness.is_running
-        answer = self.host.prompt_run(
+        answer = await self.host.submit(
             text, while_running="followUp" if running else None, images=images
         )
+        if "command" in answer:
+            text = describe(answer["command"], answer["result"])
+            self.update(text_chunk("agent_message_chunk", text))
+            return {"stopReason": "end_turn"}
         if "imagesOmitted" in answer:
-            self.update(agent_note(f"[{answer['imagesOmitted']}]\n"))
+            self.update(text_chunk("agent_message_chunk", f"[{answer['imagesOmitted']}]\n"))
         if not running:
             self.translator.last_reply = None
             self.translator.last_stop = None

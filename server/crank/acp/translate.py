@@ -125,9 +125,9 @@ class UpdateTranslator:
             if not isinstance(text, str) or not text:
                 return []
             if delta.get("kind") == "text":
-                return [_chunk("agent_message_chunk", text)]
+                return [text_chunk("agent_message_chunk", text)]
             if delta.get("kind") == "thinking":
-                return [_chunk("agent_thought_chunk", text)]
+                return [text_chunk("agent_thought_chunk", text)]
             return []
         if kind == "message_end":
             message = event.get("message") or {}
@@ -209,14 +209,8 @@ def result_update(
     }
 
 
-def _chunk(kind: str, text: str) -> Update:
+def text_chunk(kind: str, text: str) -> Update:
     return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
-
-
-def agent_note(text: str) -> Update:
-    """A line of the agent's own for the user (not the model's words), e.g. that the
-    model takes no images."""
-    return _chunk("agent_message_chunk", text)
 
 
 def _image_chunks(message: dict[str, Any]) -> list[Update]:
@@ -228,7 +222,9 @@ def _image_chunks(message: dict[str, Any]) -> list[Update]:
             content = {"type": "image", "mimeType": image["mimeType"], "data": image["data"]}
             updates.append({"sessionUpdate": "user_message_chunk", "content": content})
         else:
-            updates.append(_chunk("user_message_chunk", f"[image: {image.get('name', 'image')}]"))
+            updates.append(
+                text_chunk("user_message_chunk", f"[image: {image.get('name', 'image')}]")
+            )
     return updates
 
 
@@ -251,16 +247,16 @@ def replay(root: Path, messages: list[dict[str, Any]]) -> list[Update]:
     for message in messages:
         role = message.get("role")
         if role == "user":
-            content = message.get("content")
+            content = message.get("typed") or message.get("content")  # a /command as typed
             if isinstance(content, str) and content:
-                updates.append(_chunk("user_message_chunk", content))
+                updates.append(text_chunk("user_message_chunk", content))
             updates.extend(_image_chunks(message))
         elif role == "assistant":
             for block in message.get("content") or []:
                 if block.get("type") == "text" and block.get("text"):
-                    updates.append(_chunk("agent_message_chunk", block["text"]))
+                    updates.append(text_chunk("agent_message_chunk", block["text"]))
                 elif block.get("type") == "thinking" and block.get("thinking"):
-                    updates.append(_chunk("agent_thought_chunk", block["thinking"]))
+                    updates.append(text_chunk("agent_thought_chunk", block["thinking"]))
                 elif block.get("type") == "toolCall":
                     call_id, name = str(block.get("id")), str(block.get("name"))
                     arguments = block.get("arguments")

@@ -326,10 +326,13 @@ class Harness:
 
     # -- runs -------------------------------------------------------------------------
 
-    def prompt(self, text: str, images: Sequence[ImageBlock] = ()) -> Run:
-        """Start a run with a new user message (and its images, after the text). Raises
+    def prompt(
+        self, text: str, images: Sequence[ImageBlock] = (), *, typed: str | None = None
+    ) -> Run:
+        """Start a run with a new user message (and its images, after the text;
+        ``typed``: what the user typed, when ``text`` is its expansion). Raises
         HarnessBusy at once if one is active."""
-        return self._start([user_message(text, images=images)])
+        return self._start([user_message(text, typed=typed, images=images)])
 
     def continue_(self) -> Run:
         """Start a run from the transcript as it stands (no new message), e.g. a retry."""

@@ -88,6 +88,9 @@ class UserMessage(TypedDict):
     timestamp: int
     images: NotRequired[list[ImageBlock]]
     """Images sent with the text, after it, in order."""
+    typed: NotRequired[str]
+    """What the user typed when ``content`` is its expansion (a ``/command``): clients
+    show this, the model is sent ``content``."""
 
 
 class AssistantMessage(TypedDict):
@@ -127,13 +130,19 @@ def empty_usage() -> Usage:
 
 
 def user_message(
-    text: str, timestamp: int | None = None, images: Sequence[ImageBlock] = ()
+    text: str,
+    timestamp: int | None = None,
+    *,
+    typed: str | None = None,
+    images: Sequence[ImageBlock] = (),
 ) -> UserMessage:
     message: UserMessage = {
         "role": "user",
         "content": text,
         "timestamp": now_ms() if timestamp is None else timestamp,
     }
+    if typed is not None:
+        message["typed"] = typed
     if images:
         message["images"] = list(images)
     return message

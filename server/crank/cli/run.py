@@ -9,6 +9,9 @@ Nobody is asked, so what the agent may do is fixed here: the file tools stay in 
 current directory (``refuse_outside``) and out of the secret locations; commands run in
 the sandbox (crank.tools.sandbox; the user config file's ``sandbox`` and the flags
 choose how), and where there is none they are refused unless ``--no-sandbox`` is given.
+
+A prompt ``/skill:name args`` or ``/template args`` is expanded as in the editor
+(crank.workspace.commands); the built-ins (``/compact``, ...) are refused.
 """
 
 from __future__ import annotations
@@ -22,11 +25,13 @@ import sys
 from pathlib import Path
 from typing import TextIO, cast
 
+import anyio.to_thread
+
 from crank.agent.harness import Harness
 from crank.agent.messages import AssistantMessage, text_of
 from crank.agent.model import Model, accepts_images
 from crank.agent.scripted import ScriptedModel, reply_from_dict
-from crank.prompt import PromptLocations, compute_prompt
+from crank.prompt import PromptLocations, compute_prompt, load_inputs
 from crank.session import SessionError, SessionLog, SessionStore
 from crank.session.blobs import loading_requests
 from crank.tools import (
@@ -40,6 +45,7 @@ from crank.vendors import ConfigError, create_model, resolve_provider
 from crank.vendors.secrets import provider_env
 from crank.workspace import CrankError
 from crank.workspace.attachments import prompt_images
+from crank.workspace.commands import BUILTIN_NAMES, CommandCatalog, parse_command
 from crank.workspace.settings import merge_layers
 from crank.workspace.toolset import session_tools
 
@@ -176,6 +182,23 @@ def tool_context(args: argparse.Namespace, cwd: Path, err: TextIO) -> ToolContex
     )
 
 
+async def expand_prompt(text: str, locations: PromptLocations) -> tuple[str, str | None]:
+    """The text to send and, for a ``/skill:`` or template command, what was typed
+    (the skills and templates are loaded only for a command, before any session file
+    is made). Built-ins act on an editor's session and are refused (``UsageError``)."""
+    parsed = parse_command(text)
+    if isinstance(parsed, str):
+        return parsed, None
+    if parsed.name in BUILTIN_NAMES:
+        raise UsageError(f"/{parsed.name} is an editor command; crank run does not perform it")
+    inputs = await anyio.to_thread.run_sync(load_inputs, locations)
+    try:
+        expansion = CommandCatalog(inputs.skills, inputs.templates).expand(parsed)
+    except CrankError as exc:
+        raise UsageError(exc.message) from exc
+    return expansion.text, expansion.typed
+
+
 async def run_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     cwd = Path.cwd()
     images = prompt_images([{"path": str(cwd / p)} for p in args.image], "--image")
@@ -186,13 +209,13 @@ async def run_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             file=err,
         )
     context = tool_context(args, cwd, err)
+    locations = PromptLocations(cwd, cwd, args.trust)
+    text, typed = await expand_prompt(" ".join(args.prompt), locations)
     log = open_session(args, cwd)
     try:
         # a continued session that was compacted is offered recall, as in the editor
         tools = session_tools(context, log, read_only=args.read_only)
-        build = await compute_prompt(
-            tools, PromptLocations(cwd, cwd, args.trust), datetime.date.today()
-        )
+        build = await compute_prompt(tools, locations, datetime.date.today())
         for problem in build.problems:
             print(f"crank: {problem}", file=err)
         harness = Harness(
@@ -216,7 +239,7 @@ async def run_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGINT, on_interrupt)
         try:
-            run = harness.prompt(" ".join(args.prompt), images)
+            run = harness.prompt(text, images, typed=typed)
             async for event in run.events():
                 if args.json:
                     print(

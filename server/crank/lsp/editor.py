@@ -9,6 +9,7 @@ implemented over one LSP connection.
 - ``ask_permission`` uses ``crank/requestPermission`` when the client declared
   ``experimental.crank.permissionRequests``, else ``window/showMessageRequest``.
   Cancelling the asking task withdraws the question with ``$/cancelRequest``.
+- ``commands_changed`` sends ``crank/commandsChanged {workspace}``.
 - ``send_event`` writes the ``crank/event`` bytes straight to the transport: it is the
   hot path of streaming, so it skips pygls's generic object conversion.
 """
@@ -123,6 +124,9 @@ class LspEditor:
     def send_event(self, params: EventParams) -> None:
         self.send_notification("crank/event", params)
         self._on_event(params)
+
+    def commands_changed(self, workspace: str) -> None:
+        self.send_notification("crank/commandsChanged", {"workspace": workspace})
 
     def send_notification(self, method: str, params: Any) -> None:
         writer = self._server.protocol.writer

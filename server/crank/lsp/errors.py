@@ -11,7 +11,8 @@ layer. The exceptions a handler can meet, and their codes::
     ├── crank.workspace.CrankError            .kind is per instance:
     │                                          run_in_progress 1001, no_such_session 1002,
     │                                          no_such_workspace 1003, no_provider 1004,
-    │                                          refused_while_running 1006, invalid_params -32602
+    │                                          refused_while_running 1006, unknown_command 1008,
+    │                                          invalid_params -32602
     ├── crank.vendors.ConfigError             no_provider             1004
     └── crank.session.SessionError            (by class)
         ├── SessionUnreadable                 session_unreadable      1005

@@ -431,7 +431,12 @@ async def _prompt(ls: CrankServer, params: Params) -> Any:
     mode = params.optional_choice("whileRunning", WHILE_RUNNING)
     context = _context(params)
     images = prompt_images(params.objects("images"))
-    return (await ls.session_host(params)).prompt_run(text, context, mode, images)
+    return await (await ls.session_host(params)).submit(text, context, mode, images)
+
+
+@handles("crank/commands")
+async def _commands(ls: CrankServer, params: Params) -> Any:
+    return (await ls.host_for(params)).commands()
 
 
 @handles("crank/steer")

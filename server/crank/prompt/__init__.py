@@ -1,12 +1,22 @@
 """crank.prompt: the system prompt, computed from what is really there, and its watcher.
 
 - ``builder``: the pure function (tools, context files, skills, cwd, date) -> prompt.
-- ``loader``: reads context files and skills from disk, honouring workspace trust.
+- ``loader``: reads context files, skills and prompt templates from disk, honouring
+  workspace trust.
+- ``templates``: prompt templates (``/name args``) and their argument substitution.
 - ``watcher``: rebuilds the prompt when one of its inputs changes on disk.
 """
 
 from .builder import ContextFile, Skill, Source, SystemPrompt, build_system_prompt
-from .loader import LoadedInputs, PromptBuild, PromptLocations, compute_prompt, load_inputs
+from .loader import (
+    LoadedInputs,
+    PromptBuild,
+    PromptLocations,
+    compute_prompt,
+    load_inputs,
+    skill_body,
+)
+from .templates import PromptTemplate, expand_template
 from .watcher import PromptWatcher
 
 __all__ = [
@@ -14,11 +24,14 @@ __all__ = [
     "LoadedInputs",
     "PromptBuild",
     "PromptLocations",
+    "PromptTemplate",
     "PromptWatcher",
     "Skill",
     "Source",
     "SystemPrompt",
     "build_system_prompt",
     "compute_prompt",
+    "expand_template",
     "load_inputs",
+    "skill_body",
 ]

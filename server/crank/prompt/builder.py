@@ -15,6 +15,7 @@ Sections, in this fixed order, separated by one blank line:
    ``</project_instructions>``, in the order given (broad to specific);
 5. the skills index (name, description, path; never a line of a body), only when a
    tool named ``read`` is enabled, since the model can only follow it by reading;
+   hidden skills are not in it (they are for the user to invoke by hand);
 6. exactly ``Current date: YYYY-MM-DD`` then ``Current working directory: <path>``,
    with nothing after them.
 
@@ -54,11 +55,14 @@ class ContextFile:
 
 @dataclass(frozen=True)
 class Skill:
-    """A skill's index entry: what its front matter says and where its file is."""
+    """A skill's index entry: what its front matter says and where its file is.
+    A ``hidden`` skill (front matter ``hidden: true``) is left out of the index but can
+    still be invoked by hand (``/skill:name``)."""
 
     name: str
     description: str
     path: str
+    hidden: bool = False
 
 
 @dataclass(frozen=True)
@@ -91,6 +95,7 @@ SKILLS_HEADING = (
     "you start, and follow it."
 )
 READ_TOOL = "read"
+HIDDEN = "a hidden skill (hidden: true): the user can invoke it, the index leaves it out"
 
 
 def one_line(text: str) -> str:
@@ -162,6 +167,8 @@ def build_system_prompt(
     """
     sources: list[Source] = []
     sections = [OPENING, *_tool_sections(tools, sources)]
+    hidden = [skill for skill in skills if skill.hidden]
+    skills = [skill for skill in skills if not skill.hidden]
     for context in context_files:
         sections.append(_context_section(context))
         sources.append({"kind": "contextFile", "path": context.path})
@@ -175,6 +182,8 @@ def build_system_prompt(
     sections.append(f"Current date: {today.isoformat()}\nCurrent working directory: {cwd}")
     sources.append({"kind": "setting", "name": "date"})
     sources.append({"kind": "setting", "name": "cwd", "path": cwd})
+    for skill in hidden:
+        sources.append({"kind": "skipped", "path": skill.path, "reason": HIDDEN})
     sources.extend(cast(Source, dict(entry)) for entry in skipped)
     text = "\n\n".join(sections)
     digest = hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()

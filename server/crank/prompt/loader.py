@@ -7,9 +7,11 @@ What feeds the prompt (``PromptLocations`` names every place):
   directory's ``AGENTS.md`` (or its ``CLAUDE.md`` when it has no ``AGENTS.md``); broad
   to specific, each resolved path once, so a symlink cannot bring a file in twice;
 - skills: ``<dir>/<folder>/SKILL.md`` with YAML front matter (``name``,
-  ``description``) in the user skills directory, then the project's ``.crank/skills``
+  ``description``, optional ``hidden: true``) in the user skills directory, then the project's ``.crank/skills``
   and ``.agents/skills``; folders in name order; a later skill overrides an earlier one
-  of the same name (in the earlier one's place in the index).
+  of the same name (in the earlier one's place in the index);
+- prompt templates (``templates.py``): ``<user dir>/prompts/*.md`` then the project's
+  ``.crank/prompts/*.md``, the project's winning a clash.
 
 Trust: project-local files are whoever wrote the repository talking to the model, so
 for an untrusted workspace they are not read at all; each is listed as a skipped
@@ -26,22 +28,25 @@ from __future__ import annotations
 import datetime
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol, TypeVar
 
 import anyio.to_thread
 import platformdirs
-import yaml
 
 from crank.agent.tools import Tool
 
 from .builder import ContextFile, Skill, Source, SystemPrompt, build_system_prompt, one_line
+from .frontmatter import split_front_matter
+from .templates import TEMPLATE_SUFFIX, PromptTemplate, parse_template
 
 CONTEXT_NAMES = ("AGENTS.md", "CLAUDE.md")
 """Per directory, the first of these that exists is the directory's context file."""
 SKILL_FILE = "SKILL.md"
 PROJECT_SKILL_DIRS = (Path(".crank") / "skills", Path(".agents") / "skills")
+PROJECT_PROMPTS = Path(".crank") / "prompts"
 UNTRUSTED = "the workspace is not trusted, so project-local files are not loaded"
 LINKS_OUT = "it is a link to a file outside the workspace, which is not loaded"
 """A repository's AGENTS.md may be a symlink to ~/.config/crank/config.json (a key)
@@ -92,6 +97,11 @@ class PromptLocations:
     def project_skills_dirs(self) -> list[Path]:
         return [self.workspace_root / sub for sub in PROJECT_SKILL_DIRS]
 
+    def prompts_dirs(self) -> list[tuple[Path, bool]]:
+        """Every prompt-template directory in override order, with whether it is
+        project-local (a project template overrides the user's of the same name)."""
+        return [(self.user_dir / "prompts", False), (self.workspace_root / PROJECT_PROMPTS, True)]
+
     def skills_dirs(self) -> list[tuple[Path, bool]]:
         """Every skills directory in override order, with whether it is project-local."""
         return [(self.user_skills_dir(), False)] + [
@@ -103,16 +113,21 @@ class PromptLocations:
 class LoadedInputs:
     context_files: tuple[ContextFile, ...]
     skills: tuple[Skill, ...]
+    """Every skill loaded, hidden ones included (the builder leaves those out)."""
     skipped: tuple[Source, ...]
     problems: tuple[str, ...]
+    templates: tuple[PromptTemplate, ...] = ()
 
 
 @dataclass(frozen=True)
 class PromptBuild:
-    """A built prompt and the problems met while loading its inputs."""
+    """A built prompt, what was loaded for it that the user can invoke by hand (every
+    skill, hidden ones too, and the prompt templates), and the problems met."""
 
     prompt: SystemPrompt
     problems: tuple[str, ...]
+    skills: tuple[Skill, ...] = ()
+    templates: tuple[PromptTemplate, ...] = ()
 
 
 class _Collector:
@@ -127,7 +142,7 @@ class _Collector:
 
 
 MAX_FILE_BYTES = 256 * 1024
-"""A context file or skill bigger than this is left out (with the reason): it would
+"""A context file, skill or prompt template bigger than this is left out (with the reason): it would
 crowd out the conversation in every request, and a 2 GB AGENTS.md must not be read into
 memory to find that out."""
 
@@ -219,19 +234,10 @@ def load_context_files(locations: PromptLocations, out: _Collector) -> list[Cont
 
 def parse_skill(path: Path, text: str) -> Skill | str:
     """The skill its front matter describes, or a sentence saying what is wrong."""
-    lines = text.removeprefix("\ufeff").splitlines()
-    if not lines or lines[0].strip() != "---":
-        return "no YAML front matter (the file must start with a '---' line)"
-    try:
-        end = next(i for i in range(1, len(lines)) if lines[i].strip() == "---")
-    except StopIteration:
-        return "front matter is not closed by a '---' line"
-    try:
-        data = yaml.safe_load("\n".join(lines[1:end]))
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 2}" if mark is not None else ""
-        return f"front matter is not valid YAML{where}"
+    split = split_front_matter(text)
+    if isinstance(split, str):
+        return split
+    data = split[0]
     if not isinstance(data, dict):
         return "front matter must be a mapping with 'name' and 'description'"
     fields: dict[str, str] = {}
@@ -240,7 +246,25 @@ def parse_skill(path: Path, text: str) -> Skill | str:
         if not isinstance(value, str) or not one_line(value):
             return f"front matter has no '{key}' (a non-empty string is required)"
         fields[key] = one_line(value)
-    return Skill(name=fields["name"], description=fields["description"], path=str(path))
+    hidden = data.get("hidden", False)
+    if not isinstance(hidden, bool):
+        return "front matter 'hidden' must be true or false"
+    return Skill(
+        name=fields["name"], description=fields["description"], path=str(path), hidden=hidden
+    )
+
+
+def skill_body(skill: Skill) -> str:
+    """The skill's instructions as they are on disk now: its file after the front
+    matter. Raises ``OSError`` (or ``UnicodeDecodeError``) when it cannot be read, and
+    ``ValueError`` when its front matter is broken now."""
+    data = _read_bytes(Path(skill.path))  # a regular file, within the size limit
+    if isinstance(data, str):
+        raise ValueError(data)
+    split = split_front_matter(data.decode("utf-8"))
+    if isinstance(split, str):
+        raise ValueError(split)
+    return split[1].strip("\n")
 
 
 def _skill_files(directory: Path) -> list[Path]:
@@ -251,28 +275,71 @@ def _skill_files(directory: Path) -> list[Path]:
     return [entry / SKILL_FILE for entry in entries if (entry / SKILL_FILE).is_file()]
 
 
-def load_skills(locations: PromptLocations, out: _Collector) -> list[Skill]:
-    by_name: dict[str, Skill] = {}
-    for directory, project_local in locations.skills_dirs():
-        for path in _skill_files(directory):
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def path(self) -> str: ...
+
+
+_N = TypeVar("_N", bound=_Named)
+
+
+def _load_named(
+    dirs: list[tuple[Path, bool]],
+    files: Callable[[Path], list[Path]],
+    what: str,
+    parse: Callable[[Path, str], _N | str],
+    locations: PromptLocations,
+    out: _Collector,
+) -> dict[str, _N]:
+    """Skills or templates from ``dirs`` in override order: project-local files only
+    in a trusted workspace and only where they really lie inside it; a broken file is
+    left out with the reason; a later one replaces an earlier one of the same name."""
+    by_name: dict[str, _N] = {}
+    for directory, project_local in dirs:
+        for path in files(directory):
             if project_local and not locations.trusted:
                 out.skip(path, UNTRUSTED)
                 continue
             if project_local and not _inside(_identity(path), locations.workspace_root):
                 out.skip(path, LINKS_OUT)
                 continue
-            text = _read_text(path, "skill", out)
+            text = _read_text(path, what, out)
             if text is None:
                 continue
-            parsed = parse_skill(path, text)
+            parsed = parse(path, text)
             if isinstance(parsed, str):
-                out.skip(path, f"broken skill: {parsed}", f"skill {path} left out: {parsed}")
+                out.skip(path, f"broken {what}: {parsed}", f"{what} {path} left out: {parsed}")
                 continue
             earlier = by_name.get(parsed.name)
             if earlier is not None:
-                out.skip(Path(earlier.path), f"skill '{parsed.name}' is overridden by {path}")
+                out.skip(Path(earlier.path), f"{what} '{parsed.name}' is overridden by {path}")
             by_name[parsed.name] = parsed
-    return list(by_name.values())
+    return by_name
+
+
+def load_skills(locations: PromptLocations, out: _Collector) -> list[Skill]:
+    found = _load_named(locations.skills_dirs(), _skill_files, "skill", parse_skill, locations, out)
+    return list(found.values())
+
+
+def _template_files(directory: Path) -> list[Path]:
+    try:
+        entries = sorted(directory.iterdir(), key=lambda p: p.name)
+    except OSError:
+        return []
+    return [entry for entry in entries if entry.suffix == TEMPLATE_SUFFIX and entry.is_file()]
+
+
+def load_templates(locations: PromptLocations, out: _Collector) -> list[PromptTemplate]:
+    """Prompt templates, user's then project's (trust-gated exactly like skills); a
+    project template replaces the user's of the same name. Sorted by name."""
+    found = _load_named(
+        locations.prompts_dirs(), _template_files, "prompt template", parse_template, locations, out
+    )
+    return [found[name] for name in sorted(found)]
 
 
 def load_inputs(locations: PromptLocations) -> LoadedInputs:
@@ -281,11 +348,13 @@ def load_inputs(locations: PromptLocations) -> LoadedInputs:
     out = _Collector()
     context_files = load_context_files(locations, out)
     skills = load_skills(locations, out)
+    templates = load_templates(locations, out)
     return LoadedInputs(
         context_files=tuple(context_files),
         skills=tuple(skills),
         skipped=tuple(out.skipped),
         problems=tuple(out.problems),
+        templates=tuple(templates),
     )
 
 
@@ -302,4 +371,6 @@ async def compute_prompt(
         today,
         skipped=inputs.skipped,
     )
-    return PromptBuild(prompt=prompt, problems=inputs.problems)
+    return PromptBuild(
+        prompt=prompt, problems=inputs.problems, skills=inputs.skills, templates=inputs.templates
+    )

@@ -1,7 +1,7 @@
 """The watcher: keeps the prompt true while the editor is open, without watching the tree.
 
 One ``PromptWatcher`` per workspace, started and stopped by its owner. It watches only
-the directories whose direct entries can feed the prompt, each one *non-recursively*
+the directories whose direct entries can feed the prompt (or the commands), each one *non-recursively*
 (watchfiles' ``recursive=False``; inotify then costs one watch per directory, not one
 per directory of the repository, so ``node_modules`` and ``.git`` cost nothing):
 
@@ -9,14 +9,18 @@ per directory of the repository, so ``node_modules`` and ``.git`` cost nothing):
   ``AGENTS.md``/``CLAUDE.md``), and the user config directory;
 - each skills directory and each skill folder in it (only ``<folder>/SKILL.md``'s front
   matter reaches the prompt, so nothing deeper is watched);
+- each prompt-template directory (``<user dir>/prompts``, ``.crank/prompts``): its
+  ``*.md`` files are the ``/name`` commands;
 - the parent directory of every extra file the owner names (settings files);
 - for anything above that does not exist yet, its nearest existing ancestor, so that
   creating ``.crank/skills`` (or the user config directory) is noticed.
 
 Events are filtered down to the paths that matter. After a relevant change the watch
 set is recomputed (a new skill folder, a created skills directory) and the watch is
-restarted if it changed; then the owner's ``rebuild`` is awaited and, only if the new
-prompt's hash differs from the last one, ``on_change`` is awaited with it. A rebuild
+restarted if it changed; then the owner's ``rebuild`` is awaited (after every relevant
+change, so an owner that also keeps the commands list sees a template change) and,
+only if the new prompt's hash differs from the last one, ``on_change`` is awaited
+with it. A rebuild
 that raises, a watch that fails (a directory deleted under it) or a callback that
 raises is logged and the watcher carries on: it never takes the workspace down.
 
@@ -37,6 +41,7 @@ from watchfiles import Change, awatch
 
 from .builder import SystemPrompt
 from .loader import CONTEXT_NAMES, SKILL_FILE, PromptLocations
+from .templates import TEMPLATE_SUFFIX
 
 log = logging.getLogger(__name__)
 
@@ -82,8 +87,9 @@ class WatchPlan:
     def __init__(self, locations: PromptLocations, extra_files: Sequence[Path]) -> None:
         self.context_dirs = {*locations.path_dirs(), locations.user_dir}
         self.skills_dirs = {path for path, _ in locations.skills_dirs()}
+        self.prompts_dirs = {path for path, _ in locations.prompts_dirs()}
         self.extra_files = set(extra_files)
-        wanted: set[Path] = set(self.context_dirs) | set(self.skills_dirs)
+        wanted: set[Path] = set(self.context_dirs) | set(self.skills_dirs) | self.prompts_dirs
         wanted |= {path.parent for path in self.extra_files}
         self.skill_folders: set[Path] = set()
         for skills_dir in self.skills_dirs:
@@ -100,6 +106,8 @@ class WatchPlan:
         if path.name in CONTEXT_NAMES and parent in self.context_dirs:
             return True
         if path in self.extra_files or parent in self.skills_dirs:
+            return True
+        if path.suffix == TEMPLATE_SUFFIX and parent in self.prompts_dirs:
             return True
         if path.name == SKILL_FILE and parent in self.skill_folders | self.pending:
             return True

@@ -189,6 +189,8 @@ def _first_user_text(data: mmap.mmap, start: int, end: int) -> str | None:
         if data.find(_USER_MARK, at, min(at + 256, end)) >= 0:
             entry = _parse(_line_at(data, at + 1))
             message = entry.get("message") if entry else None
+            if isinstance(message, dict) and isinstance(message.get("typed"), str):
+                return str(message["typed"])  # a /command: what the user typed
             if isinstance(message, dict) and isinstance(message.get("content"), str):
                 return str(message["content"])
         at = data.find(_MESSAGE_AT, at + 1, end)

@@ -38,6 +38,11 @@ class EditorClient(Protocol):
         withdraws the question."""
         ...
 
+    def commands_changed(self, workspace: str) -> None:
+        """The workspace's command list changed (a skill or template was added,
+        removed or changed): tell the client, which asks for the list again."""
+        ...
+
     def log(self, message: str) -> None:
         """A line for the user's log (a bad skill file, a failed watcher)."""
         ...

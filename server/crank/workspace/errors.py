@@ -6,8 +6,8 @@ numbers. ``CODES`` maps every kind to the JSON-RPC code protocol.md fixes (exten
 never renumber); it lives here, in the API both frontends translate (``crank.lsp``
 and ``crank.acp``), so neither copies it. The frontends send the message unchanged,
 so every message names what was wrong and, where there is something to do, what to
-do. The kinds this layer adds to those below are ``run_in_progress`` and
-``no_such_workspace``. ``crank.lsp.errors`` draws the exception tree.
+do. The kinds this layer adds to those below are ``run_in_progress``,
+``no_such_workspace`` and ``unknown_command``. ``crank.lsp.errors`` draws the exception tree.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ __all__ = [
     "NO_SUCH_WORKSPACE",
     "REFUSED_WHILE_RUNNING",
     "RUN_IN_PROGRESS",
+    "UNKNOWN_COMMAND",
     "CrankError",
     "ErrorKind",
     "code_of",
@@ -38,10 +39,16 @@ __all__ = [
     "kind_of",
 ]
 
-ErrorKind = SessionErrorKind | ConfigErrorKind | Literal["run_in_progress", "no_such_workspace"]
+ErrorKind = (
+    SessionErrorKind
+    | ConfigErrorKind
+    | Literal["run_in_progress", "no_such_workspace", "unknown_command"]
+)
 """Every refusal kind a frontend can meet below it."""
 RUN_IN_PROGRESS: Final = "run_in_progress"
 NO_SUCH_WORKSPACE: Final = "no_such_workspace"
+UNKNOWN_COMMAND: Final = "unknown_command"
+"""A prompt starting with ``/name`` names no command (crank.workspace.commands)."""
 
 
 class CrankError(Exception):
@@ -67,6 +74,7 @@ CODES: Final[dict[ErrorKind, int]] = {
     "session_unreadable": 1005,
     "refused_while_running": 1006,
     "session_locked": 1007,
+    "unknown_command": 1008,
     "invalid_params": -32602,
     "internal_error": -32603,
 }

@@ -11,7 +11,8 @@ tested alone:
 - ``ApprovalRouter`` (``approvals.py``): the tools' questions, to the rules and the editor;
 - ``state_json`` and friends (``wire.py``): the wire JSON of the state;
 - ``DailyRefresh`` (``daily.py``): the prompt rebuilt when the date changes;
-- ``EventStream`` (``stream.py``): the envelope, ``seq`` and delta coalescing.
+- ``EventStream`` (``stream.py``): the envelope, ``seq`` and delta coalescing;
+- ``CommandCatalog`` (``commands.py``): what ``/name`` means, rebuilt with the prompt.
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from crank.vendors.config import default_config_file
 from .approvals import ApprovalRouter
 from .attachments import context_images
 from .client import EditorClient
+from .commands import BUILTIN_NAMES, CommandCatalog, parse_command, perform
 from .daily import DailyRefresh
 from .errors import RUN_IN_PROGRESS, CrankError, invalid_params
 from .permissions import PERMISSION_MODES, PermissionMode, Permissions
@@ -113,6 +115,7 @@ class WorkspaceHost:
         self.harness.subscribe(self._on_event)
         self._run: Run | None = None
         self.prompt: SystemPrompt | None = None
+        self.catalog = CommandCatalog()
         self.watcher: PromptWatcher | None = None
         self._daily: DailyRefresh | None = None
         self._prompt_refresh: asyncio.Task[object] | None = None
@@ -217,8 +220,12 @@ class WorkspaceHost:
 
     async def _rebuild(self) -> SystemPrompt:
         build = await compute_prompt(self.tools, self._locations(), self._today())
-        for problem in build.problems:
+        catalog = CommandCatalog(build.skills, build.templates)
+        for problem in (*build.problems, *catalog.problems):
             self.client.log(f"Crank: {problem}")
+        old, self.catalog = self.catalog, catalog
+        if self.prompt is not None and old.commands() != catalog.commands():
+            self.client.commands_changed(self.uri)
         return build.prompt
 
     async def _on_prompt_change(self, prompt: SystemPrompt) -> None:
@@ -265,15 +272,53 @@ class WorkspaceHost:
     def check_session(self, session_id: str | None) -> None:
         self.session.check(session_id)
 
-    def prompt_run(
+    async def submit(
         self,
         text: str,
         context: Sequence[tuple[Path, dict[str, Any] | None]] = (),
         while_running: WhileRunning | None = None,
         images: Sequence[ImageBlock] = (),
     ) -> dict[str, Any]:
+        """``crank/prompt``: a ``/command`` (``commands.py``) or a plain prompt. A
+        built-in answers ``{sessionId, command, result}``; a skill or template runs
+        (or is queued) like ``prompt_run``, the transcript keeping what was typed.
+        Images go with a plain prompt or an expanded one, never with a built-in."""
+        parsed = parse_command(text)
+        if isinstance(parsed, str):
+            return self.prompt_run(parsed, context, while_running, images)
+        if parsed.name in BUILTIN_NAMES:
+            if context:
+                raise invalid_params("context", f"/{parsed.name} takes no attached context")
+            if images:
+                raise invalid_params("images", f"/{parsed.name} takes no images")
+            result = await perform(self, parsed)
+            return {"sessionId": self.session_id, "command": parsed.name, "result": result}
+        expansion = self.catalog.expand(parsed)
+        return self.prompt_run(
+            expansion.text, context, while_running, images, typed=expansion.typed
+        )
+
+    def commands(self) -> dict[str, Any]:
+        """``crank/commands``."""
+        return self.catalog.to_json()
+
+    def current_api(self) -> str:
+        return self.harness.model.api
+
+    def prompt_run(
+        self,
+        text: str,
+        context: Sequence[tuple[Path, dict[str, Any] | None]] = (),
+        while_running: WhileRunning | None = None,
+        images: Sequence[ImageBlock] = (),
+        *,
+        typed: str | None = None,
+    ) -> dict[str, Any]:
         """Start a run, or queue the text when one is active and the client said how.
-        Images go with the prompt's user message; they cannot be queued (yet)."""
+        ``typed`` is what the user typed when ``text`` is a command's expansion (a
+        queued message keeps only the expansion). Images go with the prompt's user
+        message; they cannot be queued (yet), and a context entry that is a whole image
+        file is taken as one."""
         self.model_config.require()
         context, attached = context_images(context)
         images = [*images, *attached]
@@ -298,7 +343,7 @@ class WorkspaceHost:
         full = text + context_text(self.root, self.client.documents, context)
         self.session.ensure_log()
         try:
-            run = self.harness.prompt(full, images)
+            run = self.harness.prompt(full, images, typed=typed)
         except HarnessBusy as exc:
             raise CrankError(RUN_IN_PROGRESS, str(exc)) from exc
         self._run = run

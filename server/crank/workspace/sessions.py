@@ -11,7 +11,7 @@ PREVIEW_CHARS = 80
 
 
 def preview_of(message: dict[str, Any]) -> str:
-    content = message.get("content")
+    content = message.get("typed") or message.get("content")  # a /command as typed
     if isinstance(content, str):
         text = content
     else:

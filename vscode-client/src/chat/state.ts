@@ -152,7 +152,8 @@ function toolCardsFor(items: ChatItem[], m: Message): ChatItem[] {
 }
 
 function userItem(id: string, m: UserMessage): UserItem {
-  return m.images && m.images.length ? { kind: "user", id, text: m.content, images: m.images } : { kind: "user", id, text: m.content };
+  const text = m.typed ?? m.content;
+  return m.images && m.images.length ? { kind: "user", id, text, images: m.images } : { kind: "user", id, text };
 }
 
 function toolItem(id: string, name: string, args: Record<string, unknown>): ToolItem {
@@ -232,7 +233,7 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
       }
       if (m.role === "user") {
         const last = items[items.length - 1];
-        if (last && last.kind === "user" && last.text === m.content) return s;
+        if (last && last.kind === "user" && last.text === (m.typed ?? m.content)) return s;
         return { ...s, items: [...items, userItem(`u${p.seq}`, m)] };
       }
       return s;

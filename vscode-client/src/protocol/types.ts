@@ -28,7 +28,8 @@ export interface PromptImage { mimeType: string; data: string; name?: string }
 export const IMAGE_MIME_TYPES: readonly string[] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 /** The server's limit per image (5 MB), checked here too so the user hears at once. */
 export const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
-export interface UserMessage { role: "user"; content: string; timestamp?: number | string; images?: ImageBlock[] }
+/** `typed`: what the user typed when `content` is a command's expansion (`/skill:review src/`). */
+export interface UserMessage { role: "user"; content: string; timestamp?: number | string; typed?: string; images?: ImageBlock[] }
 export interface AssistantMessage {
   role: "assistant";
   content: AssistantBlock[];

@@ -209,3 +209,13 @@ test("after a reload the new server counts seq from 0 again: crank/state's seq l
   const same = reduce(before, { type: "state", state: { ...st, seq: before.lastSeq } });
   assert.equal(same.lastSeq, before.lastSeq);
 });
+
+test("a command's user message shows what was typed, not its expansion", () => {
+  const expanded = '<skill name="review" path="/p/SKILL.md">\nRead every file.\n</skill>\n\nsrc/';
+  const typed: Message = { role: "user", content: expanded, typed: "/skill:review src/", timestamp: 1 };
+  assert.deepEqual(itemsFromMessages([typed]).map((i) => i.kind === "user" && i.text), ["/skill:review src/"]);
+  const live = feed(initialState(), [at(1, { type: "message_start", message: typed })]);
+  assert.equal((live.items[0] as { text: string }).text, "/skill:review src/");
+  const plain: Message = { role: "user", content: "hello", timestamp: 2 };
+  assert.equal((itemsFromMessages([plain])[0] as { text: string }).text, "hello");
+});
