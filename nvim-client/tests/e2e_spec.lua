@@ -7,21 +7,9 @@ vim.cmd("runtime plugin/crank.lua")
 local client = require("crank.client")
 local permission = require("crank.permission")
 
-local original_select = vim.ui.select
-H.after_each = function()
-  vim.ui.select = original_select
-  client.stop_all()
-  H.stop_model_servers()
-  vim.cmd("silent! only")
-  vim.cmd("enew!")
-  for _, b in ipairs(vim.api.nvim_list_bufs()) do
-    if b ~= vim.api.nvim_get_current_buf() then
-      pcall(vim.api.nvim_buf_delete, b, { force = true })
-    end
-  end
-  require("crank.chat").by_root = {}
-end
-H.cleanup = H.after_each
+H.after_each = H.reset
+H.cleanup = H.reset
+H.count_settled()
 
 local function current_ws()
   return client.by_root[client.root_for(0)] or select(2, next(client.by_root))
@@ -41,17 +29,6 @@ local function wait_next_settle(ws, settled, what)
   H.wait_for(function()
     return ws.settled_count > settled and not ws.running
   end, what)
-end
-
--- Count agent_settled events per workspace (the protocol's "run is over" signal).
-local note = client.Workspace.note_event
-client.Workspace.note_event = function(self, params)
-  if params.event and params.event.type == "agent_settled" then
-    self.settled_count = (self.settled_count or 0) + 1
-  end
-  self.events = self.events or {}
-  table.insert(self.events, params.event and params.event.type)
-  return note(self, params)
 end
 
 H.test(":Crank shows the streamed answer in the chat buffer", function()
@@ -564,6 +541,89 @@ H.test("a compaction the server starts mid-run (threshold) shows its notices in 
     "Second answer, after the compaction.",
   })
   H.contains(vim.json.encode(H.model_requests(port)[3].body), "A summary of the first question.", "the summary went to the model")
+end)
+
+H.test("/ commands: the chat completes the project's skill, /skill:review runs it, built-ins and unknown names", function()
+  local port = H.model_server({ { text = "Reviewed by the skill." } })
+  H.setup_crank(port)
+  H.project({
+    [".crank/skills/review/SKILL.md"] = "---\nname: review\ndescription: Review the change in a folder (e2e)\n---\nSKILL-BODY-MARKER-5e1: review the files named in the arguments.\n",
+  })
+  vim.cmd("Crank")
+  local chat, ws = H.chat()
+  local commands = require("crank.commands")
+  local function listed(name)
+    for _, c in ipairs(commands.by_root[ws.root] or {}) do
+      if c.name == name then
+        return c
+      end
+    end
+  end
+  H.wait_for(function()
+    return listed("skill:review")
+  end, "the server's command list with the project's skill")
+  H.ok(listed("new") and listed("compact") and listed("model"), "the built-ins are listed")
+  H.eq("skill", listed("skill:review").kind)
+
+  -- A template added while the chat is open: the server says the list changed, the plugin asks again.
+  vim.fn.mkdir(ws.root .. "/.crank/prompts", "p")
+  vim.fn.writefile({ "---", "description: Fix the failing tests (e2e)", "argument-hint: <test>", "---", "Fix the test $1." }, ws.root .. "/.crank/prompts/fix-tests.md")
+  H.wait_for(function()
+    return listed("fix-tests")
+  end, "crank/commandsChanged and the new list with the template")
+  H.eq("template", listed("fix-tests").kind)
+  H.eq("<test>", listed("fix-tests").argumentHint)
+
+  -- An unknown command is refused with the list of commands; the text stays in the prompt.
+  local since = #H.notifications
+  chat:set_prompt("/nosuch-e2e keep me")
+  vim.api.nvim_set_current_win(chat:window())
+  vim.api.nvim_feedkeys(vim.keycode("<C-s>"), "x", false)
+  H.wait_for(function()
+    return chat:prompt_text() == "/nosuch-e2e keep me" and H.notified("nosuch-e2e", since)
+  end, "the refusal, and the text back in the prompt")
+  H.ok(H.notified("skill:review", since), "the refusal lists the commands")
+
+  -- Completed with the omnifunc, then sent: the model gets the skill's text, the chat shows what was typed.
+  vim.o.showmode = false
+  chat:set_prompt("")
+  vim.api.nvim_win_set_cursor(0, { chat:sep_row() + 2, 0 })
+  vim.api.nvim_feedkeys(vim.keycode("i/skill:r<C-x><C-o> src/<Esc>"), "xt", false)
+  H.eq("/skill:review src/", chat:prompt_text())
+  vim.api.nvim_feedkeys(vim.keycode("<C-s>"), "x", false)
+  wait_settled("the skill's run")
+  local text = H.transcript()
+  H.contains(text, "## You\n\n/skill:review src/")
+  H.contains(text, "Reviewed by the skill.")
+  H.ok(not text:find("SKILL-BODY-MARKER-5e1", 1, true), "the chat shows what was typed, not the skill's body:\n" .. text)
+  local bodies = vim.json.encode(H.model_requests(port))
+  H.contains(bodies, "SKILL-BODY-MARKER-5e1", "the model received the skill's text")
+
+  -- /new: the chat moves to the new, empty session; /compact there has nothing to do.
+  local old = ws.session_id
+  chat:set_prompt("/new")
+  vim.api.nvim_feedkeys(vim.keycode("<C-s>"), "x", false)
+  H.wait_for(function()
+    return ws.session_id ~= old and not H.transcript():find("Reviewed by the skill.", 1, true)
+  end, "the new session in the chat")
+  H.ok(not ws.running, "a built-in starts no run")
+  since = #H.notifications
+  chat:set_prompt("/compact")
+  vim.api.nvim_feedkeys(vim.keycode("<C-s>"), "x", false)
+  H.wait_for(function()
+    return H.notified("not compacted", since)
+  end, "the compaction's answer")
+  -- /model without arguments: the model picker.
+  local calls = H.stub_select(function()
+    return false
+  end)
+  chat:set_prompt("/model")
+  vim.api.nvim_feedkeys(vim.keycode("<C-s>"), "x", false)
+  H.wait_for(function()
+    return #calls == 1
+  end, "the model picker")
+  H.eq("crank.model", calls[1].kind)
+  H.ok(#calls[1].labels >= 1, "the picker lists models")
 end)
 
 H.run()

@@ -8,28 +8,9 @@ vim.cmd("runtime plugin/crank.lua")
 
 local client = require("crank.client")
 
-H.after_each = function()
-  client.stop_all()
-  H.stop_model_servers()
-  vim.cmd("silent! only")
-  vim.cmd("enew!")
-  for _, b in ipairs(vim.api.nvim_list_bufs()) do
-    if b ~= vim.api.nvim_get_current_buf() then
-      pcall(vim.api.nvim_buf_delete, b, { force = true })
-    end
-  end
-  require("crank.chat").by_root = {}
-end
-H.cleanup = H.after_each
-
-local settled = 0
-local note = client.Workspace.note_event
-client.Workspace.note_event = function(self, params)
-  if params.event and params.event.type == "agent_settled" then
-    settled = settled + 1
-  end
-  return note(self, params)
-end
+H.after_each = H.reset
+H.cleanup = H.reset
+H.count_settled()
 
 local CALC = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n"
 
@@ -76,10 +57,10 @@ local function run_on_open_file(port, before_prompt)
   if before_prompt then
     before_prompt(buf)
   end
-  local before = settled
+  local before = ws.settled_count or 0
   vim.cmd("Crank fix add")
   H.wait_for(function()
-    return settled > before
+    return (ws.settled_count or 0) > before
   end, "the run to settle", 60000)
   return root, buf
 end

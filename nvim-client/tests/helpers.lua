@@ -237,4 +237,36 @@ function H.stop_all()
   H.stop_model_servers()
 end
 
+local original_select = vim.ui.select
+
+--- After each test against the real server: stop the servers (Crank's and the model
+--- servers), put back vim.ui.select, and leave one empty window with no other buffer.
+function H.reset()
+  vim.ui.select = original_select
+  H.stop_all()
+  vim.cmd("silent! only")
+  vim.cmd("enew!")
+  for _, b in ipairs(vim.api.nvim_list_bufs()) do
+    if b ~= vim.api.nvim_get_current_buf() then
+      pcall(vim.api.nvim_buf_delete, b, { force = true })
+    end
+  end
+  require("crank.chat").by_root = {}
+end
+
+--- Count each workspace's agent_settled events (`ws.settled_count`, the protocol's "run
+--- is over" signal) and keep the event types it got (`ws.events`).
+function H.count_settled()
+  local Workspace = require("crank.client").Workspace
+  local note = Workspace.note_event
+  Workspace.note_event = function(self, params)
+    if params.event and params.event.type == "agent_settled" then
+      self.settled_count = (self.settled_count or 0) + 1
+    end
+    self.events = self.events or {}
+    table.insert(self.events, params.event and params.event.type)
+    return note(self, params)
+  end
+end
+
 return H

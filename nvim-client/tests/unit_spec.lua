@@ -130,7 +130,12 @@ end)
 local function stand_in(messages)
   local Workspace = require("crank.client").Workspace
   local ws = setmetatable({ root = "/tmp/unit-root", uri = "file:///tmp/unit-root", running = false, queue = { steering = {}, followUp = {} }, last_seq = {}, session_id = "s1", reloads = 0 }, Workspace)
+  ws.commands_asked = 0
   ws.request = function(self, method, _, callback)
+    if method == "crank/commands" then
+      self.commands_asked = self.commands_asked + 1
+      return callback(nil, { commands = self.command_list or {} })
+    end
     assert(method == "crank/messages", "unexpected request " .. method)
     self.reloads = self.reloads + 1
     callback(nil, { messages = messages })
@@ -251,6 +256,17 @@ H.test("errors, retries and thinking are shown; a seq gap reloads at settle", fu
   H.eq(before + 1, chat.ws.reloads, "reload after a gap")
 end)
 
+H.test("a /command's user message shows what was typed, not its expansion, streamed and replayed", function()
+  local message = { role = "user", content = '<skill name="review">SKILL BODY</skill>\n\nsrc/', typed = "/skill:review src/" }
+  local chat = fresh_chat({ message })
+  H.contains(chat:transcript(), "/skill:review src/")
+  H.ok(not table.concat(chat:transcript(), "\n"):find("SKILL BODY", 1, true), "replay shows what was typed")
+  chat = fresh_chat()
+  ev(chat, { type = "message_start", message = message })
+  H.contains(chat:transcript(), "## You\n\n/skill:review src/")
+  H.ok(not table.concat(chat:transcript(), "\n"):find("SKILL BODY", 1, true), "streaming shows what was typed")
+end)
+
 H.test("the prompt area: typed text is read back, cleared and restored", function()
   local chat = fresh_chat()
   vim.api.nvim_buf_set_lines(chat.buf, -1, -1, false, { "hello", "there" })
@@ -321,6 +337,148 @@ H.test("a refused prompt goes back into the prompt area", function()
   chat:set_prompt("do not lose me")
   require("crank.actions").send_from_chat(chat, nil)
   H.eq("do not lose me", chat:prompt_text())
+end)
+
+-- / commands -------------------------------------------------------------------
+
+local COMMANDS = {
+  { name = "compact", description = "Summarise the older part of the session", kind = "builtin", argumentHint = "[instructions]" },
+  { name = "model", description = "Pick or set the model", kind = "builtin", argumentHint = "[api/id]" },
+  { name = "new", description = "Start a new session", kind = "builtin" },
+  { name = "skill:review", description = "Review the change in a folder", kind = "skill", argumentHint = "[path]" },
+  { name = "fix-tests", description = "Fix the failing tests", kind = "template" },
+}
+
+--- A chat whose stand-in server lists COMMANDS, shown in the current window.
+local function command_chat()
+  local chat = fresh_chat()
+  chat.ws.command_list = COMMANDS
+  require("crank.commands").refresh(chat.ws)
+  vim.api.nvim_set_current_buf(chat.buf)
+  return chat
+end
+
+local function words(items)
+  return vim.tbl_map(function(it)
+    return it.word
+  end, items)
+end
+
+H.test("the chat's completefunc and omnifunc offer the server's commands for a leading /", function()
+  local commands = require("crank.commands")
+  local chat = command_chat()
+  H.eq("v:lua.require'crank.commands'.complete", vim.bo[chat.buf].completefunc)
+  H.eq("v:lua.require'crank.commands'.complete", vim.bo[chat.buf].omnifunc)
+  H.ok(chat.ws.commands_asked >= 1, "the list is fetched when the chat opens")
+  local function at(line, col)
+    chat:set_prompt(line)
+    vim.api.nvim_win_set_cursor(0, { chat:sep_row() + 2, col })
+    return commands.complete(1, "")
+  end
+  H.eq(0, at("/re", 3), "a leading /name: completion starts at the slash")
+  H.eq(-3, at("//re", 4), "// sends a slash verbatim: no completion")
+  H.eq(-3, at("look at /re", 11), "a slash later in the text is not a command")
+  H.eq(-3, at("/compact now", 12), "past the name, typing arguments")
+  chat:set_prompt("first line\n/re")
+  vim.api.nvim_win_set_cursor(0, { chat:sep_row() + 3, 3 })
+  H.eq(-3, commands.complete(1, ""), "only the start of the prompt")
+  vim.api.nvim_win_set_cursor(0, { 1, 0 })
+  H.eq(-3, commands.complete(1, ""), "not in the transcript")
+
+  H.eq({ "/compact", "/model", "/new", "/skill:review", "/fix-tests" }, words(commands.complete(0, "/")))
+  H.eq({ "/model", "/compact" }, words(commands.complete(0, "/m")), "prefix matches first, then names containing it")
+  local review = commands.complete(0, "/REV")
+  H.eq({ "/skill:review" }, words(review))
+  H.eq("Review the change in a folder", review[1].menu)
+  H.eq("/skill:review [path]", review[1].info)
+  H.eq("skill", review[1].kind)
+end)
+
+H.test("<C-x><C-o> and <C-x><C-u> in the prompt complete a command; / at the start opens the list", function()
+  local chat = command_chat()
+  vim.o.showmode = false -- no "-- INSERT --" in the test's output
+  chat:set_prompt("")
+  vim.api.nvim_win_set_cursor(0, { chat:sep_row() + 2, 0 })
+  vim.api.nvim_feedkeys(vim.keycode("i/ski<C-x><C-o> src/<Esc>"), "xt", false)
+  H.eq("/skill:review src/", chat:prompt_text(), "the one match is inserted")
+  chat:set_prompt("")
+  vim.api.nvim_win_set_cursor(0, { chat:sep_row() + 2, 0 })
+  vim.api.nvim_feedkeys(vim.keycode("i/fix<C-x><C-u><Esc>"), "xt", false)
+  H.eq("/fix-tests", chat:prompt_text())
+
+  -- Typing / alone opens the menu with every command (TextChangedI asks for <C-x><C-o>),
+  -- leaving the slash as typed. Neovim fires TextChangedI only when no keys are waiting,
+  -- which never happens while feedkeys() runs keys: the <Cmd> fires it as the pause would.
+  chat:set_prompt("")
+  vim.api.nvim_win_set_cursor(0, { chat:sep_row() + 2, 0 })
+  local seen
+  vim.api.nvim_create_autocmd("CompleteChanged", {
+    buffer = chat.buf,
+    once = true,
+    callback = function()
+      seen = vim.fn.complete_info({ "items" }).items
+    end,
+  })
+  vim.api.nvim_feedkeys(vim.keycode("i/<Cmd>lua vim.api.nvim_exec_autocmds('TextChangedI', { buffer = 0 })<CR>"), "xt", false)
+  H.ok(seen ~= nil, "the completion menu opened after /")
+  H.eq(5, #seen, "every command is listed")
+  H.eq("/compact", seen[1].word)
+  H.eq("/", chat:prompt_text(), "the slash stays as typed until a command is picked")
+end)
+
+H.test("crank/commandsChanged fetches the list again", function()
+  local chat = command_chat()
+  require("crank").setup({ global_keymaps = false })
+  local asked = chat.ws.commands_asked
+  chat.ws.command_list = { { name = "only-one", description = "The one template left", kind = "template" } }
+  require("crank.client").on_commands_changed(chat.ws)
+  H.eq(asked + 1, chat.ws.commands_asked)
+  H.eq({ "/only-one" }, words(require("crank.commands").complete(0, "/")))
+end)
+
+H.test("a built-in's answer does what its command does: /new shows the new session, /compact and /model report", function()
+  local actions = require("crank.actions")
+  local chat = command_chat()
+  local answers = {
+    ["/new"] = { sessionId = "s2", command = "new", result = { sessionId = "s2" } },
+    ["/compact"] = { sessionId = "s1", command = "compact", result = { compacted = true, tokensBefore = 900, tokensAfter = 120 } },
+    ["/model"] = { sessionId = "s1", command = "model", result = { models = { { api = "openai", id = "m1", contextWindow = 8192 }, { api = "openai", id = "m2" } } } },
+  }
+  local set = {}
+  chat.ws.request = function(self, method, params, callback)
+    if method == "crank/prompt" then
+      return callback(nil, answers[params.text])
+    elseif method == "crank/setModel" then
+      set[#set + 1] = params.id
+      return callback(nil, { model = { api = params.api, id = params.id } })
+    end
+    self.reloads = self.reloads + 1
+    callback(nil, { messages = {} })
+  end
+  local reloads = chat.ws.reloads
+  chat:set_prompt("/new")
+  actions.send_from_chat(chat, nil)
+  H.eq("s2", chat.ws.session_id, "the chat is on the new session")
+  H.eq(reloads + 1, chat.ws.reloads, "and shows it")
+  H.ok(not chat.ws.running, "no run started")
+  local since = #H.notifications
+  chat:set_prompt("/compact")
+  actions.send_from_chat(chat, nil)
+  H.ok(H.notified("compacted (900 → 120 tokens)", since), "the compaction is reported as :CrankCompact does")
+  local original_select = vim.ui.select
+  local calls = H.stub_select(function(label)
+    return label:find("m2", 1, true) ~= nil
+  end)
+  chat:set_prompt("/model")
+  actions.send_from_chat(chat, nil)
+  local ok, err = pcall(H.wait_for, function()
+    return #set == 1
+  end, "the model picked")
+  vim.ui.select = original_select
+  assert(ok, err)
+  H.eq("crank.model", calls[1].kind)
+  H.eq(2, #calls[1].labels)
+  H.eq({ "m2" }, set)
 end)
 
 H.test("error hints are found by the names the server gives its codes", function()
@@ -485,13 +643,6 @@ H.test("a message's images show by name, and images_omitted is a notice", functi
   H.eq({ "[image: dot.png]", "[image: image/jpeg]" }, fmt.image_lines({ { name = "dot.png", mimeType = "image/png" }, { mimeType = "image/jpeg" } }))
   H.eq({}, fmt.image_lines(nil))
   H.eq("_test does not accept images_", fmt.notice({ type = "images_omitted", count = 1, message = "test does not accept images" }))
-end)
-
-H.test("a command's user message shows what was typed, not its expansion", function()
-  local expanded = '<skill name="review" path="/p/SKILL.md">\nRead every file.\n</skill>\n\nsrc/'
-  local chat = fresh_chat()
-  ev(chat, { type = "message_start", message = { role = "user", content = expanded, typed = "/skill:review src/" } })
-  H.eq({ "## You", "", "/skill:review src/" }, chat:transcript())
 end)
 
 H.run()

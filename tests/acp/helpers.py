@@ -106,6 +106,7 @@ async def crank_acp(
     *args: str,
     model_id: str = "test-model",
     answers: list[Any] | None = None,
+    capabilities: schema.ClientCapabilities | None = None,
 ) -> AsyncIterator[Any]:
     """A running ``crank acp`` with an initialized connection from the SDK's client
     (``answers`` receives the ``initialize`` answer)."""
@@ -122,7 +123,9 @@ async def crank_acp(
         env=agent_env(model, home, model_id),
         cwd=str(tmp),
     ) as (connection, _process):
-        answer = await connection.initialize(protocol_version=acp.PROTOCOL_VERSION)
+        answer = await connection.initialize(
+            protocol_version=acp.PROTOCOL_VERSION, client_capabilities=capabilities
+        )
         assert answer.protocol_version == 1
         if answers is not None:
             answers.append(answer)

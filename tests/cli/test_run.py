@@ -273,3 +273,39 @@ def test_a_continued_compacted_session_offers_recall(tmp_path: Path) -> None:
     results = [e["result"] for e in events if e["type"] == "tool_execution_end"]
     assert not results[0]["isError"], results[0]
     assert error in results[0]["content"]
+
+
+def test_a_note_saved_by_one_crank_run_is_listed_and_read_by_the_next(tmp_path: Path) -> None:
+    """Issue 19: notes work in ``crank run`` too: the first run saves one, the second
+    (``--continue``, a new process) is sent its key at the end of the request and reads
+    the text back."""
+    note = "the fixtures live in tests/data, not tests/fixtures"
+    replies = [
+        {"toolCalls": [{"name": "note_save", "arguments": {"key": "fixtures", "text": note}}]},
+        {"text": "Saved."},
+        {"toolCalls": [{"name": "note_read", "arguments": {"key": "fixtures"}}]},
+        {"text": "They are in tests/data."},
+    ]
+    with ModelServer({"replies": replies}) as server:
+        env = clean_env(
+            CRANK_PROVIDER="openai",
+            CRANK_MODEL="test-model",
+            OPENAI_API_KEY="sk-test",
+            OPENAI_BASE_URL=server.url + "/v1",
+        )
+        sessions = str(tmp_path / "s")
+        first = crank(tmp_path, "run", "--session-dir", sessions, "where are fixtures?", env=env)
+        second = crank(
+            tmp_path, "run", "--continue", "--session-dir", sessions, "--json", "again?", env=env
+        )
+        bodies = server.requests
+    assert first.returncode == 0 and second.returncode == 0, first.stderr + second.stderr
+    assert len(bodies) == 4
+    tools = [tool["function"]["name"] for tool in bodies[0]["body"]["tools"]]
+    assert "note_save" in tools and "note_read" in tools
+    listed = bodies[2]["body"]["messages"][-1]
+    assert listed["role"] == "user" and "fixtures" in listed["content"]
+    assert note not in listed["content"], "keys only"
+    events = [json.loads(line)["event"] for line in second.stdout.splitlines()]
+    results = [e["result"] for e in events if e["type"] == "tool_execution_end"]
+    assert results and note in results[0]["content"] and not results[0]["isError"]

@@ -108,5 +108,7 @@ def test_cache_marks_end_of_previous_request_and_of_this_one() -> None:
 def test_policy_names() -> None:
     assert Policy.named("default") == Policy(clear=True, compact=True, cache=True)
     assert Policy.named("none") == Policy(clear=False, compact=False, cache=False)
-    with pytest.raises(ValueError, match=r"'sometimes'.*none, cache, clear, compact, default"):
+    with pytest.raises(
+        ValueError, match=r"'sometimes'.*none, cache, clear, compact, trim, default"
+    ):
         Policy.named("sometimes")

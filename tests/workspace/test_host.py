@@ -16,7 +16,7 @@ from crank.agent.messages import assistant_message, user_message
 from crank.agent.model import AbortSignal
 from crank.agent.tools import run_tool
 from crank.session import SessionLog
-from crank.tools import MemoryDocuments
+from crank.tools import MemoryDocuments, OpenDocuments
 from crank.workspace import CrankError, Settings, WorkspaceHost
 from crank.workspace import daily as daily_module
 
@@ -26,6 +26,8 @@ class RecordingEditor:
 
     def __init__(self) -> None:
         self.documents = MemoryDocuments()
+        self.files = OpenDocuments(self.documents)
+        self.terminal = None
         self.events: list[dict[str, Any]] = []
         self.lines: list[str] = []
 

@@ -10,9 +10,10 @@ import { parseViewMessage, type HostMessage, type ViewMessage } from "./chat/pro
 import type { ChatAction } from "./chat/state";
 import { chatPageHtml, makeNonce } from "./chat/html";
 import { diffSides, editOf, planUndo, previousFileOf, type EditInfo } from "./chat/edits";
-import { type ContextItem, type EventParams, type PermissionRequest, type PermissionResponse, type PromptImage, type Queue } from "./protocol/types";
+import { type ContextItem, type EventParams, type ModelInfo, type PermissionRequest, type PermissionResponse, type PromptImage, type PromptResult, type Queue } from "./protocol/types";
 import { imageOfBytes } from "./chat/images";
 import type { ServerManager } from "./server";
+import { ErrorCodes } from "vscode-languageclient/node";
 import { INSTALL_HELP } from "./protocol/launch";
 import { branchesOf, forkPointFor } from "./chat/branches";
 
@@ -40,6 +41,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     server.beforeServerCommand = () => void this.reveal();
     ext.subscriptions.push(
       server.onEvent((p) => this.onEvent(p)),
+      server.onCommandsChanged((p) => {
+        if (p.workspace === this.workspace()) void this.postCommands();
+      }),
       server.onStatus((s) => {
         this.dispatch({ type: "server", status: s.status === "idle" ? "starting" : s.status, message: s.message });
         if (s.status === "running") void this.refresh();
@@ -166,10 +170,56 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
       this.dispatch({ type: "state", state, workspace });
       this.dispatch({ type: "transcript", messages, sessionId: state.sessionId, workspace });
       await this.postBranches();
+      await this.postCommands();
       const { models } = await client.models({ workspace });
       this.dispatch({ type: "models", models });
     } catch (err) {
       this.showError(err);
+    }
+  }
+
+  /**
+   * The commands `/` completes in the input (crank/commands). A server without the
+   * request (an older one) answers MethodNotFound: the list is empty then, and the
+   * input works as before.
+   */
+  private async postCommands(): Promise<void> {
+    const client = this.server.client;
+    if (!client || !this.view) return;
+    try {
+      const { commands } = await client.commands({ workspace: this.workspace() });
+      this.post({ type: "commands", commands: Array.isArray(commands) ? commands : [] });
+    } catch (err) {
+      this.post({ type: "commands", commands: [] });
+      if ((err as { code?: number })?.code !== ErrorCodes.MethodNotFound) this.server.output.warn(`crank/commands failed: ${(err as Error)?.message ?? String(err)}`);
+    }
+  }
+
+  /**
+   * A built-in command typed as `/name` ran on the server instead of a run: do what the
+   * button or command for it does. `/new`: show the new session (as New does); `/compact`:
+   * say what was compacted; `/model` without arguments: the model picker; with one, the
+   * new model in the toolbar.
+   */
+  private async commandAnswered(res: PromptResult): Promise<void> {
+    const result = (res.result ?? {}) as Record<string, unknown>;
+    switch (res.command) {
+      case "new":
+        return this.refresh();
+      case "compact":
+        if (result.compacted) this.notice("info", `Compacted: ${String(result.tokensBefore ?? "?")} → ${String(result.tokensAfter ?? "?")} tokens.`);
+        else this.notice("info", `Not compacted: ${String(result.reason ?? "nothing to compact")}.`);
+        return;
+      case "model":
+        if (Array.isArray(result.models)) {
+          this.dispatch({ type: "models", models: result.models as ModelInfo[] });
+          await vscode.commands.executeCommand("crank.selectModel", result.models); // the list the server just gave, not asked again
+          return;
+        }
+        return this.refresh();
+      default:
+        this.notice("info", `/${res.command} done.`);
+        return this.refresh();
     }
   }
 
@@ -333,8 +383,16 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     switch (m.type) {
       case "send": {
         const context = this.context.map((c) => c.item);
-        const res = await client.prompt({ workspace, text: m.text, context: context.length ? context : undefined, images: m.images, whileRunning: m.mode === "prompt" ? undefined : m.mode });
+        let res: PromptResult;
+        try {
+          res = await client.prompt({ workspace, text: m.text, context: context.length ? context : undefined, images: m.images, whileRunning: m.mode === "prompt" ? undefined : m.mode });
+        } catch (err) {
+          // Refused (an unknown /command, no provider, a bad image, ...): the text goes back into the input, nothing is lost.
+          this.post({ type: "restoreInput", text: m.text });
+          throw err;
+        }
         if (res.imagesOmitted) this.notice("warning", res.imagesOmitted);
+        if (res.command) return this.commandAnswered(res); // a built-in: no run, the context stays for the next prompt
         if (!res.queued) {
           this.context = [];
           this.post({ type: "context", items: this.context });

@@ -9,7 +9,7 @@ import * as vscode from "vscode";
 import { ChatViewProvider, showInstallHelp } from "./chatView";
 import { ServerManager } from "./server";
 import { RunTracker, statusBarView } from "./chat/status";
-import type { FixFileArgs, PermissionMode } from "./protocol/types";
+import type { FixFileArgs, ModelInfo, PermissionMode } from "./protocol/types";
 
 /**
  * "Fix with Crank" in the lightbulb before the server runs (after that the server's own
@@ -137,10 +137,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const content = `<!-- Crank system prompt, hash ${p.hash} -->\n# Sources\n\n${sources}\n\n# Prompt\n\n${p.text}\n`;
     await vscode.window.showTextDocument(await vscode.workspace.openTextDocument({ language: "markdown", content }));
   });
-  register("crank.selectModel", async () => {
+  /** `given`: the models already listed (the answer of a typed `/model`); else they are asked for. */
+  register("crank.selectModel", async (given?: ModelInfo[]) => {
     const c = await needClient();
     if (!c) return;
-    const { models } = await c.models({ workspace: workspace() });
+    const models = Array.isArray(given) ? given : (await c.models({ workspace: workspace() })).models;
     const pick = await vscode.window.showQuickPick(
       models.map((m) => ({
         label: m.id,

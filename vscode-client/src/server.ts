@@ -74,9 +74,12 @@ export class ServerManager implements vscode.Disposable {
   private starting: Promise<void> | undefined;
   private readonly statusEmitter = new vscode.EventEmitter<{ status: BarServerStatus; message?: string }>();
   private readonly eventEmitter = new vscode.EventEmitter<EventParams>();
+  private readonly commandsEmitter = new vscode.EventEmitter<{ workspace: string }>();
   private subscriptions: vscode.Disposable[] = [];
   readonly onStatus = this.statusEmitter.event;
   readonly onEvent = this.eventEmitter.event;
+  /** crank/commandsChanged from the running server. */
+  readonly onCommandsChanged = this.commandsEmitter.event;
   /** Set by the chat view: answers crank/requestPermission. */
   permissionHandler: ((p: PermissionRequest, cancelled: (listener: () => void) => void) => Promise<PermissionResponse>) | undefined;
   /** Called before a server-side command (quick fix) runs, so the chat can come forward. */
@@ -182,6 +185,7 @@ export class ServerManager implements vscode.Disposable {
         if (e.newState === State.Stopped && this.lc === lc) this.setStatus("down", platformNote() ?? "The server process exited. Its log is in the Crank output channel.");
       }),
       this.crank.onEvent((p) => this.eventEmitter.fire(p)),
+      this.crank.onCommandsChanged((p) => this.commandsEmitter.fire(p)),
       this.crank.onPermissionRequest((p, cancelled) => (this.permissionHandler ? this.permissionHandler(p, cancelled) : Promise.resolve({ decision: "reject", reason: "no chat view to ask in" }))),
       this.crank.onSaveDocument((p) => answerSave(p, vscodeSaveHost)),
     );
@@ -268,5 +272,6 @@ export class ServerManager implements vscode.Disposable {
     this.output.dispose();
     this.statusEmitter.dispose();
     this.eventEmitter.dispose();
+    this.commandsEmitter.dispose();
   }
 }

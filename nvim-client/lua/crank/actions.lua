@@ -112,7 +112,9 @@ function M.send(ws, text, mode, on_refused)
     if result and result.imagesOmitted then
       vim.notify("crank: " .. result.imagesOmitted, vim.log.levels.WARN)
     end
-    if result and result.queued then
+    if result and result.command then
+      return M.command_answered(ws, result)
+    elseif result and result.queued then
       vim.notify("crank: queued as " .. result.queued, vim.log.levels.INFO)
     elseif result then
       ws.session_id = result.sessionId or ws.session_id
@@ -175,9 +177,11 @@ function M.chat(text)
   if ws == nil then
     return
   end
-  M.open_chat(ws, function()
+  M.open_chat(ws, function(chat)
     if text and text ~= "" then
-      M.send(ws, text)
+      M.send(ws, text, nil, function(refused)
+        chat:set_prompt(refused)
+      end)
     end
   end)
 end
@@ -275,12 +279,16 @@ function M.fix(opts)
   end
 end
 
+local function show_new_session(ws, session_id)
+  ws.session_id = session_id or ws.session_id
+  ws.last_seq = {}
+  M.open_chat(ws):reload()
+end
+
 --- :CrankNew
 function M.new_session()
   call("new session", "crank/newSession", {}, function(ws, result)
-    ws.session_id = result.sessionId
-    ws.last_seq = {}
-    M.open_chat(ws):reload()
+    show_new_session(ws, result.sessionId)
   end)
 end
 
@@ -312,16 +320,33 @@ function M.sessions()
   end)
 end
 
-local function set_model(api, id)
-  call("setting the model", "crank/setModel", { api = api, id = id }, function(ws, result)
-    ws.model = result.model
-    vim.notify(string.format("crank: model %s/%s", result.model.api, result.model.id), vim.log.levels.INFO)
+local function model_set(ws, result)
+  ws.model = result.model
+  vim.notify(string.format("crank: model %s/%s", tostring(result.model.api), tostring(result.model.id)), vim.log.levels.INFO)
+end
+
+--- Set the model of `ws` (the workspace the picker was for, not whichever is current when the pick comes).
+local function set_model(ws, api, id)
+  ws:request("crank/setModel", { api = api, id = id }, function(err, result)
+    if err then
+      return report("setting the model", err)
+    end
+    model_set(ws, result or {})
   end)
 end
 
 local function model_item(m)
   local where = m.source == "server" and ", served here" or ""
   return string.format("%s/%s (%s tokens%s)", m.api, m.id, tostring(m.contextWindow or "?"), where)
+end
+
+local function pick_model(ws, models)
+  local opts = { prompt = "Crank model", kind = "crank.model", format_item = model_item }
+  vim.ui.select(models or {}, opts, function(choice)
+    if choice then
+      set_model(ws, choice.api, choice.id)
+    end
+  end)
 end
 
 --- :CrankModel [api/id]: pick or set the model.
@@ -332,16 +357,20 @@ function M.model(spec)
       local msg = "crank: :CrankModel takes api/model-id, e.g. anthropic/claude-sonnet-4-5"
       return vim.notify(msg, vim.log.levels.ERROR)
     end
-    return set_model(api, id)
+    local ws = M.workspace()
+    return ws and set_model(ws, api, id)
   end
-  call("listing models", "crank/models", {}, function(_, result)
-    local opts = { prompt = "Crank model", kind = "crank.model", format_item = model_item }
-    vim.ui.select(result.models or {}, opts, function(choice)
-      if choice then
-        set_model(choice.api, choice.id)
-      end
-    end)
+  call("listing models", "crank/models", {}, function(ws, result)
+    pick_model(ws, result.models)
   end)
+end
+
+local function report_compaction(result)
+  if not result.compacted then
+    return vim.notify("crank: not compacted: " .. tostring(result.reason or "nothing to do"), vim.log.levels.INFO)
+  end
+  local msg = string.format("crank: compacted (%s → %s tokens)", tostring(result.tokensBefore), tostring(result.tokensAfter))
+  vim.notify(msg, vim.log.levels.INFO)
 end
 
 --- :CrankCompact [instructions]
@@ -355,12 +384,28 @@ function M.compact(instructions)
     params.instructions = instructions
   end
   call("compaction", "crank/compact", params, function(_, result)
-    if not result.compacted then
-      return vim.notify("crank: not compacted: " .. tostring(result.reason or "nothing to do"), vim.log.levels.INFO)
-    end
-    local msg = string.format("crank: compacted (%s → %s tokens)", tostring(result.tokensBefore), tostring(result.tokensAfter))
-    vim.notify(msg, vim.log.levels.INFO)
+    report_compaction(result)
   end)
+end
+
+--- A built-in command typed in the prompt (`/new`, `/compact`, `/model`) ran on the
+--- server instead of a run (its answer has `command` and `result`): do what the
+--- matching command (:CrankNew, :CrankCompact, :CrankModel) does with its answer.
+function M.command_answered(ws, answer)
+  local result = type(answer.result) == "table" and answer.result or {}
+  local name = answer.command
+  if name == "new" then
+    show_new_session(ws, result.sessionId or answer.sessionId)
+  elseif name == "compact" then
+    report_compaction(result)
+  elseif name == "model" and type(result.models) == "table" then
+    pick_model(ws, result.models)
+  elseif name == "model" and type(result.model) == "table" then
+    model_set(ws, result)
+  else
+    vim.notify("crank: /" .. tostring(name) .. " done", vim.log.levels.INFO)
+  end
+  update_status(ws)
 end
 
 --- The lines of the :CrankPrompt buffer.

@@ -113,8 +113,8 @@ end
 -- rendering -----------------------------------------------------------------------
 
 function Chat:user_message(message)
-  -- `typed`: what the user typed when `content` is a command's expansion.
-  local content = message.typed or message.content
+  -- A /command shows as typed (`typed`); the model was sent its expansion (`content`).
+  local content = type(message.typed) == "string" and message.typed or message.content
   if type(content) ~= "string" then
     content = format.result_text(content)
   end
@@ -486,6 +486,7 @@ function M.get(ws)
   vim.api.nvim_buf_set_lines(buf, 0, -1, false, { M.SEPARATOR, "" })
   chat.sep_mark = vim.api.nvim_buf_set_extmark(buf, ns, 0, 0, {})
   set_keymaps(chat)
+  require("crank.commands").attach(chat)
   chat:update_status()
   -- Created mid-run: the reply so far is not in crank/messages yet; reload when it settles.
   chat.stale = ws.running

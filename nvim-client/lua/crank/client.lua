@@ -49,6 +49,7 @@ end
 --- Hooks other modules register (kept here so the layers stay one-way).
 M.on_event = nil ---@type fun(ws: crank.Workspace, params: table)|nil
 M.on_permission = nil ---@type fun(ws: crank.Workspace, params: table): table|nil
+M.on_commands_changed = nil ---@type fun(ws: crank.Workspace)|nil
 
 ---@return vim.lsp.Client|nil
 function Workspace:client()
@@ -274,6 +275,12 @@ function M.ensure(root)
     handlers = {
       ["crank/event"] = handle_event,
       ["crank/requestPermission"] = handle_permission,
+      ["crank/commandsChanged"] = function(_, _, ctx)
+        local ws = M.by_client[ctx.client_id]
+        if ws and M.on_commands_changed then
+          M.on_commands_changed(ws)
+        end
+      end,
       ["crank/saveDocument"] = function(_, params)
         return require("crank.save").handle(params)
       end,

@@ -48,6 +48,8 @@ M.defaults = {
     fold_lines = 8,
     --- Show thinking blocks (as quoted text).
     show_thinking = true,
+    --- Open the `/` command list (omnifunc) when `/` is typed at the start of the prompt.
+    complete_commands = true,
   },
   keymaps = {
     send = "<C-s>",

@@ -17,6 +17,9 @@ local function wire()
   client.on_permission = function(ws, params)
     return require("crank.permission").handle(ws, params)
   end
+  client.on_commands_changed = function(ws)
+    require("crank.commands").changed(ws)
+  end
 end
 
 local function auto_attach()

@@ -105,9 +105,13 @@ def prompt_content(blocks: Any) -> tuple[str, list[ImageBlock]]:
 class CrankAgent:
     """Owns the connection's sessions; each method is one ACP request."""
 
-    def __init__(self, peer: Peer, host_factory: HostFactory) -> None:
+    def __init__(
+        self, peer: Peer, host_factory: HostFactory, *, client_terminal: bool = True
+    ) -> None:
         self.peer = peer
         self._host_factory = host_factory
+        self._client_terminal = client_terminal
+        self.client_capabilities: dict[str, Any] = {}
         self.sessions: dict[str, AcpSession] = {}
         self.initialized = False
         for method, handler in {
@@ -138,6 +142,10 @@ class CrankAgent:
         version = params.get("protocolVersion")
         if not isinstance(version, int) or isinstance(version, bool):
             raise invalid("protocolVersion", "must be an integer")
+        capabilities = params.get("clientCapabilities", {})
+        if not isinstance(capabilities, dict):
+            raise invalid("clientCapabilities", "must be an object")
+        self.client_capabilities = capabilities
         self.initialized = True
         return {
             "protocolVersion": min(version, PROTOCOL_VERSION),
@@ -172,7 +180,13 @@ class CrankAgent:
         return cwd.resolve()
 
     async def _open(self, cwd: Path) -> AcpSession:
-        session = AcpSession(self.peer, self._host_factory, cwd)
+        session = AcpSession(
+            self.peer,
+            self._host_factory,
+            cwd,
+            self.client_capabilities,
+            terminal=self._client_terminal,
+        )
         await session.host.start()
         return session
 

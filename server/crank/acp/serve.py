@@ -36,6 +36,11 @@ def parser() -> argparse.ArgumentParser:
         default=None,
         help="how commands are confined (default: workspace-write where bubblewrap works)",
     )
+    p.add_argument(
+        "--local-commands",
+        action="store_true",
+        help="run commands here even when the client offers its terminal",
+    )
     p.add_argument("--log-file", default=None)
     p.add_argument("--log-level", default="warning")
     return p
@@ -71,7 +76,9 @@ async def serve(stdin: BinaryIO, stdout: BinaryIO, options: argparse.Namespace) 
         print(f"crank acp: {exc.message}", file=sys.stderr)
         return 2
     peer = Peer(stdout)
-    agent = CrankAgent(peer, default_host_factory(settings, None))  # keys: provider_env()
+    agent = CrankAgent(  # keys: provider_env()
+        peer, default_host_factory(settings, None), client_terminal=not options.local_commands
+    )
     ended = _read_lines(stdin, asyncio.get_running_loop(), peer)
     await ended.wait()
     await asyncio.sleep(0)  # the last lines' handlers have started

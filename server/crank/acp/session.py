@@ -2,8 +2,10 @@
 
 ``AcpEditor`` is the ``EditorClient`` the workspace layer sees: events become
 ``session/update`` notifications, a permission question becomes
-``session/request_permission``. Open buffers are not read through the client yet
-(the tools read the disk; see docs/acp.md).
+``session/request_permission``. When the client offers them (``initialize``'s
+``clientCapabilities``), the tools read and write files through ``fs/*``
+(``files.AcpFiles``) and commands run in its terminal (``terminal.AcpTerminal``);
+otherwise the tools use the disk and run commands here.
 
 Contract:
 - ``prompt`` answers when the run it started (or joined, as a follow-up) settles,
@@ -26,11 +28,20 @@ from pathlib import Path
 from typing import Any
 
 from crank.agent.messages import ImageBlock
-from crank.tools import Documents, EditRefused, NoDocuments
+from crank.tools import (
+    Documents,
+    EditorFiles,
+    EditorTerminal,
+    EditRefused,
+    NoDocuments,
+    OpenDocuments,
+)
 from crank.workspace import WorkspaceHost
 from crank.workspace.commands import Invocation, describe, parse_command
 from crank.workspace.stream import EventParams
 
+from .files import AcpFiles, offers_files
+from .terminal import AcpTerminal, offers_terminal
 from .translate import (
     UpdateTranslator,
     replay,
@@ -58,18 +69,37 @@ NOT_OFFERED = frozenset({"new"})
 class AcpEditor:
     """The editor as ACP lets an agent reach it, for one session's host."""
 
-    def __init__(self, peer: Peer, session: AcpSession) -> None:
+    def __init__(
+        self, peer: Peer, session: AcpSession, capabilities: dict[str, Any], terminal: bool
+    ) -> None:
         self._peer = peer
         self._session = session
         self._documents = NoDocuments()
+        session_id = lambda: session.session_id  # noqa: E731
+        self._fs = AcpFiles(peer, session_id) if offers_files(capabilities) else None
+        self._files: EditorFiles = self._fs or OpenDocuments(self._documents)
+        self._terminal = (
+            AcpTerminal(peer, session_id, session.show_terminal)
+            if terminal and offers_terminal(capabilities)
+            else None
+        )
 
     @property
     def documents(self) -> Documents:
-        return self._documents
+        return self._documents  # ACP does not announce open documents
 
-    async def apply_edit(self, path: Path, old_text: str, new_text: str) -> None:
-        # With no open documents the tools write the disk; this is never reached.
-        raise EditRefused(f"{path} cannot be changed through the ACP client")
+    @property
+    def files(self) -> EditorFiles:
+        return self._files
+
+    @property
+    def terminal(self) -> EditorTerminal | None:
+        return self._terminal
+
+    async def apply_edit(self, path: Path, old_text: str, new_text: str) -> str | None:
+        if self._fs is None:  # no client text was read, so the tools write the disk
+            raise EditRefused(f"{path} cannot be changed through this ACP client")
+        return await self._fs.write(path, old_text, new_text)
 
     def send_event(self, params: EventParams) -> None:
         self._session.on_event(params)
@@ -125,10 +155,18 @@ class AcpEditor:
 class AcpSession:
     """A host, its translator, and the prompts waiting for their turn to end."""
 
-    def __init__(self, peer: Peer, host_factory: Any, cwd: Path) -> None:
+    def __init__(
+        self,
+        peer: Peer,
+        host_factory: Any,
+        cwd: Path,
+        capabilities: dict[str, Any] | None = None,
+        *,
+        terminal: bool = True,
+    ) -> None:
         self._peer = peer
         self.root = cwd
-        self.editor = AcpEditor(peer, self)
+        self.editor = AcpEditor(peer, self, capabilities or {}, terminal)
         self.host: WorkspaceHost = host_factory(self.editor, cwd)
         self.translator = UpdateTranslator(cwd)
         self._waiting: list[asyncio.Future[dict[str, Any]]] = []
@@ -141,6 +179,9 @@ class AcpSession:
 
     def update(self, update: dict[str, Any]) -> None:
         self._peer.notify("session/update", {"sessionId": self.session_id, "update": update})
+
+    def show_terminal(self, call_id: str, terminal_id: str) -> None:
+        self.update(self.translator.show_terminal(call_id, terminal_id))
 
     def on_event(self, envelope: EventParams) -> None:
         event: dict[str, Any] = dict(envelope["event"])

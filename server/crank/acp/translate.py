@@ -10,6 +10,8 @@ Contract:
   with exactly the delta's text, so the chunks of a message concatenate to its text.
 - Each tool call is one ``tool_call`` (``in_progress``) and then ``tool_call_update``s,
   the last with ``completed`` or ``failed``; an edit or a write carries a ``diff``.
+- A command run in the client's terminal (``show_terminal``) has the terminal as its
+  content from then on, the final update included (the client shows its output).
 - ``usage_update`` follows Crank's ``usage_update`` (context used and size, cost).
 - ``replay`` turns a stored transcript into the updates that would have built it, so
   a session loaded in another editor shows the same conversation.
@@ -96,6 +98,10 @@ def text_content(text: str) -> dict[str, Any]:
     return {"type": "content", "content": {"type": "text", "text": text}}
 
 
+def terminal_content(terminal_id: str) -> dict[str, Any]:
+    return {"type": "terminal", "terminalId": terminal_id}
+
+
 def stop_reason(crank_stop: str | None, cancelled: bool) -> StopReason:
     """ACP's stop reason for a run that ended with Crank's ``crank_stop``; a turn the
     client cancelled is always ``cancelled``."""
@@ -113,9 +119,19 @@ class UpdateTranslator:
         self.root = root
         self._calls: dict[str, tuple[str, dict[str, Any]]] = {}
         self._output: dict[str, str] = {}
+        self._terminals: dict[str, str] = {}
         self.last_reply: dict[str, Any] | None = None
         """The newest assistant message that ended (its stopReason, errorMessage)."""
         self.last_stop: str | None = None
+
+    def show_terminal(self, call_id: str, terminal_id: str) -> Update:
+        """The update that embeds the client's terminal ``terminal_id`` in the call."""
+        self._terminals[call_id] = terminal_id
+        return {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": call_id,
+            "content": [terminal_content(terminal_id)],
+        }
 
     def event(self, event: dict[str, Any]) -> list[Update]:
         kind = event.get("type")
@@ -169,7 +185,7 @@ class UpdateTranslator:
     def _call_output(self, event: dict[str, Any]) -> list[Update]:
         call_id = str(event.get("toolCallId"))
         output = event.get("output")
-        if not isinstance(output, str) or not output:
+        if not isinstance(output, str) or not output or call_id in self._terminals:
             return []
         so_far = (self._output.get(call_id, "") + output)[-LIVE_OUTPUT_CHARS:]
         self._output[call_id] = so_far
@@ -186,7 +202,11 @@ class UpdateTranslator:
         result = event.get("result") or {}
         name, arguments = self._calls.pop(call_id, ("", {}))
         self._output.pop(call_id, None)
-        return result_update(self.root, call_id, name, arguments, result)
+        update = result_update(self.root, call_id, name, arguments, result)
+        terminal_id = self._terminals.pop(call_id, None)
+        if terminal_id is not None:
+            update["content"].insert(0, terminal_content(terminal_id))
+        return update
 
 
 def result_update(

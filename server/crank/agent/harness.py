@@ -44,6 +44,10 @@ _CLOSES = {
 _OPENS = {end: start for start, end in _CLOSES.items()}
 
 
+_LOOK_BACK = 256
+"""How far back ``messages_after`` looks: a group larger than this is saved in parts."""
+
+
 class HarnessBusy(RuntimeError):
     """Refused because a run is active (refused as run_in_progress or refused_while_running)."""
 
@@ -221,6 +225,18 @@ class Harness:
         return failure
 
     # -- changing the transcript and config ----------------------------------------------
+
+    def messages_after(self, message: Message) -> list[Message]:
+        """The messages the record holds after ``message`` (the same object), looked for
+        from the end, at most ``_LOOK_BACK`` back so this stays cheap. The loop adds
+        messages that complete together before announcing the first, and a saver may
+        write them with it (``SessionLog.listener``). Empty when ``message`` is the last
+        one or not in the record."""
+        record = self._record
+        for position in range(len(record) - 1, max(-1, len(record) - 1 - _LOOK_BACK), -1):
+            if record[position] is message:
+                return record[position + 1 :]
+        return []
 
     def replace_messages(self, messages: Sequence[Message]) -> None:
         """Swap the whole transcript (resume, branch, compaction). Refused during a run."""

@@ -209,6 +209,23 @@ def _announce(record: list[Message], message: Message) -> list[MessageEnd]:
     return [{"type": "message_end", "message": message}]
 
 
+def _announce_together(
+    record: list[Message], messages: Sequence[Message], *, first_started: bool = False
+) -> list[Event]:
+    """Messages that complete at the same moment: all go into the record before the
+    first one's ``message_end``, so a saver can write them with one ``fsync``
+    (``Harness.messages_after``); the events are the same pairs, in the same order, as
+    announcing them one by one. ``first_started``: the first one's ``message_start``
+    has already gone out (a reply's placeholder)."""
+    record.extend(messages)
+    events: list[Event] = []
+    for number, message in enumerate(messages):
+        if number or not first_started:
+            events.append({"type": "message_start", "message": message})
+        events.append({"type": "message_end", "message": message})
+    return events
+
+
 async def default_request(record: Sequence[Message], prompt: RunPrompt) -> ModelRequest:
     """The request with no policies: the repaired view under the run's prompt."""
     return ModelRequest(system=prompt.system, messages=build_view(record), tools=list(prompt.tools))
@@ -241,10 +258,8 @@ async def agent_loop(
     ``agent_end`` last; ``agent_settled`` is the Harness's to send.
     """
     yield {"type": "agent_start"}
-    for message in new_messages:
-        yield {"type": "message_start", "message": message}
-        for event in _announce(record, message):
-            yield event
+    for event in _announce_together(record, new_messages):
+        yield event
 
     turn = 0
     recovered = False
@@ -303,25 +318,22 @@ async def agent_loop(
                     else "the stream ended without a final message"
                 )
                 reply = partial.finish("error", f"The model failed: {detail}")
-        for event in _announce(record, reply):
-            yield event
-
         calls = tool_calls(reply)
         failed = reply["stopReason"] in ("error", "aborted")
-        for call in calls:
-            if failed or signal.aborted:
-                why = (
-                    ABORTED_TEXT
-                    if reply["stopReason"] == "aborted" or signal.aborted
-                    else "Not run: the reply failed before it was complete."
-                )
-                result = tool_result(call["id"], call["name"], why, is_error=True)
-                yield {"type": "message_start", "message": result}
-                for event in _announce(record, result):
-                    yield event
-                continue
-            async for tool_event in _run_one_tool(record, call, config.tools, signal):
-                yield tool_event
+        if failed or signal.aborted:  # the reply and its calls' "not run" results, at once
+            group: list[Message] = [reply, *_not_run(calls, reply, signal)]
+            for event in _announce_together(record, group, first_started=True):
+                yield event
+        else:
+            for event in _announce(record, reply):
+                yield event
+            for index, call in enumerate(calls):
+                if signal.aborted:  # aborted during a tool: the rest are not run, together
+                    for event in _announce_together(record, _not_run(calls[index:], reply, signal)):
+                        yield event
+                    break
+                async for tool_event in _run_one_tool(record, call, config.tools, signal):
+                    yield tool_event
         yield {"type": "turn_end", "message": reply}
 
         if reply.get("errorKind") == "overflow" and config.recover_overflow and not recovered:
@@ -340,20 +352,29 @@ async def agent_loop(
             stop_reason = "aborted"
             break
         if calls:
-            for message in config.take_steering():
-                yield {"type": "message_start", "message": message}
-                for event in _announce(record, message):
-                    yield event
+            for event in _announce_together(record, config.take_steering()):
+                yield event
             continue
         queued = config.take_steering() or config.take_follow_up()
         if not queued:
             stop_reason = reply["stopReason"]
             break
-        for message in queued:
-            yield {"type": "message_start", "message": message}
-            for event in _announce(record, message):
-                yield event
+        for event in _announce_together(record, queued):
+            yield event
     yield {"type": "agent_end", "stopReason": stop_reason}
+
+
+def _not_run(
+    calls: Sequence[ToolCallBlock], reply: AssistantMessage, signal: AbortSignal
+) -> list[ToolResultMessage]:
+    """The results of calls that were never run: the run was aborted, or the reply
+    failed before it was complete."""
+    why = (
+        ABORTED_TEXT
+        if reply["stopReason"] == "aborted" or signal.aborted
+        else "Not run: the reply failed before it was complete."
+    )
+    return [tool_result(call["id"], call["name"], why, is_error=True) for call in calls]
 
 
 async def _run_one_tool(

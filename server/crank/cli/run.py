@@ -34,6 +34,7 @@ from crank.agent.scripted import ScriptedModel, reply_from_dict
 from crank.prompt import PromptLocations, compute_prompt, load_inputs
 from crank.session import SessionError, SessionLog, SessionStore
 from crank.session.blobs import loading_requests
+from crank.session.notes import Notes, notes_path, notes_request
 from crank.tools import (
     ApprovalRequest,
     Approve,
@@ -214,7 +215,8 @@ async def run_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     log = open_session(args, cwd)
     try:
         # a continued session that was compacted is offered recall, as in the editor
-        tools = session_tools(context, log, read_only=args.read_only)
+        notes = Notes(notes_path(log.path))
+        tools = session_tools(context, log, read_only=args.read_only, notes=notes)
         build = await compute_prompt(tools, locations, datetime.date.today())
         for problem in build.problems:
             print(f"crank: {problem}", file=err)
@@ -224,9 +226,9 @@ async def run_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             model=model,
             messages=log.replay(),
             max_turns=args.max_turns,
-            build_request=loading_requests(log.load_image, model),
+            build_request=loading_requests(log.load_image, model, notes_request(notes)),
         )
-        harness.subscribe(log.listener())
+        harness.subscribe(log.listener(harness.messages_after))
         interrupted = False
 
         aborting: list[asyncio.Task[str]] = []

@@ -28,7 +28,7 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
-from crank.tools import EditRefused
+from crank.tools import EditRefused, OpenDocuments
 from crank.workspace.stream import EventParams
 
 from . import pygls_adapter
@@ -112,6 +112,8 @@ class LspEditor:
         self._server = server
         self._on_event = on_event
         self.documents = LspDocuments(server)
+        self.files = OpenDocuments(self.documents)
+        self.terminal = None  # LSP has no terminal for the agent: commands run here
         self.sync = DocumentSync(path_of_uri)
         self.landing = Landing(
             self.documents,

@@ -20,7 +20,7 @@ from dataclasses import replace
 from pathlib import Path
 
 from crank.agent.images import EXTENSIONS, Load, resolve_images, sha256_of
-from crank.agent.loop import BuildRequest, PlainRequests, RunPrompt
+from crank.agent.loop import BuildRequest, RunPrompt
 from crank.agent.messages import ImageBlock, Message
 from crank.agent.model import Model, ModelRequest, accepts_images
 
@@ -100,14 +100,13 @@ def load(directory: Path, block: ImageBlock) -> str | None:
     return base64.b64encode(raw).decode("ascii")
 
 
-def loading_requests(load: Load, model: Model) -> BuildRequest:
-    """A ``build_request`` for a harness run without a Housekeeper (``crank run``): the
-    plain view (grown turn by turn, ``PlainRequests``), with stored images loaded (or
-    placeholders) as every request needs."""
-    plain = PlainRequests()
+def loading_requests(load: Load, model: Model, inner: BuildRequest) -> BuildRequest:
+    """A ``build_request`` for a harness run without a Housekeeper (``crank run``):
+    ``inner``'s request (the plain view and what it adds), with stored images loaded
+    (or placeholders) as every request needs."""
 
     async def build(record: Sequence[Message], prompt: RunPrompt) -> ModelRequest:
-        request = await plain(record, prompt)
+        request = await inner(record, prompt)
         resolved = resolve_images(request.messages, load, accepts_images(model))
         return replace(request, messages=resolved.messages)
 

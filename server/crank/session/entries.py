@@ -10,13 +10,13 @@ message timestamps; the header's ``created`` is an ISO 8601 string for people.
 
 from __future__ import annotations
 
-import json
 import secrets
 from collections.abc import Callable, Container
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from . import jsonio
 from .errors import SessionUnreadable, TornSession
 
 VERSION = 1
@@ -62,11 +62,11 @@ def make_header(session_id: str, cwd: str, created: str | None = None) -> Header
 def encode(record: dict[str, Any]) -> bytes:
     """One line, ending in a newline. Raises ValueError for data JSON cannot hold."""
     try:
-        text = json.dumps(record, ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+        text = jsonio.dumps_line(record)
     except (TypeError, ValueError) as error:
         kind = record.get("type", "?")
         raise ValueError(f"a {kind} entry cannot be written as JSON: {error}") from error
-    return text.encode("ascii") + b"\n"
+    return text + b"\n"
 
 
 def split_lines(path: Path, data: bytes) -> list[bytes]:
@@ -80,7 +80,7 @@ def split_lines(path: Path, data: bytes) -> list[bytes]:
     return lines
 
 
-def parse_header(path: Path, line: bytes) -> Header:
+def parse_header(path: Path, line: bytes | memoryview) -> Header:
     record = _parse_object(path, 1, line)
     if record.get("type") != "session":
         raise SessionUnreadable(
@@ -99,8 +99,11 @@ def parse_header(path: Path, line: bytes) -> Header:
     return record
 
 
-def parse_entry(path: Path, number: int, line: bytes) -> Entry:
-    """Check one entry line's own shape (not yet how it relates to the others)."""
+def parse_entry(
+    path: Path, number: int, line: bytes | memoryview, shared: dict[str, str] | None = None
+) -> Entry:
+    """Check one entry line's own shape (not yet how it relates to the others). With
+    ``shared`` (one dict per file read), repeated short names share one string."""
     entry = _parse_object(path, number, line)
     entry_id = entry.get("id")
     if not isinstance(entry_id, str) or not entry_id:
@@ -120,6 +123,8 @@ def parse_entry(path: Path, number: int, line: bytes) -> Entry:
             raise SessionUnreadable(
                 path, where, "a message entry needs a 'message' with a known role"
             )
+        if shared is not None:
+            _share_names(entry, message, shared)
     elif kind == "compaction":
         if not isinstance(entry.get("summary"), str) or not isinstance(
             entry.get("firstKeptId"), str
@@ -137,9 +142,33 @@ def parse_entry(path: Path, number: int, line: bytes) -> Entry:
     return entry
 
 
-def _parse_object(path: Path, number: int, line: bytes) -> dict[str, Any]:
+_SHARED_KEYS = ("toolName", "stopReason", "model")
+_SHORT = 64
+
+
+def _share_names(entry: Entry, message: dict[str, Any], shared: dict[str, str]) -> None:
+    """One string object for each short name the entries of a file repeat (types, roles,
+    tool names, models): a decoder makes a new one per line, and at tens of thousands
+    of entries those copies are megabytes of a resumed session. Equal values; only the
+    duplicates go. ``shared`` belongs to one read of one file."""
+    entry["type"] = shared.setdefault(entry["type"], entry["type"])
+    for key in ("role", *_SHARED_KEYS):
+        value = message.get(key)
+        if isinstance(value, str) and len(value) < _SHORT:
+            message[key] = shared.setdefault(value, value)
+    content = message.get("content")
+    if isinstance(content, list):
+        for block in content:
+            if isinstance(block, dict) and isinstance(block.get("type"), str):
+                block["type"] = shared.setdefault(block["type"], block["type"])
+                name = block.get("name")
+                if isinstance(name, str) and len(name) < _SHORT:
+                    block["name"] = shared.setdefault(name, name)
+
+
+def _parse_object(path: Path, number: int, line: bytes | memoryview) -> dict[str, Any]:
     try:
-        record = json.loads(line)
+        record = jsonio.loads(line)
     except (ValueError, UnicodeDecodeError) as error:
         raise SessionUnreadable(path, f"line {number}", f"not JSON ({error})") from None
     if not isinstance(record, dict):

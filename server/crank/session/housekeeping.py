@@ -16,8 +16,9 @@ What it promises:
   a change is logged once, not at every request.
 - ``build_request`` turns the record into the request under the run's prompt (the
   system prompt and tool specs the Harness captured when the run started; the keeper
-  keeps no copy): the repaired view, old results cleared by policy, cache marks
-  placed. The same record, prompt and state give the same bytes.
+  keeps no copy): the repaired view, old turns trimmed or old results cleared by
+  policy, cache marks placed, then the keys of the session's notes (``notes.py``)
+  after the marks. The same record, prompt, state and notes give the same bytes.
 - ``before_request`` runs at every safe point of a run (before the first request of a
   prompt and after each whole tool batch): if the next request would pass the
   threshold it compacts, so a long run cannot walk into the wall between turns.
@@ -62,11 +63,21 @@ from .estimate import (
     SizeCache,
     anchor_index,
     context_tokens,
+    message_chars,
     prompt_chars,
     usage_total,
 )
 from .log import SessionLog
-from .policies import ClearState, Policy, PolicyName, cache_marks, clear_old_results
+from .notes import Notes, listed_keys, notes_index, notes_path, with_notes_index
+from .policies import (
+    ClearState,
+    Policy,
+    PolicyName,
+    TrimState,
+    cache_marks,
+    clear_old_results,
+    trim_old_turns,
+)
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +95,7 @@ class ContextSettings:
     """About how much of the newest conversation a compaction keeps word for word (at
     most a third of the usable window, so a small window still gets room back)."""
     policy: PolicyName = "default"
-    """``none`` | ``cache`` | ``clear`` | ``compact`` | ``default``."""
+    """``none`` | ``cache`` | ``clear`` | ``compact`` | ``trim`` | ``default``."""
     clear_at_tokens: int | None = None
     """Clear old results once a request passes this. Default: the kept size."""
 
@@ -113,8 +124,10 @@ class Housekeeper:
         settings: ContextSettings,
         *,
         summarizer: Model | None = None,
+        notes: Notes | None = None,
     ) -> None:
         self._policy = Policy.named(settings.policy)
+        self._notes = notes if notes is not None else Notes(notes_path(log.path))
         self._log = log
         self._model = model
         self._settings = settings
@@ -127,6 +140,7 @@ class Housekeeper:
         self._last_sent: tuple[Any, ...] | None = None
         self._last_chars: tuple[Sequence[Message], int, int] | None = None
         self._clear = ClearState()
+        self._trim = TrimState()
         self._view_changed_ms = 0
         self._last_request_chars: int | None = None
         self._repairs = Repairs()
@@ -189,6 +203,15 @@ class Housekeeper:
         self._fixed = (system, tools, chars)
         return chars
 
+    def _index(self) -> tuple[list[str], int]:
+        """The keys of the session's notes, listed at the end of every request, and
+        the characters that listing adds (counted with the fixed part)."""
+        keys = listed_keys(self._notes)
+        text = notes_index(keys)
+        if text is None:
+            return keys, 0
+        return keys, message_chars({"role": "user", "content": text, "timestamp": 0}) + 1
+
     @property
     def repairs(self) -> Repairs:
         """What the view last repaired in the record (nothing, for a healthy session)."""
@@ -196,7 +219,7 @@ class Housekeeper:
 
     def _sent(
         self, record: Sequence[Message], fixed: int, *, sending: bool = False
-    ) -> tuple[list[Message], ClearState]:
+    ) -> tuple[list[Message], ClearState, TrimState]:
         """What a request would send now. Only a request being sent, or an estimate at
         rest (``sending``), updates ``repairs``: an estimate taken while a reply's calls
         are still running would report their pending results as repaired, every turn.
@@ -205,32 +228,59 @@ class Housekeeper:
         same, so it is remembered: ``before_request`` and the ``build_request`` that
         follows it compute one view, not two."""
         last = record[-1] if record else None
-        key = (len(record), id(last), fixed, self._clear, self._calibration.chars_per_token)
+        key = (
+            len(record),
+            id(last),
+            fixed,
+            self._clear,
+            self._trim,
+            self._calibration.chars_per_token,
+        )
         memo = self._last_sent
         if memo is not None and memo[0] == key and memo[1] is last:
-            view, repairs, sent, state = memo[2], memo[3], memo[4], memo[5]
+            repairs, sent, state, trim = memo[2], memo[3], memo[4], memo[5]
         else:
             view, repairs = self._view.repair(record)
-            sent, state = self._clear_results(view, fixed)
-            self._last_sent = (key, last, view, repairs, sent, state)
+            trimmed, trim = self._trim_turns(view, fixed)
+            sent, state = self._clear_results(trimmed, fixed)
+            self._last_sent = (key, last, repairs, sent, state, trim)
         if sending and repairs != self._repairs:
             self._repairs = repairs
             if repairs:
                 log.warning("%s: the request view repairs the record: %s", self._log.path, repairs)
-        return sent, state
+        return sent, state, trim
 
-    def _clear_results(self, view: list[Message], fixed: int) -> tuple[list[Message], ClearState]:
-        if not self._policy.clear:
-            return view, self._clear
+    def _tokens_of(self, fixed: int) -> Callable[[Sequence[Message]], int]:
         calibration = self._calibration
 
         def tokens(messages: Sequence[Message]) -> int:
             return calibration.tokens(self._chars_of(fixed, messages))
 
+        return tokens
+
+    def _trim_turns(
+        self, view: list[Message], fixed: int, *, keep: int | None = None
+    ) -> tuple[list[Message], TrimState]:
+        """The ``trim`` policy: past the threshold, the oldest turns after the task go,
+        down to about the kept size (``keep``, when recovering from an overflow)."""
+        if not self._policy.trim:
+            return view, self._trim
+        return trim_old_turns(
+            view,
+            self._trim,
+            tokens=self._tokens_of(fixed),
+            limit=self.threshold() if keep is None else 0,
+            keep_tokens=self.keep_tokens() if keep is None else keep,
+            size=self._size,
+        )
+
+    def _clear_results(self, view: list[Message], fixed: int) -> tuple[list[Message], ClearState]:
+        if not self._policy.clear:
+            return view, self._clear
         return clear_old_results(
             view,
             self._clear,
-            tokens=tokens,
+            tokens=self._tokens_of(fixed),
             limit=self._clear_at(),
             keep_tokens=self._clear_at() // 4,
             size=self._size,
@@ -247,10 +297,11 @@ class Housekeeper:
 
     async def build_request(self, record: Sequence[Message], prompt: RunPrompt) -> ModelRequest:
         system = prompt.system
-        fixed = self._fixed_chars(system, prompt.tools)
-        sent, state = self._sent(record, fixed, sending=True)
-        if state != self._clear:
-            self._clear = state
+        keys, index_chars = self._index()
+        fixed = self._fixed_chars(system, prompt.tools) + index_chars
+        sent, state, trim = self._sent(record, fixed, sending=True)
+        if (state, trim) != (self._clear, self._trim):
+            self._clear, self._trim = state, trim
             self._view_changed_ms = now_ms()
         marks = cache_marks(sent) if self._policy.cache else ()
         tools = list(prompt.tools)
@@ -259,6 +310,7 @@ class Housekeeper:
         request = ModelRequest(
             system=system, messages=resolved.messages, tools=tools, cache_marks=marks
         )
+        request = with_notes_index(request, keys)  # last, after the marks: see notes.py
         # The request's size in the same characters every estimate counts, from the
         # sizes already known: encoding the request is the provider's job, done once.
         self._last_request_chars = self._chars_of(fixed, sent)
@@ -293,13 +345,13 @@ class Housekeeper:
         """The size of the request the harness's record would send now, policies applied."""
         record = harness.messages
         prompt = self._prompt(harness)
-        fixed = self._fixed_chars(prompt.system, prompt.tools)
+        fixed = self._fixed_chars(prompt.system, prompt.tools) + self._index()[1]
         # At rest the estimate is of the next request exactly: its repairs are news. In
         # a run, a reply's calls are still running and would count as repaired.
-        sent, state = self._sent(record, fixed, sending=not harness.is_running)
+        sent, state, trim = self._sent(record, fixed, sending=not harness.is_running)
         anchor = anchor_index(sent)
         stale = anchor is not None and sent[anchor]["timestamp"] <= self._view_changed_ms
-        if stale or state != self._clear:
+        if stale or (state, trim) != (self._clear, self._trim):
             # The newest count was for a request cleared differently: estimate the whole.
             return self._calibration.tokens(self._chars_of(fixed, sent))
         return context_tokens(sent, fixed, self._calibration, self._sizes.chars)
@@ -351,13 +403,28 @@ class Housekeeper:
         await self._compact(harness, "threshold", None, tokens, in_hook=True)
 
     async def recover_overflow(self, harness: Harness) -> bool:
-        """Compact after a refusal for length (every policy but ``none``); True if room was made."""
+        """After a refusal for length, make room (every policy but ``none``): ``trim``
+        trims to half the kept size, the others compact. True if room was made."""
         self._attach(harness)
         if self._policy == Policy.named("none"):
             return False
+        if self._policy.trim:
+            return self._trim_harder(harness)
         tokens = self.context_tokens(harness)
         outcome = await self._compact(harness, "overflow", None, tokens, in_hook=True)
         return bool(outcome["compacted"])
+
+    def _trim_harder(self, harness: Harness) -> bool:
+        """Move the trim boundary so only about half the kept size is sent."""
+        prompt = self._prompt(harness)
+        fixed = self._fixed_chars(prompt.system, prompt.tools) + self._index()[1]
+        view, _ = self._view.repair(harness.messages)
+        _, trim = self._trim_turns(view, fixed, keep=max(1, self.keep_tokens() // 2))
+        if trim == self._trim:
+            return False
+        self._trim = trim
+        self._view_changed_ms = now_ms()
+        return True
 
     # -- compaction ---------------------------------------------------------------------
 
@@ -414,7 +481,7 @@ class Housekeeper:
                         harness.adopt_messages(replayed)
                     else:
                         harness.replace_messages(replayed)
-                    self._clear = ClearState()
+                    self._clear, self._trim = ClearState(), TrimState()
                     self._view_changed_ms = now_ms()
                     result = {
                         "compacted": True,

@@ -17,7 +17,6 @@ lose it, or let it go stale, and the next listing rebuilds it from the files.
 from __future__ import annotations
 
 import contextlib
-import json
 import mmap
 import os
 import secrets
@@ -25,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Literal, NotRequired, TypedDict
 
+from . import jsonio
 from .entries import MESSAGE_LINE_PREFIX, SESSION_INFO_LINE_PREFIX
 
 INDEX_NAME = ".index.json"
@@ -203,7 +203,7 @@ def _line_at(data: mmap.mmap, start: int) -> bytes:
 
 def _parse(line: bytes) -> dict[str, Any] | None:
     try:
-        value = json.loads(line)
+        value = jsonio.loads(line)
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
@@ -211,7 +211,7 @@ def _parse(line: bytes) -> dict[str, Any] | None:
 
 def _load_cache(directory: Path) -> dict[str, dict[str, Any]]:
     try:
-        cache = json.loads((directory / INDEX_NAME).read_bytes())
+        cache = jsonio.loads((directory / INDEX_NAME).read_bytes())
     except (OSError, ValueError):
         return {}
     if not isinstance(cache, dict) or cache.get("version") != INDEX_VERSION:
@@ -228,7 +228,7 @@ def _save_cache(directory: Path, files: dict[str, dict[str, Any]]) -> None:
     write into the same file."""
     target = directory / INDEX_NAME
     temporary = directory / f"{INDEX_NAME}.{secrets.token_hex(6)}.tmp"
-    data = json.dumps({"version": INDEX_VERSION, "files": files}).encode("utf-8")
+    data = jsonio.dumps({"version": INDEX_VERSION, "files": files})
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
         with os.fdopen(fd, "wb") as out:

@@ -19,11 +19,10 @@ Promises:
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import secrets
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,6 +33,7 @@ from crank.agent.events import Event
 from crank.agent.messages import ImageBlock, Message, Usage, images_of, now_ms
 from crank.agent.model import Model
 
+from . import jsonio
 from .blobs import blob_dir, stored_message
 from .blobs import load as load_blob
 from .branch_summary import abandoned_messages, summarize_branch
@@ -44,6 +44,18 @@ from .replay import transcript
 from .tree import SessionTree
 
 Listener = Callable[[Event], Awaitable[None]]
+Following = Callable[[Message], Sequence[Message]]
+"""The messages already in the record after a given one (``Harness.messages_after``)."""
+
+
+class _Taken:
+    """The ids a batch may not use: the file's and the batch's own so far."""
+
+    def __init__(self, file: dict[str, Entry], batch: set[str]) -> None:
+        self._file, self._batch = file, batch
+
+    def __contains__(self, entry_id: object) -> bool:
+        return entry_id in self._file or entry_id in self._batch
 
 
 def new_session_id() -> str:
@@ -53,8 +65,7 @@ def new_session_id() -> str:
 
 def read_tree(path: Path | str) -> SessionTree:
     """Read and check a whole session file without locking it (readers never need to)."""
-    path = Path(path)
-    return SessionTree.load(path, path.read_bytes())
+    return SessionTree.read(Path(path))
 
 
 def fsync_dir(directory: Path) -> None:
@@ -153,27 +164,46 @@ class SessionLog:
 
     def append_sync(self, kind: str, fields: dict[str, Any], parent: str | None = None) -> str:
         """Append one entry under ``parent`` (default: the tip); return its id once synced."""
+        return self.append_many_sync([(kind, fields)], parent)[0]
+
+    def append_many_sync(
+        self, items: Sequence[tuple[str, dict[str, Any]]], parent: str | None = None
+    ) -> list[str]:
+        """Append entries that complete together, each the child of the one before (the
+        first under ``parent``, default: the tip), with one write and one ``fsync``;
+        their ids once all are synced. Every entry is encoded before anything is written,
+        so one that JSON cannot hold writes none of them. A crash during the write
+        leaves a prefix of them, the last line possibly torn (``repair`` cuts it), and
+        nothing about them has been announced yet."""
         with self._write_lock:
             fd = self._writable()
             parent_id = self._tree.tip if parent is None else parent
             if parent is not None:
                 self._require(parent)
-            entry: Entry = {
-                "type": kind,
-                "id": new_entry_id(self._tree.by_id),
-                "parentId": parent_id,
-                "timestamp": now_ms(),
-                **fields,
-            }
-            line = encode(entry)
+            taken: set[str] = set()
+            lines: list[bytes] = []
+            for kind, fields in items:
+                entry_id = new_entry_id(_Taken(self._tree.by_id, taken))
+                taken.add(entry_id)
+                entry: Entry = {
+                    "type": kind,
+                    "id": entry_id,
+                    "parentId": parent_id,
+                    "timestamp": now_ms(),
+                    **fields,
+                }
+                lines.append(encode(entry))
+                parent_id = entry_id
             try:
-                _write_all(fd, line)
+                _write_all(fd, b"".join(lines))
                 os.fsync(fd)
             except BaseException as error:
                 self._broken = f"an earlier write failed ({error!r})"
                 raise
-            self._tree.add(json.loads(line))
-            return str(entry["id"])
+            entries = [jsonio.loads(line) for line in lines]
+            for entry in entries:
+                self._tree.add(entry)
+            return [str(entry["id"]) for entry in entries]
 
     async def append(self, kind: str, fields: dict[str, Any], parent: str | None = None) -> str:
         """``append_sync`` off the event loop, in call order."""
@@ -195,6 +225,20 @@ class SessionLog:
         if images_of(message):
             message = await anyio.to_thread.run_sync(stored_message, self.blobs, message)
         return await self.append("message", {"message": _role_first(message)})
+
+    async def append_messages(self, messages: Sequence[Message]) -> list[str]:
+        """Messages that completed together, one ``fsync`` for all (``append_many_sync``);
+        their large images are stored as blobs first, as ``append_message`` does."""
+        if any(images_of(message) for message in messages):
+            messages = await anyio.to_thread.run_sync(self._stored_all, messages)
+        items = [("message", {"message": _role_first(message)}) for message in messages]
+        if self._order is None:
+            self._order = asyncio.Lock()
+        async with self._order:
+            return await anyio.to_thread.run_sync(self.append_many_sync, items)
+
+    def _stored_all(self, messages: Sequence[Message]) -> list[Message]:
+        return [stored_message(self.blobs, message) for message in messages]
 
     def append_message_sync(self, message: Message) -> str:
         message = stored_message(self.blobs, message)
@@ -267,18 +311,34 @@ class SessionLog:
 
     # -- the Harness listener ----------------------------------------------------
 
-    def listener(self) -> Listener:
+    def listener(self, following: Following | None = None) -> Listener:
         """A Harness listener: saves every finished message and tells the event its id.
 
         On ``message_end`` the message is appended and synced before the listener
         returns, and ``event["entryId"]`` is set, so whoever hears the event next can
         trust that the entry is on disk. A failed write raises and ends the run loudly.
         ``agent_start`` / ``agent_settled`` mark a run as active, which refuses branching.
+
+        ``following`` (the Harness's ``messages_after``) names the messages already in
+        the record after the one just finished: the loop puts messages that complete
+        together (a failed reply and the results of the calls it did not run, a batch
+        of steering messages) into the record before the first of their ``message_end``
+        events. They are saved with it, one ``fsync`` for the group, and each one's own
+        ``message_end`` then only gets its id: still on disk before it is announced.
         """
+        saved_ahead: list[tuple[Message, str]] = []
 
         async def on_event(event: Event) -> None:
             if event["type"] == "message_end":
-                event["entryId"] = await self.append_message(event["message"])
+                message = event["message"]
+                if saved_ahead and saved_ahead[0][0] is message:
+                    event["entryId"] = saved_ahead.pop(0)[1]
+                    return
+                saved_ahead.clear()
+                group = [message, *following(message)] if following is not None else [message]
+                ids = await self.append_messages(group)
+                saved_ahead.extend(zip(group[1:], ids[1:], strict=True))
+                event["entryId"] = ids[0]
             elif event["type"] == "agent_start":
                 self.running = True
             elif event["type"] == "agent_settled":

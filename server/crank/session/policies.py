@@ -10,10 +10,16 @@ policy needs between requests (how far results have been cleared) is handed back
   to get it again. The boundary jumps forward to leave only about ``keep_tokens`` of
   recent messages untouched, so it moves seldom and in big steps, and consecutive
   requests keep sharing their prefix (and the provider's cache).
+- ``trim_old_turns``: once the request passes ``limit`` tokens, the oldest whole turns
+  after the task (the first user message) are left out, down to about ``keep_tokens``
+  of the newest, and one note in their place says how many turns were removed, so the
+  model looks again instead of concluding it never looked. The cut lands only where a
+  turn starts (never on a tool result), so no call is ever parted from its results.
+  Like clearing, the boundary moves seldom and in big steps.
 - ``cache_marks``: where the breakpoints go (the end of the previous request and the
   end of this one); the vendor layer only renders them.
 - ``Policy``: which of them a setting turns on. ``default`` = clear, compact when
-  clearing is not enough, mark the cache.
+  clearing is not enough, mark the cache; ``trim`` = trim, mark the cache.
 """
 
 from __future__ import annotations
@@ -32,7 +38,13 @@ NOTE = (
     "{arguments} returned {chars} characters here. Call {name} again with the same "
     "arguments if you need it.]"
 )
-PolicyName = Literal["none", "cache", "clear", "compact", "default"]
+TRIM_NOTE = (
+    "[{turns} earlier {turn_word} of this conversation ({messages} messages after the task "
+    "above) were removed from the context to save room. What they showed is no longer "
+    "here: if you need something from them, read the file or run the command again "
+    "rather than assuming you never looked.]"
+)
+PolicyName = Literal["none", "cache", "clear", "compact", "trim", "default"]
 """The context policies a user can name (docs/context.md says what each does)."""
 POLICY_NAMES: tuple[PolicyName, ...] = get_args(PolicyName)
 
@@ -42,6 +54,7 @@ class Policy:
     clear: bool
     compact: bool
     cache: bool
+    trim: bool = False
 
     @classmethod
     def named(cls, name: str) -> Policy:
@@ -51,6 +64,7 @@ class Policy:
             "cache": cls(False, False, True),
             "clear": cls(True, False, True),
             "compact": cls(False, True, True),
+            "trim": cls(False, False, True, trim=True),
             "default": cls(True, True, True),
         }
         if name not in table:
@@ -127,6 +141,87 @@ def clear_old_results(
     if not any(_clearable(message) for message in view[state.boundary : boundary]):
         return sent, state  # moving would change nothing sent, only the cache's prefix
     return apply_clearing(view, boundary), ClearState(boundary)
+
+
+@dataclass(frozen=True)
+class TrimState:
+    boundary: int = 0
+    """View positions from the end of the task up to this one are not sent (0: none)."""
+
+
+def task_end(view: Sequence[Message]) -> int:
+    """The position just after the task (the view's first user message); 0 if none."""
+    return next((i + 1 for i, message in enumerate(view) if message["role"] == "user"), 0)
+
+
+def _turn_start(view: Sequence[Message], position: int) -> bool:
+    """A turn starts at every message that is not a tool result: a repaired view puts
+    each call's result right after it, so a cut there never parts a call from it."""
+    return 0 < position < len(view) and view[position]["role"] != "toolResult"
+
+
+def _call_ids(messages: Sequence[Message]) -> set[str]:
+    return {call["id"] for message in messages for call in tool_calls(message)}
+
+
+def _can_cut(view: Sequence[Message], head: int, position: int) -> bool:
+    """A turn start whose kept calls share no id with the dropped ones: a server that
+    reuses ids (``call_0`` every turn) would otherwise leave a kept call answered only
+    by a dropped result."""
+    return _turn_start(view, position) and not (
+        _call_ids(view[head:position]) & _call_ids(view[position:])
+    )
+
+
+def apply_trim(view: Sequence[Message], boundary: int) -> list[Message]:
+    """``view`` without the messages between the task and ``boundary``, and one note
+    standing for them. A boundary that is not a turn start of this view (the view was
+    replaced, say by a branch) trims nothing."""
+    head = task_end(view)
+    if boundary <= head or not _can_cut(view, head, boundary):
+        return list(view)
+    dropped = view[head:boundary]
+    turns = sum(1 for message in dropped if message["role"] == "assistant")
+    note: Message = {
+        "role": "user",
+        "content": TRIM_NOTE.format(
+            turns=turns, turn_word="turn" if turns == 1 else "turns", messages=len(dropped)
+        ),
+        "timestamp": dropped[-1]["timestamp"],
+    }
+    return [*view[:head], note, *view[boundary:]]
+
+
+def trim_old_turns(
+    view: Sequence[Message],
+    state: TrimState,
+    *,
+    tokens: Callable[[Sequence[Message]], int],
+    limit: int,
+    keep_tokens: int,
+    size: Callable[[Message], int],
+) -> tuple[list[Message], TrimState]:
+    """Trim as far as ``state`` says; if the request is still over ``limit``, move the
+    boundary to the first turn start that leaves about ``keep_tokens`` of the newest
+    messages (always at least the newest turn)."""
+    sent = apply_trim(view, state.boundary)
+    if tokens(sent) <= limit:
+        return sent, state
+    head = task_end(view)
+    position, kept = len(view), 0
+    while position > head:
+        kept += size(view[position - 1])
+        if kept > keep_tokens:
+            break
+        position -= 1
+    newest = next((i for i in range(len(view) - 1, head, -1) if _turn_start(view, i)), 0)
+    held = state.boundary if _can_cut(view, head, state.boundary) else 0
+    boundary = min(max(position, held), newest)
+    while 0 < boundary < newest and not _can_cut(view, head, boundary):
+        boundary += 1  # past a reply's results: the reply goes with them
+    if boundary <= head or boundary == state.boundary or not _can_cut(view, head, boundary):
+        return sent, state
+    return apply_trim(view, boundary), TrimState(boundary)
 
 
 def cache_marks(view: Sequence[Message]) -> tuple[int, ...]:

@@ -10,11 +10,19 @@ process and the file can never disagree.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import gc
+import os
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import IO
 
 from .entries import Entry, Header, parse_entry, parse_header, split_lines
-from .errors import SessionUnreadable
+from .errors import SessionUnreadable, TornSession
+
+READ_BLOCK = 1024 * 1024
+"""How much of a session file ``read`` holds at once besides the entries (1 MiB: at 4 MiB
+the peak of opening a 50 MB session was 4 MiB higher and no faster)."""
 
 
 class SessionTree:
@@ -29,10 +37,28 @@ class SessionTree:
 
     @classmethod
     def load(cls, path: Path, data: bytes) -> SessionTree:
-        lines = split_lines(path, data)
-        tree = cls(path, parse_header(path, lines[0]))
-        for number, line in enumerate(lines[1:], start=2):
-            entry = parse_entry(path, number, line)
+        """Check and index a whole file given as bytes (``repair`` has them in hand)."""
+        return cls._from_lines(path, split_lines(path, data))
+
+    @classmethod
+    def read(cls, path: Path) -> SessionTree:
+        """``load`` of the file at ``path``, read a line at a time: the file's bytes are
+        never all held at once next to the entries parsed from them, so opening a long
+        session needs about the memory of its entries. A torn last line is refused
+        before any line is parsed, exactly as ``load`` refuses it."""
+        with open(path, "rb") as file, _collector_paused():
+            size = os.fstat(file.fileno()).st_size
+            if size == 0 or os.pread(file.fileno(), 1, size - 1) != b"\n":
+                return cls.load(path, file.read())  # refused by name in split_lines
+            return cls._from_lines(path, _complete_lines(path, file))
+
+    @classmethod
+    def _from_lines(cls, path: Path, lines: Iterable[bytes | memoryview]) -> SessionTree:
+        lines = iter(lines)
+        tree = cls(path, parse_header(path, next(lines)))
+        shared: dict[str, str] = {}
+        for number, line in enumerate(lines, start=2):
+            entry = parse_entry(path, number, line, shared)
             entry_id = entry["id"]
             if entry_id in tree.by_id:
                 raise SessionUnreadable(
@@ -129,3 +155,52 @@ class SessionTree:
 
     def __len__(self) -> int:
         return len(self.entries)
+
+
+def _complete_lines(path: Path, file: IO[bytes]) -> Iterator[bytes | memoryview]:
+    """The lines of ``file`` without their newlines, read a few MiB at a time and handed
+    out as views into that block (no copy per line; a line longer than a block is joined
+    from its pieces). The file was checked to end in a newline; one that grew a partial
+    line since (a writer mid-append) is torn there."""
+    number = 0
+    pieces: list[bytes] = []
+    while block := file.read(READ_BLOCK):
+        start = 0
+        if pieces:
+            end = block.find(b"\n")
+            if end < 0:
+                pieces.append(block)
+                continue
+            pieces.append(block[:end])
+            number += 1
+            yield b"".join(pieces)
+            pieces = []
+            start = end + 1
+        view = memoryview(block)
+        find = block.find
+        while (end := find(b"\n", start)) >= 0:
+            number += 1
+            yield view[start:end]
+            start = end + 1
+        if start < len(block):
+            pieces.append(block[start:])
+    if pieces:
+        raise TornSession(path, number + 1, sum(map(len, pieces)))
+
+
+@contextmanager
+def _collector_paused() -> Iterator[None]:
+    """Pause the cyclic garbage collector while a file's entries are built.
+
+    Parsing a long session allocates hundreds of thousands of dicts and lists that all
+    stay alive; the collector, triggered by the allocation count, would walk them again
+    and again for nothing (a third of the time of opening a 50 MB session). Reference
+    counting still frees everything as usual; the collector is restored as it was, and
+    runs on its own at the next threshold."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()

@@ -68,7 +68,7 @@ async def differing(ctx: ToolContext, paths: Iterable[Path]) -> list[Path]:
     """Those of ``paths`` that are open in the editor with text the disk does not hold."""
     found: list[Path] = []
     for path in sorted(set(paths)):
-        buffer = ctx.documents.text_of(path)
+        buffer = await ctx.files.read(path)
         if buffer is not None and not await anyio.to_thread.run_sync(agrees, buffer, path):
             found.append(path)
     return found
@@ -92,7 +92,7 @@ def searched_note(ctx: ToolContext, paths: list[Path]) -> str:
 
 async def command_note(ctx: ToolContext) -> str | None:
     """For a command's result: the open files whose unsaved text the command did not see."""
-    inside = [p for p in ctx.documents.paths() if p.is_relative_to(ctx.root)]
+    inside = [p for p in ctx.files.paths() if p.is_relative_to(ctx.root)]
     unsaved = await differing(ctx, inside)
     if not unsaved:
         return None

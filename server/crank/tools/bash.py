@@ -5,6 +5,12 @@ arrives. The result keeps the end of the output, where errors and summaries are;
 that is not all of it, the whole output is saved in ``output_dir`` and the last line
 says where. A timeout or an abort (the task is cancelled) kills the whole process
 group; the cancellation is then re-raised for the caller.
+
+With ``ctx.terminal`` set, the command runs in the editor's terminal instead, so the
+user watches it: the same sandboxed argv, under ``env -i`` with Crank's scrubbed
+environment (``process.detached_argv``), so the editor's own environment (which may
+hold provider keys) never reaches it. The editor keeps the last
+``TERMINAL_OUTPUT_BYTES`` of output; the terminal shows the rest live.
 """
 
 from __future__ import annotations
@@ -21,12 +27,20 @@ from crank.agent.tools import MAX_BYTES, MAX_LINES, OnUpdate, Tool, ToolCall, To
 from .agreement import command_note, with_note
 from .capture import Capture
 from .change import declined
-from .context import CommandPreview, ToolContext, approval_request
-from .process import CONFINED_GRACE_SECONDS, KILL_GRACE_SECONDS, Box, kill_group, start
+from .context import CommandPreview, EditorTerminal, TerminalRun, ToolContext, approval_request
+from .process import (
+    CONFINED_GRACE_SECONDS,
+    KILL_GRACE_SECONDS,
+    Box,
+    detached_argv,
+    kill_group,
+    start,
+)
 from .sandbox import probe
 
 DEFAULT_TIMEOUT = 120.0
 DRAIN_SECONDS = 0.5
+TERMINAL_OUTPUT_BYTES = 1024 * 1024
 READ_CHUNK = 65536
 
 PARAMETERS: dict[str, Any] = {
@@ -65,7 +79,7 @@ async def _pump(stream: asyncio.StreamReader, capture: Capture, on_update: OnUpd
         on_update(rest)
 
 
-async def _uncancellable(step: Awaitable[None]) -> None:
+async def uncancellable(step: Awaitable[None]) -> None:
     """Await ``step`` to its end even if the caller is cancelled meanwhile (a second
     abort); the cancellation is re-raised once it is done."""
     task = asyncio.ensure_future(step)
@@ -113,7 +127,7 @@ async def run_command(
                 await process.wait()
         except TimeoutError:
             timed_out = True
-            await _uncancellable(kill_group(process, grace))
+            await uncancellable(kill_group(process, grace))
         done, _ = await asyncio.wait({reader}, timeout=DRAIN_SECONDS)
         left_running = not done
         if left_running:
@@ -121,12 +135,42 @@ async def run_command(
         else:
             reader.result()
     except BaseException:
-        await _uncancellable(_end(starting, grace))
+        await uncancellable(_end(starting, grace))
         if reader is not None:
             reader.cancel()
         capture.close()
         raise
     return Finished(process.returncode, timed_out, left_running, capture)
+
+
+def _exit_code(ran: TerminalRun) -> int | None:
+    """The terminal's exit as a process's return code (a signal as its negative)."""
+    if ran.exit_code is not None:
+        return ran.exit_code
+    if ran.signal:
+        try:
+            return -signals.Signals[ran.signal].value
+        except KeyError:
+            return None
+    return None
+
+
+async def run_in_terminal(
+    ctx: ToolContext,
+    terminal: EditorTerminal,
+    call_id: str,
+    command: str,
+    seconds: float,
+    box: Box | None,
+) -> tuple[Finished, bool]:
+    """Run ``command`` in the editor's terminal; the Finished (its output captured as
+    a local command's is) and whether the editor cut the output's beginning."""
+    argv = detached_argv(command, ctx.root, box)
+    ran = await terminal.run(call_id, argv, ctx.root, seconds, TERMINAL_OUTPUT_BYTES)
+    capture = Capture(ctx.output_dir)
+    if ran.output:
+        capture.add(ran.output)
+    return Finished(_exit_code(ran), ran.timed_out, False, capture), ran.truncated
 
 
 def _status(done: Finished, timeout: float) -> str | None:
@@ -197,8 +241,19 @@ def make_bash(ctx: ToolContext) -> Tool:
         decision = await ctx.approve(approval_request(call, preview))
         if not decision.allowed:
             return declined(f"running the command `{command}`", decision)
-        done = await run_command(ctx, command, timeout, on_update, await box_for(ctx))
-        return with_note(report(done, timeout), await command_note(ctx))
+        box = await box_for(ctx)
+        if ctx.terminal is None:
+            done = await run_command(ctx, command, timeout, on_update, box)
+            return with_note(report(done, timeout), await command_note(ctx))
+        done, cut = await run_in_terminal(ctx, ctx.terminal, call.id, command, timeout, box)
+        output = report(done, timeout)
+        if cut:
+            output = with_note(
+                output,
+                f"[The editor's terminal kept only the last {TERMINAL_OUTPUT_BYTES // 1024} KB "
+                "of the output; the beginning is lost.]",
+            )
+        return with_note(output, await command_note(ctx))
 
     return Tool(
         name="bash",

@@ -95,7 +95,7 @@ async def apply_change(
     if not decision.allowed:
         return Applied(decision)
     new_raw = before.encode(new_body) if before else new_body
-    buffer = ctx.documents.text_of(path)
+    buffer = await ctx.files.read(path)
     if buffer is not None:
         if before is None or buffer != before.raw:
             raise ToolError(f"{display} changed in the editor while waiting; read it again.")
@@ -125,7 +125,7 @@ async def apply_change(
 
 async def _check_on_disk(ctx: ToolContext, path: Path, display: str, new_raw: str) -> None:
     """The editor said the change landed: the disk must now hold the editor's text."""
-    shown = ctx.documents.text_of(path)
+    shown = await ctx.files.read(path)
     expected = new_raw if shown is None else shown
     if not await anyio.to_thread.run_sync(agrees, expected, path):
         raise ToolError(

@@ -5,6 +5,15 @@ buffers, ``workspace/applyEdit`` for open documents, the approval prompt, and th
 question of whether a path outside the folder may be touched. Every field has a plain
 in-process default so the tools work with no editor at all (``crank run``).
 
+Two ways to see the editor's text: ``documents`` is what the editor has told us is
+open, held in memory (LSP's open documents; a search in a worker thread reads it);
+``files`` asks the editor for one file's text and may wait for an answer (ACP's
+``fs/read_text_file``). The tools read a file through ``files``; by default it is
+``documents`` seen through ``OpenDocuments``, so an LSP editor behaves as before.
+A change goes back through ``apply_edit`` (the write: the editor takes the whole new
+text and the disk holds it when it returns). ``terminal``, when set, runs commands
+where the user watches them (ACP's ``terminal/*``).
+
 Paths handed to ``documents``, ``apply_edit`` and ``outside`` are absolute and fully
 resolved (symlinks followed), so an implementation can key documents by
 ``Path(uri_to_path(uri)).resolve()``.
@@ -17,7 +26,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NotRequired, Protocol, TypedDict
@@ -38,6 +47,66 @@ class Documents(Protocol):
 
     def paths(self) -> Iterable[Path]:
         """Every open document's path (so a search can see buffers that differ from disk)."""
+        ...
+
+
+class EditorFiles(Protocol):
+    """The editor's text of a file, asked for when a tool needs it."""
+
+    async def read(self, path: Path) -> str | None:
+        """The editor's text of ``path`` (with its unsaved changes), or None when the
+        editor has none to give: the tools then read the disk. May wait on the editor;
+        cancelling the caller withdraws the question. Raises ToolError when the editor
+        should have answered and did not (the model is told)."""
+        ...
+
+    def paths(self) -> Iterable[Path]:
+        """The paths known to be open (their unsaved text is worth a note after a
+        command); may be empty when the editor does not say."""
+        ...
+
+
+class OpenDocuments:
+    """``EditorFiles`` over open documents held in memory (no waiting)."""
+
+    def __init__(self, documents: Documents) -> None:
+        self._documents = documents
+
+    async def read(self, path: Path) -> str | None:
+        return self._documents.text_of(path)
+
+    def paths(self) -> Iterable[Path]:
+        return self._documents.paths()
+
+
+@dataclass(frozen=True)
+class TerminalRun:
+    """How a command run in the editor's terminal ended, and the output it kept."""
+
+    output: str
+    exit_code: int | None
+    signal: str | None = None
+    truncated: bool = False
+    """The editor kept only the end of the output (``output_limit`` bytes)."""
+    timed_out: bool = False
+
+
+class EditorTerminal(Protocol):
+    """A terminal in the editor, shown with the tool call that runs the command."""
+
+    async def run(
+        self,
+        call_id: str,
+        argv: Sequence[str],
+        cwd: Path,
+        seconds: float,
+        output_limit: int,
+    ) -> TerminalRun:
+        """Run ``argv`` (exactly: program and arguments, no shell added) in ``cwd``;
+        kill it after ``seconds``. On every way out (its end, the timeout, a
+        cancellation of the caller) the terminal is killed if still running and
+        released before this returns or re-raises. Raises ToolError when the editor
+        refuses or does not answer."""
         ...
 
 
@@ -196,6 +265,11 @@ class ToolContext:
 
     root: Path
     documents: Documents = field(default_factory=NoDocuments)
+    editor_files: EditorFiles | None = None
+    """How a tool reads the editor's text of one file; None: ``documents`` (see
+    ``files``)."""
+    terminal: EditorTerminal | None = None
+    """Where commands run when not here: the editor's terminal (see bash)."""
     apply_edit: ApplyEdit = no_editor
     approve: Approve = allow_all
     outside: Outside = refuse_outside
@@ -209,6 +283,14 @@ class ToolContext:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "root", self.root.resolve())
+        if self.editor_files is None:
+            object.__setattr__(self, "editor_files", OpenDocuments(self.documents))
+
+    @property
+    def files(self) -> EditorFiles:
+        """The one way the tools read the editor's text of a file."""
+        assert self.editor_files is not None  # set in __post_init__
+        return self.editor_files
 
     async def resolve(self, raw: str, call: ToolCall) -> Path:
         """The absolute, symlink-free path for an argument of ``call``, after asking

@@ -102,7 +102,7 @@ def make_edit(ctx: ToolContext) -> Tool:
         pairs = requested_edits(args)
         path = await ctx.resolve(args["path"], call)
         display = ctx.display(path)
-        before = await load_text(path, ctx.documents, display, instead=TOO_LARGE)
+        before = await load_text(path, ctx.files, display, instead=TOO_LARGE)
         after = splice(before.body, place_all(before.body, pairs))
         if after == before.body:
             raise ToolError(f"No change: the edits leave {display} exactly as it is.")

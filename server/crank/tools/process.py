@@ -71,6 +71,16 @@ def command_argv(command: str, cwd: Path, box: Box | None) -> list[str]:
     return confine(argv, cwd, box.settings, protected=box.protected, readable=box.readable)
 
 
+def detached_argv(command: str, cwd: Path, box: Box | None) -> list[str]:
+    """The command as someone else starts it (the editor's terminal): the same argv,
+    under ``env -i`` with ``command_env()`` spelled out, so the process gets exactly
+    the environment a command Crank starts gets, and nothing of the starter's own
+    (an editor's environment may hold the provider keys Crank keeps from commands)."""
+    env = shutil.which("env") or "/usr/bin/env"
+    pairs = [f"{name}={value}" for name, value in command_env().items()]
+    return [env, "-i", *pairs, *command_argv(command, cwd, box)]
+
+
 async def start(command: str, cwd: Path, box: Box | None = None) -> asyncio.subprocess.Process:
     """Start the command as the leader of a new process group (see the module doc)."""
     argv = command_argv(command, cwd, box)

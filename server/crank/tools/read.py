@@ -35,7 +35,7 @@ from crank.agent.tools import (
     ToolOutput,
 )
 
-from .agreement import differing, read_note
+from .agreement import agrees, read_note
 from .context import ToolContext
 from .lines import LineReader, text_of_line
 from .textfile import (
@@ -206,7 +206,7 @@ def make_read(ctx: ToolContext) -> Tool:
         path = await ctx.resolve(args["path"], call)
         display = ctx.display(path)
         offset, limit = args.get("offset", 1), args.get("limit")
-        buffer = ctx.documents.text_of(path)
+        buffer = await ctx.files.read(path)
         if buffer is not None:
             content = buffer_window(buffer, offset, limit, display)
         else:
@@ -227,7 +227,7 @@ def make_read(ctx: ToolContext) -> Tool:
                 details = {"path": str(path), "openInEditor": False, "unsaved": False}
                 return replace(found, details=details)
             content = found
-        unsaved = buffer is not None and bool(await differing(ctx, [path]))
+        unsaved = buffer is not None and not await anyio.to_thread.run_sync(agrees, buffer, path)
         if unsaved:
             content += "\n\n" + read_note(display)
         details = {"path": str(path), "openInEditor": buffer is not None, "unsaved": unsaved}

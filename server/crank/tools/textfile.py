@@ -26,7 +26,7 @@ import anyio
 
 from crank.agent.tools import ToolError
 
-from .context import Documents
+from .context import EditorFiles
 
 BOM = "\ufeff"
 SNIFF_BYTES = 8192
@@ -181,10 +181,10 @@ def _read_whole(path: Path, display: str, instead: str) -> tuple[bytes, Stamp]:
         return data, stamp_of(info)
 
 
-async def load_text(path: Path, documents: Documents, display: str, *, instead: str) -> Text:
+async def load_text(path: Path, files: EditorFiles, display: str, *, instead: str) -> Text:
     """The document's current text: the editor buffer if open, else the file on disk.
     Either way at most MAX_TEXT_BYTES (``instead`` says what to do about a bigger one)."""
-    buffer = documents.text_of(path)
+    buffer = await files.read(path)
     if buffer is not None:
         if len(buffer) * 4 > MAX_TEXT_BYTES:
             size = len(buffer.encode("utf-8", "surrogatepass"))
@@ -221,11 +221,11 @@ def _previous(path: Path, display: str) -> Text | None:
         raise
 
 
-async def load_previous(path: Path, documents: Documents, display: str) -> Text | None:
+async def load_previous(path: Path, files: EditorFiles, display: str) -> Text | None:
     """What write replaces: the buffer if open; else the file's text when it is UTF-8
     text within MAX_TEXT_BYTES; else (huge, binary, not UTF-8) a Text with ``omitted``
     set, read no further than its first bytes; None if there is no file."""
-    buffer = documents.text_of(path)
+    buffer = await files.read(path)
     if buffer is not None:
         return split_text(buffer, open_in_editor=True)
     return await anyio.to_thread.run_sync(_previous, path, display)

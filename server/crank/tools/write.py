@@ -50,7 +50,7 @@ def make_write(ctx: ToolContext) -> Tool:
         display = ctx.display(path)
         if path.is_dir():
             raise ToolError(f"{display} is a directory; give a file path.")
-        before = await load_previous(path, ctx.documents, display)
+        before = await load_previous(path, ctx.files, display)
         content = args["content"]
         if before is not None:
             content = content.removeprefix("\ufeff").replace("\r\n", "\n")

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Protocol
 
-from crank.tools import Documents
+from crank.tools import Documents, EditorFiles, EditorTerminal
 
 from .stream import EventParams
 
@@ -19,6 +19,17 @@ class EditorClient(Protocol):
     @property
     def documents(self) -> Documents:
         """The open documents (unsaved text), keyed by resolved path."""
+        ...
+
+    @property
+    def files(self) -> EditorFiles:
+        """How a tool reads the editor's text of one file (``OpenDocuments`` over
+        ``documents`` for an editor that announces its open documents)."""
+        ...
+
+    @property
+    def terminal(self) -> EditorTerminal | None:
+        """The editor's terminal for the agent's commands, or None: they run here."""
         ...
 
     async def apply_edit(self, path: Path, old_text: str, new_text: str) -> str | None:

@@ -33,6 +33,7 @@ from crank.agent.model import accepts_images
 from crank.agent.tools import Tool
 from crank.prompt import PromptLocations, PromptWatcher, SystemPrompt, compute_prompt
 from crank.session import SessionLog, SessionStore
+from crank.session.notes import Notes, notes_path
 from crank.tools import ApprovalRequest, ToolContext
 from crank.tools.sandbox import SandboxStatus, probe, protected_paths
 from crank.vendors import discover
@@ -97,6 +98,8 @@ class WorkspaceHost:
         self.ctx = ToolContext(
             self.root,
             documents=client.documents,
+            editor_files=client.files,
+            terminal=client.terminal,
             apply_edit=client.apply_edit,
             approve=self.approvals.approve,
             outside=self.approvals.outside,
@@ -105,6 +108,8 @@ class WorkspaceHost:
                 [Path(settings.session_dir).expanduser()] if settings.session_dir else []
             ),
         )
+        self.notes = Notes(lambda: notes_path(self.session.file))
+        """The active session's notes (the note tools follow the session)."""
         self.tools = self._tool_set(log=None)
         self.model_config = ModelConfig(settings, self.root, env, client.log)
         self.harness = Harness(system="", tools=self.tools, model=self.model_config.configure())
@@ -199,7 +204,7 @@ class WorkspaceHost:
         the active one) has something compacted away."""
         session_log = self.session.log if log is True else log or None
         read_only = (mode or self.permissions.mode) == "readOnly"
-        return session_tools(self.ctx, session_log, read_only=read_only)
+        return session_tools(self.ctx, session_log, read_only=read_only, notes=self.notes)
 
     async def _refresh_tools(self) -> None:
         """``recall`` is offered while something on the active branch has been compacted

@@ -222,7 +222,7 @@ class SessionSlot:
     def _adopt(self, new_log: SessionLog) -> None:
         self._drop()
         self.log = new_log
-        self._save = new_log.listener()
+        self._save = new_log.listener(self.harness.messages_after)
         self.session_id = new_log.session_id
         self.keeper = Housekeeper(new_log, self.harness.model, self.context)
         self.keeper.attach(self.harness)

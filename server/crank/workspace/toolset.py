@@ -1,7 +1,8 @@
 """The tools a session is offered, for every frontend and ``crank run`` alike.
 
-One owner for the rule "the standard (or read-only) tools, plus ``recall`` while the
-session's active branch has something compacted away": the workspace host and the CLI
+One owner for the rule "the standard (or read-only) tools, the note tools, plus
+``recall`` while the session's active branch has something compacted away": the
+workspace host and the CLI
 both ask here, so a session continued with ``crank run --continue`` can reach what a
 ``crank serve`` compaction summarised, exactly as it could in the editor.
 """
@@ -12,12 +13,23 @@ from crank.agent.tools import Tool
 from crank.session import SessionLog
 from crank.session.recall import Recall
 from crank.tools import ToolContext, read_only_tools, standard_tools
+from crank.tools.notes import NoteSource, make_note_tools
 from crank.tools.recall import make_recall
 
 
-def session_tools(ctx: ToolContext, log: SessionLog | None, *, read_only: bool) -> list[Tool]:
-    """The tools for a session on ``log`` (``None``: no session yet, so no ``recall``)."""
+def session_tools(
+    ctx: ToolContext,
+    log: SessionLog | None,
+    *,
+    read_only: bool,
+    notes: NoteSource | None = None,
+) -> list[Tool]:
+    """The tools for a session on ``log`` (``None``: no session yet, so no ``recall``).
+    ``note_save``/``note_read`` come with ``notes`` in every mode, read-only included:
+    they write only beside the session, never in the project."""
     tools = read_only_tools(ctx) if read_only else standard_tools(ctx)
+    if notes is not None:
+        tools.extend(make_note_tools(notes))
     if log is not None:
         recall = Recall(log)
         if recall.available():

@@ -2,7 +2,7 @@
  * Messages between the extension host and the chat webview. Shared by both sides and
  * by the webview test, which posts these into the page in place of VS Code.
  */
-import { IMAGE_MIME_TYPES, type ContextItem, type PermissionDecision, type PermissionMode, type PromptImage } from "../protocol/types";
+import { IMAGE_MIME_TYPES, type CommandInfo, type ContextItem, type PermissionDecision, type PermissionMode, type PromptImage } from "../protocol/types";
 import type { ChatAction } from "./state";
 import type { BranchInfo } from "./branches";
 
@@ -16,7 +16,9 @@ export type HostMessage =
   /** Images the user picked with the host's file dialog, to attach to the next prompt. */
   | { type: "addImages"; images: PromptImage[] }
   /** The session's branches (crank/tree), oldest first; the list shows when there is more than one. */
-  | { type: "branches"; branches: BranchInfo[] };
+  | { type: "branches"; branches: BranchInfo[] }
+  /** The commands `/` completes (crank/commands for the chat's workspace); empty when the server has none. */
+  | { type: "commands"; commands: CommandInfo[] };
 
 /** Webview to host. */
 export type ViewMessage =

@@ -152,7 +152,7 @@ function toolCardsFor(items: ChatItem[], m: Message): ChatItem[] {
 }
 
 function userItem(id: string, m: UserMessage): UserItem {
-  const text = m.typed ?? m.content;
+  const text = userText(m);
   return m.images && m.images.length ? { kind: "user", id, text, images: m.images } : { kind: "user", id, text };
 }
 
@@ -162,6 +162,11 @@ function toolItem(id: string, name: string, args: Record<string, unknown>): Tool
 
 function assistantFinal(id: string, m: Extract<Message, { role: "assistant" }>): AssistantItem {
   return { kind: "assistant", id, blocks: m.content, streaming: false, stopReason: m.stopReason, errorMessage: m.errorMessage };
+}
+
+/** What the chat shows for a user message: what was typed (`/skill:review src/`), not the expansion the model got. */
+function userText(m: Extract<Message, { role: "user" }>): string {
+  return typeof m.typed === "string" ? m.typed : m.content;
 }
 
 /** Rebuild the items from a transcript (resume, session switch, or after a gap). */
@@ -233,7 +238,7 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
       }
       if (m.role === "user") {
         const last = items[items.length - 1];
-        if (last && last.kind === "user" && last.text === (m.typed ?? m.content)) return s;
+        if (last && last.kind === "user" && last.text === userText(m)) return s;
         return { ...s, items: [...items, userItem(`u${p.seq}`, m)] };
       }
       return s;

@@ -7,6 +7,7 @@
  * server through this same code. It does not import `vscode`.
  */
 import type {
+  CommandInfo,
   ContextItem,
   EventParams,
   ModelInfo,
@@ -66,6 +67,8 @@ export const Methods = {
   event: "crank/event",
   requestPermission: "crank/requestPermission",
   saveDocument: "crank/saveDocument",
+  commands: "crank/commands",
+  commandsChanged: "crank/commandsChanged",
 } as const;
 
 /** Drop undefined fields so the wire carries only what the caller said. */
@@ -139,6 +142,15 @@ export class CrankClient {
       params({ ...t, queue: kind, index, text }),
     );
     return { steering: answer.steering, followUp: answer.followUp };
+  }
+
+  /** The commands the user can type as `/name args` (built-ins, skills, templates), in the server's order. */
+  commands(t: { workspace?: string } = {}): Promise<{ commands: CommandInfo[] }> {
+    return this.rpc.sendRequest(Methods.commands, params({ ...t }));
+  }
+  /** crank/commandsChanged: the list for `workspace` changed (a skill or template was added, removed, trust granted). */
+  onCommandsChanged(handler: (p: { workspace: string }) => void): Disposable {
+    return this.rpc.onNotification(Methods.commandsChanged, handler);
   }
 
   onEvent(handler: (p: EventParams) => void): Disposable {

@@ -28,7 +28,7 @@ export interface PromptImage { mimeType: string; data: string; name?: string }
 export const IMAGE_MIME_TYPES: readonly string[] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
 /** The server's limit per image (5 MB), checked here too so the user hears at once. */
 export const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
-/** `typed`: what the user typed when `content` is a command's expansion (`/skill:review src/`). */
+/** `typed`: what the user typed when `content` is its expansion (a `/command`); the chat shows it, the model was sent `content`. */
 export interface UserMessage { role: "user"; content: string; timestamp?: number | string; typed?: string; images?: ImageBlock[] }
 export interface AssistantMessage {
   role: "assistant";
@@ -99,7 +99,17 @@ export interface PromptSource { kind: string; path?: string }
 export interface ContextItem { uri: string; range?: Range }
 export interface Range { start: { line: number; character: number }; end: { line: number; character: number } }
 
-export interface PromptResult { sessionId: string; runId?: string; queued?: "steer" | "followUp"; imagesOmitted?: string }
+/**
+ * What crank/prompt answers: a run started (`runId`), a message queued, or, for a
+ * built-in command the text named (`/new`, `/compact`, `/model`), `command` (its name)
+ * and `result` (what that command's own request would have answered) with no run.
+ */
+export interface PromptResult { sessionId: string; runId?: string; queued?: "steer" | "followUp"; command?: string; result?: unknown; imagesOmitted?: string }
+
+/** Where a command comes from: one of the server's built-ins, a skill, or a prompt template. */
+export type CommandKind = "builtin" | "skill" | "template";
+/** One entry of crank/commands: typed as `/name args`; `name` has no slash. */
+export interface CommandInfo { name: string; description: string; kind: CommandKind; argumentHint?: string }
 export interface ModelRef { api: string; id: string }
 /** `source`: "server" (the configured server serves it), "catalog" (a known cloud model), "config". */
 export interface ModelInfo extends ModelRef { contextWindow?: number; source?: "server" | "catalog" | "config" }

@@ -6,7 +6,8 @@
  */
 import { contextFraction, initialState, reduce, sandboxLine, type ChatItem, type ChatState, type PermissionItem, type ToolItem } from "../chat/state";
 import type { HostMessage, ViewMessage } from "../chat/protocol";
-import type { PermissionDecision, PermissionMode } from "../protocol/types";
+import type { CommandInfo, PermissionDecision, PermissionMode } from "../protocol/types";
+import { acceptCommand, commandQuery, matchCommands } from "../chat/commands";
 import { pathArg, snippetDiff } from "../chat/edits";
 import type { BranchInfo } from "../chat/branches";
 import { button, h } from "./dom";
@@ -35,6 +36,8 @@ let showSessions = false;
 let branches: BranchInfo[] = [];
 let showBranches = false;
 let enterWhileRunning: "steer" | "followUp" = "steer";
+/** The server's commands (crank/commands) for this workspace, in its order. */
+let commands: CommandInfo[] = [];
 let renderQueued = false;
 const itemCache = new Map<string, { ref: ChatItem; el: HTMLElement }>();
 
@@ -88,6 +91,7 @@ const footer = h("div", { class: "footer" }, status, h("span", { class: "spacer"
 
 const queueList = h("ul", { class: "queue", "aria-label": "Queued messages", hidden: true });
 const chips = h("div", { class: "chips", hidden: true });
+const commandMenu = h("ul", { class: "command-menu", id: "command-menu", role: "listbox", "aria-label": "Commands", hidden: true });
 const thumbs = h("div", { class: "thumbs", "aria-label": "Images to send", hidden: true });
 const composerNote = h("div", { class: "composer-note", role: "status", hidden: true });
 const input = h("textarea", {
@@ -95,6 +99,10 @@ const input = h("textarea", {
   rows: "3",
   placeholder: "Ask Crank…",
   "aria-label": "Message",
+  role: "combobox",
+  "aria-autocomplete": "list",
+  "aria-controls": "command-menu",
+  "aria-expanded": "false",
 }) as HTMLTextAreaElement;
 input.value = saved?.input ?? "";
 const addContextButton = button("@", () => post({ type: "addContext" }), { class: "secondary icon", title: "Add a file or the selection as context", "aria-label": "Add context" });
@@ -102,7 +110,7 @@ const attachImageButton = button("Image", () => post({ type: "attachImage" }), {
 const sendButton = button("Send", () => send(false), { class: "send" });
 const stopButton = button("Stop", () => post({ type: "abort" }), { class: "stop", hidden: true, title: "Stop the agent (Esc)" });
 const hint = h("div", { class: "hint input-hint" });
-const composer = h("div", { class: "composer" }, queueList, chips, thumbs, composerNote, input, h("div", { class: "composer-row" }, addContextButton, attachImageButton, hint, h("span", { class: "spacer" }), stopButton, sendButton));
+const composer = h("div", { class: "composer" }, queueList, chips, commandMenu, thumbs, composerNote, input, h("div", { class: "composer-row" }, addContextButton, attachImageButton, hint, h("span", { class: "spacer" }), stopButton, sendButton));
 
 app.append(header, banner, sessionsPanel, branchesPanel, scroller, footer, composer);
 
@@ -122,11 +130,112 @@ function send(alternate: boolean): void {
   note("");
   renderThumbs();
   input.value = "";
+  updateMenu();
   scroller.scrollTop = scroller.scrollHeight;
   persist();
 }
 
+// ---- completing / commands -----------------------------------------------------------
+// The list opens while the caret is in a leading `/name`, filtered as it is typed. The
+// textarea is the combobox: focus stays in it, the active option is aria-activedescendant.
+
+let menuItems: CommandInfo[] = [];
+let menuIndex = 0;
+/** Escape (or leaving the input) closed the list; typing opens it again. */
+let menuClosed = false;
+
+function updateMenu(): void {
+  const query = commandQuery(input.value, input.selectionStart ?? 0);
+  const items = query === undefined || menuClosed ? [] : matchCommands(commands, query);
+  const selected = menuItems[menuIndex]?.name;
+  menuItems = items;
+  menuIndex = Math.max(0, items.findIndex((c) => c.name === selected));
+  commandMenu.textContent = "";
+  items.forEach((c, i) =>
+    commandMenu.append(
+      h(
+        "li",
+        {
+          id: `command-option-${i}`,
+          class: "command-option",
+          role: "option",
+          "aria-selected": "false",
+          "data-name": c.name,
+          title: `/${c.name}${c.argumentHint ? ` ${c.argumentHint}` : ""}: ${c.description}`,
+          // mousedown, not click: the textarea keeps the focus (and so the list its meaning).
+          onmousedown: (e: MouseEvent) => {
+            e.preventDefault();
+            acceptMenu(i);
+          },
+        },
+        h("span", { class: "command-name" }, `/${c.name}`),
+        c.argumentHint ? h("span", { class: "command-hint" }, c.argumentHint) : null,
+        c.kind !== "builtin" ? h("span", { class: "command-kind" }, c.kind) : null,
+        h("span", { class: "command-desc" }, c.description),
+      ),
+    ),
+  );
+  commandMenu.hidden = items.length === 0;
+  input.setAttribute("aria-expanded", String(items.length > 0));
+  selectMenu(menuIndex);
+}
+
+function selectMenu(i: number): void {
+  if (!menuItems.length) {
+    input.removeAttribute("aria-activedescendant");
+    return;
+  }
+  menuIndex = (i + menuItems.length) % menuItems.length;
+  Array.from(commandMenu.children).forEach((el, j) => {
+    el.setAttribute("aria-selected", String(j === menuIndex));
+    el.classList.toggle("selected", j === menuIndex);
+  });
+  input.setAttribute("aria-activedescendant", `command-option-${menuIndex}`);
+  commandMenu.children[menuIndex]?.scrollIntoView({ block: "nearest" });
+}
+
+function acceptMenu(i: number): void {
+  const c = menuItems[i];
+  if (!c) return;
+  const next = acceptCommand(input.value, c.name);
+  input.value = next.text;
+  input.setSelectionRange(next.caret, next.caret);
+  updateMenu();
+  persist();
+}
+
+/** Keys the open list takes; true when it took this one. */
+function menuKey(e: KeyboardEvent): boolean {
+  if (!menuItems.length || e.isComposing) return false;
+  if (e.key === "ArrowDown" || e.key === "ArrowUp") selectMenu(menuIndex + (e.key === "ArrowDown" ? 1 : -1));
+  else if (e.key === "Tab" && !e.shiftKey) acceptMenu(menuIndex);
+  else if (e.key === "Enter" && !e.shiftKey) {
+    // The name is typed in full already: Enter sends it, as it would without the list.
+    if (commandQuery(input.value, input.selectionStart ?? 0) === menuItems[menuIndex].name && input.value.trim() === `/${menuItems[menuIndex].name}`) return false;
+    acceptMenu(menuIndex);
+  } else if (e.key === "Escape") {
+    menuClosed = true;
+    updateMenu();
+  } else return false;
+  e.preventDefault();
+  return true;
+}
+
+input.addEventListener("click", () => updateMenu());
+input.addEventListener("keyup", (e) => {
+  if (["ArrowLeft", "ArrowRight", "Home", "End"].includes(e.key)) updateMenu();
+});
+input.addEventListener("blur", () => {
+  menuClosed = true;
+  updateMenu();
+});
+input.addEventListener("focus", () => {
+  menuClosed = false;
+  updateMenu();
+});
+
 input.addEventListener("keydown", (e) => {
+  if (menuKey(e)) return;
   if (e.key === "Enter" && !e.shiftKey && !e.isComposing) {
     e.preventDefault();
     send(e.altKey || e.ctrlKey || e.metaKey);
@@ -137,6 +246,8 @@ input.addEventListener("keydown", (e) => {
 });
 input.addEventListener("input", (e) => {
   persist();
+  menuClosed = false;
+  updateMenu();
   // "@" typed at the start or after a space opens the context picker (files, selection).
   const pos = input.selectionStart ?? 0;
   if ((e as InputEvent).data === "@" && (pos === 1 || /\s/.test(input.value.charAt(pos - 2)))) {
@@ -228,6 +339,11 @@ window.addEventListener("message", (e: MessageEvent<HostMessage>) => {
     case "restoreInput":
       input.value = input.value ? `${m.text}\n${input.value}` : m.text;
       input.focus();
+      updateMenu();
+      break;
+    case "commands":
+      commands = m.commands;
+      updateMenu();
       break;
     case "context":
       contextChips = m.items;

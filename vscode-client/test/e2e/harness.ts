@@ -19,7 +19,10 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { createServer, type AddressInfo } from "node:net";
+import { pathToFileURL } from "node:url";
 import { chromium, type Browser, type Frame, type Page } from "playwright-core";
+import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type MessageConnection } from "vscode-jsonrpc/node";
+import { experimentalCapabilities } from "../../src/protocol/client";
 
 export const root = process.cwd(); // vscode-client/
 export const repo = path.resolve(root, "..");
@@ -60,16 +63,22 @@ function entry(): string {
   return js;
 }
 
-/** The crank executable and python the extension should use (the repo's venv). */
-export function crankCommand(): string[] {
-  const python = process.env.CRANK_PYTHON ?? path.join(repo, ".venv", "bin", "python");
-  return [python, "-m", "crank", "serve"];
+/** The Python with crank installed: CRANK_PYTHON (test.sh sets it), else the repo's venv. */
+function python(): string {
+  return process.env.CRANK_PYTHON ?? path.join(repo, ".venv", "bin", "python");
 }
 
-/** Starts the loopback model server with a script; resolves to its port. */
-export function startModelServer(scriptFile: string, logTo: string[]): Promise<number> {
-  const python = process.env.CRANK_PYTHON ?? path.join(repo, ".venv", "bin", "python");
-  const p = spawn(python, [path.join(repo, "tests", "support", "model_server.py"), "--script", scriptFile], { stdio: ["ignore", "pipe", "pipe"] });
+/** The crank executable and python the extension should use (the repo's venv). */
+export function crankCommand(): string[] {
+  return [python(), "-m", "crank", "serve"];
+}
+
+/**
+ * Starts the loopback model server with a script; resolves to its port. Its stderr goes
+ * to `log`. Shared by this suite and the integration tests.
+ */
+export function startModelServer(scriptFile: string, log: (text: string) => void): Promise<number> {
+  const p = spawn(python(), [path.join(repo, "tests", "support", "model_server.py"), "--script", scriptFile], { stdio: ["ignore", "pipe", "pipe"] });
   procs.push(p);
   return new Promise((resolve, reject) => {
     let out = "";
@@ -78,9 +87,51 @@ export function startModelServer(scriptFile: string, logTo: string[]): Promise<n
       const m = /PORT (\d+)/.exec(out);
       if (m) resolve(Number(m[1]));
     });
-    p.stderr!.on("data", (d: Buffer) => logTo.push(`[model] ${d}`));
+    p.stderr!.on("data", (d: Buffer) => log(d.toString()));
     p.on("exit", (code) => reject(new Error(`model server exited (${code})`)));
   });
+}
+
+/**
+ * The real `crank serve` of this checkout in `cwd`, over stdio, for the integration
+ * tests (which drive it with the extension's own CrankClient): the connection is not
+ * listening yet, so the caller installs its handlers first. Its stderr goes to `log`.
+ */
+export function startCrankServe(cwd: string, log: (text: string) => void): MessageConnection {
+  const server = spawn(python(), ["-m", "crank", "serve"], {
+    cwd,
+    env: { ...process.env, PYTHONPATH: [path.join(repo, "server"), process.env.PYTHONPATH].filter(Boolean).join(path.delimiter) },
+    stdio: ["pipe", "pipe", "pipe"],
+  });
+  procs.push(server);
+  server.stderr!.on("data", (d: Buffer) => log(d.toString()));
+  return createMessageConnection(new StreamMessageReader(server.stdout!), new StreamMessageWriter(server.stdin!));
+}
+
+/** `initialize` (one workspace folder, Crank's experimental capabilities, these init options) then `initialized`; the initialize result. */
+export async function initializeCrank(conn: MessageConnection, folder: string, crank: Record<string, unknown>): Promise<{ capabilities: any; serverInfo?: { name: string } }> {
+  const uri = pathToFileURL(folder).toString();
+  const init = await conn.sendRequest<{ capabilities: any; serverInfo?: { name: string } }>("initialize", {
+    processId: process.pid,
+    rootUri: uri,
+    workspaceFolders: [{ uri, name: path.basename(folder) }],
+    capabilities: { experimental: experimentalCapabilities, window: { workDoneProgress: true } },
+    initializationOptions: { crank },
+  });
+  await conn.sendNotification("initialized", {});
+  return init;
+}
+
+/** Shuts down a server from startCrankServe (shutdown, exit; a hang guard of 2 s), then ends every process the helpers started. */
+export async function stopServers(conn: MessageConnection | undefined): Promise<void> {
+  try {
+    await Promise.race([conn?.sendRequest("shutdown"), new Promise((r) => setTimeout(r, 2000))]);
+    await conn?.sendNotification("exit");
+  } catch {
+    // the server may already be gone
+  }
+  conn?.dispose();
+  for (const p of procs.splice(0)) p.kill();
 }
 
 /** Every request body the model server received so far. */
@@ -153,7 +204,7 @@ export async function startHarness(script: unknown): Promise<Harness> {
   const logs: string[] = [];
   const scriptFile = path.join(tmp, "model-script.json");
   writeFileSync(scriptFile, JSON.stringify(script));
-  const modelPort = await startModelServer(scriptFile, logs);
+  const modelPort = await startModelServer(scriptFile, (d) => logs.push(`[model] ${d}`));
   const modelUrl = `http://127.0.0.1:${modelPort}`;
   writeSettings(userData, baseSettings({ sessions, modelUrl }));
 
@@ -244,7 +295,7 @@ export async function answerTrust(page: Page, trust: boolean): Promise<void> {
  * Runs a command from the command palette by its title, e.g. "Crank: Open Chat". The
  * palette lists the commands known when it opens; early after a (re)load the
  * extensions' commands may not be registered yet, so it is reopened until the title
- * shows up.
+ * shows up (and F1 is pressed again when the palette did not open at all).
  */
 export async function runCommand(page: Page, title: string): Promise<void> {
   const deadline = Date.now() + GUARD;
@@ -253,9 +304,11 @@ export async function runCommand(page: Page, title: string): Promise<void> {
   for (;;) {
     await page.locator(".monaco-workbench .part.statusbar").click({ position: { x: 700, y: 5 } });
     await page.keyboard.press("F1");
-    await input.waitFor({ state: "visible" });
-    await input.fill(`>${title}`);
     try {
+      // On a loaded machine a webview that was just revealed can take the focus back
+      // after the click, and then F1 opens nothing: press it again rather than wait forever.
+      await input.waitFor({ state: "visible", timeout: 5000 });
+      await input.fill(`>${title}`);
       await row.waitFor({ timeout: 5000 });
       break;
     } catch (err) {

@@ -76,6 +76,8 @@ onPrompt("e2e-branch-edited", { text: "Answer on the new branch." });
 // the extension's own Fix with Crank before the server has started
 onPrompt("Fix the problems in the file third.json", { toolCalls: [edit("fix-3", "third.json", '"third": 3,\n}', '"third": 3\n}')] });
 afterTool("Edited third.json", { text: "Fixed before the server had started." });
+// / commands: the project's skill, run by hand (the model sees the skill's text)
+onPrompt("SKILL-BODY-MARKER-5e1", { text: "Reviewed by the skill." });
 // Workspace Trust
 // a command: the workspace's own settings say permissionMode auto, which Restricted Mode ignores
 onPrompt("e2e-untrusted", { toolCalls: [bash("untrusted-1", "echo UNTRUSTED-RAN")] });
@@ -96,6 +98,11 @@ before(async () => {
   writeFileSync(path.join(project, "data.json"), '{\n  "name": "demo",\n  "value": 1,\n}\n');
   writeFileSync(path.join(project, "other.json"), '{\n  "other": true,\n}\n');
   writeFileSync(path.join(project, "third.json"), '{\n  "third": 3,\n}\n');
+  mkdirSync(path.join(project, ".crank", "skills", "review"), { recursive: true });
+  writeFileSync(
+    path.join(project, ".crank", "skills", "review", "SKILL.md"),
+    "---\nname: review\ndescription: Review the change in a folder (e2e)\n---\nSKILL-BODY-MARKER-5e1: review the files named in the arguments.\n",
+  );
 });
 
 after(async () => {
@@ -197,6 +204,63 @@ async function settled(): Promise<void> {
 
 test("the project's AGENTS.md is in the prompt of a trusted workspace", async () => {
   assert.match(await systemOf("e2e-hello"), /PROJECT-MARKER-7f3a/);
+});
+
+test("/ in the input lists the project's skill; /skill:review runs it, the model gets the skill's text, the chat shows what was typed", async () => {
+  try {
+    const input = chat.locator("textarea.input");
+    // An unknown command is refused with the list, and the text stays in the input.
+    await send(chat, "/nosuch-e2e keep me");
+    await chat.locator(".notice.error", { hasText: "nosuch-e2e" }).waitFor();
+    assert.match(await chat.locator(".notice.error", { hasText: "nosuch-e2e" }).innerText(), /skill:review/);
+    assert.equal(await input.inputValue(), "/nosuch-e2e keep me");
+
+    await input.fill("");
+    await input.pressSequentially("/rev");
+    const option = chat.locator('#command-menu [role="option"]', { hasText: "/skill:review" });
+    await option.waitFor();
+    assert.match(await option.innerText(), /Review the change in a folder \(e2e\)/);
+    assert.equal(await option.getAttribute("aria-selected"), "true");
+    await shot(page, "02-command-list");
+    await input.press("Tab");
+    assert.equal(await input.inputValue(), "/skill:review ");
+    await input.pressSequentially("src/");
+    await input.press("Enter");
+    await chat.locator(".msg.assistant", { hasText: "Reviewed by the skill." }).waitFor();
+    await settled();
+    const reqs = await modelRequests(h.modelUrl);
+    const sent = reqs.map((r) => JSON.stringify(r.body.messages.filter((m) => m.role === "user").at(-1)?.content ?? "")).find((u) => u.includes("SKILL-BODY-MARKER-5e1"));
+    assert.ok(sent, "the model received the skill's text");
+    assert.match(sent, /src\//, "and the arguments");
+    await chat.locator(".msg.user", { hasText: "/skill:review src/" }).waitFor();
+    assert.equal(await chat.locator(".msg.user", { hasText: "SKILL-BODY-MARKER-5e1" }).count(), 0, "the chat shows what was typed, not the skill's body");
+    await shot(page, "02-skill-ran");
+
+    // Built-ins: /model opens the model picker (as Crank: Select Model…), /new shows the new, empty session (as New).
+    await send(chat, "/model");
+    const picker = page.locator(".quick-input-widget", { hasText: "Crank: model" });
+    await picker.waitFor();
+    await shot(page, "02-model-picker");
+    await page.keyboard.press("Escape");
+    await picker.waitFor({ state: "hidden" });
+    await send(chat, "/new");
+    await chat.locator(".msg.user").first().waitFor({ state: "detached" });
+    await chat.locator(".empty:not([hidden])").waitFor();
+    assert.equal(await chat.locator("textarea.input").inputValue(), "", "a built-in that ran leaves the input empty");
+
+    // A template added now: crank/commandsChanged, and the open list takes in the new command.
+    await input.click();
+    await input.pressSequentially("/fix");
+    mkdirSync(path.join(project, ".crank", "prompts"), { recursive: true });
+    writeFileSync(path.join(project, ".crank", "prompts", "fix-tests.md"), "---\ndescription: Fix the failing tests (e2e)\nargument-hint: <test>\n---\nFix the test $1.\n");
+    const added = chat.locator('#command-menu [role="option"]', { hasText: "/fix-tests" });
+    await added.waitFor();
+    assert.match(await added.innerText(), /<test>[\s\S]*Fix the failing tests \(e2e\)/);
+    await input.press("Escape");
+    await input.fill("");
+  } catch (err) {
+    await dump("commands", err);
+  }
 });
 
 test("permission: Allow runs the command once; the next one asks again and Reject sends the reason", async () => {

@@ -8,20 +8,17 @@
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
-import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type MessageConnection } from "vscode-jsonrpc/node";
-import { CrankClient, experimentalCapabilities } from "../../src/protocol/client";
+import type { MessageConnection } from "vscode-jsonrpc/node";
+import { CrankClient } from "../../src/protocol/client";
+import { initializeCrank, startCrankServe, startModelServer, stopServers } from "../e2e/harness";
 import { answerSave, type SaveHost } from "../../src/protocol/save";
 import type { EventParams, SaveDocumentParams } from "../../src/protocol/types";
 
-const repo = path.resolve(process.cwd(), "..");
-const python = process.env.CRANK_PYTHON ?? "python3";
 const CALC = "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n";
-const procs: ChildProcess[] = [];
 let tmp = "";
 let calc = "";
 let conn: MessageConnection;
@@ -66,21 +63,6 @@ function userTypes(uri: string, text: string): Promise<void> {
 const edit = (id: string, oldText: string, newText: string) => ({ id, name: "edit", arguments: { path: "calc.py", oldText, newText } });
 const bash = (id: string, command: string) => ({ id, name: "bash", arguments: { command } });
 
-function startModelServer(scriptFile: string): Promise<number> {
-  const p = spawn(python, [path.join(repo, "tests", "support", "model_server.py"), "--script", scriptFile], { stdio: ["ignore", "pipe", "pipe"] });
-  procs.push(p);
-  return new Promise((resolve, reject) => {
-    let out = "";
-    p.stdout!.on("data", (d: Buffer) => {
-      out += d.toString();
-      const m = /PORT (\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
-    p.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
-    p.on("exit", (code) => reject(new Error(`model server exited (${code}): ${stderr}`)));
-  });
-}
-
 /** Prompt and wait for the run's agent_settled (a hang guard fails after 60 s); results by call id. */
 async function run(text: string): Promise<Map<string, { content: string; isError: boolean }>> {
   const from = events.length;
@@ -113,15 +95,8 @@ before(async () => {
     { text: "checked" },
   ];
   writeFileSync(scriptFile, JSON.stringify({ replies }));
-  const port = await startModelServer(scriptFile);
-  const server = spawn(python, ["-m", "crank", "serve"], {
-    cwd: ws,
-    env: { ...process.env, PYTHONPATH: [path.join(repo, "server"), process.env.PYTHONPATH].filter(Boolean).join(path.delimiter) },
-    stdio: ["pipe", "pipe", "pipe"],
-  });
-  procs.push(server);
-  server.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
-  conn = createMessageConnection(new StreamMessageReader(server.stdout!), new StreamMessageWriter(server.stdin!));
+  const port = await startModelServer(scriptFile, (d) => (stderr += d));
+  conn = startCrankServe(ws, (d) => (stderr += d));
   crank = new CrankClient(conn);
   crank.onEvent((p) => events.push(p));
   crank.onSaveDocument(async (p) => {
@@ -129,6 +104,7 @@ before(async () => {
     return answerSave(p, host);
   });
   conn.onRequest("workspace/configuration", (p: { items: unknown[] }) => p.items.map(() => null));
+  conn.onRequest("window/workDoneProgress/create", () => null);
   conn.onRequest("workspace/applyEdit", async (p: { edit: { documentChanges: { textDocument: { uri: string; version: number }; edits: { range: any; newText: string }[] }[] } }) => {
     for (const change of p.edit.documentChanges) {
       const buffer = buffers.get(change.textDocument.uri);
@@ -140,31 +116,14 @@ before(async () => {
     return { applied: true };
   });
   conn.listen();
-  const workspace = pathToFileURL(ws).toString();
-  await conn.sendRequest("initialize", {
-    processId: process.pid,
-    rootUri: workspace,
-    workspaceFolders: [{ uri: workspace, name: "project" }],
-    capabilities: { experimental: experimentalCapabilities },
-    initializationOptions: {
-      crank: { provider: { api: "openai", baseUrl: `http://127.0.0.1:${port}/v1`, model: "test", apiKey: "x" }, sessionDir: path.join(tmp, "sessions"), permissionMode: "auto" },
-    },
-  });
-  await conn.sendNotification("initialized", {});
+  await initializeCrank(conn, ws, { provider: { api: "openai", baseUrl: `http://127.0.0.1:${port}/v1`, model: "test", apiKey: "x" }, sessionDir: path.join(tmp, "sessions"), permissionMode: "auto" });
   const uri = pathToFileURL(calc).toString();
   buffers.set(uri, { text: CALC, version: 1 });
   await conn.sendNotification("textDocument/didOpen", { textDocument: { uri, languageId: "python", version: 1, text: CALC } });
 });
 
 after(async () => {
-  try {
-    await Promise.race([conn?.sendRequest("shutdown"), new Promise((r) => setTimeout(r, 2000))]);
-    await conn?.sendNotification("exit");
-  } catch {
-    // the server may already be gone
-  }
-  conn?.dispose();
-  for (const p of procs) p.kill();
+  await stopServers(conn);
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
 

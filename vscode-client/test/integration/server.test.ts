@@ -9,18 +9,15 @@
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, type ChildProcess } from "node:child_process";
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { pathToFileURL } from "node:url";
-import { createMessageConnection, StreamMessageReader, StreamMessageWriter, type MessageConnection } from "vscode-jsonrpc/node";
-import { CrankClient, experimentalCapabilities } from "../../src/protocol/client";
+import type { MessageConnection } from "vscode-jsonrpc/node";
+import { CrankClient } from "../../src/protocol/client";
+import { initializeCrank, startCrankServe, startModelServer, stopServers } from "../e2e/harness";
 import type { CrankEvent, EventParams, PermissionRequest } from "../../src/protocol/types";
 
-const repo = path.resolve(process.cwd(), "..");
-const python = process.env.CRANK_PYTHON ?? "python3";
-const procs: ChildProcess[] = [];
 let tmp = "";
 let conn: MessageConnection;
 let crank: CrankClient;
@@ -60,21 +57,6 @@ function script(): unknown {
   };
 }
 
-function startModelServer(scriptFile: string): Promise<number> {
-  const p = spawn(python, [path.join(repo, "tests", "support", "model_server.py"), "--script", scriptFile], { stdio: ["ignore", "pipe", "pipe"] });
-  procs.push(p);
-  return new Promise((resolve, reject) => {
-    let out = "";
-    p.stdout!.on("data", (d: Buffer) => {
-      out += d.toString();
-      const m = /PORT (\d+)/.exec(out);
-      if (m) resolve(Number(m[1]));
-    });
-    p.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
-    p.on("exit", (code) => reject(new Error(`model server exited (${code}): ${stderr}`)));
-  });
-}
-
 /** The first event from index `from` on that matches; a hang guard (not a speed check) fails after 60 s. */
 function waitFor(pred: (e: CrankEvent, p: EventParams) => boolean, from = 0): Promise<EventParams> {
   const deadline = Date.now() + 60_000;
@@ -98,16 +80,9 @@ before(async () => {
   writeFileSync(path.join(ws, "calc.py"), "def add(a, b):\n    return a - b\n");
   const scriptFile = path.join(tmp, "script.json");
   writeFileSync(scriptFile, JSON.stringify(script()));
-  const port = await startModelServer(scriptFile);
+  const port = await startModelServer(scriptFile, (d) => (stderr += d));
 
-  const server = spawn(python, ["-m", "crank", "serve"], {
-    cwd: ws,
-    env: { ...process.env, PYTHONPATH: [path.join(repo, "server"), process.env.PYTHONPATH].filter(Boolean).join(path.delimiter) },
-    stdio: ["pipe", "pipe", "pipe"],
-  });
-  procs.push(server);
-  server.stderr!.on("data", (d: Buffer) => (stderr += d.toString()));
-  conn = createMessageConnection(new StreamMessageReader(server.stdout!), new StreamMessageWriter(server.stdin!));
+  conn = startCrankServe(ws, (d) => (stderr += d));
   crank = new CrankClient(conn);
   crank.onEvent((p) => events.push(p));
   crank.onPermissionRequest(async (p) => {
@@ -118,34 +93,18 @@ before(async () => {
   conn.onRequest("workspace/configuration", (p: { items: unknown[] }) => p.items.map(() => null));
   conn.listen();
   workspace = pathToFileURL(ws).toString();
-  const init = await conn.sendRequest<{ capabilities: any; serverInfo?: { name: string } }>("initialize", {
-    processId: process.pid,
-    rootUri: workspace,
-    workspaceFolders: [{ uri: workspace, name: "project" }],
-    capabilities: { experimental: experimentalCapabilities, window: { workDoneProgress: true } },
-    initializationOptions: {
-      crank: {
-        provider: { api: "openai", baseUrl: `http://127.0.0.1:${port}/v1`, model: "test", apiKey: "x" },
-        sessionDir: path.join(tmp, "sessions"),
-        trusted: true,
-        permissionMode: "ask",
-      },
-    },
+  const init = await initializeCrank(conn, ws, {
+    provider: { api: "openai", baseUrl: `http://127.0.0.1:${port}/v1`, model: "test", apiKey: "x" },
+    sessionDir: path.join(tmp, "sessions"),
+    trusted: true,
+    permissionMode: "ask",
   });
   assert.equal(init.serverInfo?.name, "crank");
   assert.equal(init.capabilities.experimental.crank.protocolVersion, 1);
-  await conn.sendNotification("initialized", {});
 });
 
 after(async () => {
-  try {
-    await Promise.race([conn?.sendRequest("shutdown"), new Promise((r) => setTimeout(r, 2000))]);
-    await conn?.sendNotification("exit");
-  } catch {
-    // the server may already be gone
-  }
-  conn?.dispose();
-  for (const p of procs) p.kill();
+  await stopServers(conn);
   if (tmp) rmSync(tmp, { recursive: true, force: true });
 });
 
@@ -192,4 +151,18 @@ test("abort stops a long command and answers only after agent_settled", async ()
   assert.ok(events.slice(from).some((p) => p.event.type === "agent_settled"), "agent_settled before the abort response");
   const state = await crank.state({ workspace });
   assert.equal(state.running, false);
+});
+
+test("crank/commands lists the built-ins; /model answers {command, result} with no run; an unknown /name is refused with the list", async () => {
+  const { commands } = await crank.commands({ workspace });
+  const builtins = commands.filter((c) => c.kind === "builtin").map((c) => c.name);
+  assert.deepEqual(builtins, ["compact", "model", "new"]);
+  assert.ok(commands.every((c) => !c.name.startsWith("/") && typeof c.description === "string"), JSON.stringify(commands));
+  const from = events.length;
+  const res = await crank.prompt({ workspace, text: "/model" });
+  assert.equal(res.command, "model");
+  assert.equal(res.runId, undefined, "a built-in starts no run");
+  assert.ok(Array.isArray((res.result as { models?: unknown }).models), JSON.stringify(res));
+  assert.ok(!events.slice(from).some((p) => p.event.type === "agent_start"));
+  await assert.rejects(crank.prompt({ workspace, text: "/nosuch-int x" }), (err: Error) => /nosuch-int/.test(err.message) && /\/compact/.test(err.message));
 });

@@ -64,6 +64,15 @@ test("events of another session do not leak into the chat", () => {
   assert.equal(s2, s1);
 });
 
+test("a /command's user message shows what was typed, not its expansion, streamed and replayed", () => {
+  const message = { role: "user" as const, content: '<skill name="review">SKILL BODY</skill>\n\nsrc/', typed: "/skill:review src/" };
+  const s = feed(initialState(), [at(0, { type: "agent_start" }), at(1, { type: "message_start", message }), at(2, { type: "message_end", message })]);
+  const users = s.items.filter((i) => i.kind === "user");
+  assert.deepEqual(users.map((u) => (u as { text: string }).text), ["/skill:review src/"], "one bubble, as typed");
+  assert.deepEqual(itemsFromMessages([message]).map((i) => (i as { text: string }).text), ["/skill:review src/"]);
+  assert.deepEqual(itemsFromMessages([{ role: "user", content: "plain" }]).map((i) => (i as { text: string }).text), ["plain"]);
+});
+
 test("agent_settled ends the run and marks a tool that never finished as interrupted", () => {
   const s = feed(initialState(), [...eventsOf(run.untilPermission), at(1000, { type: "agent_settled" })]);
   assert.equal(s.running, false);
@@ -210,12 +219,3 @@ test("after a reload the new server counts seq from 0 again: crank/state's seq l
   assert.equal(same.lastSeq, before.lastSeq);
 });
 
-test("a command's user message shows what was typed, not its expansion", () => {
-  const expanded = '<skill name="review" path="/p/SKILL.md">\nRead every file.\n</skill>\n\nsrc/';
-  const typed: Message = { role: "user", content: expanded, typed: "/skill:review src/", timestamp: 1 };
-  assert.deepEqual(itemsFromMessages([typed]).map((i) => i.kind === "user" && i.text), ["/skill:review src/"]);
-  const live = feed(initialState(), [at(1, { type: "message_start", message: typed })]);
-  assert.equal((live.items[0] as { text: string }).text, "/skill:review src/");
-  const plain: Message = { role: "user", content: "hello", timestamp: 2 };
-  assert.equal((itemsFromMessages([plain])[0] as { text: string }).text, "hello");
-});

@@ -216,6 +216,97 @@ test("Stop posts abort, and after the run settles Stop goes away and Send is bac
   assert.deepEqual((await posted()).at(-1), { type: "send", text: "also add a test for negative numbers", mode: "prompt" });
 });
 
+const COMMANDS = [
+  { name: "compact", description: "Summarise the older part of the session", kind: "builtin", argumentHint: "[instructions]" },
+  { name: "model", description: "Pick or set the model", kind: "builtin", argumentHint: "[api/id]" },
+  { name: "new", description: "Start a new session", kind: "builtin" },
+  { name: "skill:review", description: "Review the change in a folder", kind: "skill", argumentHint: "[path]" },
+  { name: "fix-tests", description: "Fix the failing tests", kind: "template" },
+] as const;
+
+test("/ at the start of the input lists the server's commands, filtered, keyboard navigable, accessible", async () => {
+  await host({ type: "commands", commands: COMMANDS.map((c) => ({ ...c })) });
+  const input = page.locator("textarea.input");
+  const menu = page.locator("#command-menu");
+  const names = () => menu.locator('[role="option"] .command-name').allInnerTexts();
+  await input.fill("");
+  await input.pressSequentially("/");
+  await menu.waitFor();
+  assert.equal(await input.getAttribute("role"), "combobox");
+  assert.equal(await input.getAttribute("aria-expanded"), "true");
+  assert.equal(await menu.getAttribute("role"), "listbox");
+  assert.deepEqual(await names(), ["/compact", "/model", "/new", "/skill:review", "/fix-tests"]);
+  const first = menu.locator('[role="option"]').first();
+  assert.equal(await first.getAttribute("aria-selected"), "true");
+  assert.equal(await input.getAttribute("aria-activedescendant"), await first.getAttribute("id"));
+  assert.match(await first.innerText(), /\[instructions\][\s\S]*Summarise the older part/);
+  await shot("5-command-list");
+
+  // Down moves the selection (Up wraps round); Escape closes without stopping anything; typing opens it again.
+  await input.press("ArrowDown");
+  assert.equal(await menu.locator('[aria-selected="true"] .command-name').innerText(), "/model");
+  await input.press("ArrowUp");
+  await input.press("ArrowUp");
+  assert.equal(await menu.locator('[aria-selected="true"] .command-name').innerText(), "/fix-tests");
+  const before = (await posted()).length;
+  await input.press("Escape");
+  assert.equal(await menu.isHidden(), true);
+  assert.equal(await input.getAttribute("aria-expanded"), "false");
+  assert.equal((await posted()).length, before, "Escape on the list posts nothing (no abort)");
+  assert.equal(await input.inputValue(), "/");
+
+  // Filtered as typed: "rev" is inside skill:review; Tab accepts it and leaves the caret for the arguments.
+  await input.pressSequentially("rev");
+  assert.deepEqual(await names(), ["/skill:review"]);
+  assert.match(await menu.innerText(), /skill[\s\S]*Review the change in a folder/);
+  await input.press("Tab");
+  assert.equal(await input.inputValue(), "/skill:review ");
+  assert.equal(await menu.isHidden(), true, "typing arguments: the list is closed");
+  await input.pressSequentially("src/");
+  await input.press("Enter");
+  assert.deepEqual((await posted()).at(-1), { type: "send", text: "/skill:review src/", mode: "prompt" });
+
+  // Enter accepts a partly typed name; on a name typed in full it sends.
+  await input.pressSequentially("/ne");
+  await input.press("Enter");
+  assert.equal(await input.inputValue(), "/new ");
+  await input.press("Enter");
+  assert.deepEqual((await posted()).at(-1), { type: "send", text: "/new", mode: "prompt" });
+  await input.pressSequentially("/model");
+  await input.press("Enter");
+  assert.deepEqual((await posted()).at(-1), { type: "send", text: "/model", mode: "prompt" });
+
+  // A click on an option accepts it too.
+  await input.pressSequentially("/");
+  await menu.locator('[role="option"]', { hasText: "/fix-tests" }).click();
+  assert.equal(await input.inputValue(), "/fix-tests ");
+
+  // Neither // nor a slash later in the text opens the list; nothing matching shows nothing.
+  for (const text of ["//", "see /", "/zzz"]) {
+    await input.fill("");
+    await input.pressSequentially(text);
+    assert.equal(await menu.isHidden(), true, `no list for ${JSON.stringify(text)}`);
+  }
+  await input.fill("");
+  assert.deepEqual(violations, []);
+});
+
+test("a refused /command comes back into the input; a new list from the host replaces the old", async () => {
+  const input = page.locator("textarea.input");
+  await input.fill("/nosuch args");
+  await input.press("Enter");
+  assert.equal(await input.inputValue(), "");
+  await host({ type: "restoreInput", text: "/nosuch args" }, { type: "action", action: { type: "notice", level: "error", text: "Unknown command /nosuch. Commands: /compact, /model, /new" } });
+  await page.locator(".notice.error", { hasText: "Unknown command /nosuch" }).waitFor();
+  assert.equal(await input.inputValue(), "/nosuch args");
+  await host({ type: "commands", commands: [{ name: "only-one", description: "The one template left", kind: "template" }] });
+  await input.fill("");
+  await input.pressSequentially("/");
+  assert.deepEqual(await page.locator('#command-menu [role="option"] .command-name').allInnerTexts(), ["/only-one"]);
+  await input.press("Escape");
+  await input.fill("");
+});
+
 test("code blocks copy, edit cards open a diff and undo exactly that call", async () => {
   await page.locator(".code-block .copy").click();
   assert.deepEqual((await posted()).at(-1), { type: "copy", text: "def add(a, b):\n    return a - b\n" });

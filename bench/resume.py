@@ -1,0 +1,169 @@
+"""Resume figures: ``crank/openSession`` of a long session on a real server process.
+
+    .venv/bin/python bench/resume.py [--quick]
+
+For 5,000 messages / 25 MB and 10,000 messages / 50 MB (``bench/synthetic_session.py``,
+spelled by the log's own encoder): a ``crank serve`` process (``python -m crank.lsp``)
+is started on a workspace whose newest session is a tiny one (the server resumes that
+at start), then asked over stdio to open the long session. Printed, medians of a few
+fresh servers: the time from sending ``crank/openSession`` to its answer, and the
+process's peak resident memory during the open (``VmHWM``, reset just before the
+request through ``/proc/<pid>/clear_refs``) next to its resident memory before it.
+The load average is printed first and last: the machine is shared.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
+
+from synthetic_session import write_session  # noqa: I001 (bench/ is on sys.path)
+
+from crank.session.entries import encode, make_header
+from crank.session.store import workspace_key
+
+
+def load() -> str:
+    return Path("/proc/loadavg").read_text().split(" ", 3)[:3].__str__()
+
+
+def status_mib(pid: int, field: str) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    raise LookupError(field)
+
+
+class Server:
+    def __init__(self, env: dict[str, str]) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "crank.lsp"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env=env,
+        )
+        self.next_id = 0
+
+    def send(self, method: str, params: dict[str, Any], notify: bool = False) -> int:
+        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "params": params}
+        if not notify:
+            self.next_id += 1
+            message["id"] = self.next_id
+        body = json.dumps(message).encode()
+        assert self.proc.stdin
+        self.proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self.proc.stdin.flush()
+        return self.next_id
+
+    def answer(self, number: int) -> dict[str, Any]:
+        while True:
+            message = self.read()
+            if message.get("id") == number and "method" not in message:
+                if "error" in message:
+                    raise RuntimeError(message["error"])
+                return message
+
+    def read(self) -> dict[str, Any]:
+        out = self.proc.stdout
+        assert out
+        length = 0
+        while (line := out.readline()) not in (b"\r\n", b""):
+            if line.lower().startswith(b"content-length:"):
+                length = int(line.split(b":")[1])
+        if not length:
+            raise EOFError("the server closed its stdout")
+        message: dict[str, Any] = json.loads(out.read(length))
+        return message
+
+    def close(self) -> None:
+        assert self.proc.stdin
+        self.proc.stdin.close()
+        self.proc.wait(timeout=30)
+
+
+def one_open(env: dict[str, str], workspace: Path, session_id: str) -> tuple[float, float, float]:
+    server = Server(env)
+    try:
+        folder = {"uri": workspace.as_uri(), "name": "ws"}
+        params = {"capabilities": {}, "workspaceFolders": [folder]}
+        server.answer(server.send("initialize", params))
+        server.send("initialized", {}, notify=True)
+        server.answer(server.send("crank/state", {"workspace": folder["uri"]}))
+        pid = server.proc.pid
+        before = status_mib(pid, "VmRSS")
+        Path(f"/proc/{pid}/clear_refs").write_text("5")  # VmHWM starts again from VmRSS
+        began = time.perf_counter()
+        number = server.send(
+            "crank/openSession", {"workspace": folder["uri"], "sessionId": session_id}
+        )
+        server.answer(number)
+        took = time.perf_counter() - began
+        peak = status_mib(pid, "VmHWM")
+        return took, peak, before
+    finally:
+        server.close()
+
+
+def main() -> None:
+    quick = "--quick" in sys.argv
+    runs = 1 if quick else 5
+    sources = [("this checkout", str(Path(__file__).resolve().parents[1] / "server"))]
+    if "--before" in sys.argv:  # another checkout's server/, run alternately with this one
+        sources.append(("before", sys.argv[sys.argv.index("--before") + 1]))
+    print(f"load average at start: {load()} (2 shared cores)")
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        workspace = home / "ws"
+        workspace.mkdir()
+        env = dict(
+            os.environ,
+            HOME=str(home),
+            XDG_DATA_HOME=str(home / "data"),
+            XDG_CONFIG_HOME=str(home / "config"),
+            XDG_STATE_HOME=str(home / "state"),
+            XDG_CACHE_HOME=str(home / "cache"),
+        )
+        sessions = home / "data" / "crank" / "sessions" / workspace_key(workspace)
+        sessions.mkdir(parents=True)
+        figures: dict[str, list[float]] = {label: [] for label, _ in sources}
+        for messages, megabytes in ((5_000, 25.0), (10_000, 50.0)):
+            session_id = f"bench-{messages}"
+            size = write_session(sessions / f"{session_id}.jsonl", messages, megabytes)
+            # A newer, tiny session: the one the server resumes at start.
+            tiny = sessions / "tiny.jsonl"
+            tiny.write_bytes(encode(make_header("tiny", str(workspace))))
+            os.utime(tiny, (time.time() + 10, time.time() + 10))
+            results: dict[str, list[tuple[float, float, float]]] = {name: [] for name, _ in sources}
+            for _ in range(runs):
+                for label, server in sources:
+                    one_env = dict(env, PYTHONPATH=server)
+                    results[label].append(one_open(one_env, workspace, session_id))
+            for label, _ in sources:
+                took, peak, before = (
+                    statistics.median(f) for f in zip(*results[label], strict=True)
+                )
+                figures[label].append(took)
+                print(
+                    f"{label:>13}: openSession {messages:>6} messages, {size / 1e6:.0f} MB: "
+                    f"{took * 1000:5.0f} ms, peak RSS {peak:6.1f} MiB "
+                    f"(before the open {before:.1f} MiB; median of {runs})"
+                )
+        for label, (small, large) in figures.items():
+            print(f"{label:>13}: ratio 10,000 / 5,000 messages {large / small:.2f}")
+        if len(sources) == 2:
+            now, then = figures[sources[0][0]][1], figures[sources[1][0]][1]
+            print(f"10,000 messages: this checkout takes {now / then:.2f} of the time before")
+    print(f"load average at end: {load()}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,111 @@
+"""A realistic session file for the session benches (resume, JSON libraries, log).
+
+The shape follows a coding run: a user prompt, then turns of an assistant reply (some
+text, one or two tool calls, usage) and their tool results, whose outputs are source
+code and command output with some non-ASCII text (which the writer escapes). Every
+entry is spelled by ``crank.session.entries.encode``, the writer's own encoder, so the
+file is byte for byte what the log would have written. ``messages`` and ``megabytes``
+set the size: results are padded to reach about that many bytes.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Any
+
+from crank.session.entries import encode, make_header
+
+_CODE = (
+    "def handle(request):\n"
+    '    """Answer one request; the menu is read only."""\n'
+    "    if not request.user:\n"
+    "        raise PermissionError('no user')\n"
+    "    return {'status': 200, 'items': [1, 2, 3]}\n"
+)
+_NON_ASCII = "# the café’s “menu” is naïve ✓\n"
+"""One result in ten carries some non-ASCII text (which makes the whole string wider
+in memory, as it would be for a real file read)."""
+_SHELL = "$ pytest -q\n....F..\nFAILED tests/test_app.py::test_menu - AssertionError\n"
+
+
+def _usage(n: int) -> dict[str, Any]:
+    return {
+        "input": 1000 + n,
+        "output": 50 + n % 200,
+        "cacheRead": 900 + n,
+        "cacheWrite": 30,
+        "cost": 0.0012,
+    }
+
+
+def session_lines(messages: int, megabytes: float, seed: int = 18) -> list[bytes]:
+    """The encoded lines (header first) of a session of ``messages`` message entries."""
+    rng = random.Random(seed)
+    results = max(1, messages // 2)
+    unit = _CODE + _SHELL
+    escaped = len(json.dumps(unit)) / len(unit)  # newlines and non-ASCII grow when written
+    output_chars = max(64, int(megabytes * 1e6 / results / escaped) - 400)
+    body = unit * (output_chars // len(unit) + 2)
+    lines = [encode(make_header(f"bench-{messages}", "/bench/ws", "2026-01-01T00:00:00.000Z"))]
+    parent: str | None = None
+    pending: list[dict[str, Any]] = []
+    for n in range(messages):
+        if n == 0 or (not pending and n % 40 == 0):
+            message: dict[str, Any] = {
+                "role": "user",
+                "content": f"Please fix the failing test number {n} in shop/app.py",
+                "timestamp": 1_700_000_000_000 + n,
+            }
+        elif not pending:
+            calls = [
+                {
+                    "type": "toolCall",
+                    "id": f"call_{n}_{k}",
+                    "name": rng.choice(("read", "grep", "bash")),
+                    "arguments": {"path": f"shop/module_{n % 97}.py", "offset": n % 300},
+                }
+                for k in range(1 + (n % 5 == 0))
+            ]
+            pending = list(calls)
+            message = {
+                "role": "assistant",
+                "content": [{"type": "text", "text": f"Looking at step {n} of the fix."}, *calls],
+                "stopReason": "toolUse",
+                "usage": _usage(n),
+                "model": "qwen2.5-coder",
+                "timestamp": 1_700_000_000_000 + n,
+            }
+        else:
+            call = pending.pop(0)
+            start = rng.randrange(0, 200)
+            message = {
+                "role": "toolResult",
+                "toolCallId": call["id"],
+                "toolName": call["name"],
+                "content": (_NON_ASCII if n % 10 == 5 else "") + body[start : start + output_chars],
+                "isError": False,
+                "timestamp": 1_700_000_000_000 + n,
+            }
+        entry_id = f"{n:08x}"
+        entry = {"type": "message", "id": entry_id, "parentId": parent, "timestamp": n}
+        lines.append(encode(entry | {"message": message}))
+        parent = entry_id
+    return lines
+
+
+def sized_lines(messages: int, megabytes: float) -> list[bytes]:
+    """``session_lines`` with the outputs scaled so the file is about ``megabytes``."""
+    first = session_lines(messages, megabytes)
+    fixed = sum(map(len, session_lines(messages, 0.0)))  # what does not scale with outputs
+    grown = sum(map(len, first)) - fixed
+    scale = (megabytes * 1e6 - fixed) / grown if grown > 0 else 1.0
+    return session_lines(messages, megabytes * scale) if scale > 0 else first
+
+
+def write_session(path: Path, messages: int, megabytes: float) -> int:
+    """Write the session to ``path``; its size in bytes."""
+    data = b"".join(sized_lines(messages, megabytes))
+    path.write_bytes(data)
+    return len(data)
