@@ -6,8 +6,15 @@ Per-delta overhead: a scripted reply of N one-character deltas run through a bar
 Harness, then through a WorkspaceHost whose client frames every crank/event exactly as
 the server does (into /dev/null); the difference divided by N, for N = 10,000 and
 100,000 (linear if the two agree). Prompt to first event: host.prompt_run to the
-agent_start frame, in process. Start-up: spawn `python -m crank.lsp` to the
-`initialize` answer. Memory: resident set of an idle server with three workspaces.
+agent_start frame, in process. Start-up: spawn the server to its `initialize`
+answer, wall time and the child's CPU time (user + system, read from /proc when the
+answer arrives: less sensitive to a loaded machine than wall time), for `python -m
+crank.lsp` and `crank serve` (the entry editors run), beside the floor that pygls sets
+(a Python that only imports `pygls.lsp.server`, which imports all of
+`lsprotocol.types`), with the load average before and after. Memory: resident set of
+an idle server with three workspaces.
+
+    .venv/bin/python bench/server.py startup    # the start-up figures alone
 """
 
 from __future__ import annotations
@@ -94,6 +101,94 @@ async def in_process() -> None:
         print(f"crank/prompt to first event: median {statistics.median(firsts):.2f} ms")
 
 
+RUNS = 9
+ENTRIES = {
+    "python -m crank.lsp": [sys.executable, "-m", "crank.lsp"],
+    "crank serve": [sys.executable, "-m", "crank.cli", "serve"],
+}
+FLOOR = [sys.executable, "-c", "import pygls.lsp.server, sys; sys.stdout.write('x')"]
+
+
+def cpu_ms(pid: int) -> float:
+    """User + system CPU the process has used so far."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def load() -> str:
+    return " ".join(Path("/proc/loadavg").read_text().split()[:3])
+
+
+def time_to_initialize(
+    command: list[str], env: dict[str, str], folders: list[Any]
+) -> tuple[float, float]:
+    """Wall and CPU ms from spawning ``command`` to its ``initialize`` answer."""
+    began = time.perf_counter()
+    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
+    assert proc.stdin and proc.stdout
+    body = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "initialize",
+            "params": {"capabilities": {}, "workspaceFolders": folders},
+        }
+    ).encode()
+    proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+    proc.stdin.flush()
+    read_message(proc)
+    wall = (time.perf_counter() - began) * 1e3
+    cpu = cpu_ms(proc.pid)
+    proc.stdin.close()
+    proc.wait(timeout=30)
+    return wall, cpu
+
+
+def floor_ms(env: dict[str, str]) -> tuple[float, float]:
+    """Wall and CPU ms of a Python that imports pygls's server and nothing else."""
+    began = time.perf_counter()
+    proc = subprocess.Popen(FLOOR, stdout=subprocess.PIPE, env=env)
+    assert proc.stdout
+    proc.stdout.read(1)
+    wall = (time.perf_counter() - began) * 1e3
+    cpu = cpu_ms(proc.pid)
+    proc.wait(timeout=30)
+    return wall, cpu
+
+
+def startup(env: dict[str, str], folders: list[Any]) -> None:
+    """Two conditions per entry: Crank's bytecode cached (as after ``pip install``,
+    which compiles it; here in a private PYTHONPYCACHEPREFIX, warmed by one run), and
+    compiled at every start (PYTHONDONTWRITEBYTECODE, as on this machine, where the
+    editable install's sources are compiled at each import). The site-packages
+    (pygls, lsprotocol) have their bytecode either way."""
+    with tempfile.TemporaryDirectory() as cache, tempfile.TemporaryDirectory() as empty:
+        cached = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        cached["PYTHONPYCACHEPREFIX"] = cache
+        compiled = dict(env, PYTHONDONTWRITEBYTECODE="1", PYTHONPYCACHEPREFIX=empty)
+        conditions = {
+            f"{name}, {label}": (command, chosen)
+            for name, command in ENTRIES.items()
+            for label, chosen in (("bytecode cached", cached), ("compiled", compiled))
+        }
+        for command, chosen in conditions.values():
+            time_to_initialize(command, chosen, folders)  # warms the cache
+        before = load()
+        results: dict[str, list[tuple[float, float]]] = {name: [] for name in conditions}
+        results["floor: import pygls.lsp.server only"] = []
+        for _ in range(RUNS):  # alternating, so a change of load hits every condition alike
+            for name, (command, chosen) in conditions.items():
+                results[name].append(time_to_initialize(command, chosen, folders))
+            results["floor: import pygls.lsp.server only"].append(floor_ms(cached))
+    print(
+        f"start-up to the initialize answer, median of {RUNS} (load average {before} -> {load()}):"
+    )
+    for name, runs in results.items():
+        wall = statistics.median(r[0] for r in runs)
+        cpu = statistics.median(r[1] for r in runs)
+        print(f"  {name:42} {wall:6.0f} ms wall, {cpu:6.0f} ms CPU")
+
+
 def startup_and_memory() -> None:
     env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "server"))
     with tempfile.TemporaryDirectory() as tmp:
@@ -102,10 +197,9 @@ def startup_and_memory() -> None:
         for name in ("a", "b", "c"):
             Path(tmp, name).mkdir()
             folders.append({"uri": Path(tmp, name).as_uri(), "name": name})
-        times = []
+        startup(env, folders)
         rss: list[float] = []
-        for attempt in range(5):
-            began = time.perf_counter()
+        for _ in range(3):
             proc = subprocess.Popen(
                 [sys.executable, "-m", "crank.lsp"],
                 stdin=subprocess.PIPE,
@@ -129,24 +223,19 @@ def startup_and_memory() -> None:
                 }
             )
             read_message(proc)
-            times.append((time.perf_counter() - began) * 1e3)
-            if attempt < 3:
-                send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
-                for number, workspace in enumerate(folders, start=2):
-                    # crank/state waits until that workspace's host is ready
-                    params = {"workspace": workspace["uri"]}
-                    send(
-                        {"jsonrpc": "2.0", "id": number, "method": "crank/state", "params": params}
-                    )
-                    while "id" not in read_message(proc):
-                        pass
-                time.sleep(1)
-                for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines():
-                    if line.startswith("VmRSS:"):
-                        rss.append(int(line.split()[1]) / 1024)
+            send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+            for number, workspace in enumerate(folders, start=2):
+                # crank/state waits until that workspace's host is ready
+                params = {"workspace": workspace["uri"]}
+                send({"jsonrpc": "2.0", "id": number, "method": "crank/state", "params": params})
+                while "id" not in read_message(proc):
+                    pass
+            time.sleep(1)
+            for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines():
+                if line.startswith("VmRSS:"):
+                    rss.append(int(line.split()[1]) / 1024)
             proc.stdin.close()
             proc.wait(timeout=10)
-        print(f"start-up to initialize answer: median {statistics.median(times):.0f} ms")
         print(
             "idle resident memory with 3 workspaces (ready): "
             f"median {statistics.median(rss):.1f} MiB over {len(rss)} servers"
@@ -165,5 +254,12 @@ def read_message(proc: subprocess.Popen[bytes]) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    asyncio.run(in_process())
-    startup_and_memory()
+    if sys.argv[1:] == ["startup"]:
+        with tempfile.TemporaryDirectory() as tmp:
+            env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[1] / "server"))
+            env.update(HOME=tmp, XDG_DATA_HOME=f"{tmp}/d", XDG_CONFIG_HOME=f"{tmp}/c")
+            Path(tmp, "a").mkdir()
+            startup(env, [{"uri": Path(tmp, "a").as_uri(), "name": "a"}])
+    else:
+        asyncio.run(in_process())
+        startup_and_memory()

@@ -89,3 +89,31 @@ async def test_trim_keeps_every_request_under_the_window(tmp_path: Path) -> None
     last = messages_of(model.requests[-1])
     assert any("earlier turns of this conversation" in str(m["content"]) for m in last)
     assert state["usage"]["contextTokens"] < 6_000
+
+
+async def test_turns_trimmed_out_of_view_can_be_recalled_word_for_word(tmp_path: Path) -> None:
+    """Nothing the agent once saw is out of its reach: once ``trim`` has left turns out,
+    the next run offers ``recall``, and it returns a dropped answer exactly."""
+    folder = project(tmp_path)
+    filler = "The parser keeps a table of every token it has seen so far. " * 25
+    replies: list[dict[str, Any]] = [
+        {"text": f"Answer {index}: code {index * 7919}. {filler}"} for index in range(10)
+    ]
+    replies += [
+        {"toolCalls": [{"name": "recall", "arguments": {"query": "code 7919."}}]},
+        {"text": "The first code was 7919."},
+    ]
+    async with ModelServer({"replies": replies, "estimateUsage": True}) as model:
+        options = small_window(model, tmp_path, 6_000, policy="trim", keepRecentTokens=800)
+        async with running_server(tmp_path, [folder], options) as crank:
+            for index in range(11):
+                text = "GOAL: explain the parser" if index == 0 else f"and part {index}?"
+                started = await crank.request("crank/prompt", {"text": text})
+                events = await crank.settled(started["runId"])
+    assert "recall" not in tool_names(model.requests[0]), "nothing is out of view yet"
+    asking = model.requests[10]
+    assert "code 7919." not in json.dumps(messages_of(asking)), "answer 1 was trimmed"
+    assert "recall" in tool_names(asking)
+    ends = [e["event"] for e in events if e["event"]["type"] == "tool_execution_end"]
+    assert ends and ends[0]["result"]["isError"] is False, ends
+    assert "Answer 1: code 7919." in ends[0]["result"]["content"]

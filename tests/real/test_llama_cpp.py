@@ -14,8 +14,6 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import pytest
-
 from tests.lsp.helpers import running_server, server_env
 from tests.support.llama_server import LlamaServer
 
@@ -37,6 +35,18 @@ def configure(tmp_path: Path, provider: dict[str, Any]) -> dict[str, str]:
 def session_lines(directory: Path) -> list[dict[str, Any]]:
     (file,) = directory.rglob("*.jsonl")
     return [json.loads(line) for line in file.read_text("utf-8").splitlines()]
+
+
+def evidence_of(llama: LlamaServer, crank_log: Path) -> str:
+    """What both sides logged, for a failure message: the model server's requests and
+    errors, and Crank's connections (which were new, which reused, how each ended)."""
+    crank = [
+        line
+        for line in crank_log.read_text("utf-8").splitlines()
+        if any(k in line for k in ("httpcore.connection", "headers", "crank.vendors", "httpx"))
+    ]
+    ours = "\n".join(crank[-60:])
+    return f"--- llama-cpp-python:\n{llama.tail(60)}--- crank:\n{ours}"
 
 
 def test_crank_run_streams_an_answer_and_records_its_usage(
@@ -134,12 +144,6 @@ async def test_crank_serve_lists_the_served_model_and_aborts_mid_stream(
         assert last["message"]["stopReason"] in ("stop", "length"), "the server is still usable"
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="open race (issue 15): after the aborted story of the test before, llama-cpp-python "
-    "sometimes drops every connection for the over-long prompt, streamed and unstreamed, so "
-    "the window is never learned (ReadError x4); passes when the server answers the 400",
-)
 async def test_crank_serve_at_the_context_wall(llama: LlamaServer, tmp_path: Path) -> None:
     """A conversation that outgrows the server's n_ctx (1024), which llama-cpp-python
     reports nowhere but in a refusal: Crank learns the window from the refusal, says
@@ -150,7 +154,9 @@ async def test_crank_serve_at_the_context_wall(llama: LlamaServer, tmp_path: Pat
     work.mkdir()
     options = {"provider": provider, "sessionDir": str(tmp_path / "sessions")}
     filler = " ".join(f"line {n} of the notes." for n in range(55))  # ~400 tokens
-    async with running_server(tmp_path, [work], options) as crank:
+    crank_log = tmp_path / "crank.log"  # httpcore's DEBUG lines show each connection's fate
+    args = ("--log-file", str(crank_log), "--log-level", "DEBUG")
+    async with running_server(tmp_path, [work], options, server_args=args) as crank:
         assert (await crank.request("crank/state", {}))["usage"]["contextWindow"] == 8192
         outcomes = []
         for turn in range(2):  # the second no longer fits beside the first
@@ -173,10 +179,9 @@ async def test_crank_serve_at_the_context_wall(llama: LlamaServer, tmp_path: Pat
         if e["type"].startswith("compaction")
     ]
     told = [(r.get("stopReason"), r.get("errorKind"), r.get("errorMessage")) for r in replies]
-    assert state["usage"]["contextWindow"] == llama.n_ctx, (
-        f"learned from the refusal: {told} {seen}"
-    )
-    assert not any(r.get("errorKind") == "network" for r in replies), replies
+    evidence = f"{told} {seen}\n{evidence_of(llama, crank_log)}"
+    assert state["usage"]["contextWindow"] == llama.n_ctx, f"learned from the refusal: {evidence}"
+    assert not any(r.get("errorKind") == "network" for r in replies), evidence
     compacted = any(e["type"] == "compaction_end" for run in outcomes for e in run)
     overflows = [r for r in replies if r.get("errorKind") == "overflow"]
     assert compacted or overflows

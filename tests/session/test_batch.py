@@ -14,7 +14,8 @@ import pytest
 
 from crank.agent.harness import Harness
 from crank.agent.scripted import Reply, ScriptedModel
-from crank.session import SessionLog, TornSession, read_tree, repair, resume
+from crank.session import SessionLog, TornSession, read_tree, resume
+from crank.session.repair import repair
 
 from ..agent.helpers import echo_tool
 from .conftest import ask, say

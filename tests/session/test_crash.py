@@ -11,7 +11,8 @@ import threading
 import time
 from pathlib import Path
 
-from crank.session import SessionLog, TornSession, read_tree, repair
+from crank.session import SessionLog, TornSession, read_tree
+from crank.session.repair import repair
 
 SERVER = str(Path(__file__).resolve().parents[2] / "server")
 

@@ -48,3 +48,20 @@ async def test_search_fetch_and_only_the_active_branch(tmp_path: Path) -> None:
         assert Recall(reopened).search("Errno 28", regex=False), "works after a restart"
     finally:
         reopened.close()
+
+
+def test_while_turns_are_trimmed_the_whole_active_branch_is_searched(tmp_path: Path) -> None:
+    """Under ``trim`` nothing is summarised: the dropped turns are plain entries of the
+    branch, so recall searches all of it while the policy leaves turns out, and goes
+    back to the compacted region (here: none) when it no longer does."""
+    trimmed = [True]
+    with SessionLog.create(tmp_path, str(tmp_path)) as log:
+        log.append_message_sync(user_message("the task"))
+        said = log.append_message_sync(assistant_message([{"type": "text", "text": "code 7919"}]))
+        fork = log.append_message_sync(user_message("next"))
+        recall = Recall(log, lambda: trimmed[0])
+        assert recall.available()
+        assert [h.entry_id for h in recall.search("7919", regex=False)] == [said]
+        assert recall.entry(fork) == "next"
+        trimmed[0] = False
+        assert not recall.available() and recall.search("7919", regex=False) == []

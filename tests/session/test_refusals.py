@@ -15,8 +15,8 @@ from crank.session import (
     TornSession,
     UnknownEntry,
     read_tree,
-    repair,
 )
+from crank.session.repair import repair
 
 from .conftest import ask, say
 

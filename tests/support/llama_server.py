@@ -94,8 +94,10 @@ class LlamaServer:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
 
-    def tail(self) -> str:
-        return "".join(self.log)
+    def tail(self, lines: int = 200) -> str:
+        """The end of what the server printed: uvicorn's log on stderr and, on stdout,
+        the ``print`` calls llama-cpp-python reports disconnects with."""
+        return "".join(list(self.log)[-lines:])
 
     def stop(self) -> None:
         if self.process.poll() is None:
@@ -134,8 +136,8 @@ def start(*, n_ctx: int = N_CTX, tools: bool = True, alias: str = "smollm2") -> 
     process = subprocess.Popen(
         command,
         stdin=subprocess.DEVNULL,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
@@ -143,8 +145,8 @@ def start(*, n_ctx: int = N_CTX, tools: bool = True, alias: str = "smollm2") -> 
     ready = threading.Event()
 
     def read() -> None:
-        assert process.stderr is not None
-        for line in process.stderr:
+        assert process.stdout is not None
+        for line in process.stdout:
             server.log.append(line)
             if "Uvicorn running on" in line:
                 ready.set()

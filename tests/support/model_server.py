@@ -52,6 +52,15 @@ A REPLY is an object; every key is optional:
   JSON response (a recorded non-streamed answer or error body), unchanged. An empty
   ``raw`` (or ``rawFile``) stream sends headers and no event, as llama-cpp-python does
   when it fails after starting a stream.
+- ``drop``: read the request, then close the connection before sending any header:
+  ``"close"`` (a FIN: the client sees the server disconnect) or ``"reset"`` (an RST:
+  a read error). Recorded in ``server.dropped``.
+- ``dropNext`` (``"close"`` or ``"reset"``): answer with ``Connection: keep-alive``,
+  end the body properly, then drop the next request that arrives on this same
+  connection the same way, unanswered and without using a script reply. This is the
+  lost race of a server that says keep-alive but closes the connection after an error
+  (llama-cpp-python's uvicorn does, after the empty stream of a prompt past n_ctx):
+  a client that reuses the pooled connection at once has its request dropped.
 - ``status``: answer with this HTTP error instead (429, 529, 500, 400, 401, ...), with
   ``retryAfter`` (header), ``errorType``, ``errorCode`` (OpenAI), ``errorMessage``.
 - ``stopReason``: the API's own stop/finish reason (default from the content).
@@ -69,6 +78,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import socket
+import struct
 import sys
 import threading
 import time
@@ -307,6 +318,10 @@ class ModelServer:
         """Every model request received: ``{"path", "headers", "body", "at"}``."""
         self.disconnects: list[float] = []
         """``time.monotonic()`` of each client disconnect noticed while hanging."""
+        self.dropped: list[dict[str, Any]] = []
+        """Each request dropped unanswered (``drop``, ``dropNext``):
+        ``{"path", "how", "reused"}``; ``reused`` when it came on a kept-alive
+        connection."""
         self._served = 0
         self._server: asyncio.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
@@ -381,19 +396,34 @@ class ModelServer:
             "errorMessage": f"loopback script exhausted after {self._served} replies",
         }
 
+    @staticmethod
+    async def _read_request(reader: asyncio.StreamReader) -> tuple[str, str, dict[str, str], bytes]:
+        head = await reader.readuntil(b"\r\n\r\n")
+        lines = head.decode("latin-1").split("\r\n")
+        method, path, _ = lines[0].split(" ", 2)
+        headers = {}
+        for line in lines[1:]:
+            if ":" in line:
+                name, value = line.split(":", 1)
+                headers[name.strip().lower()] = value.strip()
+        length = int(headers.get("content-length", "0"))
+        raw = await reader.readexactly(length) if length else b""
+        return method, path, headers, raw
+
+    def _drop(self, writer: asyncio.StreamWriter, path: str, how: str, reused: bool) -> None:
+        """Close without a status line: a FIN, or (``reset``) an RST."""
+        self.dropped.append({"path": path, "how": how, "reused": reused})
+        if how == "reset":
+            sock = writer.get_extra_info("socket")
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            writer.transport.abort()
+        else:
+            writer.close()
+
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writers.add(writer)
         try:
-            head = await reader.readuntil(b"\r\n\r\n")
-            lines = head.decode("latin-1").split("\r\n")
-            method, path, _ = lines[0].split(" ", 2)
-            headers = {}
-            for line in lines[1:]:
-                if ":" in line:
-                    name, value = line.split(":", 1)
-                    headers[name.strip().lower()] = value.strip()
-            length = int(headers.get("content-length", "0"))
-            raw = await reader.readexactly(length) if length else b""
+            method, path, headers, raw = await self._read_request(reader)
             if method == "GET" and path == "/_requests":
                 await self._send_json(writer, 200, self.requests)
                 return
@@ -415,6 +445,9 @@ class ModelServer:
                     json.dumps(reply.get("toolCalls", []))
                 )
                 reply = {**reply, "usage": {"input": len(raw) // 4, "output": max(1, spoken // 4)}}
+            if "drop" in reply:
+                self._drop(writer, path, str(reply["drop"]), reused=False)
+                return
             if "bodyFile" in reply:
                 data = Path(reply["bodyFile"]).read_bytes()  # noqa: ASYNC240 (a small fixture)
                 await self._send_bytes(writer, int(reply.get("status", 200)), data)
@@ -426,6 +459,9 @@ class ModelServer:
                 await self._send_json(writer, int(reply["status"]), _error_body(api, reply), extra)
                 return
             await self._stream(reader, writer, api, reply, str(body.get("model", "loopback")))
+            if "dropNext" in reply:
+                _, path, _, _ = await self._read_request(reader)
+                self._drop(writer, path, str(reply["dropNext"]), reused=True)
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:
@@ -491,9 +527,10 @@ class ModelServer:
         reply: Reply,
         model: str,
     ) -> None:
+        connection = "keep-alive" if "dropNext" in reply else "close"
         head = (
             "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-            "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n"
+            f"Transfer-Encoding: chunked\r\nConnection: {connection}\r\n\r\n"
         )
         writer.write(head.encode())
         await writer.drain()

@@ -12,8 +12,9 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
-from crank.session import SessionError, SessionStore, read_tree, repair, transcript
+from crank.session import SessionError, SessionStore, read_tree, transcript
 from crank.session.branch_summary import render_message
+from crank.session.repair import repair
 
 PREVIEW_CHARS = 240
 

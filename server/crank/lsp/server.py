@@ -13,26 +13,14 @@ import inspect
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from crank import __version__
-from crank.agent.harness import QUEUE_KINDS
 from crank.vendors.secrets import provider_env
-from crank.workspace import (
-    PERMISSION_MODES,
-    WHILE_RUNNING,
-    CrankError,
-    Settings,
-    WorkspaceHost,
-    fix_file_text,
-    invalid_params,
-    merge_layers,
-)
-from crank.workspace.attachments import prompt_images
-from crank.workspace.errors import NO_SUCH_WORKSPACE
+from crank.workspace.errors import NO_SUCH_WORKSPACE, CrankError, invalid_params
 from crank.workspace.stream import EventParams
 
 from . import pygls_adapter
@@ -41,6 +29,12 @@ from .errors import rpc_error
 from .params import Params, check_diagnostics, check_range
 from .progress import RunProgress
 from .protocol import CrankProtocol
+
+if TYPE_CHECKING:
+    # Imported where first used, not here: ``initialize`` needs none of it, and the
+    # host brings the vendors, httpx, the tools, the session log and the prompt
+    # watcher (tests/lsp/test_startup.py keeps them off the initialize path).
+    from crank.workspace import Settings, WorkspaceHost
 
 log = logging.getLogger(__name__)
 Handler = Callable[["CrankServer", Params], Awaitable[Any]]
@@ -211,6 +205,8 @@ class CrankServer(LanguageServer):
         client's answer for the section) win over them. The answer for the folder is
         folder-scoped: it cannot grant trust, and in an untrusted folder its
         safety-lowering settings are ignored (and logged)."""
+        from crank.workspace import merge_layers
+
         section: Any = None
         caps = self.client_capabilities.workspace
         if caps is not None and caps.configuration:
@@ -246,6 +242,8 @@ class CrankServer(LanguageServer):
             # A host for it would make every request without ``workspace`` ambiguous.
             self.editor.log(f"Crank: workspace folder {uri} ignored: it is not a directory")
             return
+        from crank.workspace import Settings, WorkspaceHost
+
         settings = await self.settings_for(uri) or Settings()
         host = WorkspaceHost(uri, root, self.editor, settings, env=self.env)
         self.hosts[uri] = host
@@ -342,6 +340,8 @@ class CrankServer(LanguageServer):
         await host.ready.wait()
         diagnostics = check_diagnostics(params.raw.get("diagnostics"), "diagnostics")
         range_ = check_range(params.raw.get("range"), "range")
+        from crank.workspace import fix_file_text
+
         text = fix_file_text(host.root, path, diagnostics, range_, params.text("instruction"))
         return host.prompt_run(text)
 
@@ -428,8 +428,12 @@ def _context(params: Params) -> list[tuple[Path, dict[str, Any] | None]]:
 @handles("crank/prompt")
 async def _prompt(ls: CrankServer, params: Params) -> Any:
     text = params.required_text("text")
+    from crank.workspace import WHILE_RUNNING
+
     mode = params.optional_choice("whileRunning", WHILE_RUNNING)
     context = _context(params)
+    from crank.workspace.attachments import prompt_images  # lazy, like the tools
+
     images = prompt_images(params.objects("images"))
     return await (await ls.session_host(params)).submit(text, context, mode, images)
 
@@ -458,6 +462,8 @@ async def _clear_queue(ls: CrankServer, params: Params) -> Any:
 
 @handles("crank/removeQueued")
 async def _remove_queued(ls: CrankServer, params: Params) -> Any:
+    from crank.agent.harness import QUEUE_KINDS
+
     which = params.choice("queue", QUEUE_KINDS)
     index = params.index("index")
     text = params.text("text")
@@ -532,6 +538,8 @@ async def _system_prompt(ls: CrankServer, params: Params) -> Any:
 
 @handles("crank/setPermissionMode")
 async def _set_permission_mode(ls: CrankServer, params: Params) -> Any:
+    from crank.workspace import PERMISSION_MODES
+
     mode = params.choice("mode", PERMISSION_MODES)
     return await (await ls.host_for(params)).set_permission_mode(mode)
 

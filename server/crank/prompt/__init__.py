@@ -7,17 +7,24 @@
 - ``watcher``: rebuilds the prompt when one of its inputs changes on disk.
 """
 
-from .builder import ContextFile, Skill, Source, SystemPrompt, build_system_prompt
-from .loader import (
-    LoadedInputs,
-    PromptBuild,
-    PromptLocations,
-    compute_prompt,
-    load_inputs,
-    skill_body,
-)
-from .templates import PromptTemplate, expand_template
-from .watcher import PromptWatcher
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from crank.lazy import exports
+
+if TYPE_CHECKING:
+    from .builder import ContextFile, Skill, Source, SystemPrompt, build_system_prompt
+    from .loader import (
+        LoadedInputs,
+        PromptBuild,
+        PromptLocations,
+        compute_prompt,
+        load_inputs,
+        skill_body,
+    )
+    from .templates import PromptTemplate, expand_template
+    from .watcher import PromptWatcher
 
 __all__ = [
     "ContextFile",
@@ -35,3 +42,20 @@ __all__ = [
     "load_inputs",
     "skill_body",
 ]
+
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        ".builder": ["ContextFile", "Skill", "Source", "SystemPrompt", "build_system_prompt"],
+        ".loader": [
+            "LoadedInputs",
+            "PromptBuild",
+            "PromptLocations",
+            "compute_prompt",
+            "load_inputs",
+            "skill_body",
+        ],
+        ".templates": ["PromptTemplate", "expand_template"],
+        ".watcher": ["PromptWatcher"],
+    },
+)

@@ -213,6 +213,11 @@ class Housekeeper:
         return keys, message_chars({"role": "user", "content": text, "timestamp": 0}) + 1
 
     @property
+    def trimmed(self) -> bool:
+        """True while the ``trim`` policy leaves turns of the record out of the request."""
+        return self._trim.boundary > 0
+
+    @property
     def repairs(self) -> Repairs:
         """What the view last repaired in the record (nothing, for a healthy session)."""
         return self._repairs

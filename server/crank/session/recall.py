@@ -14,13 +14,19 @@ Contract:
   returns each match as a passage: the entry id, who said it, and the matching lines
   with two lines of context, newest entries first, at most ``limit`` passages.
 - ``entry`` gives one entry's whole text (lines ``offset``.. of it, 1-based), or None
-  for an id that is not among the compacted entries.
+  for an id that is not among the entries it searches.
+- With ``trimmed`` (the ``trim`` policy has left turns out of the request), it
+  searches every message of the active branch instead: turns the policy dropped are
+  not summarised anywhere, and which of them the next request leaves out moves with
+  the boundary, so the whole branch is the honest region (a match the model can still
+  see costs a passage, never a wrong answer).
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from crank.agent.messages import Message
@@ -70,19 +76,31 @@ def compacted_away(log: SessionLog) -> list[tuple[str, Message]]:
     return []
 
 
-class Recall:
-    """The ``recall`` tool's source for one open session (the workspace builds it)."""
+def branch_messages(log: SessionLog) -> list[tuple[str, Message]]:
+    """Every message of the active branch with its entry id, oldest first."""
+    return [(e["id"], e["message"]) for e in log.tree.path_to(log.tip) if e["type"] == "message"]
 
-    def __init__(self, log: SessionLog) -> None:
+
+class Recall:
+    """The ``recall`` tool's source for one open session (the workspace builds it).
+    ``trimmed`` says, when asked, whether the ``trim`` policy now leaves turns out."""
+
+    def __init__(self, log: SessionLog, trimmed: Callable[[], bool] | None = None) -> None:
         self._log = log
+        self._trimmed = trimmed
+
+    def _region(self) -> list[tuple[str, Message]]:
+        if self._trimmed is not None and self._trimmed():
+            return branch_messages(self._log)
+        return compacted_away(self._log)
 
     def available(self) -> bool:
-        return bool(compacted_away(self._log))
+        return bool(self._region())
 
     def search(self, query: str, *, regex: bool, limit: int = SEARCH_LIMIT) -> list[Passage]:
         pattern = re.compile(query if regex else re.escape(query), re.IGNORECASE)
         found: list[Passage] = []
-        for entry_id, message in reversed(compacted_away(self._log)):
+        for entry_id, message in reversed(self._region()):
             lines = message_text(message).split("\n")
             hits = [index for index, line in enumerate(lines) if pattern.search(line)]
             taken: set[int] = set()
@@ -98,7 +116,7 @@ class Recall:
         return found
 
     def entry(self, entry_id: str, offset: int = 1) -> str | None:
-        for candidate, message in compacted_away(self._log):
+        for candidate, message in self._region():
             if candidate == entry_id:
                 lines = message_text(message).split("\n")
                 return "\n".join(lines[max(0, offset - 1) :])

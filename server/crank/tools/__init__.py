@@ -7,35 +7,34 @@ the tools need from the editor (see ``context``); its defaults need no editor.
 
 from __future__ import annotations
 
-from crank.agent.tools import Tool
+from typing import TYPE_CHECKING
 
-from .bash import make_bash
-from .context import (
-    ApplyEdit,
-    ApprovalRequest,
-    Approve,
-    CommandPreview,
-    Decision,
-    DiffPreview,
-    Documents,
-    EditNotSaved,
-    EditorFiles,
-    EditorTerminal,
-    EditRefused,
-    MemoryDocuments,
-    NoDocuments,
-    OpenDocuments,
-    Outside,
-    PathPreview,
-    TerminalRun,
-    ToolContext,
-    approval_request,
-)
-from .edit import make_edit
-from .grep import make_grep
-from .listing import make_find, make_ls
-from .read import make_read
-from .write import make_write
+from crank.lazy import exports
+
+if TYPE_CHECKING:
+    from crank.agent.tools import Tool
+
+    from .context import (
+        ApplyEdit,
+        ApprovalRequest,
+        Approve,
+        CommandPreview,
+        Decision,
+        DiffPreview,
+        Documents,
+        EditNotSaved,
+        EditorFiles,
+        EditorTerminal,
+        EditRefused,
+        MemoryDocuments,
+        NoDocuments,
+        OpenDocuments,
+        Outside,
+        PathPreview,
+        TerminalRun,
+        ToolContext,
+        approval_request,
+    )
 
 __all__ = [
     "ApplyEdit",
@@ -61,6 +60,33 @@ __all__ = [
     "standard_tools",
 ]
 
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        ".context": [
+            "ApplyEdit",
+            "ApprovalRequest",
+            "Approve",
+            "CommandPreview",
+            "Decision",
+            "DiffPreview",
+            "Documents",
+            "EditNotSaved",
+            "EditorFiles",
+            "EditorTerminal",
+            "EditRefused",
+            "MemoryDocuments",
+            "NoDocuments",
+            "OpenDocuments",
+            "Outside",
+            "PathPreview",
+            "TerminalRun",
+            "ToolContext",
+            "approval_request",
+        ],
+    },
+)
+
 
 def read_only_tools(ctx: ToolContext) -> list[Tool]:
     """The standard tools that change nothing (``Tool.mutates`` is the one owner)."""
@@ -68,6 +94,13 @@ def read_only_tools(ctx: ToolContext) -> list[Tool]:
 
 
 def standard_tools(ctx: ToolContext) -> list[Tool]:
+    from .bash import make_bash
+    from .edit import make_edit
+    from .grep import make_grep
+    from .listing import make_find, make_ls
+    from .read import make_read
+    from .write import make_write
+
     return [
         make_read(ctx),
         make_write(ctx),

@@ -75,7 +75,7 @@ def make_recall(source: RecallSource) -> Tool:
         name="recall",
         description=(
             "Read back, word for word, parts of this conversation that were compacted "
-            "into a summary. Searches only this session's current branch (never other "
+            "into a summary or trimmed out of view. Searches only this session's current branch (never other "
             "sessions or abandoned branches). Give query (and regex: true for a regular "
             "expression) to find passages with their entry ids, or entryId (and offset) "
             "to fetch one entry whole."
@@ -84,7 +84,8 @@ def make_recall(source: RecallSource) -> Tool:
         execute=execute,
         snippet="recall: exact text from the conversation before the summary",
         guidelines=(
-            "When you need an exact detail from before the conversation summary (an error "
+            "When you need an exact detail from before the conversation summary or from "
+            "turns removed from view (an error "
             "message, a command's output, a value), use recall instead of guessing or "
             "running things again.",
         ),

@@ -5,22 +5,29 @@ that streams neutral events over HTTP (Anthropic Messages or OpenAI-compatible C
 Completions). See docs/vendors.md.
 """
 
-from .anthropic import AnthropicModel
-from .catalog import ModelInfo, cost_of, known_models, lookup
-from .config import (
-    NO_PROVIDER,
-    ConfigError,
-    ConfigErrorKind,
-    ProviderConfig,
-    RedactingFormatter,
-    Secret,
-    redact,
-    resolve_provider,
-)
-from .errors import ProviderError, classify
-from .factory import create_model, discover
-from .openai import OpenAIModel
-from .served import ServedModel
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from crank.lazy import exports
+
+if TYPE_CHECKING:
+    from .anthropic import AnthropicModel
+    from .catalog import ModelInfo, cost_of, known_models, lookup
+    from .config import (
+        NO_PROVIDER,
+        ConfigError,
+        ConfigErrorKind,
+        ProviderConfig,
+        RedactingFormatter,
+        Secret,
+        redact,
+        resolve_provider,
+    )
+    from .errors import ProviderError, classify
+    from .factory import create_model, discover
+    from .openai import OpenAIModel
+    from .served import ServedModel
 
 __all__ = [
     "NO_PROVIDER",
@@ -43,3 +50,25 @@ __all__ = [
     "redact",
     "resolve_provider",
 ]
+
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        ".anthropic": ["AnthropicModel"],
+        ".catalog": ["ModelInfo", "cost_of", "known_models", "lookup"],
+        ".config": [
+            "NO_PROVIDER",
+            "ConfigError",
+            "ConfigErrorKind",
+            "ProviderConfig",
+            "RedactingFormatter",
+            "Secret",
+            "redact",
+            "resolve_provider",
+        ],
+        ".errors": ["ProviderError", "classify"],
+        ".factory": ["create_model", "discover"],
+        ".openai": ["OpenAIModel"],
+        ".served": ["ServedModel"],
+    },
+)

@@ -8,6 +8,9 @@ they are all held, every later request waits for the pool timeout and fails. Abo
 are cancellations, so an editor session that aborts often enough would wedge its
 model. httpcore gives no public way to reclaim such a slot.
 
+The same remedy serves a server that drops a kept-alive connection (``retire``): the
+pool would hand that connection out again, and the request sent on it is lost.
+
 What is promised: a request that ends by cancellation retires the client it used; the
 next request gets a fresh client (a fresh pool), and the retired one is closed as
 soon as no request still uses it. Requests running concurrently on the retired client
@@ -61,6 +64,17 @@ class ClientKeeper:
                 if client in self._retired:
                     self._retired.discard(client)
                     await self._close(client)
+
+    async def retire(self, client: httpx.AsyncClient) -> None:
+        """Lend ``client`` no more: the server dropped, or is about to drop, a
+        connection in its pool that httpx would hand out again (a server that says
+        keep-alive and then closes, as llama-cpp-python's does after an error). The
+        next request gets a fresh client; this one is closed now, or once the
+        requests still using it end. A client the caller gave is kept."""
+        self._retire(client)
+        if client in self._retired and client not in self._users:
+            self._retired.discard(client)
+            await self._close(client)
 
     def _retire(self, client: httpx.AsyncClient) -> None:
         if client is self._given:

@@ -205,6 +205,7 @@ class StreamingModel:
         retries = 0
         refused = 0
         retrying = False
+        reconnected = False
         if signal.aborted:
             message = ReplyBuilder(self.api, self.id).finish("aborted", note=signal.reason)
             yield {"type": "done", "message": self._priced(message)}
@@ -215,6 +216,8 @@ class StreamingModel:
             error: ProviderError | None = None
             aborted = False
             silent = False
+            answered = False
+            client: httpx.AsyncClient | None = None  # lent for this attempt; kept on failure
             try:
                 async with (
                     self._clients.lease() as client,
@@ -222,6 +225,7 @@ class StreamingModel:
                         "POST", self.url(), content=payload, headers=self.headers()
                     ) as response,
                 ):
+                    answered = True
                     if response.status_code >= 400:
                         raw = await response.aread()
                         error = await self.explain(client, self._http_error(response, raw))
@@ -256,16 +260,28 @@ class StreamingModel:
                     retry_after=REFUSED_RETRY_DELAY,
                 )
             except httpx.HTTPError as exc:
-                error = ProviderError(
-                    "network", f"{type(exc).__name__}: {exc or 'connection failed'}"
-                )
-                # A connection dropped before the reply began says as little as a
-                # silent stream: llama-cpp-python does either when a prompt is past its
-                # n_ctx (which run decides it), and only the unstreamed ask names the
-                # window.
+                error = self._network_error(exc, answered)
                 dropped = isinstance(exc, (httpx.ReadError, httpx.RemoteProtocolError))
-                silent = dropped and not builder.streamed
+                if dropped and not answered:
+                    # Lost before any answer: most often a pooled connection the server
+                    # had just closed (its keep-alive timeout, or after an error). The
+                    # pool may hold more like it: a fresh client, and at once, once.
+                    if client is not None:
+                        await self._clients.retire(client)
+                    if not reconnected and not signal.aborted:
+                        reconnected = True
+                        log.info("sending again on a fresh connection: %s", error.message)
+                        continue
+                else:
+                    # Dropped after the headers with nothing streamed: as little said
+                    # as a silent stream, and asked again unstreamed the same way.
+                    silent = dropped and not builder.streamed
 
+            if silent and client is not None:
+                # The server failed after starting the reply, and llama-cpp-python's
+                # then closes the connection it said it would keep alive: the
+                # unstreamed ask, sent at once, would go on it and be dropped.
+                await self._clients.retire(client)
             if silent and not signal.aborted:
                 # Asked only once the silent stream is closed: llama-cpp-python serves
                 # one request at a time and would wait for the first to end.
@@ -341,7 +357,7 @@ class StreamingModel:
             elif can_retry:
                 error = ProviderError(
                     error.kind,
-                    f"{error.message} (gave up after {retries + 1} attempts)",
+                    f"{error.message} (gave up after {retries + 1 + reconnected} attempts)",
                     error.status,
                     error.retry_after,
                     False,
@@ -355,17 +371,23 @@ class StreamingModel:
     ) -> list[StreamEvent] | ProviderError | None:
         try:
             async with self._clients.lease() as client:
-                try:
-                    return await self.unstreamed(client, request, parser)
-                except httpx.RemoteProtocolError:
-                    # The server dropped the kept-alive connection the silent stream
-                    # came on (llama-cpp-python does, while saying keep-alive): the
-                    # pool hands it out again once, and a fresh one works.
-                    return await self.unstreamed(client, request, parser)
+                return await self.unstreamed(client, request, parser)
         except httpx.TimeoutException as exc:
             return self._timeout(exc)
         except httpx.HTTPError as exc:
-            return ProviderError("network", f"{type(exc).__name__}: {exc or 'connection failed'}")
+            return self._network_error(exc, answered=False)
+
+    def _network_error(self, exc: httpx.HTTPError, answered: bool) -> ProviderError:
+        """What a failed connection says: an error with no text of its own (a reset
+        is just ``ReadError``) is named for what happened and where."""
+        detail = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+        dropped = isinstance(exc, (httpx.ReadError, httpx.RemoteProtocolError))
+        if dropped and not answered:
+            return ProviderError(
+                "network",
+                f"the server at {self.url()} dropped the connection before answering ({detail})",
+            )
+        return ProviderError("network", detail if str(exc) else f"{detail}: connection failed")
 
     def _http_error(self, response: httpx.Response, raw: bytes) -> ProviderError:
         retry_after = response.headers.get("retry-after")

@@ -5,13 +5,20 @@ prompt and its watcher, the provider, the permission rules. It talks to the edit
 only through ``EditorClient`` (implemented by crank.lsp). See docs/protocol.md.
 """
 
-from .client import EditorClient
-from .errors import CrankError, invalid_params
-from .host import WHILE_RUNNING, WhileRunning, WorkspaceHost
-from .permissions import PERMISSION_MODES, PermissionMode, Permissions, command_prefix
-from .prompts import context_text, fix_file_text
-from .settings import Settings, merge_layers, merge_settings
-from .stream import EventStream
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from crank.lazy import exports
+
+if TYPE_CHECKING:
+    from .client import EditorClient
+    from .errors import CrankError, invalid_params
+    from .host import WHILE_RUNNING, WhileRunning, WorkspaceHost
+    from .permissions import PERMISSION_MODES, PermissionMode, Permissions, command_prefix
+    from .prompts import context_text, fix_file_text
+    from .settings import Settings, merge_layers, merge_settings
+    from .stream import EventStream
 
 __all__ = [
     "PERMISSION_MODES",
@@ -31,3 +38,16 @@ __all__ = [
     "merge_layers",
     "merge_settings",
 ]
+
+__getattr__, __dir__ = exports(
+    __name__,
+    {
+        ".client": ["EditorClient"],
+        ".errors": ["CrankError", "invalid_params"],
+        ".host": ["WHILE_RUNNING", "WhileRunning", "WorkspaceHost"],
+        ".permissions": ["PERMISSION_MODES", "PermissionMode", "Permissions", "command_prefix"],
+        ".prompts": ["context_text", "fix_file_text"],
+        ".settings": ["Settings", "merge_layers", "merge_settings"],
+        ".stream": ["EventStream"],
+    },
+)

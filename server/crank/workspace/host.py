@@ -201,14 +201,20 @@ class WorkspaceHost:
         self, mode: PermissionMode | None = None, *, log: SessionLog | bool | None = True
     ) -> list[Tool]:
         """The tools for ``mode``, plus ``recall`` while the session ``log`` (default:
-        the active one) has something compacted away."""
+        the active one) has something compacted away or trimmed out of view."""
         session_log = self.session.log if log is True else log or None
         read_only = (mode or self.permissions.mode) == "readOnly"
-        return session_tools(self.ctx, session_log, read_only=read_only, notes=self.notes)
+        return session_tools(
+            self.ctx,
+            session_log,
+            read_only=read_only,
+            notes=self.notes,
+            trimmed=lambda: self.session.trimmed(),  # the slot is made after the tools
+        )
 
     async def _refresh_tools(self) -> None:
         """``recall`` is offered while something on the active branch has been compacted
-        away: the tool set, and the prompt built from it, follow the session (from the
+        away or trimmed out of view: the tool set, and the prompt built from it, follow the session (from the
         next run on; a run keeps the tools it started with)."""
         tools = self._tool_set()
         if [tool.name for tool in tools] == [tool.name for tool in self.tools]:
@@ -265,6 +271,8 @@ class WorkspaceHost:
         self.stream.emit(self.session_id, self.run_id, event)
         if event["type"] == "agent_settled":
             self._run = None
+            if self.session.trimmed() and not any(t.name == "recall" for t in self.tools):
+                await self._refresh_tools()  # turns went out of view: offer recall
         elif event["type"] == "compaction_end" and event["compacted"]:
             await self._refresh_tools()
 

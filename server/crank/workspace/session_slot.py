@@ -92,6 +92,10 @@ class SessionSlot:
         if self._save is not None:
             await self._save(event)
 
+    def trimmed(self) -> bool:
+        """True while the ``trim`` policy leaves turns of this session out of requests."""
+        return self.keeper is not None and self.keeper.trimmed
+
     async def build_request(self, record: Sequence[Message], prompt: RunPrompt) -> ModelRequest:
         assert self.keeper is not None, "a run always has a session log"
         return await self.keeper.build_request(record, prompt)
