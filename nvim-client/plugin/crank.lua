@@ -40,6 +40,10 @@ command("CrankFix", function(o)
   actions().fix({ instruction = o.args, range = range })
 end, { nargs = "*", range = true, desc = "Ask Crank to fix this buffer (or the range) using its diagnostics" })
 
+command("CrankAttach", function(o)
+  actions().attach(o.args, o.bang)
+end, { nargs = "?", bang = true, complete = "file", desc = "Attach an image file to the next Crank prompt" })
+
 command("CrankSessions", function()
   actions().sessions()
 end, { desc = "Pick a Crank session and open it" })

@@ -638,4 +638,11 @@ H.test("on 0.11+, vim.lsp.config('crank', ...) is merged over what the plugin st
   vim.lsp.config("crank", { cmd = false, cmd_env = false, root_dir = false, handlers = false })
 end)
 
+H.test("a message's images show by name, and images_omitted is a notice", function()
+  local fmt = require("crank.format")
+  H.eq({ "[image: dot.png]", "[image: image/jpeg]" }, fmt.image_lines({ { name = "dot.png", mimeType = "image/png" }, { mimeType = "image/jpeg" } }))
+  H.eq({}, fmt.image_lines(nil))
+  H.eq("_test does not accept images_", fmt.notice({ type = "images_omitted", count = 1, message = "test does not accept images" }))
+end)
+
 H.run()

@@ -82,7 +82,7 @@ class RecordingClient:
             raise AssertionError(f"timed out waiting for {what}; updates: {self.kinds()}") from None
 
 
-def agent_env(model: ModelServer, home: Path) -> dict[str, str]:
+def agent_env(model: ModelServer, home: Path, model_id: str = "test-model") -> dict[str, str]:
     env = {
         k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "OPENAI_", "CRANK_"))
     }
@@ -90,7 +90,7 @@ def agent_env(model: ModelServer, home: Path) -> dict[str, str]:
         PYTHONPATH=str(ROOT / "server"),
         OPENAI_BASE_URL=model.url + "/v1",
         OPENAI_API_KEY="sk-test-acp",
-        CRANK_MODEL="test-model",
+        CRANK_MODEL=model_id,
         HOME=str(home),
         XDG_CONFIG_HOME=str(home / ".config"),
         XDG_DATA_HOME=str(home / ".local" / "share"),
@@ -104,9 +104,12 @@ async def crank_acp(
     tmp: Path,
     client: RecordingClient,
     *args: str,
+    model_id: str = "test-model",
+    answers: list[Any] | None = None,
     capabilities: schema.ClientCapabilities | None = None,
 ) -> AsyncIterator[Any]:
-    """A running ``crank acp`` with an initialized connection from the SDK's client."""
+    """A running ``crank acp`` with an initialized connection from the SDK's client
+    (``answers`` receives the ``initialize`` answer)."""
     home = tmp / "home"
     home.mkdir(exist_ok=True)
     async with acp.spawn_agent_process(
@@ -117,11 +120,13 @@ async def crank_acp(
         "--session-dir",
         str(tmp / "sessions"),
         *args,
-        env=agent_env(model, home),
+        env=agent_env(model, home, model_id),
         cwd=str(tmp),
     ) as (connection, _process):
         answer = await connection.initialize(
             protocol_version=acp.PROTOCOL_VERSION, client_capabilities=capabilities
         )
         assert answer.protocol_version == 1
+        if answers is not None:
+            answers.append(answer)
         yield connection

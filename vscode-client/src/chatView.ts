@@ -10,7 +10,8 @@ import { parseViewMessage, type HostMessage, type ViewMessage } from "./chat/pro
 import type { ChatAction } from "./chat/state";
 import { chatPageHtml, makeNonce } from "./chat/html";
 import { diffSides, editOf, planUndo, previousFileOf, type EditInfo } from "./chat/edits";
-import { type ContextItem, type EventParams, type ModelInfo, type PermissionRequest, type PermissionResponse, type PromptResult, type Queue } from "./protocol/types";
+import { type ContextItem, type EventParams, type ModelInfo, type PermissionRequest, type PermissionResponse, type PromptImage, type PromptResult, type Queue } from "./protocol/types";
+import { imageOfBytes } from "./chat/images";
 import type { ServerManager } from "./server";
 import { ErrorCodes } from "vscode-languageclient/node";
 import { INSTALL_HELP } from "./protocol/launch";
@@ -358,6 +359,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
         return this.pickWorkspace();
       case "addContext":
         return this.addContextInteractive();
+      case "attachImage":
+        return this.attachImages();
       case "removeContext":
         this.context.splice(m.index, 1);
         this.post({ type: "context", items: this.context });
@@ -382,12 +385,13 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
         const context = this.context.map((c) => c.item);
         let res: PromptResult;
         try {
-          res = await client.prompt({ workspace, text: m.text, context: context.length ? context : undefined, whileRunning: m.mode === "prompt" ? undefined : m.mode });
+          res = await client.prompt({ workspace, text: m.text, context: context.length ? context : undefined, images: m.images, whileRunning: m.mode === "prompt" ? undefined : m.mode });
         } catch (err) {
-          // Refused (an unknown /command, no provider, ...): the text goes back into the input, nothing is lost.
+          // Refused (an unknown /command, no provider, a bad image, ...): the text goes back into the input, nothing is lost.
           this.post({ type: "restoreInput", text: m.text });
           throw err;
         }
+        if (res.imagesOmitted) this.notice("warning", res.imagesOmitted);
         if (res.command) return this.commandAnswered(res); // a built-in: no run, the context stays for the next prompt
         if (!res.queued) {
           this.context = [];
@@ -475,6 +479,24 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     this.context.push({ label: vscode.workspace.asRelativePath(uri), item: { uri: uri.toString() } });
     this.post({ type: "context", items: this.context });
     void this.reveal();
+  }
+
+  /** The file dialog for images: each picked file is read, its type told by its bytes. */
+  private async attachImages(): Promise<void> {
+    const picked = await vscode.window.showOpenDialog({
+      canSelectMany: true,
+      openLabel: "Attach",
+      filters: { Images: ["png", "jpg", "jpeg", "gif", "webp"] },
+    });
+    if (!picked?.length) return;
+    const images: PromptImage[] = [];
+    for (const uri of picked) {
+      const name = uri.path.split("/").pop() ?? "image";
+      const image = imageOfBytes(await vscode.workspace.fs.readFile(uri), name);
+      if (typeof image === "string") this.notice("error", image);
+      else images.push(image);
+    }
+    if (images.length) this.post({ type: "addImages", images });
   }
 
   private async addContextInteractive(): Promise<void> {

@@ -93,13 +93,24 @@ function M.send(ws, text, mode, on_refused)
     return
   end
   local params = { text = text, whileRunning = mode or config.values.while_running }
+  local images = ws.attached or {}
+  if #images > 0 then
+    params.images = images
+    ws.attached = {}
+  end
   ws:request("crank/prompt", params, function(err, result)
     if err then
       report("sending the prompt", err)
+      if #images > 0 then
+        ws.attached = images -- kept for the next try, like the text
+      end
       if on_refused then
         on_refused(text)
       end
       return
+    end
+    if result and result.imagesOmitted then
+      vim.notify("crank: " .. result.imagesOmitted, vim.log.levels.WARN)
     end
     if result and result.command then
       return M.command_answered(ws, result)
@@ -112,6 +123,40 @@ function M.send(ws, text, mode, on_refused)
     end
     update_status(ws)
   end)
+end
+
+--- :CrankAttach {path}: attach an image file (PNG, JPEG, GIF, WebP) to the next prompt.
+--- The server reads and checks the file when the prompt is sent; with no path, the
+--- attached images are listed, and `:CrankAttach!` drops them.
+function M.attach(path, drop)
+  local ws = M.workspace()
+  if ws == nil then
+    return
+  end
+  ws.attached = ws.attached or {}
+  if drop then
+    ws.attached = {}
+    return vim.notify("crank: no images attached", vim.log.levels.INFO)
+  end
+  if path == nil or vim.trim(path) == "" then
+    local names = {}
+    for _, image in ipairs(ws.attached) do
+      names[#names + 1] = image.name
+    end
+    local list = #names > 0 and table.concat(names, ", ") or "none"
+    return vim.notify("crank: images for the next prompt: " .. list, vim.log.levels.INFO)
+  end
+  local full = vim.fn.fnamemodify(vim.fn.expand(vim.trim(path)), ":p")
+  if vim.fn.filereadable(full) == 0 then
+    return vim.notify("crank: cannot read " .. full, vim.log.levels.ERROR)
+  end
+  local name = vim.fn.fnamemodify(full, ":t")
+  table.insert(ws.attached, { path = full, name = name })
+  vim.notify("crank: [image: " .. name .. "] goes with the next prompt", vim.log.levels.INFO)
+  local chat = chat_mod.by_root[ws.root]
+  if chat and chat.buf and vim.api.nvim_buf_is_valid(chat.buf) then
+    chat:notice("_[image: " .. name .. "] attached to the next prompt_")
+  end
 end
 
 --- Send what is typed in the chat's prompt area.

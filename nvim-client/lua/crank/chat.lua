@@ -120,6 +120,11 @@ function Chat:user_message(message)
   end
   local lines = { format.USER_HEADER, "" }
   vim.list_extend(lines, format.lines(content))
+  local images = format.image_lines(message.images)
+  if #images > 0 then
+    lines[#lines + 1] = ""
+    vim.list_extend(lines, images)
+  end
   self:_block(lines, "user")
   self.in_assistant = false
 end

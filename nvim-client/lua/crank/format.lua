@@ -131,6 +131,15 @@ end
 --- A notice line for retries, compactions and the like (nil: nothing to show).
 ---@param event table a crank/event `event`
 ---@return string|nil
+--- `[image: name]` lines for a message's images (the chat shows images by name).
+function M.image_lines(images)
+  local out = {}
+  for _, image in ipairs(images or {}) do
+    out[#out + 1] = "[image: " .. tostring(image.name or image.mimeType or "image") .. "]"
+  end
+  return out
+end
+
 function M.notice(event)
   local t = event.type
   if t == "retry_start" then
@@ -152,6 +161,8 @@ function M.notice(event)
       return "_Compaction failed: " .. one_line(event.error, 120) .. "_"
     end
     return event.compacted and "_Conversation compacted._" or "_Nothing to compact._"
+  elseif t == "images_omitted" then
+    return "_" .. one_line(event.message or "images were left out", 300) .. "_"
   elseif t == "agent_end" then
     if event.stopReason == "aborted" then
       return "_Aborted._"

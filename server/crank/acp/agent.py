@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from crank import __version__
+from crank.agent.images import ImageError, ImageInput, check_input
+from crank.agent.messages import ImageBlock
 from crank.session import SessionError
 from crank.vendors import ConfigError, known_models
 from crank.workspace import PERMISSION_MODES, CrankError, Settings, WorkspaceHost
@@ -59,18 +61,34 @@ def _string(params: dict[str, Any], field: str) -> str:
     return value
 
 
-def prompt_text(blocks: Any) -> str:
+def _image(block: dict[str, Any], where: str) -> ImageBlock:
+    """An ACP image block (``mimeType``, base64 ``data``, ``uri?``), checked like every
+    prompt image (agent.images): bad base64, an unsupported type, too large."""
+    mime, data, uri = block.get("mimeType"), block.get("data"), block.get("uri")
+    if not isinstance(mime, str) or not isinstance(data, str):
+        raise invalid(where, "an image needs mimeType and data (base64) strings")
+    name = uri.rstrip("/").rsplit("/", 1)[-1] if isinstance(uri, str) and uri else None
+    try:
+        return check_input(ImageInput(mime, data, name), where)
+    except ImageError as error:
+        raise RpcError(INVALID_PARAMS, f"invalid params: {error}") from None
+
+
+def prompt_content(blocks: Any) -> tuple[str, list[ImageBlock]]:
     """The prompt's content blocks as one user message: text as it is, embedded
-    resources as fenced text under their URI, links named."""
+    resources as fenced text under their URI, links named, images after the text."""
     if not isinstance(blocks, list) or not blocks:
         raise invalid("prompt", "must be a non-empty list of content blocks")
     parts: list[str] = []
+    images: list[ImageBlock] = []
     for index, block in enumerate(blocks):
         if not isinstance(block, dict):
             raise invalid(f"prompt[{index}]", "must be a content block")
         kind = block.get("type")
         if kind == "text" and isinstance(block.get("text"), str):
             parts.append(block["text"])
+        elif kind == "image":
+            images.append(_image(block, f"prompt[{index}]"))
         elif kind == "resource" and isinstance(block.get("resource"), dict):
             resource = block["resource"]
             if isinstance(resource.get("text"), str):
@@ -81,7 +99,7 @@ def prompt_text(blocks: Any) -> str:
             parts.append(f"[{block.get('name') or block['uri']}]({block['uri']})")
         else:
             raise invalid(f"prompt[{index}]", f"content of type {kind!r} is not supported")
-    return "\n".join(parts)
+    return "\n".join(parts), images
 
 
 class CrankAgent:
@@ -133,7 +151,7 @@ class CrankAgent:
             "protocolVersion": min(version, PROTOCOL_VERSION),
             "agentCapabilities": {
                 "loadSession": True,
-                "promptCapabilities": {"image": False, "audio": False, "embeddedContext": True},
+                "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
                 "mcpCapabilities": {"http": False, "sse": False},
             },
             "authMethods": [],
@@ -228,7 +246,8 @@ class CrankAgent:
     async def prompt(self, params: Any) -> dict[str, Any]:
         params = _object(params)
         session = self._session(params)
-        return await session.prompt(prompt_text(params.get("prompt")))
+        text, images = prompt_content(params.get("prompt"))
+        return await session.prompt(text, images)
 
     async def cancel(self, params: Any) -> None:
         if not isinstance(params, dict) or params.get("sessionId") not in self.sessions:

@@ -23,9 +23,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from crank.agent.messages import ImageBlock
 from crank.tools import (
     Documents,
     EditorFiles,
@@ -214,9 +216,9 @@ class AcpSession:
             if not future.done():
                 future.set_result(answer)
 
-    async def prompt(self, text: str) -> dict[str, Any]:
-        """Run ``text`` (or queue it as a follow-up of the running turn) and answer
-        when that run settles."""
+    async def prompt(self, text: str, images: Sequence[ImageBlock] = ()) -> dict[str, Any]:
+        """Run ``text`` and its images (or queue the text as a follow-up of the running
+        turn; images cannot be queued) and answer when that run settles."""
         parsed = parse_command(text)
         if isinstance(parsed, Invocation) and parsed.name in NOT_OFFERED:
             raise RpcError(
@@ -226,11 +228,15 @@ class AcpSession:
             )
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         running = self.host.harness.is_running
-        answer = await self.host.submit(text, while_running="followUp" if running else None)
+        answer = await self.host.submit(
+            text, while_running="followUp" if running else None, images=images
+        )
         if "command" in answer:
             text = describe(answer["command"], answer["result"])
             self.update(text_chunk("agent_message_chunk", text))
             return {"stopReason": "end_turn"}
+        if "imagesOmitted" in answer:
+            self.update(text_chunk("agent_message_chunk", f"[{answer['imagesOmitted']}]\n"))
         if not running:
             self.translator.last_reply = None
             self.translator.last_stop = None

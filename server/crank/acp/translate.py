@@ -233,6 +233,21 @@ def text_chunk(kind: str, text: str) -> Update:
     return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
 
 
+def _image_chunks(message: dict[str, Any]) -> list[Update]:
+    """A stored user message's images: inline ones as ACP image blocks, stored ones
+    (whose bytes stay beside the session) by name."""
+    updates: list[Update] = []
+    for image in message.get("images") or []:
+        if isinstance(image.get("data"), str):
+            content = {"type": "image", "mimeType": image["mimeType"], "data": image["data"]}
+            updates.append({"sessionUpdate": "user_message_chunk", "content": content})
+        else:
+            updates.append(
+                text_chunk("user_message_chunk", f"[image: {image.get('name', 'image')}]")
+            )
+    return updates
+
+
 def _usage(event: dict[str, Any]) -> Update:
     update: Update = {
         "sessionUpdate": "usage_update",
@@ -255,6 +270,7 @@ def replay(root: Path, messages: list[dict[str, Any]]) -> list[Update]:
             content = message.get("typed") or message.get("content")  # a /command as typed
             if isinstance(content, str) and content:
                 updates.append(text_chunk("user_message_chunk", content))
+            updates.extend(_image_chunks(message))
         elif role == "assistant":
             for block in message.get("content") or []:
                 if block.get("type") == "text" and block.get("text"):

@@ -128,6 +128,15 @@ class CompactionEnd(TypedDict):
     error: NotRequired[str]
 
 
+class ImagesOmitted(TypedDict):
+    """Said once per session and model: a request left images out (placeholders stand in
+    for them), because the model takes none or a stored copy is missing."""
+
+    type: Literal["images_omitted"]
+    count: int
+    message: str
+
+
 class ContextUsage(TypedDict):
     """The context meter and the session's spend: what ``crank/state`` reports as
     ``usage`` and what a ``usage_update`` event carries. Defined once here, the lowest
@@ -164,6 +173,7 @@ Event = (
     | RetryStart
     | RetryEnd
     | UsageUpdate
+    | ImagesOmitted
 )
 """Every event that passes through a Harness."""
 
@@ -178,6 +188,7 @@ __all__ = [
     "Delta",
     "DeltaKind",
     "Event",
+    "ImagesOmitted",
     "MessageEnd",
     "MessageStart",
     "MessageUpdate",

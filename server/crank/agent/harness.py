@@ -26,7 +26,7 @@ from typing import Literal, TypeVar, get_args
 
 from .events import Event, QueueState
 from .loop import BuildRequest, LoopConfig, PlainRequests, RunPrompt, agent_loop
-from .messages import Message, UserMessage, assistant_message, user_message
+from .messages import ImageBlock, Message, UserMessage, assistant_message, user_message
 from .model import AbortSignal, Model
 from .tools import Tool
 
@@ -342,10 +342,13 @@ class Harness:
 
     # -- runs -------------------------------------------------------------------------
 
-    def prompt(self, text: str, *, typed: str | None = None) -> Run:
-        """Start a run with a new user message (``typed``: what the user typed, when
-        ``text`` is its expansion). Raises HarnessBusy at once if one is active."""
-        return self._start([user_message(text, typed=typed)])
+    def prompt(
+        self, text: str, images: Sequence[ImageBlock] = (), *, typed: str | None = None
+    ) -> Run:
+        """Start a run with a new user message (and its images, after the text;
+        ``typed``: what the user typed, when ``text`` is its expansion). Raises
+        HarnessBusy at once if one is active."""
+        return self._start([user_message(text, typed=typed, images=images)])
 
     def continue_(self) -> Run:
         """Start a run from the transcript as it stands (no new message), e.g. a retry."""

@@ -10,6 +10,7 @@ mutates a message it is given.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any, Literal, NotRequired, TypedDict, get_args
 
 StopReason = Literal["stop", "toolUse", "length", "error", "aborted"]
@@ -53,6 +54,25 @@ class ToolCallBlock(TypedDict):
 ContentBlock = TextBlock | ThinkingBlock | ToolCallBlock
 
 
+class ImageBlock(TypedDict):
+    """An image on a user message or a tool result (``images``). Exactly one of
+    ``data`` (the bytes, base64, inline) and ``sha256`` (a blob stored beside the
+    session file, docs/session.md) says where its bytes are; a request is always built
+    with them inline (or with a placeholder when they cannot be had)."""
+
+    type: Literal["image"]
+    mimeType: str
+    """``image/png`` | ``image/jpeg`` | ``image/gif`` | ``image/webp`` (agent.images)."""
+    bytes: int
+    """The size of the image itself (decoded), for placeholders and the transcript."""
+    name: NotRequired[str]
+    """A file name to show (``screenshot.png``); never a path the model can use."""
+    width: NotRequired[int]
+    height: NotRequired[int]
+    data: NotRequired[str]
+    sha256: NotRequired[str]
+
+
 class Usage(TypedDict):
     input: int
     output: int
@@ -66,6 +86,8 @@ class UserMessage(TypedDict):
     role: Literal["user"]
     content: str
     timestamp: int
+    images: NotRequired[list[ImageBlock]]
+    """Images sent with the text, after it, in order."""
     typed: NotRequired[str]
     """What the user typed when ``content`` is its expansion (a ``/command``): clients
     show this, the model is sent ``content``."""
@@ -91,6 +113,8 @@ class ToolResultMessage(TypedDict):
     content: str
     isError: bool
     timestamp: int
+    images: NotRequired[list[ImageBlock]]
+    """Images the tool returned (``read`` of an image file), after the text."""
 
 
 Message = UserMessage | AssistantMessage | ToolResultMessage
@@ -106,7 +130,11 @@ def empty_usage() -> Usage:
 
 
 def user_message(
-    text: str, timestamp: int | None = None, *, typed: str | None = None
+    text: str,
+    timestamp: int | None = None,
+    *,
+    typed: str | None = None,
+    images: Sequence[ImageBlock] = (),
 ) -> UserMessage:
     message: UserMessage = {
         "role": "user",
@@ -115,6 +143,8 @@ def user_message(
     }
     if typed is not None:
         message["typed"] = typed
+    if images:
+        message["images"] = list(images)
     return message
 
 
@@ -141,9 +171,14 @@ def assistant_message(
 
 
 def tool_result(
-    call_id: str, tool_name: str, content: str, *, is_error: bool = False
+    call_id: str,
+    tool_name: str,
+    content: str,
+    *,
+    is_error: bool = False,
+    images: Sequence[ImageBlock] = (),
 ) -> ToolResultMessage:
-    return {
+    message: ToolResultMessage = {
         "role": "toolResult",
         "toolCallId": call_id,
         "toolName": tool_name,
@@ -151,6 +186,16 @@ def tool_result(
         "isError": is_error,
         "timestamp": now_ms(),
     }
+    if images:
+        message["images"] = list(images)
+    return message
+
+
+def images_of(message: Message) -> list[ImageBlock]:
+    """The images a user message or tool result carries (none for a reply)."""
+    if message["role"] == "assistant":
+        return []
+    return message.get("images", [])
 
 
 def text_of(message: AssistantMessage) -> str:

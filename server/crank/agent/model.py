@@ -157,3 +157,10 @@ class Model(Protocol):
     def stream(self, request: ModelRequest, signal: AbortSignal) -> AsyncIterator[StreamEvent]:
         """Stream one reply. Ends with exactly one ``done``; raises only on cancellation."""
         ...
+
+
+def accepts_images(model: Model) -> bool:
+    """Whether ``model`` takes images. A model says so with an ``accepts_images``
+    attribute (the vendors read it from the catalog); one that says nothing (the
+    scripted model) is taken to, so tests can see every image it is sent."""
+    return bool(getattr(model, "accepts_images", True))

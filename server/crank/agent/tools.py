@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
-from .messages import ToolCallBlock, ToolResultMessage, tool_result
+from .messages import ImageBlock, ToolCallBlock, ToolResultMessage, tool_result
 from .model import AbortSignal, ToolSpec
 
 if TYPE_CHECKING:
@@ -52,6 +52,8 @@ class ToolOutput:
     content: str
     is_error: bool = False
     details: dict[str, Any] | None = None
+    images: tuple[ImageBlock, ...] = ()
+    """Images for the model (``read`` of an image file), sent after ``content``."""
 
 
 class ToolError(Exception):
@@ -213,4 +215,5 @@ async def run_tool(
         output = ToolOutput(output)
     hint = "The full output is not shown; narrow the request to see the rest."
     content = fit_to_budget(output.content, tool.keep, hint)
-    return tool_result(call["id"], name, content, is_error=output.is_error), output.details
+    result = tool_result(call["id"], name, content, is_error=output.is_error, images=output.images)
+    return result, output.details

@@ -29,10 +29,11 @@ import anyio.to_thread
 
 from crank.agent.harness import Harness
 from crank.agent.messages import AssistantMessage, text_of
-from crank.agent.model import Model
+from crank.agent.model import Model, accepts_images
 from crank.agent.scripted import ScriptedModel, reply_from_dict
 from crank.prompt import PromptLocations, compute_prompt, load_inputs
 from crank.session import SessionError, SessionLog, SessionStore
+from crank.session.blobs import loading_requests
 from crank.session.notes import Notes, notes_path, notes_request
 from crank.tools import (
     ApprovalRequest,
@@ -44,6 +45,7 @@ from crank.tools.sandbox import SandboxSettings, SandboxStatus, probe, protected
 from crank.vendors import ConfigError, create_model, resolve_provider
 from crank.vendors.secrets import provider_env
 from crank.workspace import CrankError
+from crank.workspace.attachments import prompt_images
 from crank.workspace.commands import BUILTIN_NAMES, CommandCatalog, parse_command
 from crank.workspace.settings import merge_layers
 from crank.workspace.toolset import session_tools
@@ -59,6 +61,13 @@ def add_run_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
     parser = subparsers.add_parser("run", help="run one prompt in the current directory")
     parser.add_argument("prompt", nargs="+", help="what to ask the agent")
     parser.add_argument("--json", action="store_true", help="print every event as a JSON line")
+    parser.add_argument(
+        "--image",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="send a PNG, JPEG, GIF or WebP image with the prompt (repeatable)",
+    )
     where = parser.add_mutually_exclusive_group()
     where.add_argument(
         "--continue",
@@ -193,7 +202,13 @@ async def expand_prompt(text: str, locations: PromptLocations) -> tuple[str, str
 
 async def run_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     cwd = Path.cwd()
+    images = prompt_images([{"path": str(cwd / p)} for p in args.image], "--image")
     model = choose_model(args.script)
+    if images and not accepts_images(model):
+        print(
+            f"crank: {model.id} does not accept images; it gets a text placeholder for each",
+            file=err,
+        )
     context = tool_context(args, cwd, err)
     locations = PromptLocations(cwd, cwd, args.trust)
     text, typed = await expand_prompt(" ".join(args.prompt), locations)
@@ -211,7 +226,7 @@ async def run_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             model=model,
             messages=log.replay(),
             max_turns=args.max_turns,
-            build_request=notes_request(notes),
+            build_request=loading_requests(log.load_image, model, notes_request(notes)),
         )
         harness.subscribe(log.listener(harness.messages_after))
         interrupted = False
@@ -226,7 +241,7 @@ async def run_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         loop = asyncio.get_running_loop()
         loop.add_signal_handler(signal.SIGINT, on_interrupt)
         try:
-            run = harness.prompt(text, typed=typed)
+            run = harness.prompt(text, images, typed=typed)
             async for event in run.events():
                 if args.json:
                     print(
@@ -271,3 +286,6 @@ def run_command(
     except (UsageError, ConfigError, SessionError) as exc:
         print(f"Error: {exc}", file=err)
         return 1
+    except CrankError as exc:  # a bad --image
+        print(f"Error: {exc.message}", file=err)
+        return 2

@@ -432,7 +432,10 @@ async def _prompt(ls: CrankServer, params: Params) -> Any:
 
     mode = params.optional_choice("whileRunning", WHILE_RUNNING)
     context = _context(params)
-    return await (await ls.session_host(params)).submit(text, context, mode)
+    from crank.workspace.attachments import prompt_images  # lazy, like the tools
+
+    images = prompt_images(params.objects("images"))
+    return await (await ls.session_host(params)).submit(text, context, mode, images)
 
 
 @handles("crank/commands")

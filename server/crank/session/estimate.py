@@ -21,7 +21,7 @@ import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from crank.agent.messages import Message, Usage
+from crank.agent.messages import Message, Usage, images_of
 from crank.agent.model import ModelRequest, ToolSpec
 
 from .replay import COMPACTION_PREFIX
@@ -36,8 +36,19 @@ def _dumps(value: object) -> str:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False)
 
 
+IMAGE_CHARS = 4_800
+"""What one image counts for, in characters: about 1,600 tokens, the most Anthropic
+charges for an image it has not downscaled (OpenAI's high detail is similar). Its
+base64 bytes are never counted as text: a 1 MB screenshot is not 1.3M characters of
+context."""
+
+
 def message_chars(message: Message) -> int:
-    return len(_dumps(message))
+    images = images_of(message)
+    if not images:
+        return len(_dumps(message))
+    text: dict[str, object] = {k: v for k, v in message.items() if k != "images"}
+    return len(_dumps(text)) + IMAGE_CHARS * len(images)
 
 
 Chars = Callable[[Message], int]
@@ -117,8 +128,11 @@ def view_chars(fixed_chars: int, messages: Sequence[Message], chars: Chars = mes
 
 
 def request_chars(request: ModelRequest) -> int:
-    body = {"system": request.system, "tools": request.tools, "messages": request.messages}
-    return len(_dumps(body))
+    if not any(images_of(m) for m in request.messages):
+        body = {"system": request.system, "tools": request.tools, "messages": request.messages}
+        return len(_dumps(body))
+    body = {"system": request.system, "tools": request.tools, "messages": []}
+    return len(_dumps(body)) + sum(message_chars(m) + 1 for m in request.messages)
 
 
 def usage_total(usage: Usage) -> int:

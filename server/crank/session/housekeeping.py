@@ -48,9 +48,10 @@ from crank.agent.events import (
     UsageUpdate,
 )
 from crank.agent.harness import Harness
+from crank.agent.images import Resolved, resolve_images
 from crank.agent.loop import RunPrompt
 from crank.agent.messages import Message, now_ms
-from crank.agent.model import Model, ModelRequest, ToolSpec
+from crank.agent.model import Model, ModelRequest, ToolSpec, accepts_images
 from crank.agent.view import GrowingView, Repairs
 
 from .compaction import compact_log
@@ -146,6 +147,8 @@ class Housekeeper:
         self._harness: Harness | None = None
         self._unsubscribe: Callable[[], None] | None = None
         self._totals = self._totals_from_log()
+        self._told_images: tuple[bool, bool] = (False, False)
+        """Whether the user was told of images left out (the model, missing blobs)."""
 
     # -- configuration ----------------------------------------------------------------
 
@@ -155,6 +158,7 @@ class Housekeeper:
             self._model = model
             self._calibration = Calibration()
             self._last_request_chars = None
+            self._told_images = (False, self._told_images[1])
 
     @property
     def settings(self) -> ContextSettings:
@@ -306,13 +310,41 @@ class Housekeeper:
         self._clear, self._trim = state, trim  # equal or not: it carries the clearing memo
         marks = cache_marks(sent) if self._policy.cache else ()
         tools = list(prompt.tools)
-        request = ModelRequest(system=system, messages=sent, tools=tools, cache_marks=marks)
+        resolved = resolve_images(sent, self._log.load_image, accepts_images(self._model))
+        await self._tell_images(resolved)
+        request = ModelRequest(
+            system=system, messages=resolved.messages, tools=tools, cache_marks=marks
+        )
         request = with_notes_index(request, keys)  # last, after the marks: see notes.py
         # The request's size in the same characters every estimate counts, from the
         # sizes already known: encoding the request is the provider's job, done once.
         self._last_request_chars = self._chars_of(fixed, sent)
         self._sizes.prune(record, sent)
         return request
+
+    async def _tell_images(self, resolved: Resolved) -> None:
+        """Say once (per model, per session) that a request left images out."""
+        told_model, told_missing = self._told_images
+        messages = []
+        if resolved.omitted and not told_model:
+            told_model = True
+            messages.append(
+                f"{self._model.id} does not accept images: {resolved.omitted} image(s) "
+                "were sent as text placeholders (choose a model that takes images, or "
+                "set provider.images if this one does)"
+            )
+        if resolved.missing and not told_missing:
+            told_missing = True
+            messages.append(
+                f"{resolved.missing} stored image(s) of this session are missing from "
+                f"{self._log.blobs}; placeholders stand in for them"
+            )
+        self._told_images = (told_model, told_missing)
+        if messages and self._harness is not None:
+            count = resolved.omitted + resolved.missing
+            await self._harness.announce(
+                {"type": "images_omitted", "count": count, "message": "; ".join(messages)}
+            )
 
     def context_tokens(self, harness: Harness) -> int:
         """The size of the request the harness's record would send now, policies applied."""

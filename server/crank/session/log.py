@@ -10,6 +10,8 @@ Promises:
   process is refused with ``SessionLocked`` and may still ``read`` it.
 - If a write fails half way the log refuses every later append (the file may end in a
   torn line that only ``crank sessions repair`` may touch).
+- Large images go to ``<id>.blobs/`` (``blobs.py``), synced before the entry that
+  names them; the entry keeps a reference.
 - The process's view is the file's view: ``replay()`` on the live log and on a freshly
   read file give the same transcript, because both come from the same tree.
 """
@@ -28,10 +30,12 @@ from typing import Any
 import anyio.to_thread
 
 from crank.agent.events import Event
-from crank.agent.messages import Message, Usage, now_ms
+from crank.agent.messages import ImageBlock, Message, Usage, images_of, now_ms
 from crank.agent.model import Model
 
 from . import jsonio
+from .blobs import blob_dir, stored_message
+from .blobs import load as load_blob
 from .branch_summary import abandoned_messages, summarize_branch
 from .entries import Entry, encode, make_header, new_entry_id
 from .errors import SessionBusy, SessionClosed, SessionLocked, UnknownEntry
@@ -208,18 +212,36 @@ class SessionLog:
         async with self._order:
             return await anyio.to_thread.run_sync(self.append_sync, kind, fields, parent)
 
+    @property
+    def blobs(self) -> Path:
+        """Where this session's large images are stored (``<id>.blobs``)."""
+        return blob_dir(self.path)
+
+    def load_image(self, block: ImageBlock) -> str | None:
+        """A stored image's base64 bytes, or None when its blob is missing or damaged."""
+        return load_blob(self.blobs, block)
+
     async def append_message(self, message: Message) -> str:
+        if images_of(message):
+            message = await anyio.to_thread.run_sync(stored_message, self.blobs, message)
         return await self.append("message", {"message": _role_first(message)})
 
     async def append_messages(self, messages: Sequence[Message]) -> list[str]:
-        """Messages that completed together, one ``fsync`` for all (``append_many_sync``)."""
+        """Messages that completed together, one ``fsync`` for all (``append_many_sync``);
+        their large images are stored as blobs first, as ``append_message`` does."""
+        if any(images_of(message) for message in messages):
+            messages = await anyio.to_thread.run_sync(self._stored_all, messages)
         items = [("message", {"message": _role_first(message)}) for message in messages]
         if self._order is None:
             self._order = asyncio.Lock()
         async with self._order:
             return await anyio.to_thread.run_sync(self.append_many_sync, items)
 
+    def _stored_all(self, messages: Sequence[Message]) -> list[Message]:
+        return [stored_message(self.blobs, message) for message in messages]
+
     def append_message_sync(self, message: Message) -> str:
+        message = stored_message(self.blobs, message)
         return self.append_sync("message", {"message": _role_first(message)})
 
     async def append_model_change(self, api: str, model_id: str) -> str:

@@ -97,11 +97,15 @@ def _arguments_of(view: Sequence[Message]) -> dict[str, str]:
 
 def _note(result: ToolResultMessage, arguments: str) -> ToolResultMessage:
     text = NOTE.format(name=result["toolName"], arguments=arguments, chars=len(result["content"]))
-    return {**result, "content": text}
+    note: ToolResultMessage = {**result, "content": text}
+    note.pop("images", None)  # a cleared result's images go with its text
+    return note
 
 
 def _clearable(message: Message) -> bool:
-    return message["role"] == "toolResult" and len(message["content"]) >= MIN_CLEAR_CHARS
+    return message["role"] == "toolResult" and (
+        len(message["content"]) >= MIN_CLEAR_CHARS or bool(message.get("images"))
+    )
 
 
 def apply_clearing(view: Sequence[Message], boundary: int) -> list[Message]:

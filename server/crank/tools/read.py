@@ -2,7 +2,8 @@
 
 Lines come back as they are, without line numbers: what the model sees is exactly
 what ``edit`` will match, and a copied line never carries a number prefix into an
-``oldText``. Positions are given in the closing note instead ("lines 1-2000 of 5120,
+``oldText``. An image file (told by its first bytes) comes back as an image block after
+a line describing it; a model that takes no images gets that line and a placeholder. Positions are given in the closing note instead ("lines 1-2000 of 5120,
 offset=2001 to continue"). Open documents are read from the editor's buffer.
 """
 
@@ -10,12 +11,20 @@ from __future__ import annotations
 
 import io
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import anyio
 
+from crank.agent.images import (
+    MAX_IMAGE_BYTES,
+    describe,
+    dimensions,
+    human_bytes,
+    image_block,
+    sniff_mime,
+)
 from crank.agent.tools import (
     MAX_BYTES,
     MAX_LINES,
@@ -42,6 +51,8 @@ from .textfile import (
 )
 
 NOTE_ROOM_BYTES = 512
+IMAGE_SNIFF_BYTES = 32
+"""Enough of a file's start to tell every image kind read returns, and a PNG's size."""
 COUNT_BYTES = 64 * 1024 * 1024
 """After a window, the rest of a file is scanned to count its lines only up to this
 many bytes; past it the note gives the file's size instead of a line count."""
@@ -141,13 +152,43 @@ def render(found: Window, offset: int, display: str, size: int) -> str:
     return text
 
 
+def image_output(data: bytes, path: Path, display: str) -> ToolOutput:
+    """An image file as the model gets it: one line saying what it is, and the image."""
+    block = image_block(data, path.name)
+    text = f"Image file {display} ({describe(block)}), attached below."
+    return ToolOutput(text, images=(block,))
+
+
+def read_image(handle: BinaryIO, size: int, path: Path, display: str) -> ToolOutput | None:
+    """The image a file holds, recognised by its first bytes (never by its name), or
+    None when it holds none. Over MAX_IMAGE_BYTES it is refused, not shrunk."""
+    head = handle.read(IMAGE_SNIFF_BYTES)
+    if sniff_mime(head) is None:
+        handle.seek(0)
+        return None
+    if size > MAX_IMAGE_BYTES:
+        mime = sniff_mime(head)
+        found = dimensions(head + handle.read(64 * 1024))
+        shape = f", {found[0]}x{found[1]}" if found else ""
+        raise ToolError(
+            f"{display} is an image ({mime}{shape}, {human_bytes(size)}), larger than the "
+            f"{human_bytes(MAX_IMAGE_BYTES)} read returns; make a smaller copy "
+            "(e.g. with ImageMagick's convert -resize) and read that."
+        )
+    return image_output(head + handle.read(MAX_IMAGE_BYTES + 1 - len(head)), path, display)
+
+
 def read_window(
     path: Path, offset: int, limit: int | None, display: str, stop: Callable[[], bool]
-) -> str:
+) -> str | ToolOutput:
     """The window of a file on disk, in bounded memory whatever its size; ``stop``
-    ends the reading early once the caller has gone (the result is then unused)."""
-    refuse_images(path, display)
+    ends the reading early once the caller has gone (the result is then unused).
+    A PNG, JPEG, GIF or WebP file comes back as an image instead."""
     with open_regular(path, display) as (handle, info):
+        image = read_image(handle, info.st_size, path, display)
+        if image is not None:
+            return image
+        refuse_images(path, display)
         found = window_of(LineReader(handle, stop=stop), offset, limit, display, info.st_size)
         return render(found, offset, display, info.st_size)
 
@@ -171,7 +212,7 @@ def make_read(ctx: ToolContext) -> Tool:
         else:
             gone = [False]
             try:
-                content = await anyio.to_thread.run_sync(
+                found = await anyio.to_thread.run_sync(
                     read_window,
                     path,
                     offset,
@@ -182,6 +223,10 @@ def make_read(ctx: ToolContext) -> Tool:
                 )
             finally:
                 gone[0] = True
+            if isinstance(found, ToolOutput):
+                details = {"path": str(path), "openInEditor": False, "unsaved": False}
+                return replace(found, details=details)
+            content = found
         unsaved = buffer is not None and not await anyio.to_thread.run_sync(agrees, buffer, path)
         if unsaved:
             content += "\n\n" + read_note(display)
@@ -194,7 +239,9 @@ def make_read(ctx: ToolContext) -> Tool:
             "Read a UTF-8 text file. Returns its lines exactly as written (no line numbers), "
             f"at most {MAX_LINES} lines or {MAX_BYTES // 1024} KB at a time; the last line then "
             "says which offset to continue from. Use offset (1-based) and limit for large files. "
-            "Files open in the editor are read with their unsaved changes."
+            "Files open in the editor are read with their unsaved changes. A PNG, JPEG, GIF "
+            f"or WebP file (up to {MAX_IMAGE_BYTES // (1024 * 1024)} MB) is returned as an "
+            "image."
         ),
         parameters=PARAMETERS,
         execute=execute,
@@ -205,3 +252,13 @@ def make_read(ctx: ToolContext) -> Tool:
         ),
         keep="head",
     )
+
+
+def load_image_file(path: Path, display: str) -> ToolOutput:
+    """An image file the user attached (a prompt's ``images`` uri, ``crank run
+    --image``), read as ``read`` reads one; ToolError when it is no image we send."""
+    with open_regular(path, display) as (handle, info):
+        image = read_image(handle, info.st_size, path, display)
+    if image is None:
+        raise ToolError(f"{display} is not a PNG, JPEG, GIF or WebP image")
+    return image

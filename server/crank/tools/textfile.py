@@ -100,8 +100,13 @@ def looks_binary(data: bytes) -> bool:
 
 
 def refuse_images(path: Path, display: str) -> None:
+    """Refuse a file named as an image whose bytes are no image ``read`` returns (a
+    BMP, an icon, a ``.png`` that is not one): it is no text either."""
     if path.suffix.lower() in IMAGE_SUFFIXES:
-        raise ToolError(f"{display} is an image ({path.suffix}); reading images is not supported.")
+        raise ToolError(
+            f"{display} is named as an image ({path.suffix}) but is not a PNG, JPEG, GIF or "
+            "WebP image, the kinds read returns; its bytes are not shown as text."
+        )
 
 
 def binary_error(display: str, size: int, at: int | None = None) -> ToolError:

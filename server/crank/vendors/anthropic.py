@@ -6,7 +6,9 @@ hits. Cache breakpoints go on the system prompt, the last tool and the requested
 message boundaries (default: the last two), never more than four in all; when marks
 must be dropped, the latest ones are kept. A thinking block goes back with its
 signature unchanged; one without a signature (from another provider) cannot be
-verified by Anthropic and is left out of the request (the record keeps it).
+verified by Anthropic and is left out of the request (the record keeps it). Images
+go as base64 ``image`` blocks after the text of a user turn, and inside a
+``tool_result``'s content after its text.
 """
 
 from __future__ import annotations
@@ -14,7 +16,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from crank.agent.messages import Message, StopReason
+from crank.agent.images import sendable
+from crank.agent.messages import ImageBlock, Message, StopReason
 from crank.agent.model import ModelRequest, StreamEvent
 
 from .errors import classify
@@ -35,14 +38,24 @@ _STOP_REASONS: dict[str, StopReason] = {
 }
 
 
-def _blocks_of(message: Message) -> tuple[str, list[dict[str, Any]]]:
+def _image(block: ImageBlock) -> dict[str, Any]:
+    return {
+        "type": "image",
+        "source": {"type": "base64", "media_type": block["mimeType"], "data": block["data"]},
+    }
+
+
+def _blocks_of(message: Message, images: bool = True) -> tuple[str, list[dict[str, Any]]]:
     if message["role"] == "user":
-        return "user", [{"type": "text", "text": message["content"]}]
+        text, shown = sendable(message, images)
+        return "user", [{"type": "text", "text": text}, *map(_image, shown)]
     if message["role"] == "toolResult":
+        text, shown = sendable(message, images)
         block: dict[str, Any] = {
             "type": "tool_result",
             "tool_use_id": message["toolCallId"],
-            "content": message["content"],
+            # Images go inside the result, after its text; a plain result stays a string.
+            "content": [{"type": "text", "text": text}, *map(_image, shown)] if shown else text,
         }
         if message["isError"]:
             block["is_error"] = True
@@ -72,9 +85,10 @@ def _blocks_of(message: Message) -> tuple[str, list[dict[str, Any]]]:
 
 
 def render_messages(
-    messages: list[Message], marks: tuple[int, ...]
+    messages: list[Message], marks: tuple[int, ...], *, images: bool = True
 ) -> tuple[list[dict[str, Any]], int]:
     """Messages in Anthropic's shape, one role per turn, with cache marks placed.
+    ``images``: whether the model takes them (else each becomes a placeholder line).
 
     Returns the rendered list and how many breakpoints were placed.
     """
@@ -82,7 +96,7 @@ def render_messages(
     where: dict[int, tuple[int, int]] = {}
     """Message index -> (turn, position of its last block in that turn)."""
     for index, message in enumerate(messages):
-        role, blocks = _blocks_of(message)
+        role, blocks = _blocks_of(message, images)
         if not blocks:
             continue
         if rendered and rendered[-1]["role"] == role:
@@ -153,7 +167,9 @@ class AnthropicModel(StreamingModel):
             tools[-1]["cache_control"] = dict(_EPHEMERAL)
             budget -= 1
             body["tools"] = tools
-        messages, _ = render_messages(request.messages, message_marks(request, budget))
+        messages, _ = render_messages(
+            request.messages, message_marks(request, budget), images=self.accepts_images
+        )
         body["messages"] = messages
         if self.config.thinking_budget:
             body["thinking"] = {"type": "enabled", "budget_tokens": self.config.thinking_budget}

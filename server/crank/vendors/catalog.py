@@ -42,6 +42,9 @@ class ModelInfo:
     prices: Prices
     known: bool
     """True when the figures come from the catalog rather than defaults."""
+    images: bool = False
+    """The model takes images (``"input": ["text", "image"]`` in the catalog); an
+    unknown model is taken not to unless configured (``provider.images``)."""
 
 
 @cache
@@ -58,6 +61,7 @@ def lookup(
     context_window: int | None = None,
     max_output_tokens: int | None = None,
     compatible: bool = False,
+    images: bool | None = None,
 ) -> ModelInfo:
     """Figures for one model; explicit arguments (from configuration) win.
     ``compatible``: served by an OpenAI-compatible server, not by OpenAI itself."""
@@ -76,6 +80,7 @@ def lookup(
         max_output_tokens=max_output_tokens or int(base["maxOutputTokens"]),
         prices=prices,
         known=known or context_window is not None,
+        images=images if images is not None else "image" in base.get("input", ["text"]),
     )
 
 

@@ -47,6 +47,7 @@ _INT_KEYS = (
     "maxRetryDelayMs",
     "thinkingBudget",
 )
+_BOOL_KEYS = ("images",)
 
 
 _KNOWN_SECRETS: set[str] = set()
@@ -129,6 +130,8 @@ class ProviderConfig:
     max_retry_delay: float = 60.0
     """A ``Retry-After`` longer than this ends the reply as an error instead of waiting."""
     thinking_budget: int | None = None
+    images: bool | None = None
+    """Whether the model takes images (``provider.images``); None: as the catalog says."""
     sources: dict[str, str] = field(default_factory=dict)
     """Which layer each field came from (for diagnostics; never holds a value)."""
     withheld_keys: tuple[str, ...] = ()
@@ -192,8 +195,11 @@ def _validated(layer: Mapping[str, Any], where: str) -> dict[str, Any]:
         elif key in _INT_KEYS:
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigError(f"{where}: provider.{key} must be a non-negative integer")
+        elif key in _BOOL_KEYS:
+            if not isinstance(value, bool):
+                raise ConfigError(f"{where}: provider.{key} must be true or false")
         else:
-            known = ", ".join(_STRING_KEYS + _INT_KEYS)
+            known = ", ".join(_STRING_KEYS + _INT_KEYS + _BOOL_KEYS)
             raise ConfigError(f"{where}: unknown provider key {key!r} (known: {known})")
         out[key] = value
     if "api" in out and out["api"] not in APIS:
@@ -344,6 +350,7 @@ def resolve_provider(
         if merged.get("model") != model:
             merged.pop("contextWindow", None)
             merged.pop("maxOutputTokens", None)
+            merged.pop("images", None)
         merged["model"] = model
         sources["model"] = "crank/setModel"
     url = _endpoint(target, merged.get("baseUrl"))
@@ -418,6 +425,7 @@ def _build(
         retry_base_delay=merged.get("retryBaseDelayMs", 1000) / ms,
         max_retry_delay=merged.get("maxRetryDelayMs", 60_000) / ms,
         thinking_budget=merged.get("thinkingBudget") or None,
+        images=merged.get("images"),
         sources=sources,
         withheld_keys=withheld,
     )

@@ -7,7 +7,9 @@ messages with ``tool_call_id``; tool calls assembled by their ``index``, with an
 made up when the server sends none; reasoning read from ``reasoning_content`` or
 ``reasoning`` when a server streams it; usage requested with
 ``stream_options.include_usage`` and estimated (about four characters per token) when
-the server sends none. Cached prompt tokens come from ``prompt_tokens_details``.
+the server sends none. Cached prompt tokens come from ``prompt_tokens_details``. Images go as ``image_url``
+parts with a ``data:`` URL; a tool result's images, which a ``tool`` message cannot
+hold, go in a user message right after the batch's results.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from typing import Any
 
 import httpx
 
-from crank.agent.messages import Message, StopReason
+from crank.agent.images import sendable
+from crank.agent.messages import ImageBlock, Message, StopReason
 from crank.agent.model import ModelRequest, StreamEvent
 
 from .catalog import known_models
@@ -40,14 +43,35 @@ _FINISH: dict[str, StopReason] = {
 CHARS_PER_TOKEN = 4
 
 
-def _render_one(message: Message) -> dict[str, Any]:
+def _image_part(block: ImageBlock) -> dict[str, Any]:
+    return {
+        "type": "image_url",
+        "image_url": {"url": f"data:{block['mimeType']};base64,{block['data']}"},
+    }
+
+
+def _parts(content: str | list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [{"type": "text", "text": content}] if isinstance(content, str) else content
+
+
+def tool_images_note(message: Message) -> str:
+    """The text before the images of a tool result, sent as a user message of their own."""
+    assert message["role"] == "toolResult"
+    return f"The images returned by the {message['toolName']} call {message['toolCallId']}:"
+
+
+def _render_one(message: Message, images: bool = True) -> dict[str, Any]:
     if message["role"] == "user":
-        return {"role": "user", "content": message["content"]}
+        text, shown = sendable(message, images)
+        if not shown:
+            return {"role": "user", "content": text}
+        return {"role": "user", "content": [*_parts(text), *map(_image_part, shown)]}
     if message["role"] == "toolResult":
+        text, _ = sendable(message, images)
         return {
             "role": "tool",
             "tool_call_id": message["toolCallId"],
-            "content": message["content"],
+            "content": text,
         }
     text = "".join(b["text"] for b in message["content"] if b["type"] == "text")
     calls = []
@@ -76,16 +100,45 @@ def _render_one(message: Message) -> dict[str, Any]:
     return rendered
 
 
-def render_messages(system: str, messages: list[Message]) -> list[dict[str, Any]]:
-    """Chat messages, system first, consecutive user/assistant turns merged."""
+def _tool_images(message: Message, images: bool) -> list[dict[str, Any]]:
+    """The parts of a user message carrying a tool result's images (Chat Completions
+    takes only text in a ``tool`` message)."""
+    if message["role"] != "toolResult":
+        return []
+    _, shown = sendable(message, images)
+    if not shown:
+        return []
+    return [{"type": "text", "text": tool_images_note(message)}, *map(_image_part, shown)]
+
+
+def render_messages(
+    system: str, messages: list[Message], *, images: bool = True
+) -> list[dict[str, Any]]:
+    """Chat messages, system first, consecutive user/assistant turns merged. A tool
+    result's images follow the batch's last ``tool`` message as one user message
+    (a ``tool`` message holds text only, and nothing may stand between the results of
+    one batch). ``images``: whether the model takes them (else placeholder lines)."""
     out: list[dict[str, Any]] = [{"role": "system", "content": system}] if system else []
+    pending: list[dict[str, Any]] = []
+    items: list[dict[str, Any]] = []
     for message in messages:
-        item = _render_one(message)
+        item = _render_one(message, images)
+        if pending and item["role"] != "tool":
+            items.append({"role": "user", "content": pending})
+            pending = []
+        items.append(item)
+        pending.extend(_tool_images(message, images))
+    if pending:
+        items.append({"role": "user", "content": pending})
+    for item in items:
         if item["role"] == "assistant" and item["content"] is None and "tool_calls" not in item:
             continue
         previous = out[-1] if out else None
         if previous is not None and previous["role"] == item["role"] == "user":
-            previous["content"] = f"{previous['content']}\n\n{item['content']}"
+            if isinstance(previous["content"], str) and isinstance(item["content"], str):
+                previous["content"] = f"{previous['content']}\n\n{item['content']}"
+            else:
+                previous["content"] = _parts(previous["content"]) + _parts(item["content"])
         elif previous is not None and previous["role"] == item["role"] == "assistant":
             texts = [t for t in (previous["content"], item["content"]) if t]
             calls = previous.get("tool_calls", []) + item.get("tool_calls", [])
@@ -130,7 +183,9 @@ class OpenAIModel(StreamingModel):
     def body(self, request: ModelRequest, *, stream: bool = True) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self.config.model,
-            "messages": render_messages(request.system, request.messages),
+            "messages": render_messages(
+                request.system, request.messages, images=self.accepts_images
+            ),
             "stream": stream,
         }
         if stream and "stream_options" not in self._changed:

@@ -109,6 +109,7 @@ class StreamingModel:
             context_window=config.context_window,
             max_output_tokens=config.max_output_tokens,
             compatible=not config.base_url.startswith(HOSTED_OPENAI),
+            images=config.images,
         )
         self._limits = limits or httpx.Limits()
         self._ssl: ssl.SSLContext | None = None
@@ -125,6 +126,11 @@ class StreamingModel:
     @property
     def context_window(self) -> int:
         return self.info.context_window
+
+    @property
+    def accepts_images(self) -> bool:
+        """The catalog's (or the configuration's) word on whether images can be sent."""
+        return self.info.images
 
     def set_context_window(self, tokens: int) -> None:
         """The window the server said it runs with (it wins over any default)."""

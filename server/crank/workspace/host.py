@@ -28,6 +28,8 @@ import anyio.to_thread
 
 from crank.agent.events import Event, QueueState
 from crank.agent.harness import Harness, HarnessBusy, QueueKind, Run
+from crank.agent.messages import ImageBlock
+from crank.agent.model import accepts_images
 from crank.agent.tools import Tool
 from crank.prompt import PromptLocations, PromptWatcher, SystemPrompt, compute_prompt
 from crank.session import SessionLog, SessionStore
@@ -38,6 +40,7 @@ from crank.vendors import discover
 from crank.vendors.config import default_config_file
 
 from .approvals import ApprovalRouter
+from .attachments import context_images
 from .client import EditorClient
 from .commands import BUILTIN_NAMES, CommandCatalog, parse_command, perform
 from .daily import DailyRefresh
@@ -287,20 +290,26 @@ class WorkspaceHost:
         text: str,
         context: Sequence[tuple[Path, dict[str, Any] | None]] = (),
         while_running: WhileRunning | None = None,
+        images: Sequence[ImageBlock] = (),
     ) -> dict[str, Any]:
         """``crank/prompt``: a ``/command`` (``commands.py``) or a plain prompt. A
         built-in answers ``{sessionId, command, result}``; a skill or template runs
-        (or is queued) like ``prompt_run``, the transcript keeping what was typed."""
+        (or is queued) like ``prompt_run``, the transcript keeping what was typed.
+        Images go with a plain prompt or an expanded one, never with a built-in."""
         parsed = parse_command(text)
         if isinstance(parsed, str):
-            return self.prompt_run(parsed, context, while_running)
+            return self.prompt_run(parsed, context, while_running, images)
         if parsed.name in BUILTIN_NAMES:
             if context:
                 raise invalid_params("context", f"/{parsed.name} takes no attached context")
+            if images:
+                raise invalid_params("images", f"/{parsed.name} takes no images")
             result = await perform(self, parsed)
             return {"sessionId": self.session_id, "command": parsed.name, "result": result}
         expansion = self.catalog.expand(parsed)
-        return self.prompt_run(expansion.text, context, while_running, typed=expansion.typed)
+        return self.prompt_run(
+            expansion.text, context, while_running, images, typed=expansion.typed
+        )
 
     def commands(self) -> dict[str, Any]:
         """``crank/commands``."""
@@ -314,13 +323,24 @@ class WorkspaceHost:
         text: str,
         context: Sequence[tuple[Path, dict[str, Any] | None]] = (),
         while_running: WhileRunning | None = None,
+        images: Sequence[ImageBlock] = (),
         *,
         typed: str | None = None,
     ) -> dict[str, Any]:
         """Start a run, or queue the text when one is active and the client said how.
         ``typed`` is what the user typed when ``text`` is a command's expansion (a
-        queued message keeps only the expansion)."""
+        queued message keeps only the expansion). Images go with the prompt's user
+        message; they cannot be queued (yet), and a context entry that is a whole image
+        file is taken as one."""
         self.model_config.require()
+        context, attached = context_images(context)
+        images = [*images, *attached]
+        if self.harness.is_running and images:
+            raise CrankError(
+                RUN_IN_PROGRESS,
+                "a run is already active: images go only with a new prompt, not a queued "
+                "steer or follow-up; wait for the run to end or abort it",
+            )
         if self.harness.is_running:
             if while_running == "steer":
                 self.harness.steer(text)
@@ -336,11 +356,17 @@ class WorkspaceHost:
         full = text + context_text(self.root, self.client.documents, context)
         self.session.ensure_log()
         try:
-            run = self.harness.prompt(full, typed=typed)
+            run = self.harness.prompt(full, images, typed=typed)
         except HarnessBusy as exc:
             raise CrankError(RUN_IN_PROGRESS, str(exc)) from exc
         self._run = run
-        return {"sessionId": self.session_id, "runId": run.id}
+        answer: dict[str, Any] = {"sessionId": self.session_id, "runId": run.id}
+        if images and not accepts_images(self.harness.model):
+            answer["imagesOmitted"] = (
+                f"{self.harness.model.id} does not accept images: the model gets a text "
+                f"placeholder for each of the {len(images)} image(s)"
+            )
+        return answer
 
     def steer(self, text: str) -> QueueState:
         return self.harness.steer(text).as_dict()

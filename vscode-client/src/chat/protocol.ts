@@ -2,7 +2,7 @@
  * Messages between the extension host and the chat webview. Shared by both sides and
  * by the webview test, which posts these into the page in place of VS Code.
  */
-import type { CommandInfo, ContextItem, PermissionDecision, PermissionMode } from "../protocol/types";
+import { IMAGE_MIME_TYPES, type CommandInfo, type ContextItem, type PermissionDecision, type PermissionMode, type PromptImage } from "../protocol/types";
 import type { ChatAction } from "./state";
 import type { BranchInfo } from "./branches";
 
@@ -13,6 +13,8 @@ export type HostMessage =
   | { type: "context"; items: { label: string; item: ContextItem }[] }
   | { type: "workspace"; name?: string; folders: number; hidden?: boolean }
   | { type: "prefs"; enterWhileRunning: "steer" | "followUp" }
+  /** Images the user picked with the host's file dialog, to attach to the next prompt. */
+  | { type: "addImages"; images: PromptImage[] }
   /** The session's branches (crank/tree), oldest first; the list shows when there is more than one. */
   | { type: "branches"; branches: BranchInfo[] }
   /** The commands `/` completes (crank/commands for the chat's workspace); empty when the server has none. */
@@ -22,7 +24,9 @@ export type HostMessage =
 export type ViewMessage =
   | { type: "ready" }
   | { type: "resync" }
-  | { type: "send"; text: string; mode: "prompt" | "steer" | "followUp" }
+  | { type: "send"; text: string; mode: "prompt" | "steer" | "followUp"; images?: PromptImage[] }
+  /** Open the host's file dialog for images to attach. */
+  | { type: "attachImage" }
   | { type: "abort" }
   | { type: "removeQueued"; kind: "steering" | "followUp"; index: number; text?: string }
   | { type: "permission"; id: string; decision: PermissionDecision; reason?: string }
@@ -54,6 +58,19 @@ const isStr = (v: unknown): v is string => typeof v === "string";
 const isIndex = (v: unknown): v is number => typeof v === "number" && Number.isInteger(v) && v >= 0;
 const optStr = (v: unknown) => v === undefined || isStr(v);
 
+/** A list of `{mimeType, data, name?}` with a type both APIs take, else undefined. */
+export function parseImages(v: unknown): PromptImage[] | undefined {
+  if (!Array.isArray(v)) return undefined;
+  const out: PromptImage[] = [];
+  for (const item of v) {
+    if (!item || typeof item !== "object") return undefined;
+    const o = item as Record<string, unknown>;
+    if (!isStr(o.mimeType) || !IMAGE_MIME_TYPES.includes(o.mimeType) || !isStr(o.data) || !o.data || !optStr(o.name)) return undefined;
+    out.push({ mimeType: o.mimeType, data: o.data, ...(isStr(o.name) ? { name: o.name } : {}) });
+  }
+  return out;
+}
+
 /**
  * The page's message checked field by field before the host acts on it. The page runs
  * model output through its renderer, so the host treats what it posts as untrusted: a
@@ -75,9 +92,15 @@ export function parseViewMessage(m: unknown): ViewMessage | undefined {
     case "addContext":
     case "pickWorkspace":
     case "installHelp":
+    case "attachImage":
       return { type: o.type };
-    case "send":
-      return isStr(o.text) && isStr(o.mode) && SEND_MODES.has(o.mode) ? { type: "send", text: o.text, mode: o.mode as "prompt" | "steer" | "followUp" } : undefined;
+    case "send": {
+      if (!(isStr(o.text) && isStr(o.mode) && SEND_MODES.has(o.mode))) return undefined;
+      const images = o.images === undefined ? [] : parseImages(o.images);
+      if (images === undefined) return undefined;
+      const send: ViewMessage = { type: "send", text: o.text, mode: o.mode as "prompt" | "steer" | "followUp" };
+      return images.length ? { ...send, images } : send;
+    }
     case "removeQueued":
       return isStr(o.kind) && QUEUES.has(o.kind) && isIndex(o.index) && optStr(o.text)
         ? { type: "removeQueued", kind: o.kind as "steering" | "followUp", index: o.index, ...(isStr(o.text) ? { text: o.text } : {}) }

@@ -8,6 +8,7 @@
 import type {
   AssistantBlock,
   EventParams,
+  ImageBlock,
   Message,
   ModelInfo,
   ModelRef,
@@ -19,10 +20,12 @@ import type {
   SessionInfo,
   StateResult,
   UsageUpdate,
+  UserMessage,
 } from "../protocol/types";
 import { editOf, type EditInfo } from "./edits";
 
-export interface UserItem { kind: "user"; id: string; text: string }
+/** A user message; `images` as the server sent them (inline ones carry their data). */
+export interface UserItem { kind: "user"; id: string; text: string; images?: ImageBlock[] }
 export interface AssistantItem {
   kind: "assistant";
   id: string;
@@ -148,6 +151,11 @@ function toolCardsFor(items: ChatItem[], m: Message): ChatItem[] {
   return out;
 }
 
+function userItem(id: string, m: UserMessage): UserItem {
+  const text = userText(m);
+  return m.images && m.images.length ? { kind: "user", id, text, images: m.images } : { kind: "user", id, text };
+}
+
 function toolItem(id: string, name: string, args: Record<string, unknown>): ToolItem {
   return { kind: "tool", id, name, args: args ?? {}, output: "", status: "pending", edit: editOf(name, args ?? {}) };
 }
@@ -165,7 +173,7 @@ function userText(m: Extract<Message, { role: "user" }>): string {
 export function itemsFromMessages(messages: Message[]): ChatItem[] {
   let items: ChatItem[] = [];
   messages.forEach((m, i) => {
-    if (m.role === "user") items = [...items, { kind: "user", id: `m${i}`, text: userText(m) }];
+    if (m.role === "user") items = [...items, userItem(`m${i}`, m)];
     else if (m.role === "assistant") items = toolCardsFor([...items, assistantFinal(`m${i}`, m)], m);
     else
       items = replaceItem(items, m.toolCallId, "tool", (t: ToolItem) => ({
@@ -194,7 +202,7 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
       return s;
     case "message_start": {
       const m = ev.message;
-      if (m.role === "user") return { ...s, items: [...items, { kind: "user", id: `u${p.seq}`, text: userText(m) }] };
+      if (m.role === "user") return { ...s, items: [...items, userItem(`u${p.seq}`, m)] };
       if (m.role === "assistant")
         return { ...s, items: [...items, { kind: "assistant", id: `a${p.seq}`, blocks: m.content ?? [], streaming: true }] };
       return s;
@@ -231,7 +239,7 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
       if (m.role === "user") {
         const last = items[items.length - 1];
         if (last && last.kind === "user" && last.text === userText(m)) return s;
-        return { ...s, items: [...items, { kind: "user", id: `u${p.seq}`, text: userText(m) }] };
+        return { ...s, items: [...items, userItem(`u${p.seq}`, m)] };
       }
       return s;
     }
@@ -296,6 +304,8 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
             : notice(ev.error ? "error" : "info", `Compaction did not happen${ev.error ? `: ${ev.error}` : "."}`),
         ],
       };
+    case "images_omitted":
+      return { ...s, items: [...items, notice("warning", ev.message)] };
     case "retry_start":
       return {
         ...s,

@@ -16,6 +16,7 @@ import type {
   PermissionMode,
   PermissionRequest,
   PermissionResponse,
+  PromptImage,
   PromptResult,
   Queue,
   SaveDocumentParams,
@@ -80,7 +81,7 @@ function params(obj: Record<string, unknown>): Record<string, unknown> {
 export class CrankClient {
   constructor(private readonly rpc: RpcChannel) {}
 
-  prompt(t: Target & { text: string; context?: ContextItem[]; whileRunning?: WhileRunning }): Promise<PromptResult> {
+  prompt(t: Target & { text: string; context?: ContextItem[]; images?: PromptImage[]; whileRunning?: WhileRunning }): Promise<PromptResult> {
     return this.rpc.sendRequest(Methods.prompt, params({ ...t }));
   }
   steer(t: Target & { text: string }): Promise<Queue> {

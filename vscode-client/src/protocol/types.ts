@@ -17,8 +17,19 @@ export type AssistantBlock = TextBlock | ThinkingBlock | ToolCallBlock;
 
 export interface Usage { input: number; output: number; cacheRead: number; cacheWrite: number }
 
+/**
+ * An image on a user message or tool result (docs/protocol.md, "Messages"): `data`
+ * (base64) when it is inline, else only `sha256` (stored beside the session file),
+ * when a client can show it by name only.
+ */
+export interface ImageBlock { type: "image"; mimeType: string; bytes?: number; name?: string; width?: number; height?: number; data?: string; sha256?: string }
+/** An image the user attaches to a prompt (`crank/prompt` `images`). */
+export interface PromptImage { mimeType: string; data: string; name?: string }
+export const IMAGE_MIME_TYPES: readonly string[] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
+/** The server's limit per image (5 MB), checked here too so the user hears at once. */
+export const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
 /** `typed`: what the user typed when `content` is its expansion (a `/command`); the chat shows it, the model was sent `content`. */
-export interface UserMessage { role: "user"; content: string; typed?: string; timestamp?: number | string }
+export interface UserMessage { role: "user"; content: string; timestamp?: number | string; typed?: string; images?: ImageBlock[] }
 export interface AssistantMessage {
   role: "assistant";
   content: AssistantBlock[];
@@ -35,6 +46,7 @@ export interface ToolResultMessage {
   content: string;
   isError: boolean;
   timestamp?: number | string;
+  images?: ImageBlock[];
 }
 export type Message = UserMessage | AssistantMessage | ToolResultMessage;
 
@@ -70,6 +82,7 @@ export type CrankEvent =
   | { type: "retry_start"; attempt: number; delayMs: number; error: string }
   | { type: "retry_end"; attempt: number; success: boolean }
   | ({ type: "usage_update" } & UsageUpdate)
+  | { type: "images_omitted"; count: number; message: string }
   | { type: "system_prompt_changed"; hash: string; sources: PromptSource[] }
   | { type: "session_changed"; sessionId: string };
 
@@ -91,7 +104,7 @@ export interface Range { start: { line: number; character: number }; end: { line
  * built-in command the text named (`/new`, `/compact`, `/model`), `command` (its name)
  * and `result` (what that command's own request would have answered) with no run.
  */
-export interface PromptResult { sessionId: string; runId?: string; queued?: "steer" | "followUp"; command?: string; result?: unknown }
+export interface PromptResult { sessionId: string; runId?: string; queued?: "steer" | "followUp"; command?: string; result?: unknown; imagesOmitted?: string }
 
 /** Where a command comes from: one of the server's built-ins, a skill, or a prompt template. */
 export type CommandKind = "builtin" | "skill" | "template";

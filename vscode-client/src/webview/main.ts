@@ -11,6 +11,8 @@ import { acceptCommand, commandQuery, matchCommands } from "../chat/commands";
 import { pathArg, snippetDiff } from "../chat/edits";
 import type { BranchInfo } from "../chat/branches";
 import { button, h } from "./dom";
+import { imageLabel, imageOfBytes, imageSrc } from "../chat/images";
+import type { ImageBlock, PromptImage } from "../protocol/types";
 import { renderMarkdown } from "./markdown";
 
 interface VsCodeApi {
@@ -27,6 +29,8 @@ interface Persisted { chat: ChatState; input: string }
 const saved = vscode.getState() as Persisted | undefined;
 let state: ChatState = saved?.chat ?? initialState();
 let contextChips: { label: string }[] = [];
+/** Images attached to the next prompt (pasted, dropped or picked), shown as thumbnails. */
+let pendingImages: PromptImage[] = [];
 let workspaceInfo: { name?: string; folders: number } = { folders: 0 };
 let showSessions = false;
 let branches: BranchInfo[] = [];
@@ -88,6 +92,8 @@ const footer = h("div", { class: "footer" }, status, h("span", { class: "spacer"
 const queueList = h("ul", { class: "queue", "aria-label": "Queued messages", hidden: true });
 const chips = h("div", { class: "chips", hidden: true });
 const commandMenu = h("ul", { class: "command-menu", id: "command-menu", role: "listbox", "aria-label": "Commands", hidden: true });
+const thumbs = h("div", { class: "thumbs", "aria-label": "Images to send", hidden: true });
+const composerNote = h("div", { class: "composer-note", role: "status", hidden: true });
 const input = h("textarea", {
   class: "input",
   rows: "3",
@@ -100,10 +106,11 @@ const input = h("textarea", {
 }) as HTMLTextAreaElement;
 input.value = saved?.input ?? "";
 const addContextButton = button("@", () => post({ type: "addContext" }), { class: "secondary icon", title: "Add a file or the selection as context", "aria-label": "Add context" });
+const attachImageButton = button("Image", () => post({ type: "attachImage" }), { class: "secondary attach-image", title: "Attach an image (or paste or drop one into the message box)", "aria-label": "Attach an image" });
 const sendButton = button("Send", () => send(false), { class: "send" });
 const stopButton = button("Stop", () => post({ type: "abort" }), { class: "stop", hidden: true, title: "Stop the agent (Esc)" });
 const hint = h("div", { class: "hint input-hint" });
-const composer = h("div", { class: "composer" }, queueList, chips, commandMenu, input, h("div", { class: "composer-row" }, addContextButton, hint, h("span", { class: "spacer" }), stopButton, sendButton));
+const composer = h("div", { class: "composer" }, queueList, chips, commandMenu, thumbs, composerNote, input, h("div", { class: "composer-row" }, addContextButton, attachImageButton, hint, h("span", { class: "spacer" }), stopButton, sendButton));
 
 app.append(header, banner, sessionsPanel, branchesPanel, scroller, footer, composer);
 
@@ -111,10 +118,17 @@ app.append(header, banner, sessionsPanel, branchesPanel, scroller, footer, compo
 
 function send(alternate: boolean): void {
   const text = input.value.trim();
-  if (!text) return;
+  if (!text && !pendingImages.length) return;
   let mode: "prompt" | "steer" | "followUp" = "prompt";
   if (state.running) mode = alternate === (enterWhileRunning === "steer") ? "followUp" : "steer";
-  post({ type: "send", text, mode });
+  if (pendingImages.length && mode !== "prompt") {
+    note("Images go with a new prompt: wait for the agent to finish, or stop it, then send.");
+    return;
+  }
+  post(pendingImages.length ? { type: "send", text: text || "(see the image)", mode, images: pendingImages } : { type: "send", text, mode });
+  pendingImages = [];
+  note("");
+  renderThumbs();
   input.value = "";
   updateMenu();
   scroller.scrollTop = scroller.scrollHeight;
@@ -243,6 +257,76 @@ input.addEventListener("input", (e) => {
   }
 });
 
+// ---- images: paste, drop, the host's file dialog --------------------------------------
+
+function note(text: string): void {
+  composerNote.textContent = text;
+  composerNote.hidden = !text;
+}
+
+async function addFiles(files: File[]): Promise<void> {
+  for (const file of files) {
+    const image = imageOfBytes(new Uint8Array(await file.arrayBuffer()), file.name || "pasted image");
+    if (typeof image === "string") note(image);
+    else {
+      pendingImages = [...pendingImages, image];
+      note("");
+    }
+  }
+  renderThumbs();
+}
+
+function imageFiles(list: DataTransferItemList | null | undefined): File[] {
+  const out: File[] = [];
+  for (const item of Array.from(list ?? [])) {
+    const file = item.kind === "file" && item.type.startsWith("image/") ? item.getAsFile() : null;
+    if (file) out.push(file);
+  }
+  return out;
+}
+
+input.addEventListener("paste", (e) => {
+  const files = imageFiles(e.clipboardData?.items);
+  if (!files.length) return; // text pastes as usual
+  e.preventDefault();
+  void addFiles(files);
+});
+composer.addEventListener("dragover", (e) => {
+  if (Array.from(e.dataTransfer?.items ?? []).some((i) => i.kind === "file")) e.preventDefault();
+});
+composer.addEventListener("drop", (e) => {
+  const files = imageFiles(e.dataTransfer?.items);
+  if (!files.length) return;
+  e.preventDefault();
+  void addFiles(files);
+});
+
+function thumbnail(image: { mimeType: string; data?: string; name?: string }, extra?: Node): HTMLElement {
+  const src = imageSrc(image);
+  const label = imageLabel(image);
+  return h("span", { class: "thumb", title: image.name ?? image.mimeType }, src ? h("img", { src, alt: label }) : h("span", { class: "thumb-label" }, label), extra);
+}
+
+function renderThumbs(): void {
+  thumbs.replaceChildren(
+    ...pendingImages.map((image, i) =>
+      thumbnail(
+        image,
+        button("×", () => {
+          pendingImages = pendingImages.filter((_, j) => j !== i);
+          renderThumbs();
+        }, { class: "secondary icon", "aria-label": `Remove image ${image.name ?? i + 1}` }),
+      ),
+    ),
+  );
+  thumbs.hidden = pendingImages.length === 0;
+}
+
+function userImages(images: ImageBlock[] | undefined): HTMLElement | null {
+  if (!images?.length) return null;
+  return h("div", { class: "thumbs sent" }, ...images.map((image) => thumbnail(image)));
+}
+
 // ---- messages from the host ----------------------------------------------------------
 
 window.addEventListener("message", (e: MessageEvent<HostMessage>) => {
@@ -273,6 +357,10 @@ window.addEventListener("message", (e: MessageEvent<HostMessage>) => {
     case "branches":
       branches = m.branches;
       if (branches.length < 2) showBranches = false;
+      break;
+    case "addImages":
+      pendingImages = [...pendingImages, ...m.images];
+      renderThumbs();
       break;
   }
   schedule();
@@ -473,6 +561,7 @@ function renderItem(it: ChatItem): HTMLElement {
           button("Edit", () => editUserMessage(it), { class: "secondary edit-resend", title: "Edit and resend: go back to before this message (the current branch is kept)", "aria-label": "Edit and resend this message" }),
         ),
         h("div", { class: "text" }, it.text),
+        userImages(it.images),
       );
     case "assistant": {
       const el = h("div", { class: `msg assistant${it.streaming ? " streaming" : ""}` });

@@ -379,3 +379,58 @@ test("a permission card says when the user's unsaved changes are saved with the 
   assert.equal(await card.locator(".unsaved-note").innerText(), "Your unsaved changes to this file are saved with it.");
   assert.equal(await page.locator(".card.permission .unsaved-note").count(), 1, "only that card has the note");
 });
+
+// A real 2x2 PNG (signature, IHDR, IDAT, IEND with their CRCs), made by Python's zlib.
+const PNG_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAFklEQVR4nGNgYGjQYGhgYLBp0LBpAAAPugLJHpRxBAAAAABJRU5ErkJggg==";
+
+test("a pasted image shows as a thumbnail, goes with Send, and shows in the transcript", async () => {
+  await host({ type: "action", action: { type: "event", params: { workspace: run.workspace, sessionId: run.sessionId, runId: "r-img", seq: 9000, event: { type: "agent_settled" } } } } as HostMessage);
+  await page.waitForFunction(() => document.querySelector("button.send")?.textContent === "Send");
+  const input = page.locator("textarea.input");
+  await input.fill("");
+  const paste = (b64: string, type: string, name: string) =>
+    page.evaluate(
+      ([data, mime, file]) => {
+        const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+        const dt = new DataTransfer();
+        dt.items.add(new File([bytes], file, { type: mime }));
+        document.querySelector("textarea.input")!.dispatchEvent(new ClipboardEvent("paste", { clipboardData: dt, bubbles: true, cancelable: true }));
+      },
+      [b64, type, name],
+    );
+  await paste(btoa("just some text"), "image/png", "fake.png");
+  await page.locator(".composer-note:not([hidden])").waitFor();
+  assert.equal(await page.locator(".composer-note").innerText(), "fake.png is not a PNG, JPEG, GIF or WebP image.");
+  assert.equal(await page.locator(".composer .thumbs img").count(), 0, "a file that is no image is not attached");
+
+  await paste(PNG_B64, "image/png", "dot.png");
+  const thumb = page.locator(".composer .thumbs:not([hidden]) img");
+  await thumb.waitFor();
+  assert.equal(await thumb.getAttribute("src"), `data:image/png;base64,${PNG_B64}`);
+  assert.equal(await input.inputValue(), "", "the image is not pasted as text");
+  await shot("7-image-attached");
+
+  await input.fill("what is in this picture?");
+  await input.press("Enter");
+  const sent = (await posted()).filter((m) => m.type === "send").at(-1);
+  assert.deepEqual(sent, { type: "send", text: "what is in this picture?", mode: "prompt", images: [{ mimeType: "image/png", data: PNG_B64, name: "dot.png" }] });
+  await page.locator(".composer .thumbs[hidden]").waitFor({ state: "attached" });
+
+  const user = { role: "user", content: "what is in this picture?", images: [{ type: "image", mimeType: "image/png", bytes: 72, name: "dot.png", data: PNG_B64 }, { type: "image", mimeType: "image/png", bytes: 90000, name: "big.png", sha256: "ab".repeat(32) }] };
+  await host({ type: "action", action: { type: "event", params: { workspace: run.workspace, sessionId: run.sessionId, runId: "r-img", seq: 9001, event: { type: "message_start", message: user } } } } as HostMessage);
+  const shown = page.locator(".msg.user .thumbs.sent").last();
+  await shown.locator("img").waitFor();
+  assert.equal(await shown.locator("img").getAttribute("src"), `data:image/png;base64,${PNG_B64}`);
+  assert.equal(await shown.locator(".thumb-label").innerText(), "[image: big.png]", "a stored image is shown by name");
+  await shot("8-image-in-transcript");
+  assert.deepEqual(violations, [], "data: images stay inside the content security policy");
+});
+
+test("the attach button asks the host for its file dialog, and picked images become thumbnails", async () => {
+  await page.locator("button.attach-image").click();
+  assert.deepEqual((await posted()).at(-1), { type: "attachImage" });
+  await host({ type: "addImages", images: [{ mimeType: "image/png", data: PNG_B64, name: "picked.png" }] });
+  await page.locator('.composer .thumbs:not([hidden]) .thumb[title="picked.png"] img').waitFor();
+  await page.locator('button[aria-label="Remove image picked.png"]').click();
+  await page.locator(".composer .thumbs[hidden]").waitFor({ state: "attached" });
+});

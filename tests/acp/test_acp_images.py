@@ -1,0 +1,125 @@
+"""Images over ACP with the official SDK's client: the agent advertises
+``promptCapabilities.image``, an image content block reaches the model in its API's
+shape, a model without images gets a placeholder and the user a note, a bad image is
+refused by name, and a loaded session shows its images."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import acp
+import pytest
+
+from tests.support.images import b64, png
+from tests.support.model_server import ModelServer
+
+from .helpers import RecordingClient, crank_acp
+
+PNG = png(3, 3)
+
+
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir(exist_ok=True)
+    return folder
+
+
+async def test_an_image_prompt_reaches_the_model(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    client = RecordingClient()
+    answers: list[Any] = []
+    async with (
+        ModelServer({"replies": [{"text": "A small square."}]}) as model,
+        crank_acp(model, tmp_path, client, model_id="gpt-4o", answers=answers) as conn,
+    ):
+        assert answers[0].agent_capabilities.prompt_capabilities.image is True
+        session = await conn.new_session(cwd=str(folder))
+        prompt = [
+            acp.text_block("what is this?"),
+            acp.image_block(b64(PNG), "image/png", uri="file:///tmp/square.png"),
+        ]
+        answer = await conn.prompt(session_id=session.session_id, prompt=prompt)
+        assert answer.stop_reason == "end_turn"
+        assert client.text() == "A small square."
+    content = model.requests[0]["body"]["messages"][-1]["content"]
+    assert content[0] == {"type": "text", "text": "what is this?"}
+    assert content[1] == {
+        "type": "image_url",
+        "image_url": {"url": f"data:image/png;base64,{b64(PNG)}"},
+    }
+
+
+async def test_a_model_without_images_gets_a_placeholder_and_the_user_a_note(
+    tmp_path: Path,
+) -> None:
+    folder = project(tmp_path)
+    client = RecordingClient()
+    async with (
+        ModelServer({"replies": [{"text": "I cannot see."}]}) as model,
+        crank_acp(model, tmp_path, client) as conn,
+    ):
+        session = await conn.new_session(cwd=str(folder))
+        prompt = [acp.text_block("look"), acp.image_block(b64(PNG), "image/png")]
+        await conn.prompt(session_id=session.session_id, prompt=prompt)
+        assert "does not accept images" in client.text()
+    sent = json.dumps(model.requests[0]["body"])
+    assert "image_url" not in sent
+    assert "[image omitted: the model does not accept images: image/png, 3x3" in sent
+
+
+@pytest.mark.parametrize(
+    ("data", "mime", "problem"),
+    [
+        ("%%%", "image/png", "prompt[1].data: not valid base64"),
+        (b64(PNG), "image/svg+xml", "unsupported image type 'image/svg+xml'"),
+    ],
+)
+async def test_a_bad_image_block_is_refused_by_name(
+    tmp_path: Path, data: str, mime: str, problem: str
+) -> None:
+    folder = project(tmp_path)
+    client = RecordingClient()
+    async with (
+        ModelServer({"replies": [{"text": "fine"}]}) as model,
+        crank_acp(model, tmp_path, client) as conn,
+    ):
+        session = await conn.new_session(cwd=str(folder))
+        with pytest.raises(acp.RequestError) as caught:
+            prompt = [acp.text_block("x"), acp.image_block(data, mime)]
+            await conn.prompt(session_id=session.session_id, prompt=prompt)
+        assert caught.value.code == -32602 and problem in str(caught.value)
+        assert model.requests == []
+
+
+async def test_load_shows_a_small_image_inline_and_a_stored_one_by_name(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    big = png(100, 100, noise=True)
+    script = {"replies": [{"text": "Two pictures."}, {"text": "Still two."}]}
+    first = RecordingClient()
+    async with ModelServer(script) as model:
+        async with crank_acp(model, tmp_path, first, model_id="gpt-4o") as conn:
+            session = await conn.new_session(cwd=str(folder))
+            prompt = [
+                acp.text_block("compare"),
+                acp.image_block(b64(PNG), "image/png", uri="file:///x/small.png"),
+                acp.image_block(b64(big), "image/png", uri="file:///x/big.png"),
+            ]
+            await conn.prompt(session_id=session.session_id, prompt=prompt)
+        client = RecordingClient()
+        async with crank_acp(model, tmp_path, client, model_id="gpt-4o") as conn:
+            await conn.load_session(cwd=str(folder), session_id=session.session_id)
+            chunks = [u.content for u in client.of("user_message_chunk")]
+            assert chunks[0].text == "compare"
+            assert chunks[1].type == "image" and chunks[1].data == b64(PNG)
+            assert chunks[2].text == "[image: big.png]"
+            await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("again")])
+    urls = [
+        part["image_url"]["url"]
+        for message in model.requests[-1]["body"]["messages"]
+        if isinstance(message.get("content"), list)
+        for part in message["content"]
+        if part["type"] == "image_url"
+    ]
+    assert urls == [f"data:image/png;base64,{b64(PNG)}", f"data:image/png;base64,{b64(big)}"]
