@@ -91,10 +91,15 @@ def rig(
     settings: ContextSettings | None = None,
     system: str = "You are a careful agent.",
     tools: Callable[[Path], list[Tool]] | None = None,
+    session: Path | None = None,
 ) -> Rig:
+    """A harness on a new session log, or on the existing file ``session`` (a restart)."""
     project = tmp_path / "project"
     project.mkdir(exist_ok=True)
-    log = SessionLog.create(tmp_path / "sessions", cwd=str(project))
+    if session is not None:
+        log = SessionLog.open(session)
+    else:
+        log = SessionLog.create(tmp_path / "sessions", cwd=str(project))
     agent = ScriptedModel(replies if replies is not None else [reader] * 500, context_window=window)
     summary_model = ScriptedModel(
         summary_replies if summary_replies is not None else [summariser] * 200,

@@ -15,10 +15,22 @@ from crank.session import SessionLog
 from crank.session.blobs import INLINE_LIMIT, blob_dir
 from tests.support.images import b64, png
 
-from .context_helpers import rig
+from .context_helpers import Rig, rig
 
 BIG = png(120, 120, noise=True)
 SMALL = png(2, 2)
+
+
+def restarted(tmp_path: Path, path: Path) -> Rig:
+    """The session at ``path`` opened again, as after a restart."""
+    return rig(
+        tmp_path,
+        session=path,
+        window=200_000,
+        replies=[say("ok")] * 5,
+        system="S",
+        tools=lambda _: [],
+    )
 
 
 def _lines(path: Path) -> list[dict[str, object]]:
@@ -61,39 +73,13 @@ async def test_replay_keeps_references_and_the_request_loads_the_bytes(tmp_path:
     assert "data" not in image and image["sha256"] == sha256_of(BIG)
     reopened.close()
 
-    again = rig_on(tmp_path, path)
+    again = restarted(tmp_path, path)
     await again.harness.prompt("and again?").wait()
     sent = again.agent.requests[-1].messages[0]
     assert sent["role"] == "user"
     assert sent["images"][0]["data"] == b64(BIG)
     assert "sha256" not in sent["images"][0]
     assert again.harness.messages[0]["images"][0].get("data") is None  # the record is unchanged
-
-
-def rig_on(tmp_path: Path, path: Path):  # type: ignore[no-untyped-def]
-    """A rig like ``rig`` but on an existing session file (a restart)."""
-    from crank.agent.harness import Harness
-    from crank.agent.scripted import ScriptedModel
-    from crank.session import ContextSettings, Housekeeper
-
-    from .context_helpers import Rig
-
-    log = SessionLog.open(path)
-    agent = ScriptedModel([say("ok")] * 5, context_window=200_000)
-    keeper = Housekeeper(log, agent, ContextSettings())
-    harness = Harness(
-        system="S",
-        tools=[],
-        model=agent,
-        messages=log.replay(),
-        build_request=keeper.build_request,
-        before_request=keeper.before_request,
-        recover_overflow=keeper.recover_overflow,
-    )
-    harness.subscribe(log.listener())
-    made = Rig(log, agent, agent, keeper, harness)
-    harness.subscribe(made.events.append)
-    return made
 
 
 async def test_a_missing_blob_on_resume_is_a_placeholder_and_said_once(tmp_path: Path) -> None:
@@ -103,7 +89,7 @@ async def test_a_missing_blob_on_resume_is_a_placeholder_and_said_once(tmp_path:
     r.log.close()
     for blob in blob_dir(path).iterdir():
         blob.unlink()
-    again = rig_on(tmp_path, path)
+    again = restarted(tmp_path, path)
     await again.harness.prompt("what did it show?").wait()
     await again.harness.prompt("and now?").wait()
     first = again.agent.requests[0].messages[0]
@@ -121,7 +107,7 @@ async def test_a_damaged_blob_is_not_sent(tmp_path: Path) -> None:
     r.log.close()
     blob = next(blob_dir(path).iterdir())
     blob.write_bytes(BIG[:-10])
-    again = rig_on(tmp_path, path)
+    again = restarted(tmp_path, path)
     await again.harness.prompt("again").wait()
     assert "[image omitted: its stored copy" in again.agent.requests[0].messages[0]["content"]
 
