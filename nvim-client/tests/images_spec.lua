@@ -6,19 +6,8 @@ vim.cmd("runtime plugin/crank.lua")
 
 local client = require("crank.client")
 
-H.after_each = function()
-  client.stop_all()
-  H.stop_model_servers()
-  vim.cmd("silent! only")
-  vim.cmd("enew!")
-  for _, b in ipairs(vim.api.nvim_list_bufs()) do
-    if b ~= vim.api.nvim_get_current_buf() then
-      pcall(vim.api.nvim_buf_delete, b, { force = true })
-    end
-  end
-  require("crank.chat").by_root = {}
-end
-H.cleanup = H.after_each
+H.after_each = H.reset
+H.cleanup = H.reset
 
 local settled = 0
 local note = client.Workspace.note_event
