@@ -24,6 +24,8 @@ from crank.agent.loop import BuildRequest, RunPrompt
 from crank.agent.messages import ImageBlock, Message
 from crank.agent.model import Model, ModelRequest, accepts_images
 
+from .durable import fsync_dir
+
 _HEX = re.compile(r"[0-9a-f]{64}")
 INLINE_LIMIT = 8 * 1024
 """Images up to this many bytes stay inline in their entry (a small icon costs less
@@ -38,14 +40,6 @@ def blob_dir(session_path: Path) -> Path:
 def blob_path(directory: Path, block: ImageBlock) -> Path:
     extension = EXTENSIONS.get(block["mimeType"], "bin")
     return directory / f"{block['sha256']}.{extension}"
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def store(directory: Path, block: ImageBlock) -> ImageBlock:
@@ -71,7 +65,7 @@ def store(directory: Path, block: ImageBlock) -> ImageBlock:
     finally:
         os.close(fd)
     os.replace(temporary, target)
-    _fsync_dir(directory)
+    fsync_dir(directory)
     return reference
 
 

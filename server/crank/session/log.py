@@ -37,6 +37,7 @@ from . import jsonio
 from .blobs import blob_dir, stored_message
 from .blobs import load as load_blob
 from .branch_summary import abandoned_messages, summarize_branch
+from .durable import fsync_dir
 from .entries import Entry, encode, make_header, new_entry_id
 from .errors import SessionBusy, SessionClosed, SessionLocked, UnknownEntry
 from .filelock import try_lock
@@ -66,14 +67,6 @@ def new_session_id() -> str:
 def read_tree(path: Path | str) -> SessionTree:
     """Read and check a whole session file without locking it (readers never need to)."""
     return SessionTree.read(Path(path))
-
-
-def fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _lock(fd: int, path: Path) -> None:

@@ -38,7 +38,7 @@ from crank.agent.loop import BuildRequest, PlainRequests, RunPrompt
 from crank.agent.messages import Message, now_ms
 from crank.agent.model import ModelRequest
 
-from .log import fsync_dir
+from .durable import fsync_dir
 from .policies import cache_marks
 
 SUFFIX = ".notes.json"

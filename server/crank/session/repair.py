@@ -13,9 +13,10 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from .durable import fsync_dir
 from .errors import SessionLocked
 from .filelock import try_lock
-from .log import fsync_dir, read_tree
+from .log import read_tree
 from .tree import SessionTree
 
 
