@@ -31,16 +31,9 @@ from crank.session.policies import (
 
 from ..agent.test_view import records
 from .context_helpers import rig, write_files
+from .test_policies import size, tokens
 
 TRIM_MARK = "earlier turn"
-
-
-def size(message: Message) -> int:
-    return len(json.dumps(message)) // 4
-
-
-def tokens(messages: object) -> int:
-    return sum(size(m) for m in messages)  # type: ignore[attr-defined]
 
 
 def view_of(turns: int) -> list[Message]:
