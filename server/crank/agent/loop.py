@@ -48,7 +48,7 @@ from .model import (
     ToolSpec,
 )
 from .tools import Tool, run_tool, spec_of
-from .view import GrowingView, build_view
+from .view import GrowingView
 
 
 @dataclass(frozen=True)
@@ -226,16 +226,12 @@ def _announce_together(
     return events
 
 
-async def default_request(record: Sequence[Message], prompt: RunPrompt) -> ModelRequest:
-    """The request with no policies: the repaired view under the run's prompt."""
-    return ModelRequest(system=prompt.system, messages=build_view(record), tools=list(prompt.tools))
-
-
 class PlainRequests:
-    """``default_request`` for one transcript that grows turn by turn (a ``Harness``
-    without policies, as ``crank run`` uses): the same request, from a ``GrowingView``,
-    so a turn costs what was added since the last one, not the whole record again (a
-    run of 2,000 tool calls spent 8x more per turn at its end than at its start)."""
+    """The request with no policies, for one transcript that grows turn by turn: the
+    repaired view (``build_view``'s, from a ``GrowingView``) under the run's prompt, so a
+    turn costs what was added since the last one, not the whole record again (a run of
+    2,000 tool calls spent 8x more per turn at its end than at its start). A ``Harness``
+    keeps one across its runs; ``agent_loop`` alone makes one per run."""
 
     def __init__(self) -> None:
         self._view = GrowingView()
@@ -261,6 +257,7 @@ async def agent_loop(
     for event in _announce_together(record, new_messages):
         yield event
 
+    build = config.build_request or PlainRequests()
     turn = 0
     recovered = False
     stop_reason: StopReason = "stop"
@@ -285,7 +282,6 @@ async def agent_loop(
         turn += 1
         yield {"type": "turn_start", "turn": turn}
 
-        build = config.build_request or default_request
         request = await build(record, config.prompt)
         reply: AssistantMessage | None = None
         partial = _Partial(config.model.id)
