@@ -50,25 +50,21 @@ def tool_results(model: ModelServer) -> list[str]:
     return [json.dumps(m) for m in messages if m.get("role") == "tool"]
 
 
-READ_THEN_EDIT = {
-    "replies": [
-        {"toolCalls": [{"id": "c1", "name": "read", "arguments": {"path": "calc.py"}}]},
-        {
-            "toolCalls": [
-                {
-                    "id": "c2",
-                    "name": "edit",
-                    "arguments": {
-                        "path": "calc.py",
-                        "oldText": "return a - b  # unsaved",
-                        "newText": "return a + b  # unsaved",
-                    },
-                }
-            ]
-        },
-        {"text": "Fixed the buffer."},
-    ]
-}
+def read_then_edit(old: str, new: str, answer: str) -> dict[str, Any]:
+    """A model that reads calc.py, edits ``old`` into ``new`` there, then says ``answer``."""
+    edit = {"path": "calc.py", "oldText": old, "newText": new}
+    return {
+        "replies": [
+            {"toolCalls": [{"id": "c1", "name": "read", "arguments": {"path": "calc.py"}}]},
+            {"toolCalls": [{"id": "c2", "name": "edit", "arguments": edit}]},
+            {"text": answer},
+        ]
+    }
+
+
+READ_THEN_EDIT = read_then_edit(
+    "return a - b  # unsaved", "return a + b  # unsaved", "Fixed the buffer."
+)
 
 
 async def test_reads_see_the_unsaved_buffer_and_edits_go_through_the_client(
@@ -148,25 +144,7 @@ async def test_without_both_fs_capabilities_the_tools_use_the_disk(
         ),
         "read fails": FS,
     }[offered]
-    script = {
-        "replies": [
-            {"toolCalls": [{"id": "c1", "name": "read", "arguments": {"path": "calc.py"}}]},
-            {
-                "toolCalls": [
-                    {
-                        "id": "c2",
-                        "name": "edit",
-                        "arguments": {
-                            "path": "calc.py",
-                            "oldText": "return a - b",
-                            "newText": "return a + b",
-                        },
-                    }
-                ]
-            },
-            {"text": "Fixed."},
-        ]
-    }
+    script = read_then_edit("return a - b", "return a + b", "Fixed.")
     async with (
         ModelServer(script) as model,
         crank_acp(model, tmp_path, client, capabilities=capabilities) as conn,
