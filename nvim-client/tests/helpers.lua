@@ -110,6 +110,14 @@ function H.run()
   os.exit(results.failed == 0 and 0 or 1)
 end
 
+--- A file's bytes.
+function H.read_bytes(path)
+  local f = assert(io.open(path, "rb"))
+  local data = f:read("*a")
+  f:close()
+  return data
+end
+
 --- A fresh temporary directory.
 function H.tmpdir(name)
   local dir = vim.fn.tempname() .. "-" .. (name or "crank")
