@@ -30,12 +30,15 @@ Clients read the Crank codes by name from ``initialize``'s
 
 from __future__ import annotations
 
-from typing import Any, Final, get_args
-
-from pygls.exceptions import JsonRpcException
+from typing import TYPE_CHECKING, Any, Final, get_args
 
 from crank.workspace import CrankError
 from crank.workspace.errors import CODES, ErrorKind, code_of
+
+if TYPE_CHECKING:
+    # Imported where used: the constants and ``wire_codes`` are on the path to the
+    # first answer, which ``early.py`` sends before pygls (and lsprotocol) load.
+    from pygls.exceptions import JsonRpcException
 
 __all__ = [
     "CODES",
@@ -77,6 +80,8 @@ def all_kinds() -> set[str]:
 def rpc_error(exc: BaseException) -> JsonRpcException | None:
     """The JSON-RPC error a refusal from below is answered with, or None when the
     exception is not a refusal (a bug: pygls answers it with -32603)."""
+    from pygls.exceptions import JsonRpcException
+
     code = code_of(exc)
     if code is None:
         return None
