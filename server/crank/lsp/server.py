@@ -24,6 +24,7 @@ from crank.workspace.errors import NO_SUCH_WORKSPACE, CrankError, invalid_params
 from crank.workspace.stream import EventParams
 
 from . import pygls_adapter
+from .capabilities import SERVER_NAME
 from .editor import LspEditor, path_of_uri
 from .errors import rpc_error
 from .params import Params, check_diagnostics, check_range
@@ -61,7 +62,7 @@ class CrankServer(LanguageServer):
     permissions: those are the hosts'."""
 
     def __init__(self, *, env: dict[str, str] | None = None) -> None:
-        super().__init__("crank", __version__, protocol_cls=CrankProtocol)
+        super().__init__(SERVER_NAME, __version__, protocol_cls=CrankProtocol)
         self.env = env
         self.hosts: dict[str, WorkspaceHost] = {}
         self.started = asyncio.Event()
