@@ -490,6 +490,11 @@ async def _sessions(ls: CrankServer, params: Params) -> Any:
     return await (await ls.host_for(params)).sessions()
 
 
+@handles("crank/image")
+async def _image(ls: CrankServer, params: Params) -> Any:
+    return await (await ls.session_host(params)).image(params.raw.get("sha256"))
+
+
 @handles("crank/newSession")
 async def _new_session(ls: CrankServer, params: Params) -> Any:
     return (await ls.host_for(params)).new_session()

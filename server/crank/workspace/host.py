@@ -45,6 +45,7 @@ from .client import EditorClient
 from .commands import BUILTIN_NAMES, CommandCatalog, parse_command, perform
 from .daily import DailyRefresh
 from .errors import RUN_IN_PROGRESS, CrankError, invalid_params
+from .images import image_json
 from .permissions import PERMISSION_MODES, PermissionMode, Permissions
 from .prompts import context_text
 from .provider import ModelConfig
@@ -409,6 +410,10 @@ class WorkspaceHost:
 
     async def sessions(self) -> dict[str, Any]:
         return await self.session.sessions()
+
+    async def image(self, sha256: object) -> dict[str, Any]:
+        """``crank/image``: a stored image of the active session (``images.py``)."""
+        return await image_json(self.session.log, self.session_id, sha256)
 
     def tree(self) -> dict[str, Any]:
         return self.session.tree()
