@@ -102,7 +102,8 @@ def referenced(entries: Iterable[Entry], sha256: str) -> ImageBlock | None:
 
 
 BlobProblem = str
-"""Why a blob cannot be had, as a phrase: ``the blob is missing``."""
+"""Why a blob cannot be had, as a phrase: ``the blob is missing`` (``BLOB_MISSING``)."""
+BLOB_MISSING: BlobProblem = "the blob is missing"
 
 
 def read_blob(directory: Path, block: ImageBlock) -> bytes | BlobProblem:
@@ -116,7 +117,7 @@ def read_blob(directory: Path, block: ImageBlock) -> bytes | BlobProblem:
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except FileNotFoundError:
-        return "the blob is missing"
+        return BLOB_MISSING
     except OSError as exc:
         return f"the blob cannot be read ({exc.strerror or exc})"
     try:
