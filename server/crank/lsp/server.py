@@ -446,13 +446,19 @@ async def _commands(ls: CrankServer, params: Params) -> Any:
 @handles("crank/steer")
 async def _steer(ls: CrankServer, params: Params) -> Any:
     text = params.required_text("text")
-    return (await ls.session_host(params)).steer(text)
+    from crank.workspace.attachments import prompt_images
+
+    images = prompt_images(params.objects("images"))
+    return (await ls.session_host(params)).steer(text, images)
 
 
 @handles("crank/followUp")
 async def _follow_up(ls: CrankServer, params: Params) -> Any:
     text = params.required_text("text")
-    return (await ls.session_host(params)).follow_up(text)
+    from crank.workspace.attachments import prompt_images
+
+    images = prompt_images(params.objects("images"))
+    return (await ls.session_host(params)).follow_up(text, images)
 
 
 @handles("crank/clearQueue")
