@@ -6,7 +6,6 @@ another session's images are not reachable, and it answers while a run is active
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 from pathlib import Path
@@ -18,7 +17,7 @@ from pygls.exceptions import JsonRpcException
 from tests.support.images import b64, png
 from tests.support.model_server import ModelServer
 
-from .helpers import Crank, running_server
+from .helpers import WRITE_A, Crank, HeldPermission, read_text, running_server
 from .test_images import options
 from .test_runs import project, started
 
@@ -127,38 +126,22 @@ async def test_a_reopened_session_serves_its_blobs_and_nothing_else(tmp_path: Pa
 
 async def test_an_image_is_served_while_a_run_is_active(tmp_path: Path) -> None:
     folder = project(tmp_path)
-    release, asked_now = asyncio.Event(), asyncio.Event()
-    replies = [
-        {"text": "seen"},
-        {
-            "toolCalls": [
-                {"id": "w1", "name": "write", "arguments": {"path": "a.txt", "content": "A"}}
-            ]
-        },
-        {"text": "written"},
-    ]
+    held = HeldPermission()
+    replies = [{"text": "seen"}, WRITE_A, {"text": "written"}]
     async with ModelServer({"replies": replies}) as model:
         opts = options(model, tmp_path, images=True)
         async with running_server(tmp_path, [folder], opts) as crank:
             image = {"mimeType": "image/png", "data": b64(PROMPTED)}
             first = await crank.request("crank/prompt", {"text": "look", "images": [image]})
             await crank.settled(first["runId"])
-            lines_before = Path((await crank.request("crank/state", {}))["sessionFile"])
-            size_before = lines_before.stat().st_size  # noqa: ASYNC240
-
-            async def held(asked: dict[str, Any]) -> dict[str, Any]:
-                asked_now.set()
-                await release.wait()
-                return {"decision": "allow"}
-
-            crank.answer_permission = held
+            session = Path((await crank.request("crank/state", {}))["sessionFile"])
+            crank.answer_permission = held.answer
             run_id = await started(crank, "write it")
-            await asyncio.wait_for(asked_now.wait(), 15)
+            await held.asked()
             assert (await crank.request("crank/state", {}))["running"] is True
+            before = read_text(session)
             assert await served(crank, sha(PROMPTED)) == PROMPTED
-            assert lines_before.stat().st_size > size_before  # noqa: ASYNC240 (the new prompt)
-            grown = lines_before.stat().st_size  # noqa: ASYNC240
             assert await served(crank, sha(PROMPTED)) == PROMPTED
-            assert lines_before.stat().st_size == grown  # noqa: ASYNC240 (it wrote nothing)
-            release.set()
+            assert read_text(session) == before  # it wrote nothing
+            held.release()
             await crank.settled(run_id)

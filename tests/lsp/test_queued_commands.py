@@ -8,10 +8,11 @@ it is surely active while the queue requests arrive."""
 
 from __future__ import annotations
 
-import asyncio
 import base64
 import hashlib
 import json
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,7 @@ from pygls.exceptions import JsonRpcException
 from tests.support.images import b64, png
 from tests.support.model_server import ModelServer
 
-from .helpers import Crank, provider_for, read_text, running_server
+from .helpers import WRITE_A, Crank, HeldPermission, provider_for, read_text, running_server
 from .test_commands import workspace_with_skills
 from .test_runs import started
 
@@ -39,6 +40,26 @@ async def refused(crank: Crank, method: str, params: dict[str, Any]) -> JsonRpcE
     return refusal.value
 
 
+@asynccontextmanager
+async def held_run(
+    tmp_path: Path, root: Path, replies: list[dict[str, Any]]
+) -> AsyncIterator[tuple[ModelServer, Crank, HeldPermission, str]]:
+    """A trusted workspace whose run "start" is under way, waiting on the permission
+    question of its first reply (``WRITE_A``) until the test releases it."""
+    held = HeldPermission()
+    async with ModelServer({"replies": replies}) as model:
+        opts = {
+            "provider": {**provider_for(model.url), "images": True},
+            "sessionDir": str(tmp_path / "sessions"),
+            "trusted": True,
+        }
+        async with running_server(tmp_path, [root], opts) as crank:
+            crank.answer_permission = held.answer
+            run_id = await started(crank, "start")
+            await held.asked()
+            yield model, crank, held, run_id
+
+
 def user_texts(request: dict[str, Any]) -> str:
     return json.dumps([m for m in request["body"]["messages"] if m["role"] == "user"])
 
@@ -52,77 +73,54 @@ async def test_queued_commands_expand_keep_what_was_typed_and_carry_images(
     (prompts / "fix-tests.md").write_text("Fix the failing test number $1 and rerun it.\n")
     (root / "notes.txt").write_text("the flaky one is in test_io\n")
     replies = [
-        {
-            "toolCalls": [
-                {"id": "w1", "name": "write", "arguments": {"path": "a.txt", "content": "A"}}
-            ]
-        },
+        WRITE_A,
         {"text": "steered"},
         {"text": "followed"},
     ]
-    asked, release = asyncio.Event(), asyncio.Event()
-
-    async def held(question: dict[str, Any]) -> dict[str, Any]:
-        asked.set()
-        await release.wait()
-        return {"decision": "allow"}
-
-    async with ModelServer({"replies": replies}) as model:
-        opts = {
-            "provider": {**provider_for(model.url), "images": True},
-            "sessionDir": str(tmp_path / "sessions"),
-            "trusted": True,
+    async with held_run(tmp_path, root, replies) as (model, crank, held, run_id):
+        steered = await crank.request(
+            "crank/steer", {"text": "/skill:review src/", "images": [image(BIG, "big.png")]}
+        )
+        assert steered == {"steering": ["/skill:review src/"], "followUp": []}
+        queued = await crank.request(
+            "crank/prompt",
+            {
+                "text": "/fix-tests 7",
+                "whileRunning": "steer",
+                "context": [{"uri": (root / "notes.txt").as_uri()}],
+                "images": [image(SMALL, "small.png")],
+            },
+        )
+        assert queued == {"sessionId": queued["sessionId"], "queued": "steer"}
+        followed = await crank.request(
+            "crank/followUp", {"text": "/fix-tests 12", "images": [image(SMALL, "f.png")]}
+        )
+        assert followed == {
+            "steering": ["/skill:review src/", "/fix-tests 7"],
+            "followUp": ["/fix-tests 12"],
         }
-        async with running_server(tmp_path, [root], opts) as crank:
-            crank.answer_permission = held
-            run_id = await started(crank, "start")
-            await asyncio.wait_for(asked.wait(), 15)
+        plain = await crank.request("crank/followUp", {"text": "//skill:review is a path"})
+        assert plain["followUp"] == ["/fix-tests 12", "/skill:review is a path"]
 
-            steered = await crank.request(
-                "crank/steer", {"text": "/skill:review src/", "images": [image(BIG, "big.png")]}
-            )
-            assert steered == {"steering": ["/skill:review src/"], "followUp": []}
-            queued = await crank.request(
-                "crank/prompt",
-                {
-                    "text": "/fix-tests 7",
-                    "whileRunning": "steer",
-                    "context": [{"uri": (root / "notes.txt").as_uri()}],
-                    "images": [image(SMALL, "small.png")],
-                },
-            )
-            assert queued == {"sessionId": queued["sessionId"], "queued": "steer"}
-            followed = await crank.request(
-                "crank/followUp", {"text": "/fix-tests 12", "images": [image(SMALL, "f.png")]}
-            )
-            assert followed == {
-                "steering": ["/skill:review src/", "/fix-tests 7"],
-                "followUp": ["/fix-tests 12"],
-            }
-            plain = await crank.request("crank/followUp", {"text": "//skill:review is a path"})
-            assert plain["followUp"] == ["/fix-tests 12", "/skill:review is a path"]
+        for method, text in (("crank/steer", "/compact"), ("crank/followUp", "/model x/y")):
+            error = await refused(crank, method, {"text": text})
+            assert error.code == 1006, error
+            assert f"{text.split()[0]} cannot be queued as a steer or follow-up" in error.message
+        unknown = await refused(crank, "crank/steer", {"text": "/reveiw"})
+        assert unknown.code == 1008 and "unknown command /reveiw" in unknown.message
+        bad = await refused(
+            crank, "crank/steer", {"text": "x", "images": [{"mimeType": "image/png"}]}
+        )
+        assert bad.code == -32602 and "images[0].data" in bad.message
+        state = await crank.request("crank/state", {})
+        assert state["queue"]["steering"] == ["/skill:review src/", "/fix-tests 7"]
 
-            for method, text in (("crank/steer", "/compact"), ("crank/followUp", "/model x/y")):
-                error = await refused(crank, method, {"text": text})
-                assert error.code == 1006, error
-                assert (
-                    f"{text.split()[0]} cannot be queued as a steer or follow-up" in error.message
-                )
-            unknown = await refused(crank, "crank/steer", {"text": "/reveiw"})
-            assert unknown.code == 1008 and "unknown command /reveiw" in unknown.message
-            bad = await refused(
-                crank, "crank/steer", {"text": "x", "images": [{"mimeType": "image/png"}]}
-            )
-            assert bad.code == -32602 and "images[0].data" in bad.message
-            state = await crank.request("crank/state", {})
-            assert state["queue"]["steering"] == ["/skill:review src/", "/fix-tests 7"]
-
-            release.set()
-            await crank.settled(run_id)
-            messages = (await crank.request("crank/messages", {}))["messages"]
-            idle = await refused(crank, "crank/steer", {"text": "/new"})
-            assert idle.code == -32602 and "/new cannot be queued" in idle.message
-            session = Path((await crank.request("crank/state", {}))["sessionFile"])
+        held.release()
+        await crank.settled(run_id)
+        messages = (await crank.request("crank/messages", {}))["messages"]
+        idle = await refused(crank, "crank/steer", {"text": "/new"})
+        assert idle.code == -32602 and "/new cannot be queued" in idle.message
+        session = Path((await crank.request("crank/state", {}))["sessionFile"])
 
     users = [m for m in messages if m["role"] == "user"]
     assert [u.get("typed") for u in users] == [
@@ -173,39 +171,19 @@ async def test_queued_commands_expand_keep_what_was_typed_and_carry_images(
 async def test_clear_and_remove_hand_back_the_text_as_typed(tmp_path: Path) -> None:
     root = workspace_with_skills(tmp_path)
     replies = [
-        {
-            "toolCalls": [
-                {"id": "w1", "name": "write", "arguments": {"path": "a.txt", "content": "A"}}
-            ]
-        },
+        WRITE_A,
         {"text": "done"},
     ]
-    asked, release = asyncio.Event(), asyncio.Event()
-
-    async def held(question: dict[str, Any]) -> dict[str, Any]:
-        asked.set()
-        await release.wait()
-        return {"decision": "allow"}
-
-    async with ModelServer({"replies": replies}) as model:
-        opts = {
-            "provider": provider_for(model.url),
-            "sessionDir": str(tmp_path / "s"),
-            "trusted": True,
-        }
-        async with running_server(tmp_path, [root], opts) as crank:
-            crank.answer_permission = held
-            run_id = await started(crank, "start")
-            await asyncio.wait_for(asked.wait(), 15)
-            await crank.request("crank/steer", {"text": "/skill:review a"})
-            await crank.request("crank/steer", {"text": "/skill:review b"})
-            removed = await crank.request(
-                "crank/removeQueued", {"queue": "steering", "index": 0, "text": "/skill:review a"}
-            )
-            assert removed["removed"] == "/skill:review a"
-            assert removed["steering"] == ["/skill:review b"]
-            cleared = await crank.request("crank/clearQueue", {})
-            assert cleared == {"steering": ["/skill:review b"], "followUp": []}
-            release.set()
-            await crank.settled(run_id)
+    async with held_run(tmp_path, root, replies) as (model, crank, held, run_id):
+        await crank.request("crank/steer", {"text": "/skill:review a"})
+        await crank.request("crank/steer", {"text": "/skill:review b"})
+        removed = await crank.request(
+            "crank/removeQueued", {"queue": "steering", "index": 0, "text": "/skill:review a"}
+        )
+        assert removed["removed"] == "/skill:review a"
+        assert removed["steering"] == ["/skill:review b"]
+        cleared = await crank.request("crank/clearQueue", {})
+        assert cleared == {"steering": ["/skill:review b"], "followUp": []}
+        held.release()
+        await crank.settled(run_id)
     assert "Read every changed file" not in json.dumps(model.requests[-1]["body"])
