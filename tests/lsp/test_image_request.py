@@ -122,6 +122,14 @@ async def test_a_reopened_session_serves_its_blobs_and_nothing_else(tmp_path: Pa
             (blobs / f"{sha(PROMPTED)}.png").symlink_to(outside)
             linked = await refusal(crank, {"sha256": sha(PROMPTED)})
             assert linked.code == 1009 and "cannot be read" in linked.message
+            (blobs / f"{sha(PROMPTED)}.png").unlink()
+            copy = tmp_path / "copy.blobs"
+            blobs.rename(copy)  # the whole folder elsewhere, linked back: not followed either
+            (copy / f"{sha(PROMPTED)}.png").write_bytes(PROMPTED)
+            blobs.symlink_to(copy)
+            folder_linked = await refusal(crank, {"sha256": sha(PROMPTED)})
+            assert folder_linked.code == 1009
+            assert "the blob folder cannot be read" in folder_linked.message
 
 
 async def test_an_image_is_served_while_a_run_is_active(tmp_path: Path) -> None:

@@ -108,18 +108,27 @@ BLOB_MISSING: BlobProblem = "the blob is missing"
 
 def read_blob(directory: Path, block: ImageBlock) -> bytes | BlobProblem:
     """The stored image's bytes, or a phrase saying why they cannot be had (missing,
-    unreadable, not the image its hash names). Never follows a symbolic link; the
-    path is built only from a checked hash and a known extension."""
+    unreadable, not the image its hash names). Follows no symbolic link, neither the
+    folder nor the file; the name is built only from a checked hash and a known
+    extension."""
     sha = block.get("sha256")
     if not is_hash(sha):
         return "the image has no valid hash"
-    path = blob_path(directory, block)
+    name = blob_path(directory, block).name
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        folder = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return BLOB_MISSING
+    except OSError as exc:
+        return f"the blob folder cannot be read ({exc.strerror or exc})"
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=folder)
     except FileNotFoundError:
         return BLOB_MISSING
     except OSError as exc:
         return f"the blob cannot be read ({exc.strerror or exc})"
+    finally:
+        os.close(folder)
     try:
         size = os.fstat(fd).st_size
         if size > MAX_IMAGE_BYTES:
