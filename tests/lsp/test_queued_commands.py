@@ -187,3 +187,19 @@ async def test_clear_and_remove_hand_back_the_text_as_typed(tmp_path: Path) -> N
         held.release()
         await crank.settled(run_id)
     assert "Read every changed file" not in json.dumps(model.requests[-1]["body"])
+
+
+async def test_a_steer_with_images_for_a_model_without_them_says_so(tmp_path: Path) -> None:
+    root = workspace_with_skills(tmp_path)
+    async with ModelServer({"replies": [{"text": "no eyes"}]}) as model:
+        opts = {"provider": provider_for(model.url), "sessionDir": str(tmp_path / "s")}
+        async with running_server(tmp_path, [root], opts) as crank:
+            answer = await crank.request(
+                "crank/steer", {"text": "see", "images": [image(SMALL, "s.png")]}
+            )
+            assert answer["steering"] == ["see"]
+            assert "does not accept images" in answer["imagesOmitted"]
+            assert "1 image(s)" in answer["imagesOmitted"]
+            plain = await crank.request("crank/followUp", {"text": "no picture"})
+            assert "imagesOmitted" not in plain
+            assert (await crank.request("crank/clearQueue", {}))["steering"] == ["see"]
