@@ -12,6 +12,7 @@ layer. The exceptions a handler can meet, and their codes::
     │                                          run_in_progress 1001, no_such_session 1002,
     │                                          no_such_workspace 1003, no_provider 1004,
     │                                          refused_while_running 1006, unknown_command 1008,
+    │                                          no_such_image 1009,
     │                                          invalid_params -32602
     ├── crank.vendors.ConfigError             no_provider             1004
     └── crank.session.SessionError            (by class)

@@ -447,13 +447,19 @@ async def _commands(ls: CrankServer, params: Params) -> Any:
 @handles("crank/steer")
 async def _steer(ls: CrankServer, params: Params) -> Any:
     text = params.required_text("text")
-    return (await ls.session_host(params)).steer(text)
+    from crank.workspace.attachments import prompt_images
+
+    images = prompt_images(params.objects("images"))
+    return (await ls.session_host(params)).steer(text, images)
 
 
 @handles("crank/followUp")
 async def _follow_up(ls: CrankServer, params: Params) -> Any:
     text = params.required_text("text")
-    return (await ls.session_host(params)).follow_up(text)
+    from crank.workspace.attachments import prompt_images
+
+    images = prompt_images(params.objects("images"))
+    return (await ls.session_host(params)).follow_up(text, images)
 
 
 @handles("crank/clearQueue")
@@ -489,6 +495,11 @@ async def _messages(ls: CrankServer, params: Params) -> Any:
 @handles("crank/sessions")
 async def _sessions(ls: CrankServer, params: Params) -> Any:
     return await (await ls.host_for(params)).sessions()
+
+
+@handles("crank/image")
+async def _image(ls: CrankServer, params: Params) -> Any:
+    return await (await ls.session_host(params)).image(params.raw.get("sha256"))
 
 
 @handles("crank/newSession")
