@@ -150,4 +150,95 @@ H.test("the image a tool read shows on its card, and :CrankImage opens the bytes
   H.eq("700", string.format("%o", bit.band(vim.uv.fs_stat(vim.fs.dirname(opened[1])).mode, 511)))
 end)
 
+-- The same session opened by a Neovim started afresh: it has nothing but what the
+-- server replays (the image as a reference), so the bytes can only come from crank/image.
+local CHILD = [[
+local H = dofile(%q)
+vim.cmd("runtime plugin/crank.lua")
+local out = {}
+H.test("reopened", function()
+  H.setup_crank(%d, { session_dir = %q, provider = { images = true } })
+  vim.cmd.cd(%q)
+  H.stub_select(function(label)
+    return label:find("read the picture", 1, true) ~= nil
+  end)
+  vim.cmd("CrankSessions")
+  H.wait_for(function()
+    return H.transcript():find("A noisy picture.", 1, true)
+  end, "the reopened transcript")
+  out.transcript = H.transcript()
+  local opened
+  vim.ui.open = function(path)
+    opened = path
+    return vim.system({ "true" }), nil
+  end
+  local chat = H.chat()
+  chat:show()
+  for i, line in ipairs(chat:transcript()) do
+    if line:find("[image: big.png", 1, true) then
+      vim.api.nvim_win_set_cursor(0, { i, 0 })
+    end
+  end
+  vim.api.nvim_feedkeys("gx", "x", false)
+  H.wait_for(function()
+    if H.notified("crank: cannot open") then
+      error(H.notifications[#H.notifications])
+    end
+    return opened ~= nil
+  end, "gx to open the image")
+  out.path = opened
+  out.data = vim.base64.encode(H.read_bytes(opened))
+end)
+H.after_each = function()
+  out.notifications = H.notifications
+  vim.fn.writefile({ vim.json.encode(out) }, %q)
+end
+H.cleanup = H.reset
+H.run()
+]]
+
+H.test("reopened in a fresh Neovim, the card still shows the image and gx opens its bytes through crank/image", function()
+  local run = run_reading_png()
+  local live = H.transcript()
+  require("crank.client").stop_all() -- the session is free for the other Neovim's server
+  H.wait_for(function()
+    return next(vim.lsp.get_clients({ name = "crank" })) == nil
+  end, "the server to exit")
+
+  local dir = H.tmpdir("child")
+  local result = dir .. "/result.json"
+  vim.fn.writefile(vim.split(CHILD:format(H.here .. "/helpers.lua", run.port, run.session_dir, run.root, result), "\n"), dir .. "/child.lua")
+  local done = vim.system({ vim.v.progpath, "--headless", "-u", "NONE", "-i", "NONE", "-l", dir .. "/child.lua" }, { text = true }):wait(120000)
+  H.eq(0, done.code, "the fresh Neovim's run:\n" .. tostring(done.stdout) .. tostring(done.stderr))
+  local out = vim.json.decode(table.concat(vim.fn.readfile(result), "\n"))
+  H.contains(out.transcript, CARD)
+  H.contains(out.transcript, "  " .. LINE .. ", stored]")
+  H.eq(live:gsub("11 KB%]", "11 KB, stored]"), out.transcript, "the same transcript, the image now stored")
+  H.eq(run.png, vim.base64.decode(out.data), "the opened file holds the original bytes")
+
+  -- Its blob gone: opening it says which image and the server's reason.
+  local blobs = vim.fn.glob(run.session_dir .. "/**/*.blobs/*.png", false, true)
+  H.eq(1, #blobs)
+  os.remove(blobs[1])
+  vim.cmd("silent! bwipeout! crank://chat") -- the chat from the live run holds the bytes
+  H.setup_crank(run.port, { session_dir = run.session_dir, provider = { images = true } })
+  H.stub_select(function(label)
+    return label:find("read the picture", 1, true) ~= nil
+  end)
+  vim.cmd("CrankSessions")
+  H.wait_for(function()
+    return H.transcript():find(LINE .. ", stored]", 1, true)
+  end, "the session again")
+  local opened = capture_open()
+  H.chat():show()
+  vim.api.nvim_win_set_cursor(0, { line_of(LINE), 0 })
+  local since = #H.notifications
+  vim.cmd("CrankImage")
+  H.wait_for(function()
+    return H.notified("crank: cannot open " .. LINE .. ", stored]: no image ", since)
+  end, "the error")
+  H.ok(H.notified("the blob is missing", since), "the server's own reason")
+  H.eq(0, #opened, "nothing was opened")
+end)
+
 H.run()
