@@ -157,6 +157,21 @@ function H.model_server(script)
   return port
 end
 
+--- A model script for a run that can be steered: a first reply streamed slowly that
+--- reads README.md (so a steer sent while it streams goes in after the tool batch),
+--- then `answer`.
+function H.slow_read_script(answer)
+  return {
+    {
+      text = "Reading the readme first, slowly.",
+      chunks = 6,
+      delayMs = 120,
+      toolCalls = { { id = "call_r1", name = "read", arguments = { path = "README.md" } } },
+    },
+    { text = answer },
+  }
+end
+
 --- Requests the model server received (its GET /_requests).
 function H.model_requests(port)
   local res = vim.system({ "curl", "-s", "http://127.0.0.1:" .. port .. "/_requests" }):wait()

@@ -70,6 +70,31 @@ H.test("a file that is no image is refused by the server and stays attached for 
   H.eq(0, #ws.attached, ":CrankAttach! drops it")
 end)
 
+H.test(":CrankAttach then :CrankSteer during a run: the image goes with the steering", function()
+  local port = H.model_server(H.slow_read_script("Steered by a picture."))
+  H.setup_crank(port, { provider = { images = true }, permission_mode = "auto" })
+  local root = H.project({ ["README.md"] = "demo readme" })
+  write_png(root)
+  local before = settled
+  vim.cmd("Crank look at the readme")
+  local ws
+  H.wait_for(function()
+    ws = select(2, H.chat())
+    return ws and ws.running and H.transcript():find("Reading", 1, true)
+  end, "the first reply to be streaming")
+  vim.cmd("CrankAttach dot.png")
+  vim.cmd("CrankSteer like this one")
+  H.wait_for(function()
+    return settled > before
+  end, "the run to settle")
+  H.eq(0, #ws.attached, "the steering took the image")
+  H.contains(H.transcript(), "## You\n\nlike this one\n\n[image: dot.png, image/png, 2x2, 79 B]")
+  local requests = H.model_requests(port)
+  H.eq(2, #requests)
+  H.ok(not vim.json.encode(requests[1].body):find(PNG_B64, 1, true), "not in the first request")
+  H.contains(vim.json.encode(requests[2].body), "data:image/png;base64," .. PNG_B64, "the steered request")
+end)
+
 -- A tool's image: the model reads a PNG over 8 KB (so the session stores it as a blob
 -- beside the session file), the read card shows it, and it opens. vim.ui.open is
 -- replaced to record the path it is given: there is no image viewer (nor a desktop)
