@@ -1,6 +1,8 @@
--- Images from Neovim: :CrankAttach {path} attaches an image file to the next prompt,
--- the real server (python -m crank.lsp) reads it and sends it to the loopback model
--- server in the API's shape, and the chat shows it as [image: name, type, size].
+-- Images from Neovim, against the real server (python -m crank.lsp) and the loopback
+-- model server: :CrankAttach {path} attaches an image file to the next prompt or steer,
+-- the server reads it and sends it in the API's shape, and the chat shows it as
+-- [image: name, type, size]; an image a tool returned shows on the tool's card, and
+-- gx / :CrankImage open it, live and after the session is reopened (crank/image).
 local H = dofile(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)) .. "/helpers.lua")
 vim.cmd("runtime plugin/crank.lua")
 
