@@ -1,16 +1,19 @@
 """Images over ACP with the official SDK's client: the agent advertises
 ``promptCapabilities.image``, an image content block reaches the model in its API's
 shape, a model without images gets a placeholder and the user a note, a bad image is
-refused by name, and a loaded session shows its images."""
+refused by name, a loaded session shows its images, and an image sent during a turn
+goes with its queued follow-up."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 from typing import Any
 
 import acp
 import pytest
+from acp import schema
 
 from tests.support.images import b64, png
 from tests.support.model_server import ModelServer
@@ -123,3 +126,44 @@ async def test_load_shows_a_small_image_inline_and_a_stored_one_by_name(tmp_path
         if part["type"] == "image_url"
     ]
     assert urls == [f"data:image/png;base64,{b64(PNG)}", f"data:image/png;base64,{b64(big)}"]
+
+
+class HeldClient(RecordingClient):
+    """Answers the permission question "allow", but only once the test releases it,
+    so the turn is surely running meanwhile."""
+
+    def __init__(self) -> None:
+        super().__init__(["allow"])
+        self.release = asyncio.Event()
+
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
+    ) -> schema.RequestPermissionResponse:
+        self.asked.set()
+        await self.release.wait()
+        return await super().request_permission(session_id, tool_call, options, **kwargs)
+
+
+async def test_an_image_sent_during_a_turn_is_queued_with_its_follow_up(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    write = {"id": "w1", "name": "write", "arguments": {"path": "a.txt", "content": "A"}}
+    script = {"replies": [{"toolCalls": [write]}, {"text": "written"}, {"text": "seen"}]}
+    client = HeldClient()
+    async with ModelServer(script) as model, crank_acp(model, tmp_path, client) as conn:
+        session = await conn.new_session(cwd=str(folder))
+        first = asyncio.ensure_future(
+            conn.prompt(session_id=session.session_id, prompt=[acp.text_block("one")])
+        )
+        await asyncio.wait_for(client.asked.wait(), 60)
+        prompt = [acp.text_block("two"), acp.image_block(b64(PNG), "image/png")]
+        second = asyncio.ensure_future(conn.prompt(session_id=session.session_id, prompt=prompt))
+        # The turn is still held: the note is the queued follow-up's answer (it used to
+        # be refused with 1001).
+        await client.wait_for(lambda: "does not accept images" in client.text(), "the note")
+        assert len(model.requests) == 1
+        client.release.set()
+        assert (await first).stop_reason == "end_turn"
+        assert (await second).stop_reason == "end_turn"
+    last = json.dumps(model.requests[-1]["body"]["messages"])
+    assert "two" in last
+    assert "[image omitted: the model does not accept images: image/png, 3x3" in last
