@@ -1,8 +1,9 @@
 """Images over ACP with the official SDK's client: the agent advertises
 ``promptCapabilities.image``, an image content block reaches the model in its API's
 shape, a model without images gets a placeholder and the user a note, a bad image is
-refused by name, a loaded session shows its images, and an image sent during a turn
-goes with its queued follow-up."""
+refused by name, a loaded session shows its images (stored ones loaded from beside the
+session), a tool's images show on its call, live and loaded, and an image sent during a
+turn goes with its queued follow-up."""
 
 from __future__ import annotations
 
@@ -96,7 +97,7 @@ async def test_a_bad_image_block_is_refused_by_name(
         assert model.requests == []
 
 
-async def test_load_shows_a_small_image_inline_and_a_stored_one_by_name(tmp_path: Path) -> None:
+async def test_load_shows_a_small_image_and_a_stored_one(tmp_path: Path) -> None:
     folder = project(tmp_path)
     big = png(100, 100, noise=True)
     script = {"replies": [{"text": "Two pictures."}, {"text": "Still two."}]}
@@ -116,7 +117,7 @@ async def test_load_shows_a_small_image_inline_and_a_stored_one_by_name(tmp_path
             chunks = [u.content for u in client.of("user_message_chunk")]
             assert chunks[0].text == "compare"
             assert chunks[1].type == "image" and chunks[1].data == b64(PNG)
-            assert chunks[2].text == "[image: big.png]"
+            assert chunks[2].type == "image" and chunks[2].data == b64(big)
             await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("again")])
     urls = [
         part["image_url"]["url"]
@@ -126,6 +127,62 @@ async def test_load_shows_a_small_image_inline_and_a_stored_one_by_name(tmp_path
         if part["type"] == "image_url"
     ]
     assert urls == [f"data:image/png;base64,{b64(PNG)}", f"data:image/png;base64,{b64(big)}"]
+
+
+def images_on(client: RecordingClient, call_id: str) -> list[Any]:
+    """The image content of the newest update of ``call_id`` that has any content."""
+    updates = [
+        u
+        for _, u in client.updates
+        if u.session_update in ("tool_call", "tool_call_update")
+        and u.tool_call_id == call_id
+        and u.content
+    ]
+    assert updates, f"no update of {call_id} with content"
+    return [c.content for c in updates[-1].content if getattr(c.content, "type", "") == "image"]
+
+
+async def test_a_tools_image_shows_on_its_call_live_and_after_load(tmp_path: Path) -> None:
+    """A read of a PNG returns the image: the call's content carries it while the turn
+    runs and again when the session is loaded (stored beside the session, over 8 KB);
+    a blob that went missing is shown by name."""
+    folder = project(tmp_path)
+    big = png(100, 100, noise=True)
+    (folder / "shot.png").write_bytes(big)
+    script = {
+        "replies": [
+            {"toolCalls": [{"id": "r1", "name": "read", "arguments": {"path": "shot.png"}}]},
+            {"text": "A noisy square."},
+        ]
+    }
+    live = RecordingClient()
+    async with ModelServer(script) as model:
+        async with crank_acp(model, tmp_path, live, model_id="gpt-4o") as conn:
+            session = await conn.new_session(cwd=str(folder))
+            await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("look")])
+        [shown] = images_on(live, "r1")
+        assert shown.mime_type == "image/png" and shown.data == b64(big)
+        loaded = RecordingClient()
+        async with crank_acp(model, tmp_path, loaded, model_id="gpt-4o") as conn:
+            await conn.load_session(cwd=str(folder), session_id=session.session_id)
+        [again] = images_on(loaded, "r1")
+        assert again.data == b64(big)
+        blobs = [p for p in tmp_path.rglob("*.blobs") if p.is_dir()]
+        assert len(blobs) == 1
+        for blob in blobs[0].iterdir():
+            blob.unlink()
+        gone = RecordingClient()
+        async with crank_acp(model, tmp_path, gone, model_id="gpt-4o") as conn:
+            await conn.load_session(cwd=str(folder), session_id=session.session_id)
+        assert images_on(gone, "r1") == []
+        texts = [
+            c.content.text
+            for _, u in gone.updates
+            if u.session_update == "tool_call_update" and u.tool_call_id == "r1"
+            for c in u.content or []
+            if getattr(c.content, "type", "") == "text"
+        ]
+        assert "[image: shot.png]" in texts
 
 
 class HeldClient(RecordingClient):
