@@ -142,6 +142,14 @@ def images_on(client: RecordingClient, call_id: str) -> list[Any]:
     return [c.content for c in updates[-1].content if getattr(c.content, "type", "") == "image"]
 
 
+def drop_blobs(root: Path) -> int:
+    """Delete every stored image under ``root``; how many there were."""
+    blobs = [blob for folder in root.rglob("*.blobs") for blob in folder.iterdir()]
+    for blob in blobs:
+        blob.unlink()
+    return len(blobs)
+
+
 async def test_a_tools_image_shows_on_its_call_live_and_after_load(tmp_path: Path) -> None:
     """A read of a PNG returns the image: the call's content carries it while the turn
     runs and again when the session is loaded (stored beside the session, over 8 KB);
@@ -167,10 +175,7 @@ async def test_a_tools_image_shows_on_its_call_live_and_after_load(tmp_path: Pat
             await conn.load_session(cwd=str(folder), session_id=session.session_id)
         [again] = images_on(loaded, "r1")
         assert again.data == b64(big)
-        blobs = [p for p in tmp_path.rglob("*.blobs") if p.is_dir()]
-        assert len(blobs) == 1
-        for blob in blobs[0].iterdir():
-            blob.unlink()
+        assert drop_blobs(tmp_path) == 1
         gone = RecordingClient()
         async with crank_acp(model, tmp_path, gone, model_id="gpt-4o") as conn:
             await conn.load_session(cwd=str(folder), session_id=session.session_id)
