@@ -41,7 +41,7 @@ H.test(":CrankAttach sends the image with the next prompt and the chat shows its
   local root = H.project({})
   write_png(root)
   vim.cmd("CrankAttach dot.png")
-  H.ok(H.notified("[image: dot.png] goes with the next prompt"), "the attachment is confirmed")
+  H.ok(H.notified("[image: dot.png] goes with the next message"), "the attachment is confirmed")
   local before = settled
   vim.cmd("Crank what is in the picture?")
   H.wait_for(function()

@@ -138,7 +138,7 @@ function M.send(ws, text, mode, on_refused)
   end)
 end
 
---- :CrankAttach {path}: attach an image file (PNG, JPEG, GIF, WebP) to the next prompt.
+--- :CrankAttach {path}: attach an image file (PNG, JPEG, GIF, WebP) to the next message sent (prompt, steer or follow-up).
 --- The server reads and checks the file when the prompt is sent; with no path, the
 --- attached images are listed, and `:CrankAttach!` drops them.
 function M.attach(path, drop)
@@ -157,7 +157,7 @@ function M.attach(path, drop)
       names[#names + 1] = image.name
     end
     local list = #names > 0 and table.concat(names, ", ") or "none"
-    return vim.notify("crank: images for the next prompt: " .. list, vim.log.levels.INFO)
+    return vim.notify("crank: images for the next message: " .. list, vim.log.levels.INFO)
   end
   local full = vim.fn.fnamemodify(vim.fn.expand(vim.trim(path)), ":p")
   if vim.fn.filereadable(full) == 0 then
@@ -165,10 +165,10 @@ function M.attach(path, drop)
   end
   local name = vim.fn.fnamemodify(full, ":t")
   table.insert(ws.attached, { path = full, name = name })
-  vim.notify("crank: [image: " .. name .. "] goes with the next prompt", vim.log.levels.INFO)
+  vim.notify("crank: [image: " .. name .. "] goes with the next message (prompt, steer or follow-up)", vim.log.levels.INFO)
   local chat = chat_mod.by_root[ws.root]
   if chat and chat.buf and vim.api.nvim_buf_is_valid(chat.buf) then
-    chat:notice("_[image: " .. name .. "] attached to the next prompt_")
+    chat:notice("_[image: " .. name .. "] attached to the next message_")
   end
 end
 
