@@ -10,8 +10,16 @@ That the answer comes before pygls is imported is tests/lsp/test_startup.py's jo
 
 from __future__ import annotations
 
+import array
 import asyncio
+import fcntl
 import json
+import os
+import subprocess
+import sys
+import termios
+import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +34,7 @@ from crank.lsp.framing import Frame
 from crank.lsp.server import HANDLERS, build_server
 from crank.lsp.shape import Shape
 
+from .helpers import server_env
 from .wire import Wire, init_params, notification, request, spawn
 
 RECORDED = sorted((Path(__file__).parent / "initialize").glob("*.json"))
@@ -287,3 +296,42 @@ async def test_a_first_frame_the_early_path_declines_is_answered_by_the_full_ser
     assert "result" in await wire.answer(2)
     assert await wire.close() == 0
     assert {k: len(v) for k, v in wire.answers.items()} == {1: 1, 2: 1}
+
+
+def test_a_non_blocking_stdin_is_waited_on_not_fatal(tmp_path: Path) -> None:
+    """An editor may hand over a pipe with O_NONBLOCK set (the flag is the pipe's, so
+    the server's end has it too): the first read must wait for the rest of the frame,
+    not die of EAGAIN. Deterministic: the body is written only once the server has
+    taken the header out of the pipe, so its next read surely finds it empty."""
+    read_end, write_end = os.pipe()
+    os.set_blocking(read_end, False)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "crank.lsp"],
+        stdin=read_end,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=server_env(tmp_path),
+    )
+    guard = threading.Timer(300, proc.kill)  # a hang fails the test, never blocks it
+    guard.start()
+    try:
+        body = body_of({"capabilities": {}})
+        os.write(write_end, b"Content-Length: %d\r\n\r\n" % len(body))
+        while _unread(read_end) and proc.poll() is None:
+            time.sleep(0.01)  # waiting for the server to take the header, not timing it
+        os.write(write_end, body)
+        os.close(write_end)
+        out, err = proc.communicate()
+    finally:
+        guard.cancel()
+        proc.kill()
+        os.close(read_end)
+    assert proc.returncode == 0, err.decode()
+    assert b'"result"' in out and b"BlockingIOError" not in err
+
+
+def _unread(fd: int) -> int:
+    """How many bytes wait in the pipe (FIONREAD)."""
+    count = array.array("i", [0])
+    fcntl.ioctl(fd, termios.FIONREAD, count)
+    return count[0]

@@ -21,6 +21,7 @@ import asyncio
 import json
 import logging
 import os
+import select
 import stat
 import sys
 from collections.abc import Awaitable, Callable
@@ -200,7 +201,17 @@ def read_stdin_start(stdin: BinaryIO, stdout: BinaryIO) -> Start:
     except (OSError, ValueError):
         read1 = getattr(stdin, "read1", stdin.read)
         return read_start(lambda: read1(CHUNK), lambda data: _write_all(stdout, data))
-    return read_start(lambda: os.read(fd, CHUNK), lambda data: _write_all(stdout, data))
+    return read_start(lambda: _read_blocking(fd), lambda data: _write_all(stdout, data))
+
+
+def _read_blocking(fd: int) -> bytes:
+    """One read of at most ``CHUNK`` bytes, waiting for them even when the editor
+    handed over a non-blocking descriptor (the flag belongs to the pipe, not to us)."""
+    while True:
+        try:
+            return os.read(fd, CHUNK)
+        except BlockingIOError:
+            select.select([fd], [], [])
 
 
 def _write_all(stdout: BinaryIO, data: bytes) -> None:
