@@ -10,7 +10,7 @@ import { parseViewMessage, type HostMessage, type ViewMessage } from "./chat/pro
 import type { ChatAction } from "./chat/state";
 import { chatPageHtml, makeNonce } from "./chat/html";
 import { diffSides, editOf, planUndo, previousFileOf, type EditInfo } from "./chat/edits";
-import { type ContextItem, type EventParams, type ModelInfo, type PermissionRequest, type PermissionResponse, type PromptImage, type PromptResult, type Queue } from "./protocol/types";
+import { IMAGE_MIME_TYPES, type ContextItem, type EventParams, type ModelInfo, type PermissionRequest, type PermissionResponse, type PromptImage, type PromptResult, type Queue } from "./protocol/types";
 import { imageOfBytes } from "./chat/images";
 import type { ServerManager } from "./server";
 import { ErrorCodes } from "vscode-languageclient/node";
@@ -374,6 +374,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
         return;
       case "showSystemPrompt":
         return vscode.commands.executeCommand("crank.showSystemPrompt") as Promise<void>;
+      case "image":
+        return this.fetchImage(m.sha256, m.sessionId);
     }
     const client = await this.server.ensureStarted(true);
     if (!client) {
@@ -497,6 +499,25 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
       else images.push(image);
     }
     if (images.length) this.post({ type: "addImages", images });
+  }
+
+  /**
+   * A stored image the page shows, fetched through crank/image for the session it is
+   * on. Every ask gets one answer: the bytes, or the error's message, which the page
+   * shows with the image's name instead of a broken picture.
+   */
+  private async fetchImage(sha256: string, sessionId: string | undefined): Promise<void> {
+    const answer = (a: { mimeType: string; data: string } | { error: string }) => this.post({ type: "image", sha256, ...(sessionId ? { sessionId } : {}), answer: a });
+    const client = this.server.client;
+    if (!client) return answer({ error: "the Crank server is not running" });
+    try {
+      const r = await client.image({ workspace: this.workspace(), sessionId, sha256 });
+      if (!r || typeof r.data !== "string" || !r.data || !IMAGE_MIME_TYPES.includes(r.mimeType)) return answer({ error: `the server sent no image the chat can show (${String(r?.mimeType)})` });
+      answer({ mimeType: r.mimeType, data: r.data });
+    } catch (err) {
+      const e = err as { code?: number; message?: string };
+      answer({ error: e?.code === ErrorCodes.MethodNotFound ? "this Crank server cannot send stored images (it has no crank/image; update Crank)" : (e?.message ?? String(err)) });
+    }
   }
 
   private async addContextInteractive(): Promise<void> {

@@ -19,6 +19,7 @@ import type {
   SandboxState,
   SessionInfo,
   StateResult,
+  ToolResultMessage,
   UsageUpdate,
   UserMessage,
 } from "../protocol/types";
@@ -45,6 +46,8 @@ export interface ToolItem {
   edit?: EditInfo;
   /** An open permission card asks about this call: the card shows the diff, so this one does not. */
   asked?: boolean;
+  /** The images the tool returned (its toolResult message's `images`), shown on the card. */
+  images?: ImageBlock[];
 }
 export interface PermissionItem {
   kind: "permission";
@@ -177,12 +180,17 @@ export function itemsFromMessages(messages: Message[]): ChatItem[] {
     else if (m.role === "assistant") items = toolCardsFor([...items, assistantFinal(`m${i}`, m)], m);
     else
       items = replaceItem(items, m.toolCallId, "tool", (t: ToolItem) => ({
-        ...t,
+        ...withToolImages(t, m),
         status: m.isError ? "failed" : "done",
         result: m.content,
       }));
   });
   return items;
+}
+
+/** The card with the images its tool result carries (none: the card as it was). */
+function withToolImages(t: ToolItem, m: ToolResultMessage): ToolItem {
+  return m.images && m.images.length ? { ...t, images: m.images } : t;
 }
 
 function onEvent(s: ChatState, p: EventParams): ChatState {
@@ -241,7 +249,9 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
         if (last && last.kind === "user" && last.text === userText(m)) return s;
         return { ...s, items: [...items, userItem(`u${p.seq}`, m)] };
       }
-      return s;
+      // A tool result: tool_execution_end gave the text; this message carries its images.
+      if (!m.images?.length) return s;
+      return { ...s, items: replaceItem(items, m.toolCallId, "tool", (t: ToolItem) => withToolImages(t, m)) };
     }
     case "tool_execution_start": {
       const exists = items.some((it) => it.kind === "tool" && it.id === ev.toolCallId);

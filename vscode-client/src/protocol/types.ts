@@ -23,6 +23,8 @@ export interface Usage { input: number; output: number; cacheRead: number; cache
  * when a client can show it by name only.
  */
 export interface ImageBlock { type: "image"; mimeType: string; bytes?: number; name?: string; width?: number; height?: number; data?: string; sha256?: string }
+/** What crank/image answers: the blob's bytes in base64 and their count. */
+export interface ImageResult { mimeType: string; data: string; bytes: number }
 /** An image the user attaches to a prompt (`crank/prompt` `images`). */
 export interface PromptImage { mimeType: string; data: string; name?: string }
 export const IMAGE_MIME_TYPES: readonly string[] = ["image/png", "image/jpeg", "image/gif", "image/webp"];

@@ -5,13 +5,13 @@
  * bubble, not the whole transcript.
  */
 import { contextFraction, initialState, reduce, sandboxLine, type ChatItem, type ChatState, type PermissionItem, type ToolItem } from "../chat/state";
-import type { HostMessage, ViewMessage } from "../chat/protocol";
+import { parseImages, type HostMessage, type ViewMessage } from "../chat/protocol";
 import type { CommandInfo, PermissionDecision, PermissionMode } from "../protocol/types";
 import { acceptCommand, commandQuery, matchCommands } from "../chat/commands";
 import { pathArg, snippetDiff } from "../chat/edits";
 import type { BranchInfo } from "../chat/branches";
 import { button, h } from "./dom";
-import { imageLabel, imageOfBytes, imageSrc } from "../chat/images";
+import { ImageCache, imageCaption, imageLabel, imageOfBytes, imageView } from "../chat/images";
 import type { ImageBlock, PromptImage } from "../protocol/types";
 import { renderMarkdown } from "./markdown";
 
@@ -25,12 +25,15 @@ declare function acquireVsCodeApi(): VsCodeApi;
 const vscode = acquireVsCodeApi();
 const post = (m: ViewMessage) => vscode.postMessage(m);
 
-interface Persisted { chat: ChatState; input: string }
+/** What survives a reload of the page or the window: the chat, the unsent text and the images attached to it. */
+interface Persisted { chat: ChatState; input: string; images?: PromptImage[] }
 const saved = vscode.getState() as Persisted | undefined;
 let state: ChatState = saved?.chat ?? initialState();
 let contextChips: { label: string }[] = [];
-/** Images attached to the next prompt (pasted, dropped or picked), shown as thumbnails. */
-let pendingImages: PromptImage[] = [];
+/** Images attached to the next prompt (pasted, dropped or picked), shown as thumbnails; checked again when restored. */
+let pendingImages: PromptImage[] = parseImages(saved?.images) ?? [];
+/** Stored images of the session shown, fetched through the host when first shown. */
+const imageCache = new ImageCache();
 let workspaceInfo: { name?: string; folders: number } = { folders: 0 };
 let showSessions = false;
 let branches: BranchInfo[] = [];
@@ -301,30 +304,60 @@ composer.addEventListener("drop", (e) => {
   void addFiles(files);
 });
 
-function thumbnail(image: { mimeType: string; data?: string; name?: string }, extra?: Node): HTMLElement {
-  const src = imageSrc(image);
-  const label = imageLabel(image);
-  return h("span", { class: "thumb", title: image.name ?? image.mimeType }, src ? h("img", { src, alt: label }) : h("span", { class: "thumb-label" }, label), extra);
+/**
+ * One image as the chat shows it, in the composer, on a user message or on a tool card:
+ * the picture (inline, or a stored one fetched through the host the first time it is
+ * shown), or its name and why it cannot be shown; never a broken picture. `captioned`
+ * adds its name, type and size as text.
+ */
+function thumbnail(image: ImageBlock | PromptImage, opts: { extra?: Node; captioned?: boolean } = {}): HTMLElement {
+  const block: ImageBlock = { type: "image", ...image };
+  const label = imageLabel(block);
+  const view = imageView(block, imageCache);
+  if ("pending" in view && view.fetch && block.sha256) post({ type: "image", sha256: block.sha256, ...(state.sessionId ? { sessionId: state.sessionId } : {}) });
+  const media =
+    "src" in view
+      ? h("img", { src: view.src, alt: label })
+      : "error" in view
+        ? h("span", { class: "thumb-error", role: "note" }, `${block.name || block.mimeType}: ${view.error}`)
+        : h("span", { class: "thumb-label thumb-loading" }, label);
+  const cls = `thumb${"src" in view && view.fetched ? " fetched" : ""}${"error" in view ? " failed" : ""}${"pending" in view ? " loading" : ""}`;
+  return h(
+    "span",
+    { class: cls, title: imageCaption(block), "data-sha256": block.sha256 },
+    media,
+    opts.captioned ? h("span", { class: "thumb-caption" }, imageCaption(block)) : null,
+    opts.extra,
+  );
+}
+
+/** The images a message or a tool returned, each with its caption. */
+function imageList(images: ImageBlock[] | undefined): HTMLElement | null {
+  if (!images?.length) return null;
+  return h("div", { class: "thumbs sent" }, ...images.map((image) => thumbnail(image, { captioned: true })));
+}
+
+/** A stored image arrived (or failed): redraw the items that show it, nothing else. */
+function imageArrived(sha256: string): void {
+  for (const [key, c] of itemCache) {
+    const images = c.ref.kind === "user" || c.ref.kind === "tool" ? (c.ref.images ?? []) : [];
+    if (images.some((i) => i.sha256 === sha256)) itemCache.set(key, { ...c, ref: { ...c.ref } }); // a copy: never the state's item, so it is drawn again
+  }
 }
 
 function renderThumbs(): void {
   thumbs.replaceChildren(
     ...pendingImages.map((image, i) =>
-      thumbnail(
-        image,
-        button("×", () => {
+      thumbnail(image, {
+        extra: button("×", () => {
           pendingImages = pendingImages.filter((_, j) => j !== i);
           renderThumbs();
         }, { class: "secondary icon", "aria-label": `Remove image ${image.name ?? i + 1}` }),
-      ),
+      }),
     ),
   );
   thumbs.hidden = pendingImages.length === 0;
-}
-
-function userImages(images: ImageBlock[] | undefined): HTMLElement | null {
-  if (!images?.length) return null;
-  return h("div", { class: "thumbs sent" }, ...images.map((image) => thumbnail(image)));
+  persist(); // attached images survive a reload until they are sent or removed
 }
 
 // ---- messages from the host ----------------------------------------------------------
@@ -335,6 +368,11 @@ window.addEventListener("message", (e: MessageEvent<HostMessage>) => {
   switch (m.type) {
     case "action":
       state = reduce(state, m.action);
+      if (m.action.type === "transcript") imageCache.forgetErrors();
+      imageCache.forSession(state.sessionId);
+      break;
+    case "image":
+      if (imageCache.put(m.sessionId, m.sha256, m.answer)) imageArrived(m.sha256);
       break;
     case "restoreInput":
       input.value = input.value ? `${m.text}\n${input.value}` : m.text;
@@ -381,7 +419,7 @@ function persist(): void {
   if (persistTimer !== undefined) return;
   persistTimer = window.setTimeout(() => {
     persistTimer = undefined;
-    vscode.setState({ chat: state, input: input.value } satisfies Persisted);
+    vscode.setState({ chat: state, input: input.value, images: pendingImages } satisfies Persisted);
   }, 250);
 }
 
@@ -561,7 +599,7 @@ function renderItem(it: ChatItem): HTMLElement {
           button("Edit", () => editUserMessage(it), { class: "secondary edit-resend", title: "Edit and resend: go back to before this message (the current branch is kept)", "aria-label": "Edit and resend this message" }),
         ),
         h("div", { class: "text" }, it.text),
-        userImages(it.images),
+        imageList(it.images),
       );
     case "assistant": {
       const el = h("div", { class: `msg assistant${it.streaming ? " streaming" : ""}` });
@@ -613,6 +651,8 @@ function toolHeader(t: ToolItem, title: string, arg: string): HTMLElement {
 function renderTool(t: ToolItem): HTMLElement {
   const card = h("div", { class: `card tool ${t.status}`, "data-tool": t.name, "data-id": t.id });
   card.append(toolHeader(t, t.name, keyArg(t)));
+  const images = imageList(t.images);
+  if (images) card.append(images);
   if (t.output && t.status === "running") card.append(h("pre", { class: "live" }, tail(t.output, 40)));
   if (t.result !== undefined) {
     const body = t.result || t.output;
@@ -767,5 +807,7 @@ function renderComposer(): void {
   );
 }
 
+imageCache.forSession(state.sessionId);
+renderThumbs();
 render();
 post({ type: "ready" });
