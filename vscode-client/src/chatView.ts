@@ -20,6 +20,8 @@ import { branchesOf, forkPointFor } from "./chat/branches";
 interface TrackedEdit { edit: EditInfo; workspace: string; previousFile?: string }
 
 const DIFF_SCHEME = "crank-diff";
+/** workspaceState key of the chat's unsent text and attached images. */
+const DRAFT_KEY = "crank.chat.draft";
 
 export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.TextDocumentContentProvider {
   static readonly viewId = "crank.chat";
@@ -340,7 +342,12 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     switch (m.type) {
       case "ready":
         this.syncPermissions();
+        this.restoreDraft();
         return this.refresh();
+      case "draft":
+        await this.ext.workspaceState.update(DRAFT_KEY, m.text || m.images.length ? { text: m.text, images: m.images } : undefined);
+        this.post({ type: "draftSaved" });
+        return;
       case "resync":
         return this.refresh();
       case "restartServer":
@@ -499,6 +506,15 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
       else images.push(image);
     }
     if (images.length) this.post({ type: "addImages", images });
+  }
+
+  /**
+   * The draft kept from before a reload, checked as anything the page sends is (it may
+   * be from an older version). The page takes it only when its own state came back empty.
+   */
+  private restoreDraft(): void {
+    const d = parseViewMessage({ type: "draft", ...(this.ext.workspaceState.get<object>(DRAFT_KEY) ?? {}) });
+    if (d?.type === "draft" && (d.text || d.images.length)) this.post({ type: "draft", text: d.text, images: d.images });
   }
 
   /**

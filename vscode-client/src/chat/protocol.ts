@@ -21,7 +21,11 @@ export type HostMessage =
   /** The commands `/` completes (crank/commands for the chat's workspace); empty when the server has none. */
   | { type: "commands"; commands: CommandInfo[] }
   /** crank/image's answer for a stored image the page asked for (or why it cannot be shown). */
-  | { type: "image"; sessionId?: string; sha256: string; answer: FetchedImage };
+  | { type: "image"; sessionId?: string; sha256: string; answer: FetchedImage }
+  /** The unsent draft the host kept (on a reload of the window, which the page's own state does not survive in every VS Code). */
+  | { type: "draft"; text: string; images: PromptImage[] }
+  /** The host stored the draft the page sent last. */
+  | { type: "draftSaved" };
 
 /** Webview to host. */
 export type ViewMessage =
@@ -53,7 +57,9 @@ export type ViewMessage =
   | { type: "editResend"; fromEnd: number; text: string }
   | { type: "switchBranch"; entryId: string }
   /** Fetch a stored image (a `sha256` without `data`) of the session shown, through crank/image. */
-  | { type: "image"; sha256: string; sessionId?: string };
+  | { type: "image"; sha256: string; sessionId?: string }
+  /** The unsent text and attached images changed: the host keeps them for the workspace. */
+  | { type: "draft"; text: string; images: PromptImage[] };
 
 const DECISIONS = new Set(["allow", "allowSession", "allowAlways", "reject"]);
 const MODES = new Set(["ask", "autoEdit", "auto", "readOnly"]);
@@ -133,6 +139,10 @@ export function parseViewMessage(m: unknown): ViewMessage | undefined {
       return isIndex(o.fromEnd) && isStr(o.text) ? { type: "editResend", fromEnd: o.fromEnd, text: o.text } : undefined;
     case "switchBranch":
       return isStr(o.entryId) && o.entryId ? { type: "switchBranch", entryId: o.entryId } : undefined;
+    case "draft": {
+      const images = parseImages(o.images);
+      return isStr(o.text) && images ? { type: "draft", text: o.text, images } : undefined;
+    }
     case "image":
       return isSha256(o.sha256) && optStr(o.sessionId) ? { type: "image", sha256: o.sha256, ...(isStr(o.sessionId) ? { sessionId: o.sessionId } : {}) } : undefined;
     default:

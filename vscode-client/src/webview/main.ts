@@ -42,6 +42,8 @@ let enterWhileRunning: "steer" | "followUp" = "steer";
 /** The server's commands (crank/commands) for this workspace, in its order. */
 let commands: CommandInfo[] = [];
 let renderQueued = false;
+/** The draft (text and attached images) the host was last told of. */
+let draftSent: { text: string; images: PromptImage[] } = { text: saved?.input ?? "", images: pendingImages };
 const itemCache = new Map<string, { ref: ChatItem; el: HTMLElement }>();
 
 // ---- static skeleton ---------------------------------------------------------------
@@ -130,9 +132,9 @@ function send(alternate: boolean): void {
   }
   post(pendingImages.length ? { type: "send", text: text || "(see the image)", mode, images: pendingImages } : { type: "send", text, mode });
   pendingImages = [];
+  input.value = "";
   note("");
   renderThumbs();
-  input.value = "";
   updateMenu();
   scroller.scrollTop = scroller.scrollHeight;
   persist();
@@ -357,7 +359,7 @@ function renderThumbs(): void {
     ),
   );
   thumbs.hidden = pendingImages.length === 0;
-  persist(); // attached images survive a reload until they are sent or removed
+  persistNow(); // attached images survive a reload until they are sent or removed, with no moment they could be lost
 }
 
 // ---- messages from the host ----------------------------------------------------------
@@ -396,6 +398,19 @@ window.addEventListener("message", (e: MessageEvent<HostMessage>) => {
       branches = m.branches;
       if (branches.length < 2) showBranches = false;
       break;
+    case "draft":
+      // The host's copy from before a reload: taken only when the page's own state came back without one.
+      if (!input.value && !pendingImages.length) {
+        input.value = m.text;
+        pendingImages = m.images;
+        draftSent = { text: m.text, images: m.images };
+        renderThumbs();
+        updateMenu();
+      }
+      break;
+    case "draftSaved":
+      composer.dataset.draftSaved = String(Number(composer.dataset.draftSaved ?? 0) + 1);
+      break;
     case "addImages":
       pendingImages = [...pendingImages, ...m.images];
       renderThumbs();
@@ -415,12 +430,22 @@ function schedule(): void {
 }
 
 let persistTimer: number | undefined;
+/** Save the page's state soon (at most every 250 ms: streaming changes it at every token). */
 function persist(): void {
   if (persistTimer !== undefined) return;
-  persistTimer = window.setTimeout(() => {
-    persistTimer = undefined;
-    vscode.setState({ chat: state, input: input.value, images: pendingImages } satisfies Persisted);
-  }, 250);
+  persistTimer = window.setTimeout(persistNow, 250);
+}
+function persistNow(): void {
+  if (persistTimer !== undefined) window.clearTimeout(persistTimer);
+  persistTimer = undefined;
+  vscode.setState({ chat: state, input: input.value, images: pendingImages } satisfies Persisted);
+  // The page's state does not survive a window reload in every VS Code (code-server's
+  // does not): the host keeps the draft too. `pendingImages` is replaced, never changed in place.
+  if (input.value !== draftSent.text || pendingImages !== draftSent.images) {
+    draftSent = { text: input.value, images: pendingImages };
+    post({ type: "draft", text: input.value, images: pendingImages });
+    composer.dataset.draftPosted = String(Number(composer.dataset.draftPosted ?? 0) + 1);
+  }
 }
 
 // ---- rendering -----------------------------------------------------------------------

@@ -113,3 +113,12 @@ test("the page may ask for a stored image only by a well-formed hash", () => {
   assert.equal(parseViewMessage({ type: "image", sha256: SHA, sessionId: 3 }), undefined);
   assert.equal(isSha256(SHA), true);
 });
+
+test("a draft from the page (or kept by the host) is its text and well-formed images, else refused", () => {
+  const images = [{ mimeType: "image/png", data: PNG_B64, name: "dot.png" }];
+  assert.deepEqual(parseViewMessage({ type: "draft", text: "half", images }), { type: "draft", text: "half", images });
+  assert.deepEqual(parseViewMessage({ type: "draft", text: "", images: [] }), { type: "draft", text: "", images: [] });
+  assert.equal(parseViewMessage({ type: "draft", text: "half" }), undefined, "images are required (an empty list for none)");
+  assert.equal(parseViewMessage({ type: "draft", text: 3, images: [] }), undefined);
+  assert.equal(parseViewMessage({ type: "draft", text: "", images: [{ mimeType: "image/svg+xml", data: "x" }] }), undefined);
+});

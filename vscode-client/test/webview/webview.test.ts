@@ -96,8 +96,9 @@ function asHost(steps: Step[]): HostMessage[] {
       : { type: "action", action: { type: "permissionRequest", id: `perm-${i}`, request: s.params } },
   );
 }
+/** What the page posted, without the drafts it sends as the input changes (the last test looks at those). */
 async function posted(): Promise<any[]> {
-  return page.evaluate(() => (window as unknown as { __posted: unknown[] }).__posted);
+  return page.evaluate(() => (window as unknown as { __posted: { type: string }[] }).__posted.filter((m) => m.type !== "draft"));
 }
 async function shot(name: string): Promise<void> {
   await page.screenshot({ path: path.join(shots, `${name}.png`) });
@@ -512,7 +513,10 @@ test("images attached but not sent survive a reload of the page, and Send still 
     await toHost({ type: "action", action: { type: "server", status: "running" } }, { type: "addImages", images: [{ mimeType: "image/png", data: PNG_B64, name: "kept.png" }, { mimeType: "image/png", data: PNG_B64, name: "dropped.png" }] });
     await p.locator('button[aria-label="Remove image dropped.png"]').click();
     await p.locator("textarea.input").fill("after the reload");
-    await p.waitForFunction(() => (sessionStorage.getItem("state") ?? "").includes("kept.png") && !(sessionStorage.getItem("state") ?? "").includes("dropped.png"));
+    await p.waitForFunction(() => {
+      const st = sessionStorage.getItem("state") ?? "";
+      return st.includes("kept.png") && !st.includes("dropped.png") && st.includes("after the reload");
+    });
     await p.reload();
     await p.locator('.composer .thumbs:not([hidden]) .thumb[title^="kept.png"] img').waitFor();
     assert.equal(await p.locator(".composer .thumbs .thumb").count(), 1, "the removed image stays removed");
@@ -523,9 +527,26 @@ test("images attached but not sent survive a reload of the page, and Send still 
     assert.deepEqual(sent, [{ type: "send", text: "after the reload", mode: "prompt", images: [{ mimeType: "image/png", data: PNG_B64, name: "kept.png" }] }]);
     await p.locator(".composer .thumbs[hidden]").waitFor({ state: "attached" });
     await p.waitForFunction(() => !(sessionStorage.getItem("state") ?? "").includes("kept.png"));
+    const drafts = (await p.evaluate(() => (window as unknown as { __posted: { type: string }[] }).__posted)).filter((m) => m.type === "draft");
+    assert.deepEqual(drafts.at(-1), { type: "draft", text: "", images: [] }, "the host is told the draft is gone once sent");
     await p.reload();
     await p.locator(".composer .thumbs[hidden]").waitFor({ state: "attached" });
     assert.equal(await p.locator(".composer .thumbs .thumb").count(), 0, "sent images do not come back");
+
+    // A reload whose page state is lost (code-server's window reload): the host's copy of the draft comes back instead.
+    await p.evaluate(() => sessionStorage.clear());
+    await p.reload();
+    await p.evaluate((ms) => ms.forEach((m) => window.postMessage(m, "*")), [
+      { type: "draft", text: "kept by the host", images: [{ mimeType: "image/png", data: PNG_B64, name: "host.png" }] },
+      { type: "action", action: { type: "server", status: "running" } },
+    ] as HostMessage[]);
+    await p.locator('.composer .thumbs:not([hidden]) .thumb[title^="host.png"] img').waitFor();
+    assert.equal(await p.locator("textarea.input").inputValue(), "kept by the host");
+    // A draft of the host's never replaces one the page has.
+    await p.evaluate((ms) => ms.forEach((m) => window.postMessage(m, "*")), [{ type: "draft", text: "older", images: [] }] as HostMessage[]);
+    await p.locator("button.send:not([disabled])").click();
+    const last = (await p.evaluate(() => (window as unknown as { __posted: { type: string }[] }).__posted)).filter((m) => m.type === "send").at(-1);
+    assert.deepEqual(last, { type: "send", text: "kept by the host", mode: "prompt", images: [{ mimeType: "image/png", data: PNG_B64, name: "host.png" }] });
   } finally {
     await p.close();
   }
