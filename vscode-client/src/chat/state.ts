@@ -245,7 +245,9 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
         return { ...s, items: toolCardsFor(copy, m) };
       }
       if (m.role === "user") {
-        const last = items[items.length - 1];
+        // Already shown by its message_start, perhaps with a notice after it (images left out, a retry).
+        const i = findLast(items, (it) => it.kind === "user" || it.kind === "assistant" || it.kind === "tool");
+        const last = items[i];
         if (last && last.kind === "user" && last.text === userText(m)) return s;
         return { ...s, items: [...items, userItem(`u${p.seq}`, m)] };
       }

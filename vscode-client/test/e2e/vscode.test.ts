@@ -549,6 +549,7 @@ test("an image the agent reads shows on the read card; after a window reload it 
     await chat.locator(".msg.assistant", { hasText: "Saw the attached image." }).waitFor();
     await settled();
     await chat.locator(".msg.user", { hasText: "e2e-image-after-reload" }).locator(".thumbs.sent img").waitFor();
+    assert.equal(await chat.locator(".msg.user", { hasText: "e2e-image-after-reload" }).count(), 1, "the message is shown once, with the notice that its image was left out after it");
     await chat.locator(".composer .thumbs[hidden]").waitFor({ state: "attached" });
     // The attachment reached the server with the prompt: its model request carried the image (or its placeholder).
     const reqs = await modelRequests(h.modelUrl);

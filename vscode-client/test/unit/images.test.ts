@@ -122,3 +122,16 @@ test("a draft from the page (or kept by the host) is its text and well-formed im
   assert.equal(parseViewMessage({ type: "draft", text: 3, images: [] }), undefined);
   assert.equal(parseViewMessage({ type: "draft", text: "", images: [{ mimeType: "image/svg+xml", data: "x" }] }), undefined);
 });
+
+test("a notice between a user message's start and end (images left out) does not show the message twice", () => {
+  const message = { role: "user" as const, content: "look", images: [{ type: "image" as const, mimeType: "image/png", name: "dot.png", data: PNG_B64 }] };
+  const ev = (seq: number, event: any) => ({ type: "event" as const, params: { workspace: "w", sessionId: "s", seq, event } });
+  let s = reduce(initialState(), ev(0, { type: "message_start", message }));
+  s = reduce(s, { type: "notice", level: "warning", text: "loopback does not accept images" });
+  s = reduce(s, ev(1, { type: "message_end", message }));
+  assert.deepEqual(s.items.map((it) => it.kind), ["user", "notice"]);
+  // The same words sent again after a reply are a new message.
+  s = reduce(s, ev(2, { type: "message_end", message: { role: "assistant", content: [{ type: "text", text: "ok" }], stopReason: "stop" } }));
+  s = reduce(s, ev(3, { type: "message_end", message }));
+  assert.deepEqual(s.items.map((it) => it.kind), ["user", "notice", "assistant", "user"]);
+});
