@@ -185,7 +185,7 @@ export interface SaveDocumentResult { saved: boolean; reason?: string }
 export interface FixFileArgs { uri: string; diagnostics?: unknown[]; range?: Range; instruction?: string }
 
 /** Crank's own refusals, by name: the numbers are the server's (docs/protocol.md). */
-export type ErrorCodeName = "runInProgress" | "noSuchSession" | "noSuchWorkspace" | "noProvider" | "sessionUnreadable" | "refusedWhileRunning" | "sessionLocked";
+export type ErrorCodeName = "runInProgress" | "noSuchSession" | "noSuchWorkspace" | "noProvider" | "sessionUnreadable" | "refusedWhileRunning" | "sessionLocked" | "noSuchImage";
 
 /**
  * The codes the server advertises in its `initialize` result

@@ -12,7 +12,6 @@ import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
 import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
-import { crc32, deflateSync } from "node:zlib";
 import * as path from "node:path";
 import type { Frame, Page } from "playwright-core";
 import {
@@ -32,6 +31,7 @@ import {
   writeSettings,
   type Harness,
 } from "./harness";
+import { noisePng } from "../fixtures/png";
 
 const rules: unknown[] = [];
 /** A reply to a prompt that contains `marker`. */
@@ -458,35 +458,6 @@ test("Stop during a long command settles the run and ends the command", async ()
     await dump("stop-command", err);
   }
 });
-
-/**
- * A real PNG of `side`×`side` noise pixels (deflate cannot shrink noise, so it stays
- * over the 8 KB that an image is stored beside the session from).
- */
-function noisePng(side: number): Buffer {
-  const chunk = (type: string, data: Buffer) => {
-    const body = Buffer.concat([Buffer.from(type, "latin1"), data]);
-    const out = Buffer.alloc(12 + data.length);
-    out.writeUInt32BE(data.length, 0);
-    body.copy(out, 4);
-    out.writeUInt32BE(crc32(body), 8 + data.length);
-    return out;
-  };
-  const ihdr = Buffer.alloc(13);
-  ihdr.writeUInt32BE(side, 0);
-  ihdr.writeUInt32BE(side, 4);
-  ihdr.set([8, 2, 0, 0, 0], 8); // 8-bit RGB
-  const raw = Buffer.alloc(side * (1 + side * 3));
-  let x = 0x9e3779b9;
-  for (let i = 0; i < raw.length; i++) {
-    if (i % (1 + side * 3) === 0) continue; // filter byte 0
-    x ^= x << 13;
-    x ^= x >>> 17;
-    x ^= x << 5;
-    raw[i] = x & 0xff;
-  }
-  return Buffer.concat([Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]), chunk("IHDR", ihdr), chunk("IDAT", deflateSync(raw)), chunk("IEND", Buffer.alloc(0))]);
-}
 
 /** Every file under `dir` (the session folder), for finding a blob by its name. */
 function filesUnder(dir: string): string[] {
