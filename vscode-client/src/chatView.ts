@@ -20,8 +20,9 @@ import { branchesOf, forkPointFor } from "./chat/branches";
 interface TrackedEdit { edit: EditInfo; workspace: string; previousFile?: string }
 
 const DIFF_SCHEME = "crank-diff";
-/** workspaceState key of the chat's unsent text and attached images. */
-const DRAFT_KEY = "crank.chat.draft";
+/** workspaceState keys of the chat's unsent text and of the images attached to it (apart: typing rewrites only the text). */
+const DRAFT_TEXT_KEY = "crank.chat.draftText";
+const DRAFT_IMAGES_KEY = "crank.chat.draftImages";
 
 export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.TextDocumentContentProvider {
   static readonly viewId = "crank.chat";
@@ -345,7 +346,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
         this.restoreDraft();
         return this.refresh();
       case "draft":
-        await this.ext.workspaceState.update(DRAFT_KEY, m.text || m.images.length ? { text: m.text, images: m.images } : undefined);
+        await this.ext.workspaceState.update(DRAFT_TEXT_KEY, m.text || undefined);
+        if (m.images) await this.ext.workspaceState.update(DRAFT_IMAGES_KEY, m.images.length ? m.images : undefined);
         this.post({ type: "draftSaved" });
         return;
       case "resync":
@@ -513,8 +515,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
    * be from an older version). The page takes it only when its own state came back empty.
    */
   private restoreDraft(): void {
-    const d = parseViewMessage({ type: "draft", ...(this.ext.workspaceState.get<object>(DRAFT_KEY) ?? {}) });
-    if (d?.type === "draft" && (d.text || d.images.length)) this.post({ type: "draft", text: d.text, images: d.images });
+    const d = parseViewMessage({ type: "draft", text: this.ext.workspaceState.get(DRAFT_TEXT_KEY) ?? "", images: this.ext.workspaceState.get(DRAFT_IMAGES_KEY) ?? [] });
+    if (d?.type === "draft" && (d.text || d.images?.length)) this.post({ type: "draft", text: d.text, images: d.images ?? [] });
   }
 
   /**

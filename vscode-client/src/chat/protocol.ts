@@ -58,8 +58,8 @@ export type ViewMessage =
   | { type: "switchBranch"; entryId: string }
   /** Fetch a stored image (a `sha256` without `data`) of the session shown, through crank/image. */
   | { type: "image"; sha256: string; sessionId?: string }
-  /** The unsent text and attached images changed: the host keeps them for the workspace. */
-  | { type: "draft"; text: string; images: PromptImage[] };
+  /** The unsent text changed, or the attached images (`images` only then: they can be megabytes): the host keeps them for the workspace. */
+  | { type: "draft"; text: string; images?: PromptImage[] };
 
 const DECISIONS = new Set(["allow", "allowSession", "allowAlways", "reject"]);
 const MODES = new Set(["ask", "autoEdit", "auto", "readOnly"]);
@@ -140,8 +140,9 @@ export function parseViewMessage(m: unknown): ViewMessage | undefined {
     case "switchBranch":
       return isStr(o.entryId) && o.entryId ? { type: "switchBranch", entryId: o.entryId } : undefined;
     case "draft": {
-      const images = parseImages(o.images);
-      return isStr(o.text) && images ? { type: "draft", text: o.text, images } : undefined;
+      const images = o.images === undefined ? undefined : parseImages(o.images);
+      if (!isStr(o.text) || (o.images !== undefined && !images)) return undefined;
+      return images ? { type: "draft", text: o.text, images } : { type: "draft", text: o.text };
     }
     case "image":
       return isSha256(o.sha256) && optStr(o.sessionId) ? { type: "image", sha256: o.sha256, ...(isStr(o.sessionId) ? { sessionId: o.sessionId } : {}) } : undefined;

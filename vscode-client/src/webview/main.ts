@@ -442,8 +442,9 @@ function persistNow(): void {
   // The page's state does not survive a window reload in every VS Code (code-server's
   // does not): the host keeps the draft too. `pendingImages` is replaced, never changed in place.
   if (input.value !== draftSent.text || pendingImages !== draftSent.images) {
+    const images = pendingImages !== draftSent.images ? pendingImages : undefined;
     draftSent = { text: input.value, images: pendingImages };
-    post({ type: "draft", text: input.value, images: pendingImages });
+    post(images ? { type: "draft", text: input.value, images } : { type: "draft", text: input.value });
     composer.dataset.draftPosted = String(Number(composer.dataset.draftPosted ?? 0) + 1);
   }
 }
