@@ -10,10 +10,12 @@ from typing import Any
 import pytest
 
 from crank.agent.harness import Harness, HarnessBusy, ListenerFailed
+from crank.agent.images import image_block
 from crank.agent.messages import assistant_message, user_message
 from crank.agent.model import AbortSignal, ModelRequest, StreamEvent
 from crank.agent.scripted import Reply, ScriptedModel, call, reply_from_dict, say
 from crank.agent.view import build_view, is_valid_view
+from tests.support.images import png
 
 from .helpers import assert_balanced, echo_tool, gated_tool, slow_tool
 
@@ -225,6 +227,21 @@ async def test_remove_queued_takes_out_exactly_the_message_named() -> None:
     assert harness.remove_queued("steering", 5) is None
     assert harness.remove_queued("steering", 0, "zzz") is None
     assert harness.queues.steering == ["a", "c"] and harness.queues.follow_up == []
+
+
+async def test_a_queued_message_keeps_what_was_typed_and_its_images() -> None:
+    model = ScriptedModel([say("one"), say("two")])
+    harness = Harness(system="s", tools=[], model=model)
+    picture = image_block(png(3, 2), "dot.png")
+    harness.follow_up("the expansion", [picture], typed="/fix 3")
+    harness.follow_up("plain")
+    assert harness.queues.follow_up == ["/fix 3", "plain"]  # shown as typed
+    assert harness.remove_queued("followUp", 1, "plain") == "plain"
+    run = harness.prompt("go")
+    await run.wait()
+    queued = [m for m in harness.messages if m["role"] == "user"][1]
+    assert queued["content"] == "the expansion" and queued.get("typed") == "/fix 3"
+    assert queued.get("images") == [picture]
 
 
 async def test_a_run_id_is_minted_once_and_no_two_harnesses_share_one() -> None:

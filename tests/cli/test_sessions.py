@@ -10,9 +10,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from crank.agent.messages import assistant_message, user_message
+from crank.agent.images import human_bytes, image_block, sha256_of
+from crank.agent.messages import assistant_message, tool_result, user_message
 from crank.cli.sessions import add_sessions_parser
 from crank.session import SessionStore
+from tests.support.images import png
 
 
 def run(*argv: str) -> tuple[int, str, str]:
@@ -136,3 +138,32 @@ def test_a_closed_pipe_ends_quietly(tmp_path: Path) -> None:
         os.close(write_end)
     assert done.stderr == b""
     assert done.returncode == 128 + signal.SIGPIPE
+
+
+def test_show_lists_each_messages_images_and_a_missing_blob(tmp_path: Path) -> None:
+    small, big, read = png(3, 2), png(100, 100, noise=True), png(90, 90, noise=True)
+    store = SessionStore(tmp_path / "ws", tmp_path / "s")
+    with store.create() as log:
+        images = [image_block(small, "icon.png"), image_block(big, "shot.png")]
+        log.append_message_sync(user_message("look", images=images))
+        call = {"type": "toolCall", "id": "r1", "name": "read", "arguments": {"path": "x.png"}}
+        log.append_message_sync(assistant_message([call]))
+        result = tool_result("r1", "read", "Image file x.png", images=[image_block(read)])
+        log.append_message_sync(result)
+        session_id, blobs = log.session_id, log.blobs
+    (blobs / f"{sha256_of(read)}.png").unlink()
+    common = ("sessions", "--workspace", str(tmp_path / "ws"), "--session-dir", str(tmp_path / "s"))
+    code, out, _ = run(*common, "show", session_id)
+    assert code == 0
+    lines = out.splitlines()
+    at = lines.index("user: look")
+    assert lines[at + 1] == f"  image icon.png, image/png, 3x2, {human_bytes(len(small))}, inline"
+    assert lines[at + 2] == (
+        f"  image shot.png, image/png, 100x100, {human_bytes(len(big))}, "
+        f"blob {sha256_of(big)[:12]}…"
+    )
+    result_at = next(i for i, line in enumerate(lines) if line.startswith("result read"))
+    assert lines[result_at + 1] == (
+        f"  image image/png, 90x90, {human_bytes(len(read))}, "
+        f"blob {sha256_of(read)[:12]}… [blob missing]"
+    )

@@ -283,3 +283,31 @@ async def model_received(model: Any, count: int) -> None:
             return
         await asyncio.sleep(0.01)
     raise AssertionError(f"the model server never received {count} request(s)")
+
+
+WRITE_A = {
+    "toolCalls": [{"id": "w1", "name": "write", "arguments": {"path": "a.txt", "content": "A"}}]
+}
+"""A model reply whose tool call needs permission: with ``HeldPermission`` the run
+stays active, surely, until the test lets it go."""
+
+
+class HeldPermission:
+    """Answers permission questions only when released, so a test can act while a run
+    is surely active: ``crank.answer_permission = held.answer``, then ``await
+    held.asked()`` (the run is waiting on the question), then ``held.release()``."""
+
+    def __init__(self) -> None:
+        self._asked = asyncio.Event()
+        self._release = asyncio.Event()
+
+    async def answer(self, question: dict[str, Any]) -> dict[str, Any]:
+        self._asked.set()
+        await self._release.wait()
+        return {"decision": "allow"}
+
+    async def asked(self, within: float = 15.0) -> None:
+        await asyncio.wait_for(self._asked.wait(), within)
+
+    def release(self) -> None:
+        self._release.set()

@@ -42,6 +42,7 @@ def test_the_numbers_on_the_wire_are_those_protocol_md_fixes() -> None:
         "refusedWhileRunning": 1006,
         "sessionLocked": 1007,
         "unknownCommand": 1008,
+        "noSuchImage": 1009,
     }
     assert CODES["invalid_params"] == -32602 and CODES["internal_error"] == -32603
 

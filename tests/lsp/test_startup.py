@@ -1,9 +1,9 @@
 """What the server imports before it answers ``initialize`` (issue 18: a fast start).
 
-The answer needs pygls, lsprotocol and Crank's LSP layer; the workspace host and
+On stdio the answer is sent before pygls and lsprotocol are imported
+(``crank/lsp/early.py``); the full server comes next, and the workspace host and
 everything under it (the vendors and httpx, the tools, the session log, the prompt
-watcher, yaml) are imported when the first folder gets its host, after
-``initialized``. The packages that made any submodule import pay for all of them
+watcher, yaml) when the first folder gets its host, after ``initialized``. The packages that made any submodule import pay for all of them
 are lazy (``crank/lazy.py``); these tests keep it so. Speed itself is measured in
 ``bench/server.py``, not here.
 """
@@ -44,6 +44,8 @@ HEAVY = [
     "crank.agent.harness",
 ]
 """Not needed to answer ``initialize``; each is needed once a folder has its host."""
+FULL_SERVER = ["pygls", "lsprotocol.types", "cattrs", "crank.lsp.server", "crank.lsp.frames"]
+"""Not needed for the early answer; the full server, built right after it."""
 
 SPY = r"""
 import json, runpy, sys
@@ -144,9 +146,10 @@ def test_initialize_is_answered_before_the_heavy_modules_are_imported(
     tmp_path: Path, entry: list[str]
 ) -> None:
     at_initialize, at_state = loaded_at_each_answer(tmp_path, entry)[:2]
-    early = [name for name in HEAVY if name in at_initialize]
+    early = [name for name in HEAVY + FULL_SERVER if name in at_initialize]
     assert early == [], f"imported before the initialize answer: {early}"
-    assert "lsprotocol.types" in at_initialize and "crank.lsp.server" in at_initialize
+    assert "crank.lsp.early" in at_initialize
+    assert [name for name in FULL_SERVER if name not in at_state] == []
     later = [name for name in HEAVY if name.startswith("crank.") and name not in at_state]
     assert later == [], f"the host runs without {later}: the spy saw the wrong moment"
 

@@ -217,8 +217,8 @@ class AcpSession:
                 future.set_result(answer)
 
     async def prompt(self, text: str, images: Sequence[ImageBlock] = ()) -> dict[str, Any]:
-        """Run ``text`` and its images (or queue the text as a follow-up of the running
-        turn; images cannot be queued) and answer when that run settles."""
+        """Run ``text`` and its images (or queue them as a follow-up of the running
+        turn) and answer when that run settles."""
         parsed = parse_command(text)
         if isinstance(parsed, Invocation) and parsed.name in NOT_OFFERED:
             raise RpcError(

@@ -32,6 +32,7 @@ from .tools import Tool
 
 log = logging.getLogger(__name__)
 _T = TypeVar("_T")
+_Q = TypeVar("_Q")
 
 Listener = Callable[[Event], Awaitable[None] | None]
 
@@ -62,8 +63,38 @@ a follow-up only when the run would otherwise end (principle 6)."""
 QUEUE_KINDS: tuple[QueueKind, ...] = get_args(QueueKind)
 
 
+@dataclass(frozen=True)
+class Queued:
+    """One queued message: the text the model gets, what the user typed when that text
+    is a command's expansion, and the images that go with it. It becomes the same user
+    message a prompt would (``message``); the queues show it as typed (``shown``)."""
+
+    text: str
+    typed: str | None = None
+    images: tuple[ImageBlock, ...] = ()
+
+    @property
+    def shown(self) -> str:
+        """What the queues show and ``clearQueue`` hands back: the text as typed."""
+        return self.typed if self.typed is not None else self.text
+
+    def message(self) -> UserMessage:
+        return user_message(self.text, typed=self.typed, images=self.images)
+
+
+def _queue_of(which: QueueKind, steering: list[_Q], follow_up: list[_Q]) -> list[_Q]:
+    """The queue ``which`` names; an unknown name is a ValueError, never a fallback."""
+    if which == "steering":
+        return steering
+    if which == "followUp":
+        return follow_up
+    raise ValueError(f"unknown queue {which!r}; the queues are {', '.join(QUEUE_KINDS)}")
+
+
 @dataclass
 class Queues:
+    """A snapshot of the queues as shown: each message's text as typed."""
+
     steering: list[str]
     follow_up: list[str]
 
@@ -71,12 +102,21 @@ class Queues:
         return {"steering": list(self.steering), "followUp": list(self.follow_up)}
 
     def of(self, which: QueueKind) -> list[str]:
-        """The queue ``which`` names; an unknown name is a ValueError, never a fallback."""
-        if which == "steering":
-            return self.steering
-        if which == "followUp":
-            return self.follow_up
-        raise ValueError(f"unknown queue {which!r}; the queues are {', '.join(QUEUE_KINDS)}")
+        return _queue_of(which, self.steering, self.follow_up)
+
+
+@dataclass
+class _Pending:
+    """The queues themselves: whole messages, in order."""
+
+    steering: list[Queued]
+    follow_up: list[Queued]
+
+    def of(self, which: QueueKind) -> list[Queued]:
+        return _queue_of(which, self.steering, self.follow_up)
+
+    def shown(self) -> Queues:
+        return Queues([q.shown for q in self.steering], [q.shown for q in self.follow_up])
 
 
 def new_run_id(number: int) -> str:
@@ -167,7 +207,7 @@ class Harness:
         self._in_hook = False
         self._record: list[Message] = list(messages)
         self._listeners: list[Listener] = []
-        self._queues = Queues([], [])
+        self._queues = _Pending([], [])
         self._run: Run | None = None
         self._signal = AbortSignal()
         self._run_counter = 0
@@ -191,7 +231,7 @@ class Harness:
 
     @property
     def queues(self) -> Queues:
-        return Queues(list(self._queues.steering), list(self._queues.follow_up))
+        return self._queues.shown()
 
     # -- listeners ---------------------------------------------------------------------
 
@@ -284,22 +324,28 @@ class Harness:
 
     # -- queues -----------------------------------------------------------------------
 
-    def steer(self, text: str) -> Queues:
-        """Queue a message for the next safe point of the active run (or of the next run)."""
-        self._queues.steering.append(text)
+    def steer(
+        self, text: str, images: Sequence[ImageBlock] = (), *, typed: str | None = None
+    ) -> Queues:
+        """Queue a message (its images, and what was typed as for ``prompt``) for the
+        next safe point of the active run (or of the next run)."""
+        self._queues.steering.append(Queued(text, typed, tuple(images)))
         self._queue_changed()
         return self.queues
 
-    def follow_up(self, text: str) -> Queues:
+    def follow_up(
+        self, text: str, images: Sequence[ImageBlock] = (), *, typed: str | None = None
+    ) -> Queues:
         """Queue a message for when the active run would otherwise end."""
-        self._queues.follow_up.append(text)
+        self._queues.follow_up.append(Queued(text, typed, tuple(images)))
         self._queue_changed()
         return self.queues
 
     def clear_queue(self) -> Queues:
-        """Empty both queues and return what was removed (for the client's input box)."""
+        """Empty both queues and return what was removed, as typed (for the client's
+        input box)."""
         removed = self.queues
-        self._queues = Queues([], [])
+        self._queues = _Pending([], [])
         if removed.steering or removed.follow_up:
             self._queue_changed()
         return removed
@@ -308,18 +354,20 @@ class Harness:
         """Take one message out of a queue ("steering" or "followUp") and return it, or
         None if it is no longer there. With ``text``, the entry at ``index`` is removed
         only if it still holds that text (else the first entry that does), so a client
-        acting on a slightly old view never removes the wrong message."""
-        texts = self._queues.of(which)
+        acting on a slightly old view never removes the wrong message. The text is the
+        message as shown (as typed)."""
+        queue = self._queues.of(which)
+        texts = [queued.shown for queued in queue]
         if text is not None and not (0 <= index < len(texts) and texts[index] == text):
             index = texts.index(text) if text in texts else -1
         if not 0 <= index < len(texts):
             return None
-        removed = texts.pop(index)
+        removed = queue.pop(index).shown
         self._queue_changed()
         return removed
 
     def _queue_changed(self) -> None:
-        event: Event = {"type": "queue_update", **self._queues.as_dict()}
+        event: Event = {"type": "queue_update", **self.queues.as_dict()}
         if self._run is not None:
             # Inside a run the event joins the run's stream in order.
             self._pending_events.append(event)
@@ -332,13 +380,13 @@ class Harness:
         await self._tell(event)
 
     def _take(self, which: QueueKind) -> list[UserMessage]:
-        texts = self._queues.of(which)
-        if not texts:
+        queue = self._queues.of(which)
+        if not queue:
             return []
-        taken = list(texts)
-        texts.clear()
-        self._pending_events.append({"type": "queue_update", **self._queues.as_dict()})
-        return [user_message(text) for text in taken]
+        taken = list(queue)
+        queue.clear()
+        self._pending_events.append({"type": "queue_update", **self.queues.as_dict()})
+        return [queued.message() for queued in taken]
 
     # -- runs -------------------------------------------------------------------------
 

@@ -1,5 +1,9 @@
 """``crank sessions list | show ID | repair FILE``: the session files, for people.
 
+``show`` lists each message's images under it (name, type, size, inline or the blob
+that holds it, and whether that blob is missing or damaged), so a person can see what
+``crank/image`` would serve.
+
 Plain text on stdout, errors on stderr with a non-zero exit. ``add_sessions_parser``
 plugs the commands into ``crank``'s argparse; each handler returns the exit code.
 """
@@ -12,7 +16,10 @@ import sys
 from pathlib import Path
 from typing import TextIO
 
+from crank.agent.images import describe
+from crank.agent.messages import Message, images_of
 from crank.session import SessionError, SessionStore, read_tree, transcript
+from crank.session.blobs import BLOB_MISSING, blob_dir, read_blob
 from crank.session.branch_summary import render_message
 from crank.session.repair import repair
 
@@ -84,7 +91,29 @@ def _show(store: SessionStore, session: str, out: TextIO) -> int:
     for message in transcript(path, tree.path_to(tree.tip)):
         print(file=out)
         print(render_message(message, PREVIEW_CHARS), file=out)
+        for line in image_lines(blob_dir(path), message):
+            print(line, file=out)
     return 0
+
+
+def image_lines(blobs: Path, message: Message) -> list[str]:
+    """``  image shot.png, image/png, 100x100, 29.4 KB, blob 0123456789ab…`` for each
+    image, ``inline`` when its bytes are in the entry; a blob that cannot be had says
+    so (``blob missing``, or why it is unusable)."""
+    lines: list[str] = []
+    for block in images_of(message):
+        sha = block.get("sha256")
+        if "data" in block or not isinstance(sha, str):
+            where = "inline"
+        else:
+            where = f"blob {sha[:12]}…"
+            found = read_blob(blobs, block)
+            if found == BLOB_MISSING:
+                where += " [blob missing]"
+            elif isinstance(found, str):
+                where += f" [blob unusable: {found}]"
+        lines.append(f"  image {describe(block)}, {where}")
+    return lines
 
 
 def _repair(path: Path, out: TextIO) -> int:

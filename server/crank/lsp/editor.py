@@ -17,7 +17,6 @@ implemented over one LSP connection.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import uuid
 from collections.abc import Callable, Iterable
@@ -32,6 +31,7 @@ from crank.tools import EditRefused, OpenDocuments
 from crank.workspace.stream import EventParams
 
 from . import pygls_adapter
+from .framing import frame
 from .landing import Landing
 from .sync import DocumentSync
 
@@ -98,11 +98,6 @@ def smallest_edit(doc: TextDocument, old: str, new: str) -> types.TextEdit:
         ),
         new_text=new[start:end_new],
     )
-
-
-def frame(payload: dict[str, Any]) -> bytes:
-    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, default=str).encode()
-    return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
 class LspEditor:

@@ -12,6 +12,7 @@ layer. The exceptions a handler can meet, and their codes::
     │                                          run_in_progress 1001, no_such_session 1002,
     │                                          no_such_workspace 1003, no_provider 1004,
     │                                          refused_while_running 1006, unknown_command 1008,
+    │                                          no_such_image 1009,
     │                                          invalid_params -32602
     ├── crank.vendors.ConfigError             no_provider             1004
     └── crank.session.SessionError            (by class)
@@ -30,12 +31,15 @@ Clients read the Crank codes by name from ``initialize``'s
 
 from __future__ import annotations
 
-from typing import Any, Final, get_args
-
-from pygls.exceptions import JsonRpcException
+from typing import TYPE_CHECKING, Any, Final, get_args
 
 from crank.workspace import CrankError
 from crank.workspace.errors import CODES, ErrorKind, code_of
+
+if TYPE_CHECKING:
+    # Imported where used: the constants and ``wire_codes`` are on the path to the
+    # first answer, which ``early.py`` sends before pygls (and lsprotocol) load.
+    from pygls.exceptions import JsonRpcException
 
 __all__ = [
     "CODES",
@@ -77,6 +81,8 @@ def all_kinds() -> set[str]:
 def rpc_error(exc: BaseException) -> JsonRpcException | None:
     """The JSON-RPC error a refusal from below is answered with, or None when the
     exception is not a refusal (a bug: pygls answers it with -32603)."""
+    from pygls.exceptions import JsonRpcException
+
     code = code_of(exc)
     if code is None:
         return None

@@ -37,6 +37,7 @@ from lsprotocol import types
 from pygls.protocol import JsonRPCProtocol
 
 from . import pygls_adapter as adapter
+from .bodies import Undecodable, decode, valid_id
 from .errors import (
     INVALID_PARAMS,
     INVALID_REQUEST,
@@ -48,99 +49,6 @@ from .errors import (
 from .framing import Event, Frame, Refused, Skipped
 
 log = logging.getLogger("crank.lsp")
-
-_DECODER = json.JSONDecoder()
-MAX_DEPTH = 100
-"""How deeply a message may nest objects and arrays (LSP's deepest are about 8)."""
-
-
-class Undecodable(Exception):
-    """A body that cannot be taken as a message; ``msg_id`` when it could be read."""
-
-    def __init__(self, code: int, reason: str, msg_id: Any = None) -> None:
-        super().__init__(reason)
-        self.code = code
-        self.reason = reason
-        self.msg_id = msg_id
-
-
-def valid_id(value: Any) -> bool:
-    return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
-
-
-def _no_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not a JSON value")
-
-
-def decode(body: bytes) -> Any:
-    """The JSON value of a body, or ``Undecodable`` saying why not."""
-    try:
-        text = body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise Undecodable(
-            PARSE_ERROR, f"the body is not UTF-8 ({exc.reason} at byte {exc.start})"
-        ) from None
-    try:
-        value = json.loads(text, parse_constant=_no_constant)
-    except RecursionError:
-        found = _top_level_id(text)
-        raise Undecodable(
-            INVALID_REQUEST, f"the message nests deeper than {MAX_DEPTH} levels", found
-        ) from None
-    except ValueError as exc:  # JSONDecodeError, NaN, an integer too long to convert
-        raise Undecodable(PARSE_ERROR, f"the body is not JSON: {exc}") from None
-    if _too_deep(value):
-        found = value.get("id") if isinstance(value, dict) else None
-        raise Undecodable(
-            INVALID_REQUEST, f"the message nests deeper than {MAX_DEPTH} levels", found
-        )
-    return value
-
-
-def _too_deep(value: Any) -> bool:
-    if not isinstance(value, dict | list):
-        return False
-    stack: list[tuple[Any, int]] = [(value, 1)]
-    while stack:
-        item, depth = stack.pop()
-        if depth > MAX_DEPTH:
-            return True
-        children = item.values() if isinstance(item, dict) else item
-        stack.extend((child, depth + 1) for child in children if isinstance(child, dict | list))
-    return False
-
-
-def _top_level_id(text: str) -> Any:
-    """The ``id`` of a top-level object, read without building the (too deep) rest."""
-    start = len(text) - len(text.lstrip())
-    if not text[start:].startswith("{"):
-        return None
-    depth, previous, index = 0, "", start
-    while index < len(text):
-        char = text[index]
-        if char == '"':
-            try:
-                key, end = _DECODER.raw_decode(text, index)
-            except ValueError:
-                return None
-            if depth == 1 and previous in "{," and key == "id":
-                rest = text[end:].lstrip()
-                if rest.startswith(":"):
-                    try:
-                        found, _ = _DECODER.raw_decode(rest[1:].lstrip())
-                    except (ValueError, RecursionError):
-                        return None
-                    return found
-            index, previous = end, '"'
-            continue
-        if char in "{[":
-            depth += 1
-        elif char in "}]":
-            depth -= 1
-        if char in "{[,:}]":
-            previous = char
-        index += 1
-    return None
 
 
 def _fields(exc: Exception) -> str:

@@ -27,8 +27,10 @@ a raw line break), so skipping never eats into a well-formed frame.
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 MAX_BODY = 64 * 1024 * 1024
 """The largest body accepted (64 MiB: a very large file opened in the editor)."""
@@ -54,6 +56,13 @@ def _prefix_pattern() -> re.Pattern[bytes]:
 
 
 _HEADER_PREFIX_AT_END = _prefix_pattern()
+
+
+def frame(payload: dict[str, Any]) -> bytes:
+    """One message as a frame: compact UTF-8 JSON after its ``Content-Length`` header
+    (what Crank writes itself; pygls frames its own answers)."""
+    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, default=str).encode()
+    return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 
 @dataclass(frozen=True)

@@ -3,8 +3,8 @@
 - Messages of methods lsprotocol does not know (``crank/*``, and answers to our own
   custom requests) keep their params as plain dicts: pygls would turn them into
   namedtuples (renaming keys that are not identifiers). We validate them ourselves.
-- ``initialize`` advertises what protocol.md promises (``experimental.crank``,
-  workspace folder change notifications, the commands) and Crank's error codes by name.
+- ``initialize`` answers what ``capabilities.py`` says (protocol.md's promises), the
+  same answer ``early.py`` sends when it answers before pygls is imported.
 
 What may reach pygls at all (and what is answered before it would) is decided by
 ``frames.Inbox``; pygls's private names are reached only through ``pygls_adapter``.
@@ -25,12 +25,9 @@ from pygls.protocol.json_rpc import (
 )
 
 from . import pygls_adapter
-from .errors import wire_codes
+from .capabilities import initialize_result
 
 log = logging.getLogger(__name__)
-
-PROTOCOL_VERSION = 1
-COMMANDS = ["crank.fixFile", "crank.abort", "crank.newSession"]
 
 
 class CrankProtocol(LanguageServerProtocol):
@@ -61,23 +58,19 @@ class CrankProtocol(LanguageServerProtocol):
     def lsp_initialize(
         self, params: types.InitializeParams
     ) -> Generator[Any, Any, types.InitializeResult]:
-        result: types.InitializeResult = yield from super().lsp_initialize(params)
-        caps = result.capabilities
-        caps.experimental = {
-            "crank": {"protocolVersion": PROTOCOL_VERSION, "errorCodes": wire_codes()}
-        }
-        caps.execute_command_provider = types.ExecuteCommandOptions(commands=list(COMMANDS))
-        caps.code_action_provider = types.CodeActionOptions(
-            code_action_kinds=[types.CodeActionKind.QuickFix, types.CodeActionKind.Source]
-        )
-        caps.text_document_sync = types.TextDocumentSyncOptions(
-            open_close=True,
-            change=types.TextDocumentSyncKind.Incremental,
-            save=types.SaveOptions(include_text=False),
-        )
-        caps.workspace = types.WorkspaceOptions(
-            workspace_folders=types.WorkspaceFoldersServerCapabilities(
-                supported=True, change_notifications=True
+        # pygls's own handling sets up its workspace, the client's capabilities and
+        # calls our handler; the answer is capabilities.py's, the one ``early.py``
+        # sends when it answers first, so both paths say the same.
+        pygls_result: types.InitializeResult = yield from super().lsp_initialize(params)
+        answer = initialize_result(pygls_adapter.unstructure(self, params))
+        chosen = pygls_result.capabilities.position_encoding
+        if chosen != answer["capabilities"]["positionEncoding"]:
+            log.error(
+                "pygls keeps documents in %s but the answer says %s",
+                chosen,
+                answer["capabilities"]["positionEncoding"],
             )
+        result: types.InitializeResult = pygls_adapter.structure(
+            self, answer, types.InitializeResult
         )
         return result

@@ -11,6 +11,7 @@ upgrade renames or retypes one (and checks that no other module reaches them).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
@@ -56,6 +57,17 @@ def after_handled(protocol: JsonRPCProtocol, msg_id: Any, then: Callable[[], Non
         then()
     else:
         future.add_done_callback(lambda _: then())
+
+
+def requests_in_flight(protocol: JsonRPCProtocol) -> list[asyncio.Future[Any]]:
+    """The client's requests still being handled: each future's done callback sends
+    its answer (ours are the ids with an expected result type)."""
+    found: list[asyncio.Future[Any]] = []
+    for msg_id, future in list(protocol._request_futures.items()):
+        if msg_id in protocol._result_types or future.done():
+            continue
+        found.append(future if asyncio.isfuture(future) else asyncio.wrap_future(future))
+    return found
 
 
 def forget_request(protocol: JsonRPCProtocol, msg_id: Any) -> None:

@@ -7,26 +7,31 @@ flushes the session logs and exits 0; ``exit`` exits 0 after ``shutdown`` and 1
 without it, as LSP says. Bytes go through ``framing.FrameParser`` and
 ``frames.Inbox``, never pygls's own reader: see those modules for what is tolerated
 and what is refused.
+
+On stdio the first ``initialize`` is answered before pygls is imported (``early.py``),
+so an editor sees the server start in the time Python takes to start; the full server
+is built after that answer and replays what was read (``serve_stdio``'s ``start``).
+Only these light modules are imported at the top; the server comes in ``main``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import os
 import stat
 import sys
 from collections.abc import Awaitable, Callable
-from typing import BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO
 
-from pygls.io_ import StdoutWriter
-
-from crank.vendors import RedactingFormatter
-
-from .frames import Inbox
+from .early import Start, read_start
 from .framing import FrameParser
-from .server import HANDLERS, CrankServer, build_server
+
+if TYPE_CHECKING:
+    from .frames import Inbox
+    from .server import CrankServer
 
 log = logging.getLogger("crank.lsp")
 
@@ -48,6 +53,8 @@ def parser() -> argparse.ArgumentParser:
 
 
 def _setup_logging(level: str, log_file: str | None) -> None:
+    from crank.vendors import RedactingFormatter
+
     handlers: list[logging.Handler] = [logging.StreamHandler(sys.stderr)]
     if log_file:
         handlers.append(logging.FileHandler(log_file))
@@ -66,9 +73,10 @@ ReadChunk = Callable[[], Awaitable[bytes]]
 CHUNK = 1 << 16
 
 
-async def pump(read: ReadChunk, inbox: Inbox) -> None:
-    """Read until end of input, handing each delimited frame to the inbox in order."""
-    parser = FrameParser()
+async def pump(read: ReadChunk, inbox: Inbox, parser: FrameParser | None = None) -> None:
+    """Read until end of input, handing each delimited frame to the inbox in order
+    (``parser``: one that already holds the start of the input, see ``early.py``)."""
+    parser = parser or FrameParser()
     while True:
         chunk = await read()
         if not chunk:
@@ -80,11 +88,81 @@ async def pump(read: ReadChunk, inbox: Inbox) -> None:
         inbox.receive(event)
 
 
-async def _serve(server: CrankServer, read: ReadChunk) -> None:
+async def _serve(server: CrankServer, read: ReadChunk, start: Start | None = None) -> None:
+    from .frames import Inbox
+    from .server import HANDLERS
+
+    inbox = Inbox(server.protocol, requests=HANDLERS)
     try:
-        await pump(read, Inbox(server.protocol, requests=HANDLERS))
-    finally:
+        for event in start.events if start else ():
+            inbox.receive(event)
+        if start is None or not start.ended:
+            await pump(read, inbox, start.parser if start else None)
+    except BaseException:  # exit (SystemExit), a closed pipe: no one to answer
         await server.close_all()
+        raise
+    await server.close_all()
+    await _answer_in_flight(server)
+
+
+ANSWER_GRACE = 10.0
+"""At the end of input, how long the requests still being handled have to finish (runs
+are aborted first): a client may send ``shutdown`` and close its side at once, or
+stdin may be a file, and their answers are still read."""
+
+
+async def _answer_in_flight(server: CrankServer) -> None:
+    from . import pygls_adapter
+
+    pending = pygls_adapter.requests_in_flight(server.protocol)
+    if not pending:
+        return
+    _, late = await asyncio.wait(pending, timeout=ANSWER_GRACE)
+    await asyncio.sleep(0)  # the answers are sent by the futures' own done callbacks
+    if late:
+        log.warning("%d requests were still unanswered at the end of input", len(late))
+    log.debug("answered %d requests in flight at the end of input", len(pending) - len(late))
+
+
+class WithoutEarlyAnswer:
+    """pygls's writer, less the one answer ``early.py`` already sent: the replayed
+    ``initialize`` is answered again by pygls, and that copy is dropped. It should be
+    the same answer; a different one is logged as the bug it is."""
+
+    def __init__(self, writer: Any, start: Start) -> None:
+        self.writer = writer
+        self.pending = start.answer is not None
+        self.start = start
+
+    def write(self, data: bytes) -> Any:
+        if self.pending:
+            message = _message_of(data)
+            if (
+                isinstance(message, dict)
+                and "method" not in message
+                and message.get("id") == self.start.answered
+            ):
+                self.pending = False
+                sent = self.start.answer or {}
+                if message.get("result") != sent.get("result"):
+                    log.error(
+                        "the early initialize answer differs from the server's: %s, not %s",
+                        json.dumps(sent),
+                        json.dumps(message),
+                    )
+                return None
+        return self.writer.write(data)
+
+    def close(self) -> Any:
+        return self.writer.close()
+
+
+def _message_of(data: bytes) -> Any:
+    _, _, body = data.partition(b"\r\n\r\n")
+    try:
+        return json.loads(body)
+    except ValueError:
+        return None
 
 
 def _pollable(stdin: BinaryIO) -> bool:
@@ -114,11 +192,33 @@ async def _stdin_reader(stdin: BinaryIO, server: CrankServer) -> ReadChunk:
     return lambda: loop.run_in_executor(server.thread_pool, read1, CHUNK)
 
 
-def serve_stdio(server: CrankServer, stdin: BinaryIO, stdout: BinaryIO) -> int:
-    server.protocol.set_writer(StdoutWriter(stdout))
+def read_stdin_start(stdin: BinaryIO, stdout: BinaryIO) -> Start:
+    """The start of the input, read straight from the descriptor (nothing is left in a
+    buffer the full server would not see), its ``initialize`` answered if it can be."""
+    try:
+        fd = stdin.fileno()
+    except (OSError, ValueError):
+        read1 = getattr(stdin, "read1", stdin.read)
+        return read_start(lambda: read1(CHUNK), lambda data: _write_all(stdout, data))
+    return read_start(lambda: os.read(fd, CHUNK), lambda data: _write_all(stdout, data))
+
+
+def _write_all(stdout: BinaryIO, data: bytes) -> None:
+    stdout.write(data)
+    stdout.flush()
+
+
+def serve_stdio(
+    server: CrankServer, stdin: BinaryIO, stdout: BinaryIO, start: Start | None = None
+) -> int:
+    """Serve until end of input; ``start``: what ``read_stdin_start`` already read."""
+    from pygls.io_ import StdoutWriter
+
+    writer: Any = StdoutWriter(stdout)
+    server.protocol.set_writer(WithoutEarlyAnswer(writer, start) if start else writer)
 
     async def run() -> None:
-        await _serve(server, await _stdin_reader(stdin, server))
+        await _serve(server, await _stdin_reader(stdin, server), start)
 
     try:
         asyncio.run(run())
@@ -158,10 +258,15 @@ def serve_tcp(server: CrankServer, host: str, port: int) -> int:
 
 def main(argv: list[str]) -> int:
     args = parser().parse_args(argv)
-    _setup_logging(args.log_level, args.log_file)
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr
+    start = read_stdin_start(stdin, stdout) if args.tcp is None else None
+    _setup_logging(args.log_level, args.log_file)
+    if start is not None and start.answer is not None:
+        log.info("answered initialize %r before loading the full server", start.answered)
+    from .server import build_server
+
     server = build_server()
     if args.tcp is not None:
         return serve_tcp(server, *args.tcp)
-    return serve_stdio(server, stdin, stdout)
+    return serve_stdio(server, stdin, stdout, start)

@@ -24,6 +24,7 @@ from crank.workspace.errors import NO_SUCH_WORKSPACE, CrankError, invalid_params
 from crank.workspace.stream import EventParams
 
 from . import pygls_adapter
+from .capabilities import SERVER_NAME
 from .editor import LspEditor, path_of_uri
 from .errors import rpc_error
 from .params import Params, check_diagnostics, check_range
@@ -61,7 +62,7 @@ class CrankServer(LanguageServer):
     permissions: those are the hosts'."""
 
     def __init__(self, *, env: dict[str, str] | None = None) -> None:
-        super().__init__("crank", __version__, protocol_cls=CrankProtocol)
+        super().__init__(SERVER_NAME, __version__, protocol_cls=CrankProtocol)
         self.env = env
         self.hosts: dict[str, WorkspaceHost] = {}
         self.started = asyncio.Event()
@@ -446,13 +447,19 @@ async def _commands(ls: CrankServer, params: Params) -> Any:
 @handles("crank/steer")
 async def _steer(ls: CrankServer, params: Params) -> Any:
     text = params.required_text("text")
-    return (await ls.session_host(params)).steer(text)
+    from crank.workspace.attachments import prompt_images
+
+    images = prompt_images(params.objects("images"))
+    return (await ls.session_host(params)).steer(text, images)
 
 
 @handles("crank/followUp")
 async def _follow_up(ls: CrankServer, params: Params) -> Any:
     text = params.required_text("text")
-    return (await ls.session_host(params)).follow_up(text)
+    from crank.workspace.attachments import prompt_images
+
+    images = prompt_images(params.objects("images"))
+    return (await ls.session_host(params)).follow_up(text, images)
 
 
 @handles("crank/clearQueue")
@@ -488,6 +495,11 @@ async def _messages(ls: CrankServer, params: Params) -> Any:
 @handles("crank/sessions")
 async def _sessions(ls: CrankServer, params: Params) -> Any:
     return await (await ls.host_for(params)).sessions()
+
+
+@handles("crank/image")
+async def _image(ls: CrankServer, params: Params) -> Any:
+    return await (await ls.session_host(params)).image(params.raw.get("sha256"))
 
 
 @handles("crank/newSession")

@@ -7,7 +7,10 @@ and the entry keeps a reference (``sha256``, ``mimeType``, ``bytes``, ``name``).
 blob is written and synced (file, then folder) before the entry naming it is appended,
 so an entry never names a blob that a crash lost. Its bytes are read only when a
 request is built (``load``); a blob that is missing or does not match its hash reads
-as None, and the request says so in a placeholder instead of failing.
+as None, and the request says so in a placeholder instead of failing. A client that
+shows a replayed image asks for it by hash (``referenced`` finds the message's block,
+``read_blob`` the bytes): only a hash a message of the session names is ever read, and
+only from the session's own folder.
 """
 
 from __future__ import annotations
@@ -15,16 +18,17 @@ from __future__ import annotations
 import base64
 import os
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from crank.agent.images import EXTENSIONS, Load, resolve_images, sha256_of
+from crank.agent.images import EXTENSIONS, MAX_IMAGE_BYTES, Load, resolve_images, sha256_of
 from crank.agent.loop import BuildRequest, RunPrompt
-from crank.agent.messages import ImageBlock, Message
+from crank.agent.messages import ImageBlock, Message, images_of
 from crank.agent.model import Model, ModelRequest, accepts_images
 
 from .durable import fsync_dir
+from .entries import Entry
 
 _HEX = re.compile(r"[0-9a-f]{64}")
 INLINE_LIMIT = 8 * 1024
@@ -79,17 +83,74 @@ def stored_message(directory: Path, message: Message) -> Message:
     return copy  # type: ignore[return-value]
 
 
+def is_hash(value: object) -> bool:
+    """True for 64 lowercase hex digits: the only thing that may name a blob."""
+    return isinstance(value, str) and _HEX.fullmatch(value) is not None
+
+
+def referenced(entries: Iterable[Entry], sha256: str) -> ImageBlock | None:
+    """The first image block a message among ``entries`` carries with this hash, or
+    None when no message refers to it."""
+    for entry in entries:
+        if entry.get("type") != "message":
+            continue
+        message: Message = entry["message"]
+        for block in images_of(message):
+            if block.get("sha256") == sha256:
+                return block
+    return None
+
+
+BlobProblem = str
+"""Why a blob cannot be had, as a phrase: ``the blob is missing`` (``BLOB_MISSING``)."""
+BLOB_MISSING: BlobProblem = "the blob is missing"
+
+
+def read_blob(directory: Path, block: ImageBlock) -> bytes | BlobProblem:
+    """The stored image's bytes, or a phrase saying why they cannot be had (missing,
+    unreadable, not the image its hash names). Follows no symbolic link, neither the
+    folder nor the file; the name is built only from a checked hash and a known
+    extension."""
+    sha = block.get("sha256")
+    if not is_hash(sha):
+        return "the image has no valid hash"
+    name = blob_path(directory, block).name
+    try:
+        folder = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        return BLOB_MISSING
+    except OSError as exc:
+        return f"the blob folder cannot be read ({exc.strerror or exc})"
+    try:
+        fd = os.open(name, os.O_RDONLY | os.O_NOFOLLOW, dir_fd=folder)
+    except FileNotFoundError:
+        return BLOB_MISSING
+    except OSError as exc:
+        return f"the blob cannot be read ({exc.strerror or exc})"
+    finally:
+        os.close(folder)
+    try:
+        size = os.fstat(fd).st_size
+        if size > MAX_IMAGE_BYTES:
+            return "the blob does not match its hash (it is larger than any image Crank stores)"
+        chunks: list[bytes] = []
+        while chunk := os.read(fd, 1 << 20):
+            chunks.append(chunk)
+    except OSError as exc:
+        return f"the blob cannot be read ({exc.strerror or exc})"
+    finally:
+        os.close(fd)
+    raw = b"".join(chunks)
+    if sha256_of(raw) != sha:
+        return "the blob does not match its hash (it was changed or damaged)"
+    return raw
+
+
 def load(directory: Path, block: ImageBlock) -> str | None:
     """A stored image's bytes as base64, or None when its blob is missing, unreadable
     or not the image its hash names."""
-    sha = block.get("sha256")
-    if not isinstance(sha, str) or _HEX.fullmatch(sha) is None:
-        return None  # never a path: only a hash names a blob
-    try:
-        raw = blob_path(directory, block).read_bytes()
-    except OSError:
-        return None
-    if sha256_of(raw) != sha:
+    raw = read_blob(directory, block)
+    if isinstance(raw, str):
         return None
     return base64.b64encode(raw).decode("ascii")
 

@@ -10,7 +10,11 @@ One place decides what a prompt that starts with ``/`` means, for every frontend
 - ``/skill:name args`` puts the skill's whole body in the conversation, wrapped so the
   model knows what it is (``skill_text``), then the arguments;
 - ``/name args`` expands the prompt template ``name`` (``crank.prompt.templates``);
-- an unknown name is refused (``unknown_command``), never sent as a prompt.
+- an unknown name is refused (``unknown_command``), never sent as a prompt;
+- a steer or follow-up (``CommandCatalog.queued``) means the same, except that a
+  built-in cannot be queued (it is performed, not sent): refused while a run is active
+  as ``refused_while_running``, like the built-ins that need an idle session, and as
+  ``invalid_params`` when idle.
 
 The list (``CommandCatalog.commands``) is built-ins, then skills, then templates, each
 by name; hidden skills are invocable but not listed. A template cannot take a
@@ -27,7 +31,7 @@ from typing import Any, Literal, Protocol
 
 from crank.prompt import PromptTemplate, Skill, expand_template, skill_body
 
-from .errors import UNKNOWN_COMMAND, CrankError, invalid_params
+from .errors import REFUSED_WHILE_RUNNING, UNKNOWN_COMMAND, CrankError, invalid_params
 
 CommandKind = Literal["builtin", "skill", "template"]
 """What a command is: performed by Crank, a skill's body, or a prompt template."""
@@ -160,6 +164,27 @@ class CommandCatalog:
             f"unknown command /{name}; the commands are: {available}. To send a message "
             f"that starts with '/', begin it with '//' (//{name} sends /{name}).",
         )
+
+    def queued(self, text: str, *, running: bool) -> tuple[str, str | None]:
+        """What a steer or follow-up ``text`` sends and what it keeps as typed (None
+        when it is plain text): a skill or template expanded as a prompt would be; a
+        built-in refused, since it is performed rather than sent."""
+        parsed = parse_command(text)
+        if isinstance(parsed, str):
+            return parsed, None
+        if parsed.name in BUILTIN_NAMES:
+            why = (
+                f"/{parsed.name} cannot be queued as a steer or follow-up: a built-in "
+                "command is performed, not sent to the model"
+            )
+            if running:
+                raise CrankError(
+                    REFUSED_WHILE_RUNNING,
+                    f"{why}; send it with crank/prompt when the run has ended, or abort it first",
+                )
+            raise invalid_params("text", f"{why}; send it with crank/prompt")
+        expansion = self.expand(parsed)
+        return expansion.text, expansion.typed
 
     def expand(self, invocation: Invocation) -> Expansion:
         """The text of a skill or template command; ``unknown_command`` otherwise."""

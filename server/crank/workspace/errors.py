@@ -7,7 +7,7 @@ never renumber); it lives here, in the API both frontends translate (``crank.lsp
 and ``crank.acp``), so neither copies it. The frontends send the message unchanged,
 so every message names what was wrong and, where there is something to do, what to
 do. The kinds this layer adds to those below are ``run_in_progress``,
-``no_such_workspace`` and ``unknown_command``. ``crank.lsp.errors`` draws the exception tree.
+``no_such_workspace``, ``unknown_command`` and ``no_such_image``. ``crank.lsp.errors`` draws the exception tree.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ __all__ = [
     "CODES",
     "INVALID_PARAMS",
     "NO_PROVIDER",
+    "NO_SUCH_IMAGE",
     "NO_SUCH_SESSION",
     "NO_SUCH_WORKSPACE",
     "REFUSED_WHILE_RUNNING",
@@ -42,13 +43,15 @@ __all__ = [
 ErrorKind = (
     SessionErrorKind
     | ConfigErrorKind
-    | Literal["run_in_progress", "no_such_workspace", "unknown_command"]
+    | Literal["run_in_progress", "no_such_workspace", "unknown_command", "no_such_image"]
 )
 """Every refusal kind a frontend can meet below it."""
 RUN_IN_PROGRESS: Final = "run_in_progress"
 NO_SUCH_WORKSPACE: Final = "no_such_workspace"
 UNKNOWN_COMMAND: Final = "unknown_command"
 """A prompt starting with ``/name`` names no command (crank.workspace.commands)."""
+NO_SUCH_IMAGE: Final = "no_such_image"
+"""``crank/image`` names a hash the session cannot serve (crank.workspace.images)."""
 
 
 class CrankError(Exception):
@@ -75,6 +78,7 @@ CODES: Final[dict[ErrorKind, int]] = {
     "refused_while_running": 1006,
     "session_locked": 1007,
     "unknown_command": 1008,
+    "no_such_image": 1009,
     "invalid_params": -32602,
     "internal_error": -32603,
 }

@@ -45,6 +45,7 @@ from .client import EditorClient
 from .commands import BUILTIN_NAMES, CommandCatalog, parse_command, perform
 from .daily import DailyRefresh
 from .errors import RUN_IN_PROGRESS, CrankError, invalid_params
+from .images import image_json
 from .permissions import PERMISSION_MODES, PermissionMode, Permissions
 from .prompts import context_text
 from .provider import ModelConfig
@@ -327,40 +328,38 @@ class WorkspaceHost:
         *,
         typed: str | None = None,
     ) -> dict[str, Any]:
-        """Start a run, or queue the text when one is active and the client said how.
-        ``typed`` is what the user typed when ``text`` is a command's expansion (a
-        queued message keeps only the expansion). Images go with the prompt's user
-        message; they cannot be queued (yet), and a context entry that is a whole image
-        file is taken as one."""
+        """Start a run, or queue the message when one is active and the client said
+        how. ``typed`` is what the user typed when ``text`` is a command's expansion;
+        it is kept on the user message, queued or not. Images go with the message
+        (queued too), and a context entry that is a whole image file is taken as one;
+        the other context is appended to the text either way."""
         self.model_config.require()
         context, attached = context_images(context)
         images = [*images, *attached]
-        if self.harness.is_running and images:
-            raise CrankError(
-                RUN_IN_PROGRESS,
-                "a run is already active: images go only with a new prompt, not a queued "
-                "steer or follow-up; wait for the run to end or abort it",
-            )
+        full = text + context_text(self.root, self.client.documents, context)
         if self.harness.is_running:
             if while_running == "steer":
-                self.harness.steer(text)
-                return {"sessionId": self.session_id, "queued": "steer"}
+                self.harness.steer(full, images, typed=typed)
+                return self._images_note(images, {"sessionId": self.session_id, "queued": "steer"})
             if while_running == "followUp":
-                self.harness.follow_up(text)
-                return {"sessionId": self.session_id, "queued": "followUp"}
+                self.harness.follow_up(full, images, typed=typed)
+                answer = {"sessionId": self.session_id, "queued": "followUp"}
+                return self._images_note(images, answer)
             raise CrankError(
                 RUN_IN_PROGRESS,
                 "a run is already active in this workspace; send whileRunning "
                 '"steer" or "followUp", or abort it',
             )
-        full = text + context_text(self.root, self.client.documents, context)
         self.session.ensure_log()
         try:
             run = self.harness.prompt(full, images, typed=typed)
         except HarnessBusy as exc:
             raise CrankError(RUN_IN_PROGRESS, str(exc)) from exc
         self._run = run
-        answer: dict[str, Any] = {"sessionId": self.session_id, "runId": run.id}
+        return self._images_note(images, {"sessionId": self.session_id, "runId": run.id})
+
+    def _images_note(self, images: Sequence[ImageBlock], answer: dict[str, Any]) -> dict[str, Any]:
+        """``answer`` plus ``imagesOmitted`` when the model takes no images."""
         if images and not accepts_images(self.harness.model):
             answer["imagesOmitted"] = (
                 f"{self.harness.model.id} does not accept images: the model gets a text "
@@ -368,11 +367,18 @@ class WorkspaceHost:
             )
         return answer
 
-    def steer(self, text: str) -> QueueState:
-        return self.harness.steer(text).as_dict()
+    def steer(self, text: str, images: Sequence[ImageBlock] = ()) -> dict[str, Any]:
+        """``crank/steer``: ``text`` means what it would in a prompt (a skill or
+        template expanded, kept as typed; a built-in refused: ``CommandCatalog.queued``)."""
+        sent, typed = self.catalog.queued(text, running=self.harness.is_running)
+        queues = self.harness.steer(sent, images, typed=typed).as_dict()
+        return self._images_note(images, dict(queues))
 
-    def follow_up(self, text: str) -> QueueState:
-        return self.harness.follow_up(text).as_dict()
+    def follow_up(self, text: str, images: Sequence[ImageBlock] = ()) -> dict[str, Any]:
+        """``crank/followUp``: as ``steer``, for when the run would otherwise end."""
+        sent, typed = self.catalog.queued(text, running=self.harness.is_running)
+        queues = self.harness.follow_up(sent, images, typed=typed).as_dict()
+        return self._images_note(images, dict(queues))
 
     def clear_queue(self) -> QueueState:
         return self.harness.clear_queue().as_dict()
@@ -409,6 +415,10 @@ class WorkspaceHost:
 
     async def sessions(self) -> dict[str, Any]:
         return await self.session.sessions()
+
+    async def image(self, sha256: object) -> dict[str, Any]:
+        """``crank/image``: a stored image of the active session (``images.py``)."""
+        return await image_json(self.session.log, self.session_id, sha256)
 
     def tree(self) -> dict[str, Any]:
         return self.session.tree()

@@ -1,0 +1,61 @@
+"""``crank/image``: the bytes of an image a session's message refers to by hash.
+
+A replayed message keeps only a reference (``sha256``) to an image stored beside the
+session (``crank.session.blobs``), so a client that shows it after a reload asks for
+it here. What is promised:
+
+- the hash is checked first (64 lowercase hex digits, else ``invalid_params``), and it
+  is the only thing taken from the client: the file read is built from it and the
+  image type of the message naming it, inside this session's own blob folder;
+- only a hash some message of this session's log (any branch) carries is served; one
+  no message names, or whose blob is missing, unreadable or not matching the hash, is
+  ``no_such_image``, the message saying which;
+- it only reads: it never changes the session, so it is allowed while a run is active.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+import anyio.to_thread
+
+from crank.agent.images import sniff_mime
+from crank.session import SessionLog
+from crank.session.blobs import is_hash, read_blob, referenced
+
+from .errors import NO_SUCH_IMAGE, CrankError, invalid_params
+
+SHOWN_CHARS = 80
+"""How much of a bad hash the refusal quotes."""
+
+
+def check_hash(value: object) -> str:
+    """The hash, or ``invalid_params`` quoting (the start of) what was sent."""
+    if isinstance(value, str) and is_hash(value):
+        return value
+    shown = value if isinstance(value, str) else json.dumps(value)
+    raise invalid_params("sha256", f"expected 64 lowercase hex digits, got '{shown[:SHOWN_CHARS]}'")
+
+
+def _serve(log: SessionLog | None, session_id: str, sha256: str) -> dict[str, Any]:
+    def missing(why: str) -> CrankError:
+        return CrankError(NO_SUCH_IMAGE, f"no image {sha256[:12]}… in session {session_id}: {why}")
+
+    entries = list(log.tree.entries) if log is not None else []  # a snapshot: runs append
+    block = referenced(entries, sha256)
+    if block is None or log is None:
+        raise missing("no message of this session refers to it")
+    raw = read_blob(log.blobs, block)  # a block with a hash has no inline data
+    if isinstance(raw, str):
+        raise missing(raw)
+    mime = block.get("mimeType") or sniff_mime(raw) or "application/octet-stream"
+    return {"mimeType": mime, "data": base64.b64encode(raw).decode("ascii"), "bytes": len(raw)}
+
+
+async def image_json(log: SessionLog | None, session_id: str, sha256: object) -> dict[str, Any]:
+    """The ``crank/image`` result ``{mimeType, data, bytes}`` for the session whose log
+    is ``log`` (None while it is still empty); the file is read off the event loop."""
+    checked = check_hash(sha256)
+    return await anyio.to_thread.run_sync(_serve, log, session_id, checked)
