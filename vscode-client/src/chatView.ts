@@ -511,12 +511,13 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
   }
 
   /**
-   * The draft kept from before a reload, checked as anything the page sends is (it may
-   * be from an older version). The page takes it only when its own state came back empty.
+   * The draft kept for this workspace, sent to every page that loads, even when empty:
+   * the page's own saved copy may be lost or stale, this one is the truth. Checked as
+   * anything the page sends is (it may be from an older version); bad, it is dropped.
    */
   private restoreDraft(): void {
     const d = parseViewMessage({ type: "draft", text: this.ext.workspaceState.get(DRAFT_TEXT_KEY) ?? "", images: this.ext.workspaceState.get(DRAFT_IMAGES_KEY) ?? [] });
-    if (d?.type === "draft" && (d.text || d.images?.length)) this.post({ type: "draft", text: d.text, images: d.images ?? [] });
+    this.post(d?.type === "draft" ? { type: "draft", text: d.text, images: d.images ?? [] } : { type: "draft", text: "", images: [] });
   }
 
   /**

@@ -22,7 +22,11 @@ export type HostMessage =
   | { type: "commands"; commands: CommandInfo[] }
   /** crank/image's answer for a stored image the page asked for (or why it cannot be shown). */
   | { type: "image"; sessionId?: string; sha256: string; answer: FetchedImage }
-  /** The unsent draft the host kept (on a reload of the window, which the page's own state does not survive in every VS Code). */
+  /**
+   * The unsent draft as the host keeps it, sent when the page is (re)loaded: the host owns
+   * it. The page's own saved state may be lost (code-server's window reload) or stale (an
+   * old copy that still holds images sent since); the page shows the host's.
+   */
   | { type: "draft"; text: string; images: PromptImage[] }
   /** The host stored the draft the page sent last. */
   | { type: "draftSaved" };

@@ -44,6 +44,8 @@ let commands: CommandInfo[] = [];
 let renderQueued = false;
 /** The draft (text and attached images) the host was last told of. */
 let draftSent: { text: string; images: PromptImage[] } = { text: saved?.input ?? "", images: pendingImages };
+/** The draft as the page's saved state gave it: shown until the host's copy comes, which replaces it unless the user changed it meanwhile. */
+const draftRestored = draftSent;
 const itemCache = new Map<string, { ref: ChatItem; el: HTMLElement }>();
 
 // ---- static skeleton ---------------------------------------------------------------
@@ -399,8 +401,9 @@ window.addEventListener("message", (e: MessageEvent<HostMessage>) => {
       if (branches.length < 2) showBranches = false;
       break;
     case "draft":
-      // The host's copy from before a reload: taken only when the page's own state came back without one.
-      if (!input.value && !pendingImages.length) {
+      // The host's copy (it owns the draft): it replaces what the page's saved state gave,
+      // which may be stale, unless the user has changed the draft since the page loaded.
+      if (input.value === draftRestored.text && pendingImages === draftRestored.images) {
         input.value = m.text;
         pendingImages = m.images;
         draftSent = { text: m.text, images: m.images };

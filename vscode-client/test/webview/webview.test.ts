@@ -534,19 +534,32 @@ test("images attached but not sent survive a reload of the page, and Send still 
     assert.equal(await p.locator(".composer .thumbs .thumb").count(), 0, "sent images do not come back");
 
     // A reload whose page state is lost (code-server's window reload): the host's copy of the draft comes back instead.
+    const toHostAfter = (ms: HostMessage[]) => p.evaluate((xs) => xs.forEach((m) => window.postMessage(m, "*")), ms);
     await p.evaluate(() => sessionStorage.clear());
     await p.reload();
-    await p.evaluate((ms) => ms.forEach((m) => window.postMessage(m, "*")), [
+    await toHostAfter([
       { type: "draft", text: "kept by the host", images: [{ mimeType: "image/png", data: PNG_B64, name: "host.png" }] },
       { type: "action", action: { type: "server", status: "running" } },
-    ] as HostMessage[]);
+    ]);
     await p.locator('.composer .thumbs:not([hidden]) .thumb[title^="host.png"] img').waitFor();
     assert.equal(await p.locator("textarea.input").inputValue(), "kept by the host");
-    // A draft of the host's never replaces one the page has.
-    await p.evaluate((ms) => ms.forEach((m) => window.postMessage(m, "*")), [{ type: "draft", text: "older", images: [] }] as HostMessage[]);
+    // Once the user has changed the draft, a copy of the host's does not replace it.
+    await p.locator("textarea.input").fill("changed here");
+    await toHostAfter([{ type: "draft", text: "older", images: [] }]);
     await p.locator("button.send:not([disabled])").click();
     const last = (await p.evaluate(() => (window as unknown as { __posted: { type: string }[] }).__posted)).filter((m) => m.type === "send").at(-1);
-    assert.deepEqual(last, { type: "send", text: "kept by the host", mode: "prompt", images: [{ mimeType: "image/png", data: PNG_B64, name: "host.png" }] });
+    assert.deepEqual(last, { type: "send", text: "changed here", mode: "prompt", images: [{ mimeType: "image/png", data: PNG_B64, name: "host.png" }] });
+
+    // A stale page state (an old copy that still holds an image sent since): the host's empty draft wins, so nothing sent goes again.
+    await p.evaluate((data) => {
+      const st = JSON.parse(sessionStorage.getItem("state") ?? "{}");
+      sessionStorage.setItem("state", JSON.stringify({ ...st, input: "stale text", images: [{ mimeType: "image/png", data, name: "stale.png" }] }));
+    }, PNG_B64);
+    await p.reload();
+    await p.locator('.composer .thumbs:not([hidden]) .thumb[title^="stale.png"]').waitFor();
+    await toHostAfter([{ type: "draft", text: "", images: [] }]);
+    await p.locator(".composer .thumbs[hidden]").waitFor({ state: "attached" });
+    assert.equal(await p.locator("textarea.input").inputValue(), "");
   } finally {
     await p.close();
   }
