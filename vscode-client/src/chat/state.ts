@@ -380,22 +380,26 @@ function reduceAction(s: ChatState, a: ChatAction): ChatState {
     case "state": {
       const st = a.state;
       const changed = s.sessionId !== undefined && s.sessionId !== st.sessionId;
+      // An answer read before events the page has applied since (the host reads the state,
+      // then the transcript, then passes both on; a run may have started meanwhile) is
+      // stale in what those events tell: running, the queue, the usage. A new server
+      // process, which counts seq from 0 again, is told by `server` and by a page load
+      // (restoredState), never guessed from a lower seq here.
+      const stale = !changed && typeof st.seq === "number" && st.seq < s.lastSeq;
       return {
         ...s,
         workspace: a.workspace ?? s.workspace,
         sessionId: st.sessionId,
-        running: st.running,
-        runId: st.runId,
+        running: stale ? s.running : st.running,
+        runId: stale ? s.runId : st.runId,
         model: st.model,
         permissionMode: st.permissionMode,
         trusted: st.trusted,
         sandbox: st.sandbox ?? s.sandbox,
-        queue: st.queue,
-        usage: st.usage,
+        queue: stale ? s.queue : st.queue,
+        usage: stale ? s.usage : st.usage,
         items: changed ? [] : s.items,
-        // A new server process (a reload, a restart) counts seq from 0 again: a page that
-        // kept the old, higher lastSeq would drop every new event as a duplicate.
-        lastSeq: changed ? -1 : typeof st.seq === "number" && st.seq < s.lastSeq ? st.seq : s.lastSeq,
+        lastSeq: changed ? -1 : s.lastSeq,
       };
     }
     case "permissionRequest":
@@ -417,7 +421,10 @@ function reduceAction(s: ChatState, a: ChatAction): ChatState {
       const down = a.status === "down" || a.status === "notInstalled";
       // A dead server answers no permission request: close open cards so no button lies.
       const items = down ? withdrawPermissions(s.items, () => true, "server stopped") : s.items;
-      return { ...s, server: { status: a.status, message: a.message }, running: down ? false : s.running, items };
+      // A server that is running again is a new process: it counts seq from 0, and a page that
+      // kept the old, higher lastSeq would drop every new event as a duplicate.
+      const restarted = a.status === "running" && s.server.status !== "running";
+      return { ...s, server: { status: a.status, message: a.message }, running: down ? false : s.running, items, lastSeq: restarted ? -1 : s.lastSeq };
     }
     case "sessions":
       return { ...s, sessions: a.sessions };
@@ -428,6 +435,15 @@ function reduceAction(s: ChatState, a: ChatAction): ChatState {
     case "notice":
       return { ...s, items: [...s.items, notice(a.level, a.text)] };
   }
+}
+
+/**
+ * The page's saved state as it comes back when the page is (re)loaded: its seq was
+ * counted by a server process that may be gone (a window reload starts a new one), so
+ * the next event is taken whatever its seq; the host re-reads the transcript anyway.
+ */
+export function restoredState(saved: ChatState): ChatState {
+  return { ...saved, lastSeq: -1, gap: false };
 }
 
 /** Pending permission requests, oldest first. */

@@ -4,7 +4,7 @@
  * identity: an item the reducer did not touch keeps its DOM, so streaming redraws one
  * bubble, not the whole transcript.
  */
-import { contextFraction, initialState, reduce, sandboxLine, type ChatItem, type ChatState, type PermissionItem, type ToolItem } from "../chat/state";
+import { contextFraction, initialState, reduce, restoredState, sandboxLine, type ChatItem, type ChatState, type PermissionItem, type ToolItem } from "../chat/state";
 import { parseImages, type HostMessage, type ViewMessage } from "../chat/protocol";
 import type { CommandInfo, PermissionDecision, PermissionMode } from "../protocol/types";
 import { acceptCommand, commandQuery, matchCommands } from "../chat/commands";
@@ -28,7 +28,7 @@ const post = (m: ViewMessage) => vscode.postMessage(m);
 /** What survives a reload of the page or the window: the chat, the unsent text and the images attached to it. */
 interface Persisted { chat: ChatState; input: string; images?: PromptImage[] }
 const saved = vscode.getState() as Persisted | undefined;
-let state: ChatState = saved?.chat ?? initialState();
+let state: ChatState = saved?.chat ? restoredState(saved.chat) : initialState();
 let contextChips: { label: string }[] = [];
 /** Images attached to the next prompt (pasted, dropped or picked), shown as thumbnails; checked again when restored. */
 let pendingImages: PromptImage[] = parseImages(saved?.images) ?? [];
