@@ -26,7 +26,7 @@ from crank.lsp.framing import Frame
 from crank.lsp.server import HANDLERS, build_server
 from crank.lsp.shape import Shape
 
-from .wire import init_params, notification, request, spawn
+from .wire import Wire, init_params, notification, request, spawn
 
 RECORDED = sorted((Path(__file__).parent / "initialize").glob("*.json"))
 
@@ -234,9 +234,9 @@ def test_params_answered_early_are_params_the_full_server_accepts(value: Any) ->
 # -- the handover, over stdio --------------------------------------------------------
 
 
-async def test_everything_sent_with_initialize_is_answered_once(tmp_path: Path) -> None:
-    """The client writes initialize and what follows in one go: the early answer and
-    the full server's replay must not answer initialize twice or drop the rest."""
+async def opened_in_one_write(tmp_path: Path, *more: bytes) -> Wire:
+    """A server sent initialize, initialized and ``crank/state`` (id 2) and ``more`` in
+    a single write, as a client that does not wait may."""
     project = tmp_path / "p"
     project.mkdir()
     wire = await spawn(tmp_path)
@@ -244,8 +244,15 @@ async def test_everything_sent_with_initialize_is_answered_once(tmp_path: Path) 
         request(1, "initialize", init_params(project))
         + notification("initialized", {})
         + request(2, "crank/state", {})
-        + request(3, "initialize", init_params(project))
+        + b"".join(more)
     )
+    return wire
+
+
+async def test_everything_sent_with_initialize_is_answered_once(tmp_path: Path) -> None:
+    """The client writes initialize and what follows in one go: the early answer and
+    the full server's replay must not answer initialize twice or drop the rest."""
+    wire = await opened_in_one_write(tmp_path, request(3, "initialize", {"capabilities": {}}))
     assert "result" in await wire.answer(1)
     assert "result" in await wire.answer(2)
     assert (await wire.error(3))["code"] == -32600
@@ -263,15 +270,7 @@ async def test_answers_are_written_when_the_client_closes_its_side_at_once(
     answers: one each (on the old code the end of input cut the requests still being
     handled off without any). ``crank/state`` may be cancelled by ``shutdown``, as
     pygls does with requests in flight; that is its answer."""
-    project = tmp_path / "p"
-    project.mkdir()
-    wire = await spawn(tmp_path)
-    wire.send(
-        request(1, "initialize", init_params(project))
-        + notification("initialized", {})
-        + request(2, "crank/state", {})
-        + request(3, "shutdown")
-    )
+    wire = await opened_in_one_write(tmp_path, request(3, "shutdown"))
     assert await wire.close() == 0
     assert {k: len(v) for k, v in wire.answers.items()} == {1: 1, 2: 1, 3: 1}
     assert "result" in wire.answers[3][0]

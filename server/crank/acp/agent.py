@@ -239,7 +239,7 @@ class CrankAgent:
             await session.host.close()
             raise
         self.sessions[session.session_id] = session
-        session.replay()
+        await session.replay()
         asyncio.get_running_loop().call_soon(session.advertise_commands)  # after the answer
         return self._setup(session)
 

@@ -98,6 +98,15 @@ def text_content(text: str) -> dict[str, Any]:
     return {"type": "content", "content": {"type": "text", "text": text}}
 
 
+def image_content(image: dict[str, Any]) -> dict[str, Any] | None:
+    """A tool result's image as tool call content; None for a stored image whose bytes
+    were not loaded (``AcpSession.replay`` loads them)."""
+    if not isinstance(image.get("data"), str):
+        return None
+    block = {"type": "image", "mimeType": image["mimeType"], "data": image["data"]}
+    return {"type": "content", "content": block}
+
+
 def terminal_content(terminal_id: str) -> dict[str, Any]:
     return {"type": "terminal", "terminalId": terminal_id}
 
@@ -120,6 +129,8 @@ class UpdateTranslator:
         self._calls: dict[str, tuple[str, dict[str, Any]]] = {}
         self._output: dict[str, str] = {}
         self._terminals: dict[str, str] = {}
+        self._ended: dict[str, Update] = {}
+        """The last update of each call until its result message comes (with images)."""
         self.last_reply: dict[str, Any] | None = None
         """The newest assistant message that ended (its stopReason, errorMessage)."""
         self.last_stop: str | None = None
@@ -149,6 +160,8 @@ class UpdateTranslator:
             message = event.get("message") or {}
             if message.get("role") == "assistant":
                 self.last_reply = message
+            if message.get("role") == "toolResult":
+                return self._result_images(message)
             return []
         if kind == "tool_execution_start":
             return [self._call_started(event)]
@@ -206,7 +219,27 @@ class UpdateTranslator:
         terminal_id = self._terminals.pop(call_id, None)
         if terminal_id is not None:
             update["content"].insert(0, terminal_content(terminal_id))
+        self._ended[call_id] = update
         return update
+
+    def _result_images(self, message: dict[str, Any]) -> list[Update]:
+        """The images a tool returned travel on its result message, which follows the
+        call's end: the call's content is sent again with them (an update's content
+        replaces what the client shows)."""
+        update = self._ended.pop(str(message.get("toolCallId")), None)
+        images = with_images([], message)
+        if update is None or not images:
+            return []
+        return [{**update, "content": [*update["content"], *images]}]
+
+
+def with_images(content: list[dict[str, Any]], message: dict[str, Any]) -> list[dict[str, Any]]:
+    """``content`` followed by the message's images (a stored one not loaded: by name)."""
+    out = list(content)
+    for image in message.get("images") or []:
+        shown = image_content(image)
+        out.append(shown or text_content(f"[image: {image.get('name', 'image')}]"))
+    return out
 
 
 def result_update(
@@ -234,8 +267,8 @@ def text_chunk(kind: str, text: str) -> Update:
 
 
 def _image_chunks(message: dict[str, Any]) -> list[Update]:
-    """A stored user message's images: inline ones as ACP image blocks, stored ones
-    (whose bytes stay beside the session) by name."""
+    """A stored user message's images as ACP image blocks (a stored one whose bytes
+    could not be loaded: by name)."""
     updates: list[Update] = []
     for image in message.get("images") or []:
         if isinstance(image.get("data"), str):
@@ -297,5 +330,7 @@ def replay(root: Path, messages: list[dict[str, Any]]) -> list[Update]:
             call_id = str(message.get("toolCallId"))
             name, arguments = calls.pop(call_id, (str(message.get("toolName")), {}))
             result = {"content": message.get("content"), "isError": message.get("isError")}
-            updates.append(result_update(root, call_id, name, arguments, result))
+            update = result_update(root, call_id, name, arguments, result)
+            update["content"] = with_images(update["content"], message)
+            updates.append(update)
     return updates
