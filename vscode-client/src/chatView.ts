@@ -399,7 +399,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
           res = await client.prompt({ workspace, text: m.text, context: context.length ? context : undefined, images: m.images, whileRunning: m.mode === "prompt" ? undefined : m.mode });
         } catch (err) {
           // Refused (an unknown /command, no provider, a bad image, ...): the text goes back into the input, nothing is lost.
-          this.post({ type: "restoreInput", text: m.text });
+          this.post({ type: "restoreInput", text: m.text, ...(m.images?.length ? { images: m.images } : {}) });
           throw err;
         }
         if (res.imagesOmitted) this.notice("warning", res.imagesOmitted);

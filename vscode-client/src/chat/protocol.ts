@@ -10,7 +10,8 @@ import { isSha256, type FetchedImage } from "./images";
 /** Host to webview: a reducer action, or a UI-only instruction. */
 export type HostMessage =
   | { type: "action"; action: ChatAction }
-  | { type: "restoreInput"; text: string }
+  /** Text (and images) that did not go after all: put back in the composer, nothing lost. */
+  | { type: "restoreInput"; text: string; images?: PromptImage[] }
   | { type: "context"; items: { label: string; item: ContextItem }[] }
   | { type: "workspace"; name?: string; folders: number; hidden?: boolean }
   | { type: "prefs"; enterWhileRunning: "steer" | "followUp" }

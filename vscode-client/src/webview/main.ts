@@ -128,10 +128,6 @@ function send(alternate: boolean): void {
   if (!text && !pendingImages.length) return;
   let mode: "prompt" | "steer" | "followUp" = "prompt";
   if (state.running) mode = alternate === (enterWhileRunning === "steer") ? "followUp" : "steer";
-  if (pendingImages.length && mode !== "prompt") {
-    note("Images go with a new prompt: wait for the agent to finish, or stop it, then send.");
-    return;
-  }
   post(pendingImages.length ? { type: "send", text: text || "(see the image)", mode, images: pendingImages } : { type: "send", text, mode });
   pendingImages = [];
   input.value = "";
@@ -380,6 +376,10 @@ window.addEventListener("message", (e: MessageEvent<HostMessage>) => {
       break;
     case "restoreInput":
       input.value = input.value ? `${m.text}\n${input.value}` : m.text;
+      if (m.images?.length) {
+        pendingImages = [...m.images, ...pendingImages];
+        renderThumbs();
+      }
       input.focus();
       updateMenu();
       break;

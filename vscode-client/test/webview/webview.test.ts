@@ -564,3 +564,25 @@ test("images attached but not sent survive a reload of the page, and Send still 
     await p.close();
   }
 });
+
+test("while the agent runs, images go with a steer; a send the host could not make puts its text and images back", async () => {
+  const ev = (seq: number, event: unknown) => ({ type: "action", action: { type: "event", params: { workspace: run.workspace, sessionId: run.sessionId, runId: "r-steer-img", seq, event } } }) as HostMessage;
+  const image = { mimeType: "image/png", data: PNG_B64, name: "steer.png" };
+  await host({ type: "prefs", enterWhileRunning: "steer" }, ev(9200, { type: "agent_start" }));
+  await page.waitForFunction(() => document.querySelector("button.send")?.textContent === "Steer");
+  await host({ type: "addImages", images: [image] });
+  await page.locator('.composer .thumbs:not([hidden]) .thumb[title^="steer.png"] img').waitFor();
+  const input = page.locator("textarea.input");
+  await input.fill("look at this too");
+  await input.press("Enter");
+  assert.deepEqual((await posted()).filter((m) => m.type === "send").at(-1), { type: "send", text: "look at this too", mode: "steer", images: [image] });
+  await page.locator(".composer .thumbs[hidden]").waitFor({ state: "attached" });
+  // Refused (an older server, the run ended meanwhile): the host sends it all back.
+  await host({ type: "restoreInput", text: "look at this too", images: [image] });
+  await page.locator('.composer .thumbs:not([hidden]) .thumb[title^="steer.png"] img').waitFor();
+  assert.equal(await input.inputValue(), "look at this too");
+  await page.locator('button[aria-label="Remove image steer.png"]').click();
+  await input.fill("");
+  await host(ev(9201, { type: "agent_settled" }));
+  await page.waitForFunction(() => document.querySelector("button.send")?.textContent === "Send");
+});
