@@ -44,6 +44,11 @@ command("CrankAttach", function(o)
   actions().attach(o.args, o.bang)
 end, { nargs = "?", bang = true, complete = "file", desc = "Attach an image file to the next Crank prompt" })
 
+command("CrankImage", function()
+  require("crank").ensure_setup()
+  require("crank.images").open_under_cursor()
+end, { desc = "Open the image on the cursor's line of the Crank chat" })
+
 command("CrankSessions", function()
   actions().sessions()
 end, { desc = "Pick a Crank session and open it" })

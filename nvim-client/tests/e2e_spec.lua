@@ -345,15 +345,7 @@ local function in_order(text, needles)
 end
 
 H.test(":CrankSteer during a run: the text enters after the current tool batch", function()
-  local port = H.model_server({
-    {
-      text = "Reading the readme first, slowly.",
-      chunks = 6,
-      delayMs = 120,
-      toolCalls = { { id = "call_r1", name = "read", arguments = { path = "README.md" } } },
-    },
-    { text = "Steered: doing it your way." },
-  })
+  local port = H.model_server(H.slow_read_script("Steered: doing it your way."))
   H.setup_crank(port, { permission_mode = "auto" })
   H.project({ ["README.md"] = "demo readme" })
   vim.cmd("Crank look at the readme")

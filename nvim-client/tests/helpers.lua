@@ -110,6 +110,14 @@ function H.run()
   os.exit(results.failed == 0 and 0 or 1)
 end
 
+--- A file's bytes.
+function H.read_bytes(path)
+  local f = assert(io.open(path, "rb"))
+  local data = f:read("*a")
+  f:close()
+  return data
+end
+
 --- A fresh temporary directory.
 function H.tmpdir(name)
   local dir = vim.fn.tempname() .. "-" .. (name or "crank")
@@ -147,6 +155,21 @@ function H.model_server(script)
   end, "the model server's PORT line", 15000)
   H.ok(port, "the model server exited (code " .. tostring(exited) .. ") before printing its port")
   return port
+end
+
+--- A model script for a run that can be steered: a first reply streamed slowly that
+--- reads README.md (so a steer sent while it streams goes in after the tool batch),
+--- then `answer`.
+function H.slow_read_script(answer)
+  return {
+    {
+      text = "Reading the readme first, slowly.",
+      chunks = 6,
+      delayMs = 120,
+      toolCalls = { { id = "call_r1", name = "read", arguments = { path = "README.md" } } },
+    },
+    { text = answer },
+  }
 end
 
 --- Requests the model server received (its GET /_requests).

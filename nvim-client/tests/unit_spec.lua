@@ -638,11 +638,163 @@ H.test("on 0.11+, vim.lsp.config('crank', ...) is merged over what the plugin st
   vim.lsp.config("crank", { cmd = false, cmd_env = false, root_dir = false, handlers = false })
 end)
 
-H.test("a message's images show by name, and images_omitted is a notice", function()
+H.test("a message's images show by name, type, size and where they are, and images_omitted is a notice", function()
   local fmt = require("crank.format")
-  H.eq({ "[image: dot.png]", "[image: image/jpeg]" }, fmt.image_lines({ { name = "dot.png", mimeType = "image/png" }, { mimeType = "image/jpeg" } }))
+  H.eq({ "[image: dot.png, image/png, 2x2, 75 B]", "[image: image/jpeg]" }, fmt.image_lines({ { name = "dot.png", mimeType = "image/png", width = 2, height = 2, bytes = 75, data = "AA==" }, { mimeType = "image/jpeg" } }))
+  local stored = { type = "image", name = "chart.png", mimeType = "image/png", width = 60, height = 60, bytes = 10874, sha256 = string.rep("a", 64) }
+  H.eq("[image: chart.png, image/png, 60x60, 11 KB, stored]", fmt.image_line(stored))
+  H.eq("[image: image/gif, 2.4 MB]", fmt.image_line({ mimeType = "image/gif", bytes = 2.4 * 1024 * 1024 }))
+  H.eq("[image: x.webp, image/webp, 1.5 KB]", fmt.image_line({ name = "x.webp", mimeType = "image/webp", bytes = 1536 }))
   H.eq({}, fmt.image_lines(nil))
   H.eq("_test does not accept images_", fmt.notice({ type = "images_omitted", count = 1, message = "test does not accept images" }))
+end)
+
+-- Images on tool cards, and opening one. vim.ui.open is replaced to record the path:
+-- there is no image viewer on the test machine (nor a desktop to show one on).
+local PNG_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAFklEQVR4nGNgYGjQYGhgYLBp0LBpAAAPugLJHpRxBAAAAABJRU5ErkJggg=="
+local SHA = string.rep("b", 64)
+
+local function mode_of(path)
+  return bit.band((vim.uv or vim.loop).fs_stat(path).mode, tonumber("777", 8))
+end
+
+local function row_of(chat, text)
+  for i, line in ipairs(chat:transcript()) do
+    if line:find(text, 1, true) then
+      return i
+    end
+  end
+  error(text .. " not in the transcript:\n" .. table.concat(chat:transcript(), "\n"))
+end
+
+H.test("a tool's images show on its card, live (after its text) and replayed", function()
+  local chat = fresh_chat()
+  local inline = { type = "image", name = "dot.png", mimeType = "image/png", width = 2, height = 2, bytes = 75, data = PNG_B64 }
+  ev(chat, { type = "tool_execution_start", toolCallId = "r1", toolName = "read", arguments = { path = "dot.png" } })
+  ev(chat, { type = "tool_execution_start", toolCallId = "r2", toolName = "read", arguments = { path = "b.txt" } })
+  ev(chat, { type = "tool_execution_end", toolCallId = "r1", result = { content = "Image file dot.png, attached below.", isError = false } })
+  ev(chat, { type = "message_end", message = { role = "toolResult", toolCallId = "r1", toolName = "read", content = "Image file dot.png, attached below.", isError = false, images = { inline } } })
+  ev(chat, { type = "tool_execution_end", toolCallId = "r2", result = { content = "text", isError = false } })
+  ev(chat, { type = "message_end", message = { role = "toolResult", toolCallId = "r2", toolName = "read", content = "text", isError = false } })
+  H.eq({
+    "- ✓ **read** `dot.png`",
+    "  ```",
+    "  Image file dot.png, attached below.",
+    "  ```",
+    "  [image: dot.png, image/png, 2x2, 75 B]",
+    "- ✓ **read** `b.txt`",
+    "  ```",
+    "  text",
+    "  ```",
+  }, vim.list_slice(chat:transcript(), 3))
+  H.eq(inline, chat:image_at(row_of(chat, "[image: dot.png") - 1), "the line knows its image")
+  H.eq(nil, chat:image_at(row_of(chat, "  text") - 1), "a text line has none")
+
+  local stored = { type = "image", name = "big.png", mimeType = "image/png", width = 60, height = 60, bytes = 10874, sha256 = SHA }
+  local replay = fresh_chat({
+    { role = "user", content = "look", images = { inline } },
+    { role = "assistant", content = { { type = "toolCall", id = "r1", name = "read", arguments = { path = "big.png" } } }, stopReason = "toolUse" },
+    { role = "toolResult", toolCallId = "r1", toolName = "read", content = "Image file big.png.", isError = false, images = { stored } },
+  })
+  local t = replay:transcript()
+  H.eq("[image: dot.png, image/png, 2x2, 75 B]", t[5], "a user message's image: the same line")
+  H.eq("  [image: big.png, image/png, 60x60, 11 KB, stored]", t[#t])
+  H.eq(inline, replay:image_at(4))
+  H.eq(stored, replay:image_at(#t - 1))
+  replay:reload()
+  H.eq(stored, replay:image_at(#replay:transcript() - 1), "a reload marks the lines again")
+  H.eq(2, vim.tbl_count(replay.images), "and forgets the old marks")
+end)
+
+H.test("opening an image writes its bytes to a private file and hands it to vim.ui.open", function()
+  local chat = fresh_chat({
+    { role = "user", content = "look", images = { { type = "image", name = "../../etc/dot.png", mimeType = "image/png", bytes = 75, data = PNG_B64 } } },
+    { role = "toolResult", toolCallId = "r1", toolName = "read", content = "Image.", isError = false, images = { { type = "image", name = "big.png", mimeType = "image/png", bytes = 75, sha256 = SHA } } },
+  })
+  local asked = {}
+  local request = chat.ws.request
+  chat.ws.request = function(self, method, params, callback)
+    if method ~= "crank/image" then
+      return request(self, method, params, callback)
+    end
+    asked[#asked + 1] = params
+    if params.sha256 == SHA then
+      return callback(nil, { mimeType = "image/png", data = PNG_B64, bytes = 75 })
+    elseif params.sha256 == string.rep("d", 64) then
+      return callback({ code = vim.lsp.protocol.ErrorCodes.MethodNotFound, message = "method not found: crank/image" })
+    end
+    callback({ code = 1009, message = "no image " .. params.sha256:sub(1, 12) .. "… in session s1: the blob is missing" })
+  end
+  local opened = {}
+  local original = vim.ui.open
+  vim.ui.open = function(path)
+    opened[#opened + 1] = path
+    return { wait = function() end }, nil
+  end
+  chat:show()
+  local ok, err = pcall(function()
+    vim.api.nvim_win_set_cursor(0, { row_of(chat, "[image: ../../etc/dot.png"), 0 })
+    vim.cmd("CrankImage")
+    H.eq(1, #opened, "the inline image opened at once, with no request")
+    H.eq(0, #asked)
+    H.eq(vim.base64.decode(PNG_B64), H.read_bytes(opened[1]), "the file holds the image's bytes")
+    H.ok(opened[1]:match("/dot%-[0-9a-f]+%.png$"), "named by the image, never a path from it: " .. opened[1])
+    H.eq(tonumber("600", 8), mode_of(opened[1]), "the file is the user's only")
+    H.eq(tonumber("700", 8), mode_of(vim.fs.dirname(opened[1])), "so is its folder")
+
+    -- A stored one: crank/image once, then from the cache; gx does the same.
+    vim.api.nvim_win_set_cursor(0, { row_of(chat, "[image: big.png"), 0 })
+    vim.cmd("CrankImage")
+    H.wait_for(function()
+      return #opened == 2
+    end, "the stored image to open")
+    H.eq({ { sessionId = "s1", sha256 = SHA } }, asked)
+    H.ok(opened[2]:match("/big%-bbbbbbbbbbbb%.png$"), opened[2])
+    H.eq(vim.base64.decode(PNG_B64), H.read_bytes(opened[2]))
+    vim.api.nvim_feedkeys("gx", "x", false)
+    H.eq(3, #opened, "gx opens it too")
+    H.eq(1, #asked, "from the cache")
+
+    -- Not an image line: :CrankImage says so; gx does what the global gx does.
+    local since = #H.notifications
+    vim.api.nvim_win_set_cursor(0, { row_of(chat, "look"), 0 })
+    vim.cmd("CrankImage")
+    H.ok(H.notified("no image on this line", since), "told there is none")
+    local global_gx = 0
+    vim.keymap.set("n", "gx", function()
+      global_gx = global_gx + 1
+    end)
+    vim.api.nvim_feedkeys("gx", "x", false)
+    H.eq(1, global_gx, "gx off an image line is the usual gx")
+    H.eq(3, #opened)
+
+    -- The server's error, with the image's name.
+    local bad = { type = "image", name = "gone.png", mimeType = "image/png", bytes = 9000, sha256 = string.rep("c", 64) }
+    since = #H.notifications
+    require("crank.images").open(chat.ws, bad)
+    H.ok(H.notified("cannot open [image: gone.png, image/png, 8.8 KB, stored]: no image cccccccccccc… in session s1: the blob is missing", since), "the server's message, named")
+    since = #H.notifications
+    require("crank.images").open(chat.ws, { type = "image", mimeType = "image/png", bytes = 9000, sha256 = string.rep("d", 64) })
+    H.ok(H.notified("cannot open [image: image/png, 8.8 KB, stored]: this Crank server cannot send stored images", since), "an older server: said so")
+    H.eq(3, #opened, "nothing opened")
+  end)
+  vim.ui.open = original
+  vim.cmd("silent! only")
+  if not ok then
+    error(err, 0)
+  end
+end)
+
+H.test("without a viewer, vim.ui.open's own error is shown with where the file is", function()
+  local chat = fresh_chat({ { role = "user", content = "look", images = { { type = "image", name = "dot.png", mimeType = "image/png", bytes = 75, data = PNG_B64 } } } })
+  local path = vim.env.PATH
+  vim.env.PATH = H.tmpdir("empty-path") -- no xdg-open, wslview or open to find
+  local since = #H.notifications
+  local ok, err = pcall(require("crank.images").open, chat.ws, chat.images[next(chat.images)])
+  vim.env.PATH = path
+  H.ok(ok, err)
+  H.ok(H.notified("crank: cannot open [image: dot.png, image/png, 75 B]: ", since), "a clear error")
+  H.ok(H.notified("(the image is in ", since), "saying where the file is")
 end)
 
 H.run()

@@ -83,6 +83,27 @@ function M.open_chat(ws, then_)
   return chat
 end
 
+--- Put the images attached with :CrankAttach on `params` (the message that carries
+--- them takes them); returns a function that gives them back when it is refused.
+local function take_attached(ws, params)
+  local images = ws.attached or {}
+  if #images == 0 then
+    return function() end
+  end
+  params.images = images
+  ws.attached = {}
+  return function()
+    ws.attached = images -- kept for the next try, like the text
+  end
+end
+
+--- The warning for images a model that takes none was not sent.
+local function warn_omitted(result)
+  if type(result) == "table" and result.imagesOmitted then
+    vim.notify("crank: " .. result.imagesOmitted, vim.log.levels.WARN)
+  end
+end
+
 --- Send `text` as a prompt; `mode` overrides config.while_running for a busy agent.
 ---@param ws crank.Workspace
 ---@param text string
@@ -93,25 +114,17 @@ function M.send(ws, text, mode, on_refused)
     return
   end
   local params = { text = text, whileRunning = mode or config.values.while_running }
-  local images = ws.attached or {}
-  if #images > 0 then
-    params.images = images
-    ws.attached = {}
-  end
+  local give_back = take_attached(ws, params)
   ws:request("crank/prompt", params, function(err, result)
     if err then
       report("sending the prompt", err)
-      if #images > 0 then
-        ws.attached = images -- kept for the next try, like the text
-      end
+      give_back()
       if on_refused then
         on_refused(text)
       end
       return
     end
-    if result and result.imagesOmitted then
-      vim.notify("crank: " .. result.imagesOmitted, vim.log.levels.WARN)
-    end
+    warn_omitted(result)
     if result and result.command then
       return M.command_answered(ws, result)
     elseif result and result.queued then
@@ -191,8 +204,19 @@ local function queue_request(method, label)
     if text == nil or vim.trim(text) == "" then
       return vim.notify("crank: " .. label .. " needs text", vim.log.levels.WARN)
     end
-    call(label, method, { text = text }, function(ws, result)
-      ws.queue = result
+    local ws = M.workspace()
+    if ws == nil then
+      return
+    end
+    local params = { text = text }
+    local give_back = take_attached(ws, params)
+    ws:request(method, params, function(err, result)
+      if err then
+        give_back()
+        return report(label, err)
+      end
+      warn_omitted(result)
+      ws.queue = result or {}
       update_status(ws)
     end)
   end

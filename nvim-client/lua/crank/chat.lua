@@ -5,6 +5,11 @@
 --- `crank/event`s in between. Streamed text is appended where it belongs; each tool
 --- call is a line of its own whose result replaces a "running" body when it ends.
 --- A separator line divides the transcript from the prompt typed at the bottom.
+---
+--- Images (a user message's, or those a tool returned, which come with the tool
+--- result's `message_end` after the card has its text) are one `[image: …]` line each;
+--- an extmark in `M.image_ns` on that line keeps the image block, so opening the image
+--- under the cursor (crank.images) never parses text back into data.
 local config = require("crank.config")
 local format = require("crank.format")
 
@@ -12,6 +17,8 @@ local M = {}
 
 local ns = vim.api.nvim_create_namespace("crank.chat")
 M.ns = ns
+local image_ns = vim.api.nvim_create_namespace("crank.chat.images")
+M.image_ns = image_ns
 M.SEPARATOR = "─── prompt ───"
 --- How much live tool output (in bytes) the chat keeps while the tool runs.
 M.LIVE_TAIL = 4000
@@ -24,10 +31,20 @@ M.LIVE_TAIL = 4000
 ---@field in_assistant boolean   an assistant header is showing for the current reply
 ---@field stream_key string|nil  the content block being streamed ("text:0")
 ---@field streamed boolean       the current assistant message has had deltas
----@field tools table<string, {mark: integer, nlines: integer, name: string, args: table, live: string}>
+---@field tools table<string, crank.ToolCard>  running tool calls by toolCallId
+---@field cards table<string, crank.ToolCard>  finished ones (the result's images may follow)
+---@field images table<integer, table>  image blocks by their extmark id (in M.image_ns)
 ---@field stale boolean          an event was lost; reload at the next chance
 local Chat = {}
 Chat.__index = Chat
+
+---@class crank.ToolCard
+---@field mark integer
+---@field nlines integer
+---@field name string
+---@field args table
+---@field live string
+---@field image_marks integer[]|nil
 
 ---@type table<string, crank.Chat>
 M.by_root = {}
@@ -110,6 +127,47 @@ function Chat:_assistant_header()
   end
 end
 
+-- images --------------------------------------------------------------------------
+
+--- Mark rows `first`.. (0-based) as showing `images` (one row each), so that
+--- `image_at` finds the block under the cursor; returns the marks' ids.
+function Chat:_mark_images(first, images)
+  local marks = {}
+  for i, image in ipairs(images) do
+    local id = vim.api.nvim_buf_set_extmark(self.buf, image_ns, first + i - 1, 0, {})
+    self.images[id] = image
+    marks[i] = id
+  end
+  return marks
+end
+
+function Chat:_unmark_images(marks)
+  for _, id in ipairs(marks or {}) do
+    vim.api.nvim_buf_del_extmark(self.buf, image_ns, id)
+    self.images[id] = nil
+  end
+end
+
+--- The image block shown on 0-based `row` of the transcript, or nil.
+---@param row integer
+---@return table|nil
+function Chat:image_at(row)
+  if row >= self:sep_row() then
+    return nil
+  end
+  local line = vim.api.nvim_buf_get_lines(self.buf, row, row + 1, false)[1] or ""
+  if not vim.startswith(vim.trim(line), "[image: ") then
+    return nil -- a mark left on a line that is no longer the image's
+  end
+  for _, mark in ipairs(vim.api.nvim_buf_get_extmarks(self.buf, image_ns, { row, 0 }, { row, -1 }, {})) do
+    local image = self.images[mark[1]]
+    if image then
+      return image
+    end
+  end
+  return nil
+end
+
 -- rendering -----------------------------------------------------------------------
 
 function Chat:user_message(message)
@@ -126,6 +184,9 @@ function Chat:user_message(message)
     vim.list_extend(lines, images)
   end
   self:_block(lines, "user")
+  if #images > 0 then
+    self:_mark_images(self:sep_row() - #images, message.images)
+  end
   self.in_assistant = false
 end
 
@@ -179,11 +240,15 @@ function Chat:tool_start(id, name, args)
   self.tools[id or ("?" .. row)] = { mark = mark, nlines = 1, name = name, args = args or {}, live = "" }
 end
 
-function Chat:_replace_tool(tool, lines)
+--- Replace the card's lines with `lines`, of which the last lines show `images`.
+function Chat:_replace_tool(tool, lines, images)
   local row = vim.api.nvim_buf_get_extmark_by_id(self.buf, ns, tool.mark, {})[1]
+  self:_unmark_images(tool.image_marks)
   vim.api.nvim_buf_set_lines(self.buf, row, row + tool.nlines, false, lines)
   vim.api.nvim_buf_set_extmark(self.buf, ns, row, 0, { id = tool.mark })
   tool.nlines = #lines
+  images = images or {}
+  tool.image_marks = self:_mark_images(row + #lines - #images, images)
   self:_follow()
 end
 
@@ -202,17 +267,28 @@ function Chat:tool_update(id, output)
   self:_replace_tool(tool, lines)
 end
 
+--- Show a tool call's result on its card: `result` is a `tool_execution_end` result
+--- or a toolResult message (which may carry `images`, shown under the text). A card
+--- already finished is drawn again, so a result's images can follow its text.
 function Chat:tool_end(id, name, result)
-  local tool = self.tools[id]
+  local tool = self.tools[id] or self.cards[id]
   if tool == nil then
     self:tool_start(id, name or "tool", {})
     tool = self.tools[id]
   end
   result = type(result) == "table" and result or {}
+  local images = type(result.images) == "table" and result.images or {}
   local lines = { format.tool_header(tool.name, tool.args, result.isError and "error" or "ok") }
   vim.list_extend(lines, format.tool_result_lines(result.content, result.isError, config.values.chat.fold_lines))
-  self:_replace_tool(tool, lines)
+  local image_lines = format.image_lines(images)
+  for _, line in ipairs(image_lines) do
+    lines[#lines + 1] = "  " .. line
+  end
+  self:_replace_tool(tool, lines, images)
   self.tools[id] = nil
+  if id ~= nil then
+    self.cards[id] = tool
+  end
   self.last_kind = "tool"
 end
 
@@ -224,7 +300,9 @@ end
 function Chat:render_messages(messages)
   local sep = self:sep_row()
   vim.api.nvim_buf_set_lines(self.buf, 0, sep, false, {})
-  self.tools, self.last_kind, self.in_assistant, self.stream_key = {}, nil, false, nil
+  vim.api.nvim_buf_clear_namespace(self.buf, image_ns, 0, -1)
+  self.tools, self.cards, self.images = {}, {}, {}
+  self.last_kind, self.in_assistant, self.stream_key = nil, false, nil
   for _, message in ipairs(messages or {}) do
     if message.role == "user" then
       self:user_message(message)
@@ -317,6 +395,9 @@ function Chat:on_event(params)
       else
         self:assistant_blocks(message, false)
       end
+    elseif message.role == "toolResult" and type(message.images) == "table" and #message.images > 0 then
+      -- The images a tool returned: on its card, under the text tool_execution_end showed.
+      self:tool_end(message.toolCallId, message.toolName, message)
     end
   elseif t == "tool_execution_start" then
     self:tool_start(event.toolCallId, event.toolName, event.arguments)
@@ -450,6 +531,16 @@ local function set_keymaps(chat)
   map("n", keys.close, function()
     chat:close()
   end, "Crank: close the chat")
+  map("n", keys.open_image, function()
+    require("crank.images").open_under_cursor(function()
+      -- Not an image line: what the key does elsewhere (Neovim's own gx opens a URL).
+      for _, m in ipairs(vim.api.nvim_get_keymap("n")) do
+        if m.lhs == keys.open_image and m.callback then
+          return m.callback()
+        end
+      end
+    end)
+  end, "Crank: open the image on this line (else the usual meaning of the key)")
 end
 
 --- The chat for a workspace, creating its buffer (and loading the transcript) if needed.
@@ -462,7 +553,7 @@ function M.get(ws)
     return chat
   end
   local buf = vim.api.nvim_create_buf(false, true)
-  chat = setmetatable({ ws = ws, buf = buf, tools = {}, in_assistant = false }, Chat)
+  chat = setmetatable({ ws = ws, buf = buf, tools = {}, cards = {}, images = {}, in_assistant = false }, Chat)
   M.by_root[ws.root] = chat
   vim.api.nvim_buf_set_name(buf, chat_name(ws))
   local bo = vim.bo[buf]

@@ -9,6 +9,7 @@ local M = {}
 ---@field steer string|false     send it as steering for the running agent
 ---@field abort string|false     stop the running agent
 ---@field close string|false     close the chat window
+---@field open_image string|false open the image on the cursor's line (:CrankImage)
 
 ---@class crank.Config
 M.defaults = {
@@ -56,6 +57,7 @@ M.defaults = {
     steer = "<M-s>",
     abort = "<C-c>",
     close = "q",
+    open_image = "gx",
   },
   --- Global keymaps set by setup(), each `lhs = "Command"` (default: none, so no
   --- other plugin's maps are taken; the <Plug>(crank-...) maps are there to bind).

@@ -128,18 +128,63 @@ function M.error_lines(message)
   return out
 end
 
---- A notice line for retries, compactions and the like (nil: nothing to show).
----@param event table a crank/event `event`
----@return string|nil
---- `[image: name]` lines for a message's images (the chat shows images by name).
+--- A byte count as people read it: `512 B`, `1.2 KB`, `35 KB`, `2.4 MB` (the same
+--- rounding as the server's own image descriptions).
+---@param size number
+---@return string
+function M.human_bytes(size)
+  if size < 1024 then
+    return string.format("%d B", size)
+  elseif size < 1024 * 1024 then
+    return string.format(size >= 10 * 1024 and "%.0f KB" or "%.1f KB", size / 1024)
+  end
+  return string.format("%.1f MB", size / (1024 * 1024))
+end
+
+--- Whether an image block is stored beside the session (a reference with no bytes of
+--- its own: they come from `crank/image`).
+function M.image_stored(image)
+  return type(image) == "table" and image.data == nil and type(image.sha256) == "string"
+end
+
+--- The one line that shows an image in the chat, for user messages and tool cards
+--- alike: `[image: chart.png, image/png, 640x480, 35 KB, stored]` (name, type, size in
+--- pixels when known, size in bytes, and `stored` when its bytes are beside the session).
+---@param image table an image block (`{type = "image", mimeType, bytes, name?, width?, height?, data? | sha256?}`)
+---@return string
+function M.image_line(image)
+  local parts = {}
+  if type(image.name) == "string" and image.name ~= "" then
+    parts[#parts + 1] = one_line(image.name, 60)
+  end
+  parts[#parts + 1] = type(image.mimeType) == "string" and image.mimeType or "image"
+  if tonumber(image.width) and tonumber(image.height) then
+    parts[#parts + 1] = string.format("%dx%d", image.width, image.height)
+  end
+  if tonumber(image.bytes) then
+    parts[#parts + 1] = M.human_bytes(tonumber(image.bytes))
+  end
+  if M.image_stored(image) then
+    parts[#parts + 1] = "stored"
+  end
+  return "[image: " .. table.concat(parts, ", ") .. "]"
+end
+
+--- `image_line` for each of a message's images.
 function M.image_lines(images)
   local out = {}
-  for _, image in ipairs(images or {}) do
-    out[#out + 1] = "[image: " .. tostring(image.name or image.mimeType or "image") .. "]"
+  for _, image in ipairs(type(images) == "table" and images or {}) do
+    out[#out + 1] = M.image_line(image)
   end
   return out
 end
 
+--- The file name extension for an image's type (the four the server sends).
+M.IMAGE_EXTENSIONS = { ["image/png"] = "png", ["image/jpeg"] = "jpg", ["image/gif"] = "gif", ["image/webp"] = "webp" }
+
+--- A notice line for retries, compactions and the like (nil: nothing to show).
+---@param event table a crank/event `event`
+---@return string|nil
 function M.notice(event)
   local t = event.type
   if t == "retry_start" then
