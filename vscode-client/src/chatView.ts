@@ -10,7 +10,7 @@ import { parseViewMessage, type HostMessage, type ViewMessage } from "./chat/pro
 import type { ChatAction } from "./chat/state";
 import { chatPageHtml, makeNonce } from "./chat/html";
 import { diffSides, editOf, planUndo, previousFileOf, type EditInfo } from "./chat/edits";
-import { type ContextItem, type EventParams, type ModelInfo, type PermissionRequest, type PermissionResponse, type PromptImage, type PromptResult, type Queue } from "./protocol/types";
+import { IMAGE_MIME_TYPES, type ContextItem, type EventParams, type ModelInfo, type PermissionRequest, type PermissionResponse, type PromptImage, type PromptResult, type Queue } from "./protocol/types";
 import { imageOfBytes } from "./chat/images";
 import type { ServerManager } from "./server";
 import { ErrorCodes } from "vscode-languageclient/node";
@@ -20,6 +20,9 @@ import { branchesOf, forkPointFor } from "./chat/branches";
 interface TrackedEdit { edit: EditInfo; workspace: string; previousFile?: string }
 
 const DIFF_SCHEME = "crank-diff";
+/** workspaceState keys of the chat's unsent text and of the images attached to it (apart: typing rewrites only the text). */
+const DRAFT_TEXT_KEY = "crank.chat.draftText";
+const DRAFT_IMAGES_KEY = "crank.chat.draftImages";
 
 export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.TextDocumentContentProvider {
   static readonly viewId = "crank.chat";
@@ -340,7 +343,13 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     switch (m.type) {
       case "ready":
         this.syncPermissions();
+        this.restoreDraft();
         return this.refresh();
+      case "draft":
+        await this.ext.workspaceState.update(DRAFT_TEXT_KEY, m.text || undefined);
+        if (m.images) await this.ext.workspaceState.update(DRAFT_IMAGES_KEY, m.images.length ? m.images : undefined);
+        this.post({ type: "draftSaved" });
+        return;
       case "resync":
         return this.refresh();
       case "restartServer":
@@ -374,6 +383,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
         return;
       case "showSystemPrompt":
         return vscode.commands.executeCommand("crank.showSystemPrompt") as Promise<void>;
+      case "image":
+        return this.fetchImage(m.sha256, m.sessionId);
     }
     const client = await this.server.ensureStarted(true);
     if (!client) {
@@ -388,7 +399,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
           res = await client.prompt({ workspace, text: m.text, context: context.length ? context : undefined, images: m.images, whileRunning: m.mode === "prompt" ? undefined : m.mode });
         } catch (err) {
           // Refused (an unknown /command, no provider, a bad image, ...): the text goes back into the input, nothing is lost.
-          this.post({ type: "restoreInput", text: m.text });
+          this.post({ type: "restoreInput", text: m.text, ...(m.images?.length ? { images: m.images } : {}) });
           throw err;
         }
         if (res.imagesOmitted) this.notice("warning", res.imagesOmitted);
@@ -497,6 +508,35 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
       else images.push(image);
     }
     if (images.length) this.post({ type: "addImages", images });
+  }
+
+  /**
+   * The draft kept for this workspace, sent to every page that loads, even when empty:
+   * the page's own saved copy may be lost or stale, this one is the truth. Checked as
+   * anything the page sends is (it may be from an older version); bad, it is dropped.
+   */
+  private restoreDraft(): void {
+    const d = parseViewMessage({ type: "draft", text: this.ext.workspaceState.get(DRAFT_TEXT_KEY) ?? "", images: this.ext.workspaceState.get(DRAFT_IMAGES_KEY) ?? [] });
+    this.post(d?.type === "draft" ? { type: "draft", text: d.text, images: d.images ?? [] } : { type: "draft", text: "", images: [] });
+  }
+
+  /**
+   * A stored image the page shows, fetched through crank/image for the session it is
+   * on. Every ask gets one answer: the bytes, or the error's message, which the page
+   * shows with the image's name instead of a broken picture.
+   */
+  private async fetchImage(sha256: string, sessionId: string | undefined): Promise<void> {
+    const answer = (a: { mimeType: string; data: string } | { error: string }) => this.post({ type: "image", sha256, ...(sessionId ? { sessionId } : {}), answer: a });
+    const client = this.server.client;
+    if (!client) return answer({ error: "the Crank server is not running" });
+    try {
+      const r = await client.image({ workspace: this.workspace(), sessionId, sha256 });
+      if (!r || typeof r.data !== "string" || !r.data || !IMAGE_MIME_TYPES.includes(r.mimeType)) return answer({ error: `the server sent no image the chat can show (${String(r?.mimeType)})` });
+      answer({ mimeType: r.mimeType, data: r.data });
+    } catch (err) {
+      const e = err as { code?: number; message?: string };
+      answer({ error: e?.code === ErrorCodes.MethodNotFound ? "this Crank server cannot send stored images (it has no crank/image; update Crank)" : (e?.message ?? String(err)) });
+    }
   }
 
   private async addContextInteractive(): Promise<void> {

@@ -5,11 +5,13 @@
 import { IMAGE_MIME_TYPES, type CommandInfo, type ContextItem, type PermissionDecision, type PermissionMode, type PromptImage } from "../protocol/types";
 import type { ChatAction } from "./state";
 import type { BranchInfo } from "./branches";
+import { isSha256, type FetchedImage } from "./images";
 
 /** Host to webview: a reducer action, or a UI-only instruction. */
 export type HostMessage =
   | { type: "action"; action: ChatAction }
-  | { type: "restoreInput"; text: string }
+  /** Text (and images) that did not go after all: put back in the composer, nothing lost. */
+  | { type: "restoreInput"; text: string; images?: PromptImage[] }
   | { type: "context"; items: { label: string; item: ContextItem }[] }
   | { type: "workspace"; name?: string; folders: number; hidden?: boolean }
   | { type: "prefs"; enterWhileRunning: "steer" | "followUp" }
@@ -18,7 +20,17 @@ export type HostMessage =
   /** The session's branches (crank/tree), oldest first; the list shows when there is more than one. */
   | { type: "branches"; branches: BranchInfo[] }
   /** The commands `/` completes (crank/commands for the chat's workspace); empty when the server has none. */
-  | { type: "commands"; commands: CommandInfo[] };
+  | { type: "commands"; commands: CommandInfo[] }
+  /** crank/image's answer for a stored image the page asked for (or why it cannot be shown). */
+  | { type: "image"; sessionId?: string; sha256: string; answer: FetchedImage }
+  /**
+   * The unsent draft as the host keeps it, sent when the page is (re)loaded: the host owns
+   * it. The page's own saved state may be lost (code-server's window reload) or stale (an
+   * old copy that still holds images sent since); the page shows the host's.
+   */
+  | { type: "draft"; text: string; images: PromptImage[] }
+  /** The host stored the draft the page sent last. */
+  | { type: "draftSaved" };
 
 /** Webview to host. */
 export type ViewMessage =
@@ -48,7 +60,11 @@ export type ViewMessage =
   | { type: "installHelp" }
   /** Edit and resend the user message `fromEnd` user messages before the last (0: the last): go back to before it. */
   | { type: "editResend"; fromEnd: number; text: string }
-  | { type: "switchBranch"; entryId: string };
+  | { type: "switchBranch"; entryId: string }
+  /** Fetch a stored image (a `sha256` without `data`) of the session shown, through crank/image. */
+  | { type: "image"; sha256: string; sessionId?: string }
+  /** The unsent text changed, or the attached images (`images` only then: they can be megabytes): the host keeps them for the workspace. */
+  | { type: "draft"; text: string; images?: PromptImage[] };
 
 const DECISIONS = new Set(["allow", "allowSession", "allowAlways", "reject"]);
 const MODES = new Set(["ask", "autoEdit", "auto", "readOnly"]);
@@ -128,6 +144,13 @@ export function parseViewMessage(m: unknown): ViewMessage | undefined {
       return isIndex(o.fromEnd) && isStr(o.text) ? { type: "editResend", fromEnd: o.fromEnd, text: o.text } : undefined;
     case "switchBranch":
       return isStr(o.entryId) && o.entryId ? { type: "switchBranch", entryId: o.entryId } : undefined;
+    case "draft": {
+      const images = o.images === undefined ? undefined : parseImages(o.images);
+      if (!isStr(o.text) || (o.images !== undefined && !images)) return undefined;
+      return images ? { type: "draft", text: o.text, images } : { type: "draft", text: o.text };
+    }
+    case "image":
+      return isSha256(o.sha256) && optStr(o.sessionId) ? { type: "image", sha256: o.sha256, ...(isStr(o.sessionId) ? { sessionId: o.sessionId } : {}) } : undefined;
     default:
       return undefined;
   }

@@ -19,6 +19,7 @@ import type {
   SandboxState,
   SessionInfo,
   StateResult,
+  ToolResultMessage,
   UsageUpdate,
   UserMessage,
 } from "../protocol/types";
@@ -45,6 +46,8 @@ export interface ToolItem {
   edit?: EditInfo;
   /** An open permission card asks about this call: the card shows the diff, so this one does not. */
   asked?: boolean;
+  /** The images the tool returned (its toolResult message's `images`), shown on the card. */
+  images?: ImageBlock[];
 }
 export interface PermissionItem {
   kind: "permission";
@@ -177,12 +180,17 @@ export function itemsFromMessages(messages: Message[]): ChatItem[] {
     else if (m.role === "assistant") items = toolCardsFor([...items, assistantFinal(`m${i}`, m)], m);
     else
       items = replaceItem(items, m.toolCallId, "tool", (t: ToolItem) => ({
-        ...t,
+        ...withToolImages(t, m),
         status: m.isError ? "failed" : "done",
         result: m.content,
       }));
   });
   return items;
+}
+
+/** The card with the images its tool result carries (none: the card as it was). */
+function withToolImages(t: ToolItem, m: ToolResultMessage): ToolItem {
+  return m.images && m.images.length ? { ...t, images: m.images } : t;
 }
 
 function onEvent(s: ChatState, p: EventParams): ChatState {
@@ -237,11 +245,15 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
         return { ...s, items: toolCardsFor(copy, m) };
       }
       if (m.role === "user") {
-        const last = items[items.length - 1];
+        // Already shown by its message_start, perhaps with a notice after it (images left out, a retry).
+        const i = findLast(items, (it) => it.kind === "user" || it.kind === "assistant" || it.kind === "tool");
+        const last = items[i];
         if (last && last.kind === "user" && last.text === userText(m)) return s;
         return { ...s, items: [...items, userItem(`u${p.seq}`, m)] };
       }
-      return s;
+      // A tool result: tool_execution_end gave the text; this message carries its images.
+      if (!m.images?.length) return s;
+      return { ...s, items: replaceItem(items, m.toolCallId, "tool", (t: ToolItem) => withToolImages(t, m)) };
     }
     case "tool_execution_start": {
       const exists = items.some((it) => it.kind === "tool" && it.id === ev.toolCallId);
@@ -368,22 +380,26 @@ function reduceAction(s: ChatState, a: ChatAction): ChatState {
     case "state": {
       const st = a.state;
       const changed = s.sessionId !== undefined && s.sessionId !== st.sessionId;
+      // An answer read before events the page has applied since (the host reads the state,
+      // then the transcript, then passes both on; a run may have started meanwhile) is
+      // stale in what those events tell: running, the queue, the usage. A new server
+      // process, which counts seq from 0 again, is told by `server` and by a page load
+      // (restoredState), never guessed from a lower seq here.
+      const stale = !changed && typeof st.seq === "number" && st.seq < s.lastSeq;
       return {
         ...s,
         workspace: a.workspace ?? s.workspace,
         sessionId: st.sessionId,
-        running: st.running,
-        runId: st.runId,
+        running: stale ? s.running : st.running,
+        runId: stale ? s.runId : st.runId,
         model: st.model,
         permissionMode: st.permissionMode,
         trusted: st.trusted,
         sandbox: st.sandbox ?? s.sandbox,
-        queue: st.queue,
-        usage: st.usage,
+        queue: stale ? s.queue : st.queue,
+        usage: stale ? s.usage : st.usage,
         items: changed ? [] : s.items,
-        // A new server process (a reload, a restart) counts seq from 0 again: a page that
-        // kept the old, higher lastSeq would drop every new event as a duplicate.
-        lastSeq: changed ? -1 : typeof st.seq === "number" && st.seq < s.lastSeq ? st.seq : s.lastSeq,
+        lastSeq: changed ? -1 : s.lastSeq,
       };
     }
     case "permissionRequest":
@@ -405,7 +421,10 @@ function reduceAction(s: ChatState, a: ChatAction): ChatState {
       const down = a.status === "down" || a.status === "notInstalled";
       // A dead server answers no permission request: close open cards so no button lies.
       const items = down ? withdrawPermissions(s.items, () => true, "server stopped") : s.items;
-      return { ...s, server: { status: a.status, message: a.message }, running: down ? false : s.running, items };
+      // A server that is running again is a new process: it counts seq from 0, and a page that
+      // kept the old, higher lastSeq would drop every new event as a duplicate.
+      const restarted = a.status === "running" && s.server.status !== "running";
+      return { ...s, server: { status: a.status, message: a.message }, running: down ? false : s.running, items, lastSeq: restarted ? -1 : s.lastSeq };
     }
     case "sessions":
       return { ...s, sessions: a.sessions };
@@ -416,6 +435,15 @@ function reduceAction(s: ChatState, a: ChatAction): ChatState {
     case "notice":
       return { ...s, items: [...s.items, notice(a.level, a.text)] };
   }
+}
+
+/**
+ * The page's saved state as it comes back when the page is (re)loaded: its seq was
+ * counted by a server process that may be gone (a window reload starts a new one), so
+ * the next event is taken whatever its seq; the host re-reads the transcript anyway.
+ */
+export function restoredState(saved: ChatState): ChatState {
+  return { ...saved, lastSeq: -1, gap: false };
 }
 
 /** Pending permission requests, oldest first. */

@@ -10,6 +10,7 @@ import type {
   CommandInfo,
   ContextItem,
   EventParams,
+  ImageResult,
   ModelInfo,
   ModelRef,
   Message,
@@ -69,6 +70,7 @@ export const Methods = {
   saveDocument: "crank/saveDocument",
   commands: "crank/commands",
   commandsChanged: "crank/commandsChanged",
+  image: "crank/image",
 } as const;
 
 /** Drop undefined fields so the wire carries only what the caller said. */
@@ -147,6 +149,13 @@ export class CrankClient {
   /** The commands the user can type as `/name args` (built-ins, skills, templates), in the server's order. */
   commands(t: { workspace?: string } = {}): Promise<{ commands: CommandInfo[] }> {
     return this.rpc.sendRequest(Methods.commands, params({ ...t }));
+  }
+  /**
+   * A stored image's bytes (crank/image): only a blob a message of the session refers
+   * to; error 1009 (no_such_image) when none does or the blob is missing.
+   */
+  image(t: Target & { sha256: string }): Promise<ImageResult> {
+    return this.rpc.sendRequest(Methods.image, params({ ...t }));
   }
   /** crank/commandsChanged: the list for `workspace` changed (a skill or template was added, removed, trust granted). */
   onCommandsChanged(handler: (p: { workspace: string }) => void): Disposable {

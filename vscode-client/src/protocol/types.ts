@@ -23,6 +23,8 @@ export interface Usage { input: number; output: number; cacheRead: number; cache
  * when a client can show it by name only.
  */
 export interface ImageBlock { type: "image"; mimeType: string; bytes?: number; name?: string; width?: number; height?: number; data?: string; sha256?: string }
+/** What crank/image answers: the blob's bytes in base64 and their count. */
+export interface ImageResult { mimeType: string; data: string; bytes: number }
 /** An image the user attaches to a prompt (`crank/prompt` `images`). */
 export interface PromptImage { mimeType: string; data: string; name?: string }
 export const IMAGE_MIME_TYPES: readonly string[] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
@@ -183,7 +185,7 @@ export interface SaveDocumentResult { saved: boolean; reason?: string }
 export interface FixFileArgs { uri: string; diagnostics?: unknown[]; range?: Range; instruction?: string }
 
 /** Crank's own refusals, by name: the numbers are the server's (docs/protocol.md). */
-export type ErrorCodeName = "runInProgress" | "noSuchSession" | "noSuchWorkspace" | "noProvider" | "sessionUnreadable" | "refusedWhileRunning" | "sessionLocked";
+export type ErrorCodeName = "runInProgress" | "noSuchSession" | "noSuchWorkspace" | "noProvider" | "sessionUnreadable" | "refusedWhileRunning" | "sessionLocked" | "noSuchImage";
 
 /**
  * The codes the server advertises in its `initialize` result

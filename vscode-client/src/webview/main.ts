@@ -4,14 +4,14 @@
  * identity: an item the reducer did not touch keeps its DOM, so streaming redraws one
  * bubble, not the whole transcript.
  */
-import { contextFraction, initialState, reduce, sandboxLine, type ChatItem, type ChatState, type PermissionItem, type ToolItem } from "../chat/state";
-import type { HostMessage, ViewMessage } from "../chat/protocol";
+import { contextFraction, initialState, reduce, restoredState, sandboxLine, type ChatItem, type ChatState, type PermissionItem, type ToolItem } from "../chat/state";
+import { parseImages, type HostMessage, type ViewMessage } from "../chat/protocol";
 import type { CommandInfo, PermissionDecision, PermissionMode } from "../protocol/types";
 import { acceptCommand, commandQuery, matchCommands } from "../chat/commands";
 import { pathArg, snippetDiff } from "../chat/edits";
 import type { BranchInfo } from "../chat/branches";
 import { button, h } from "./dom";
-import { imageLabel, imageOfBytes, imageSrc } from "../chat/images";
+import { ImageCache, imageCaption, imageLabel, imageOfBytes, imageView } from "../chat/images";
 import type { ImageBlock, PromptImage } from "../protocol/types";
 import { renderMarkdown } from "./markdown";
 
@@ -25,12 +25,15 @@ declare function acquireVsCodeApi(): VsCodeApi;
 const vscode = acquireVsCodeApi();
 const post = (m: ViewMessage) => vscode.postMessage(m);
 
-interface Persisted { chat: ChatState; input: string }
+/** What survives a reload of the page or the window: the chat, the unsent text and the images attached to it. */
+interface Persisted { chat: ChatState; input: string; images?: PromptImage[] }
 const saved = vscode.getState() as Persisted | undefined;
-let state: ChatState = saved?.chat ?? initialState();
+let state: ChatState = saved?.chat ? restoredState(saved.chat) : initialState();
 let contextChips: { label: string }[] = [];
-/** Images attached to the next prompt (pasted, dropped or picked), shown as thumbnails. */
-let pendingImages: PromptImage[] = [];
+/** Images attached to the next prompt (pasted, dropped or picked), shown as thumbnails; checked again when restored. */
+let pendingImages: PromptImage[] = parseImages(saved?.images) ?? [];
+/** Stored images of the session shown, fetched through the host when first shown. */
+const imageCache = new ImageCache();
 let workspaceInfo: { name?: string; folders: number } = { folders: 0 };
 let showSessions = false;
 let branches: BranchInfo[] = [];
@@ -39,6 +42,10 @@ let enterWhileRunning: "steer" | "followUp" = "steer";
 /** The server's commands (crank/commands) for this workspace, in its order. */
 let commands: CommandInfo[] = [];
 let renderQueued = false;
+/** The draft (text and attached images) the host was last told of. */
+let draftSent: { text: string; images: PromptImage[] } = { text: saved?.input ?? "", images: pendingImages };
+/** The draft as the page's saved state gave it: shown until the host's copy comes, which replaces it unless the user changed it meanwhile. */
+const draftRestored = draftSent;
 const itemCache = new Map<string, { ref: ChatItem; el: HTMLElement }>();
 
 // ---- static skeleton ---------------------------------------------------------------
@@ -121,15 +128,11 @@ function send(alternate: boolean): void {
   if (!text && !pendingImages.length) return;
   let mode: "prompt" | "steer" | "followUp" = "prompt";
   if (state.running) mode = alternate === (enterWhileRunning === "steer") ? "followUp" : "steer";
-  if (pendingImages.length && mode !== "prompt") {
-    note("Images go with a new prompt: wait for the agent to finish, or stop it, then send.");
-    return;
-  }
   post(pendingImages.length ? { type: "send", text: text || "(see the image)", mode, images: pendingImages } : { type: "send", text, mode });
   pendingImages = [];
+  input.value = "";
   note("");
   renderThumbs();
-  input.value = "";
   updateMenu();
   scroller.scrollTop = scroller.scrollHeight;
   persist();
@@ -301,30 +304,60 @@ composer.addEventListener("drop", (e) => {
   void addFiles(files);
 });
 
-function thumbnail(image: { mimeType: string; data?: string; name?: string }, extra?: Node): HTMLElement {
-  const src = imageSrc(image);
-  const label = imageLabel(image);
-  return h("span", { class: "thumb", title: image.name ?? image.mimeType }, src ? h("img", { src, alt: label }) : h("span", { class: "thumb-label" }, label), extra);
+/**
+ * One image as the chat shows it, in the composer, on a user message or on a tool card:
+ * the picture (inline, or a stored one fetched through the host the first time it is
+ * shown), or its name and why it cannot be shown; never a broken picture. `captioned`
+ * adds its name, type and size as text.
+ */
+function thumbnail(image: ImageBlock | PromptImage, opts: { extra?: Node; captioned?: boolean } = {}): HTMLElement {
+  const block: ImageBlock = { type: "image", ...image };
+  const label = imageLabel(block);
+  const view = imageView(block, imageCache);
+  if ("pending" in view && view.fetch && block.sha256) post({ type: "image", sha256: block.sha256, ...(state.sessionId ? { sessionId: state.sessionId } : {}) });
+  const media =
+    "src" in view
+      ? h("img", { src: view.src, alt: label })
+      : "error" in view
+        ? h("span", { class: "thumb-error", role: "note" }, `${block.name || block.mimeType}: ${view.error}`)
+        : h("span", { class: "thumb-label thumb-loading" }, label);
+  const cls = `thumb${"src" in view && view.fetched ? " fetched" : ""}${"error" in view ? " failed" : ""}${"pending" in view ? " loading" : ""}`;
+  return h(
+    "span",
+    { class: cls, title: imageCaption(block), "data-sha256": block.sha256 },
+    media,
+    opts.captioned ? h("span", { class: "thumb-caption" }, imageCaption(block)) : null,
+    opts.extra,
+  );
+}
+
+/** The images a message or a tool returned, each with its caption. */
+function imageList(images: ImageBlock[] | undefined): HTMLElement | null {
+  if (!images?.length) return null;
+  return h("div", { class: "thumbs sent" }, ...images.map((image) => thumbnail(image, { captioned: true })));
+}
+
+/** A stored image arrived (or failed): redraw the items that show it, nothing else. */
+function imageArrived(sha256: string): void {
+  for (const [key, c] of itemCache) {
+    const images = c.ref.kind === "user" || c.ref.kind === "tool" ? (c.ref.images ?? []) : [];
+    if (images.some((i) => i.sha256 === sha256)) itemCache.set(key, { ...c, ref: { ...c.ref } }); // a copy: never the state's item, so it is drawn again
+  }
 }
 
 function renderThumbs(): void {
   thumbs.replaceChildren(
     ...pendingImages.map((image, i) =>
-      thumbnail(
-        image,
-        button("×", () => {
+      thumbnail(image, {
+        extra: button("×", () => {
           pendingImages = pendingImages.filter((_, j) => j !== i);
           renderThumbs();
         }, { class: "secondary icon", "aria-label": `Remove image ${image.name ?? i + 1}` }),
-      ),
+      }),
     ),
   );
   thumbs.hidden = pendingImages.length === 0;
-}
-
-function userImages(images: ImageBlock[] | undefined): HTMLElement | null {
-  if (!images?.length) return null;
-  return h("div", { class: "thumbs sent" }, ...images.map((image) => thumbnail(image)));
+  persistNow(); // attached images survive a reload until they are sent or removed, with no moment they could be lost
 }
 
 // ---- messages from the host ----------------------------------------------------------
@@ -335,9 +368,18 @@ window.addEventListener("message", (e: MessageEvent<HostMessage>) => {
   switch (m.type) {
     case "action":
       state = reduce(state, m.action);
+      if (m.action.type === "transcript") imageCache.forgetErrors();
+      imageCache.forSession(state.sessionId);
+      break;
+    case "image":
+      if (imageCache.put(m.sessionId, m.sha256, m.answer)) imageArrived(m.sha256);
       break;
     case "restoreInput":
       input.value = input.value ? `${m.text}\n${input.value}` : m.text;
+      if (m.images?.length) {
+        pendingImages = [...m.images, ...pendingImages];
+        renderThumbs();
+      }
       input.focus();
       updateMenu();
       break;
@@ -358,6 +400,20 @@ window.addEventListener("message", (e: MessageEvent<HostMessage>) => {
       branches = m.branches;
       if (branches.length < 2) showBranches = false;
       break;
+    case "draft":
+      // The host's copy (it owns the draft): it replaces what the page's saved state gave,
+      // which may be stale, unless the user has changed the draft since the page loaded.
+      if (input.value === draftRestored.text && pendingImages === draftRestored.images) {
+        input.value = m.text;
+        pendingImages = m.images;
+        draftSent = { text: m.text, images: m.images };
+        renderThumbs();
+        updateMenu();
+      }
+      break;
+    case "draftSaved":
+      composer.dataset.draftSaved = String(Number(composer.dataset.draftSaved ?? 0) + 1);
+      break;
     case "addImages":
       pendingImages = [...pendingImages, ...m.images];
       renderThumbs();
@@ -377,12 +433,23 @@ function schedule(): void {
 }
 
 let persistTimer: number | undefined;
+/** Save the page's state soon (at most every 250 ms: streaming changes it at every token). */
 function persist(): void {
   if (persistTimer !== undefined) return;
-  persistTimer = window.setTimeout(() => {
-    persistTimer = undefined;
-    vscode.setState({ chat: state, input: input.value } satisfies Persisted);
-  }, 250);
+  persistTimer = window.setTimeout(persistNow, 250);
+}
+function persistNow(): void {
+  if (persistTimer !== undefined) window.clearTimeout(persistTimer);
+  persistTimer = undefined;
+  vscode.setState({ chat: state, input: input.value, images: pendingImages } satisfies Persisted);
+  // The page's state does not survive a window reload in every VS Code (code-server's
+  // does not): the host keeps the draft too. `pendingImages` is replaced, never changed in place.
+  if (input.value !== draftSent.text || pendingImages !== draftSent.images) {
+    const images = pendingImages !== draftSent.images ? pendingImages : undefined;
+    draftSent = { text: input.value, images: pendingImages };
+    post(images ? { type: "draft", text: input.value, images } : { type: "draft", text: input.value });
+    composer.dataset.draftPosted = String(Number(composer.dataset.draftPosted ?? 0) + 1);
+  }
 }
 
 // ---- rendering -----------------------------------------------------------------------
@@ -561,7 +628,7 @@ function renderItem(it: ChatItem): HTMLElement {
           button("Edit", () => editUserMessage(it), { class: "secondary edit-resend", title: "Edit and resend: go back to before this message (the current branch is kept)", "aria-label": "Edit and resend this message" }),
         ),
         h("div", { class: "text" }, it.text),
-        userImages(it.images),
+        imageList(it.images),
       );
     case "assistant": {
       const el = h("div", { class: `msg assistant${it.streaming ? " streaming" : ""}` });
@@ -613,6 +680,8 @@ function toolHeader(t: ToolItem, title: string, arg: string): HTMLElement {
 function renderTool(t: ToolItem): HTMLElement {
   const card = h("div", { class: `card tool ${t.status}`, "data-tool": t.name, "data-id": t.id });
   card.append(toolHeader(t, t.name, keyArg(t)));
+  const images = imageList(t.images);
+  if (images) card.append(images);
   if (t.output && t.status === "running") card.append(h("pre", { class: "live" }, tail(t.output, 40)));
   if (t.result !== undefined) {
     const body = t.result || t.output;
@@ -767,5 +836,7 @@ function renderComposer(): void {
   );
 }
 
+imageCache.forSession(state.sessionId);
+renderThumbs();
 render();
 post({ type: "ready" });

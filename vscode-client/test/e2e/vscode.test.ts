@@ -10,6 +10,7 @@
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
 import type { Frame, Page } from "playwright-core";
@@ -30,6 +31,7 @@ import {
   writeSettings,
   type Harness,
 } from "./harness";
+import { noisePng } from "../fixtures/png";
 
 const rules: unknown[] = [];
 /** A reply to a prompt that contains `marker`. */
@@ -69,6 +71,11 @@ afterTool("Edited other.json", { text: "Removed that comma too." });
 onPrompt("e2e-silent", { text: "Let me think about this very slowly", chunks: 4, hangAfter: 3 });
 onPrompt("e2e-after-stop", { text: "Still here after the stop." });
 onPrompt("e2e-long", { toolCalls: [bash("long-1", "sleep 299.5; echo LONG-DONE")] });
+// an image the agent reads (stored as a blob beside the session: over 8 KB), and one attached but not sent before a reload
+onPrompt("e2e-image: look at the screenshot", { toolCalls: [{ id: "img-read-1", name: "read", arguments: { path: "pixels.png" } }] });
+afterTool("pixels.png", { text: "A square of noise." }); // a model that takes no images: the tool text
+afterTool("read call img-read-1", { text: "A square of noise." }); // one that does: the images after the tool message
+onPrompt("e2e-image-after-reload", { text: "Saw the attached image." });
 // reload
 onPrompt("e2e-after-reload", { text: "Back after the reload." });
 // edit and resend, and switching branches
@@ -501,12 +508,91 @@ test("edit and resend: back to before the message, its text in the input; the br
     await chat.locator(".msg.user", { hasText: "e2e-branch-edited" }).waitFor({ state: "detached" });
     await chat.locator(".msg.assistant", { hasText: "Back after the reload." }).waitFor();
     await shot(page, "16-branch-switched");
-    // Leave the project with the Explorer showing, so its next window does not open the chat by itself.
-    await runCommand(page, "View: Show Explorer");
   } catch (err) {
     await dump("branches", err);
   }
 });
+
+/** Every file under `dir` (the session folder), for finding a blob by its name. */
+function filesUnder(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? filesUnder(path.join(dir, e.name)) : [path.join(dir, e.name)]));
+}
+
+const TINY_PNG_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAFklEQVR4nGNgYGjQYGhgYLBp0LBpAAAPugLJHpRxBAAAAABJRU5ErkJggg==";
+
+test("an image the agent reads shows on the read card; after a window reload it is fetched through crank/image, and an image attached but not sent is still there and goes with Send", async () => {
+  try {
+    // A session of its own: the image's tokens would push the shared one into compaction.
+    await chat.getByRole("button", { name: "New", exact: true }).click();
+    await chat.locator(".empty:not([hidden])").waitFor();
+    const png = noisePng(96);
+    assert.ok(png.length > 8 * 1024, `the PNG must be stored as a blob (${png.length} bytes)`);
+    writeFileSync(path.join(project, "pixels.png"), png);
+    const sha = createHash("sha256").update(png).digest("hex");
+    await send(chat, "e2e-image: look at the screenshot");
+    await chat.locator(".msg.assistant", { hasText: "A square of noise." }).waitFor();
+    await settled();
+    const live = card("img-read-1").locator(".thumbs.sent .thumb img");
+    await live.waitFor();
+    assert.equal(await live.evaluate((img: HTMLImageElement) => img.decode().then(() => img.naturalWidth)), 96, "the picture decodes: a real image, not a broken one");
+    const caption = `pixels.png · PNG · ${(png.length / 1024).toFixed(1)} KB · 96×96`;
+    assert.equal(await card("img-read-1").locator(".thumb-caption").innerText(), caption);
+    assert.ok(filesUnder(h.sessions).some((f) => path.basename(f) === `${sha}.png` && f.includes(".blobs")), "the image was stored beside the session, not in it");
+    await shot(page, "16b-image-read");
+
+    // Attach an image (pasted, as the user would) and type, but do not send.
+    await chat.locator("textarea.input").click();
+    await chat.locator("textarea.input").fill("e2e-image-after-reload: and this one");
+    await chat.evaluate((data) => {
+      const bytes = Uint8Array.from(atob(data), (c) => c.charCodeAt(0));
+      const dt = new DataTransfer();
+      dt.items.add(new File([bytes], "attached.png", { type: "image/png" }));
+      document.querySelector("textarea.input")!.dispatchEvent(new ClipboardEvent("paste", { clipboardData: dt, bubbles: true, cancelable: true }));
+    }, TINY_PNG_B64);
+    await chat.locator('.composer .thumbs:not([hidden]) .thumb[title^="attached.png"] img').waitFor();
+    // The host has stored the draft (each one the page sent acknowledged), so the reload cannot outrun it.
+    await chat.waitForFunction(() => {
+      const c = document.querySelector<HTMLElement>(".composer")!;
+      return !!c.dataset.draftPosted && c.dataset.draftSaved === c.dataset.draftPosted;
+    });
+
+    await runCommand(page, "File: Save All");
+    await reloadWindow(page);
+    await runCommand(page, "Crank: Open Chat");
+    chat = await chatFrame(page);
+    await chat.locator("button.send:not([disabled])").waitFor();
+    // The transcript now holds only the image's hash: the picture comes from crank/image.
+    const fetched = card("img-read-1").locator(".thumbs.sent .thumb.fetched img");
+    await fetched.waitFor();
+    assert.equal(await fetched.evaluate((img: HTMLImageElement) => img.decode().then(() => img.naturalWidth)), 96);
+    assert.equal(await card("img-read-1").locator(".thumb-caption").innerText(), caption);
+    assert.equal(await chat.locator(".thumb.failed").count(), 0, "no image failed");
+    await shot(page, "16c-image-after-reload");
+
+    const pending = chat.locator('.composer .thumbs:not([hidden]) .thumb[title^="attached.png"] img');
+    await pending.waitFor();
+    assert.equal(await chat.locator("textarea.input").inputValue(), "e2e-image-after-reload: and this one");
+    await chat.locator("textarea.input").click();
+    await chat.locator("textarea.input").press("Enter");
+    await chat.locator(".msg.assistant", { hasText: "Saw the attached image." }).waitFor();
+    await settled();
+    await chat.locator(".msg.user", { hasText: "e2e-image-after-reload" }).locator(".thumbs.sent img").waitFor();
+    assert.equal(await chat.locator(".msg.user", { hasText: "e2e-image-after-reload" }).count(), 1, "the message is shown once, with the notice that its image was left out after it");
+    await chat.locator(".composer .thumbs[hidden]").waitFor({ state: "attached" });
+    // The attachment reached the server with the prompt: its model request carried the image (or its placeholder).
+    const reqs = await modelRequests(h.modelUrl);
+    const last = JSON.stringify(reqs[reqs.length - 1].body.messages);
+    assert.match(last, /e2e-image-after-reload/);
+    assert.ok(last.includes(TINY_PNG_B64) || /attached\.png/.test(last), "the image went with the prompt");
+    await shot(page, "16d-attachment-sent-after-reload");
+  } catch (err) {
+    await dump("image", err);
+  } finally {
+    // Leave the project with the Explorer showing, so its next window does not open the chat by itself.
+    await runCommand(page, "View: Show Explorer");
+  }
+});
+
 
 test("Workspace Trust: in Restricted Mode the project's AGENTS.md stays out of the prompt and workspace settings cannot change the mode, the base URL or the server", async () => {
   try {

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { contextFraction, initialState, itemsFromMessages, pendingPermissions, reduce, sandboxLine, type AssistantItem, type ChatState, type PermissionItem, type ToolItem } from "../../src/chat/state";
+import { contextFraction, initialState, itemsFromMessages, pendingPermissions, reduce, restoredState, sandboxLine, type AssistantItem, type ChatState, type PermissionItem, type ToolItem } from "../../src/chat/state";
 import type { CrankEvent, EventParams, Message, PermissionRequest } from "../../src/protocol/types";
 import { eventsOf, loadRun } from "./fixture";
 
@@ -197,25 +197,52 @@ test("an edit asked about shows its diff once: on the question, not on its own c
   assert.equal((withdrawn.items[5] as ToolItem).asked, false, "a closed question gives the diff back to the edit card");
 });
 
-test("after a reload the new server counts seq from 0 again: crank/state's seq lets its events in", () => {
-  const before = feed(initialState(), eventsOf(run.untilPermission));
+test("a new server process counts seq from 0 again: after a page load or a restart its events are let in", () => {
+  const before = feed(reduce(initialState(), { type: "server", status: "running" }), eventsOf(run.untilPermission));
   assert.ok(before.lastSeq > 5, "the old server's events raised lastSeq");
+  // The page reloaded (a window reload starts a new server): its saved state comes back.
+  const loaded = reduce(restoredState(before), { type: "event", params: at(1, { type: "agent_start" }, before.sessionId) });
+  assert.equal(loaded.running, true, "the new server's first event is applied, not dropped as a duplicate");
+  assert.equal(loaded.gap, false);
+  // The server restarted under the same page: down, then running again.
+  const restarted = reduce(reduce(before, { type: "server", status: "down" }), { type: "server", status: "running" });
+  const started = reduce(restarted, { type: "event", params: at(1, { type: "agent_start" }, before.sessionId) });
+  assert.equal(started.running, true);
+  assert.equal(started.gap, false);
+  // The same server said running again (every refresh says so) changes nothing.
+  assert.equal(reduce(before, { type: "server", status: "running" }).lastSeq, before.lastSeq);
+});
+
+test("a crank/state answer read before events the page applied since neither lowers seq nor undoes what they said", () => {
+  // The host reads the state, then the transcript, then passes both on: the first prompt's
+  // events (seq 1-3) came first, then this answer, read at seq 0.
+  let s = reduce(initialState(), { type: "server", status: "running" });
+  s = reduce(s, { type: "event", params: at(1, { type: "agent_start" }) });
+  s = reduce(s, { type: "event", params: at(2, { type: "message_start", message: { role: "user", content: "hi" } }) });
+  s = reduce(s, { type: "event", params: at(3, { type: "message_end", message: { role: "user", content: "hi" } }) });
   const st = {
-    sessionId: before.sessionId!,
+    sessionId: run.sessionId,
     running: false,
-    model: { api: "openai", id: "m" },
-    permissionMode: "ask" as const,
+    model: { api: "openai", id: "m2" },
+    permissionMode: "auto" as const,
     trusted: true,
     queue: { steering: [], followUp: [] },
     usage: { contextTokens: 0, contextWindow: 1, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 },
     seq: 0,
   };
-  const after = reduce(before, { type: "state", state: st });
-  const started = reduce(after, { type: "event", params: at(1, { type: "agent_start" }, before.sessionId) });
-  assert.equal(started.running, true, "the new server's first event is applied, not dropped as a duplicate");
-  assert.equal(started.gap, false);
-  // The same server (its seq not behind the page's) changes nothing.
-  const same = reduce(before, { type: "state", state: { ...st, seq: before.lastSeq } });
-  assert.equal(same.lastSeq, before.lastSeq);
+  s = reduce(s, { type: "state", state: st });
+  assert.equal(s.lastSeq, 3);
+  assert.equal(s.running, true, "the run the events started is still running");
+  assert.equal(s.model?.id, "m2", "what no event tells still comes from the answer");
+  assert.equal(s.permissionMode, "auto");
+  s = reduce(s, { type: "event", params: at(4, { type: "turn_start", turn: 1 }) });
+  s = reduce(s, { type: "event", params: at(5, { type: "message_start", message: { role: "assistant", content: [] } }) });
+  s = reduce(s, { type: "event", params: at(6, { type: "message_update", delta: { kind: "text", contentIndex: 0, text: "Hel" } }) });
+  assert.equal(s.gap, false, "no gap: the page does not re-read the transcript (which would drop the streaming reply)");
+  const streaming = s.items.at(-1);
+  assert.ok(streaming && streaming.kind === "assistant" && streaming.streaming);
+  // An answer as new as the events is taken whole.
+  s = reduce(s, { type: "state", state: { ...st, running: false, seq: 6 } });
+  assert.equal(s.running, false);
 });
 

@@ -96,8 +96,9 @@ function asHost(steps: Step[]): HostMessage[] {
       : { type: "action", action: { type: "permissionRequest", id: `perm-${i}`, request: s.params } },
   );
 }
+/** What the page posted, without the drafts it sends as the input changes (the last test looks at those). */
 async function posted(): Promise<any[]> {
-  return page.evaluate(() => (window as unknown as { __posted: unknown[] }).__posted);
+  return page.evaluate(() => (window as unknown as { __posted: { type: string }[] }).__posted.filter((m) => m.type !== "draft"));
 }
 async function shot(name: string): Promise<void> {
   await page.screenshot({ path: path.join(shots, `${name}.png`) });
@@ -421,7 +422,14 @@ test("a pasted image shows as a thumbnail, goes with Send, and shows in the tran
   const shown = page.locator(".msg.user .thumbs.sent").last();
   await shown.locator("img").waitFor();
   assert.equal(await shown.locator("img").getAttribute("src"), `data:image/png;base64,${PNG_B64}`);
-  assert.equal(await shown.locator(".thumb-label").innerText(), "[image: big.png]", "a stored image is shown by name");
+  // A stored image (a sha256, no data) is shown by name while the page asks the host for it, once.
+  assert.equal(await shown.locator(".thumb.loading .thumb-label").innerText(), "[image: big.png]");
+  await page.waitForFunction((sha) => (window as unknown as { __posted: { type: string; sha256?: string }[] }).__posted.some((m) => m.type === "image" && m.sha256 === sha), "ab".repeat(32));
+  assert.deepEqual((await posted()).filter((m) => m.type === "image"), [{ type: "image", sha256: "ab".repeat(32), sessionId: run.sessionId }]);
+  await host({ type: "image", sessionId: run.sessionId, sha256: "ab".repeat(32), answer: { mimeType: "image/png", data: PNG_B64 } });
+  await shown.locator(".thumb.fetched img").waitFor();
+  assert.equal(await shown.locator(".thumb.fetched img").getAttribute("src"), `data:image/png;base64,${PNG_B64}`);
+  assert.deepEqual(await shown.locator(".thumb-caption").allInnerTexts(), ["dot.png · PNG · 72 B", "big.png · PNG · 87.9 KB"]);
   await shot("8-image-in-transcript");
   assert.deepEqual(violations, [], "data: images stay inside the content security policy");
 });
@@ -430,7 +438,151 @@ test("the attach button asks the host for its file dialog, and picked images bec
   await page.locator("button.attach-image").click();
   assert.deepEqual((await posted()).at(-1), { type: "attachImage" });
   await host({ type: "addImages", images: [{ mimeType: "image/png", data: PNG_B64, name: "picked.png" }] });
-  await page.locator('.composer .thumbs:not([hidden]) .thumb[title="picked.png"] img').waitFor();
+  await page.locator('.composer .thumbs:not([hidden]) .thumb[title^="picked.png"] img').waitFor();
   await page.locator('button[aria-label="Remove image picked.png"]').click();
   await page.locator(".composer .thumbs[hidden]").waitFor({ state: "attached" });
+});
+
+test("a tool's images show on its card with name, type and size; a stored one that cannot be fetched says why, with no broken picture", async () => {
+  const sha = "cd".repeat(32);
+  const ev = (seq: number, event: unknown) => ({ type: "action", action: { type: "event", params: { workspace: run.workspace, sessionId: run.sessionId, runId: "r-tool-img", seq, event } } }) as HostMessage;
+  const call = { role: "assistant", content: [{ type: "toolCall", id: "read-img-1", name: "read", arguments: { path: "shot.png" } }], stopReason: "toolUse" };
+  const text = "Image file shot.png (image/png, 2x2, 72 B), attached below.";
+  await host(
+    ev(9100, { type: "agent_start" }),
+    ev(9101, { type: "message_end", message: call }),
+    ev(9102, { type: "tool_execution_start", toolCallId: "read-img-1", toolName: "read", arguments: { path: "shot.png" } }),
+    ev(9103, { type: "tool_execution_end", toolCallId: "read-img-1", result: { content: text, isError: false } }),
+    ev(9104, { type: "message_end", message: { role: "toolResult", toolCallId: "read-img-1", toolName: "read", content: text, isError: false, images: [{ type: "image", mimeType: "image/png", bytes: 72, width: 2, height: 2, name: "shot.png", data: PNG_B64 }] } }),
+    ev(9105, { type: "agent_settled" }),
+  );
+  const live = page.locator('.card.tool[data-id="read-img-1"]');
+  await live.locator(".thumbs.sent img").waitFor();
+  assert.equal(await live.locator(".thumbs.sent img").getAttribute("src"), `data:image/png;base64,${PNG_B64}`);
+  assert.equal(await live.locator(".thumb-caption").innerText(), "shot.png · PNG · 72 B · 2×2");
+  await shot("9-tool-image");
+
+  // Replayed (a reload): the same call's result holds only the hash, and the host cannot get it.
+  await host({
+    type: "action",
+    action: {
+      type: "transcript",
+      sessionId: run.sessionId,
+      workspace: run.workspace,
+      messages: [
+        { role: "user", content: "look at shot.png" },
+        call,
+        { role: "toolResult", toolCallId: "read-img-1", toolName: "read", content: text, isError: false, images: [{ type: "image", mimeType: "image/png", bytes: 9000, name: "shot.png", sha256: sha }] },
+      ],
+    },
+  } as HostMessage);
+  const replayed = page.locator('.card.tool[data-id="read-img-1"]');
+  await replayed.locator(".thumb.loading").waitFor();
+  await page.waitForFunction((h) => (window as unknown as { __posted: { type: string; sha256?: string }[] }).__posted.some((m) => m.type === "image" && m.sha256 === h), sha);
+  const error = `no image ${sha.slice(0, 12)}… in session ${run.sessionId}: the blob is missing`;
+  await host({ type: "image", sessionId: run.sessionId, sha256: sha, answer: { error } });
+  await replayed.locator(".thumb.failed").waitFor();
+  assert.equal(await replayed.locator(".thumb.failed .thumb-error").innerText(), `shot.png: ${error}`);
+  assert.equal(await replayed.locator("img").count(), 0, "no picture, broken or otherwise");
+  assert.equal(await replayed.locator(".thumb-caption").innerText(), "shot.png · PNG · 8.8 KB");
+  // An answer for another session is not this view's: ignored.
+  await host({ type: "image", sessionId: "another-session", sha256: sha, answer: { mimeType: "image/png", data: PNG_B64 } });
+  await host({ type: "action", action: { type: "notice", level: "info", text: "redraw" } });
+  await page.locator(".notice", { hasText: "redraw" }).last().waitFor();
+  assert.equal(await replayed.locator(".thumb.failed").count(), 1);
+  assert.equal((await posted()).filter((m) => m.type === "image" && m.sha256 === sha).length, 1, "asked once, not at every redraw");
+  await shot("10-tool-image-error");
+  assert.deepEqual(violations, []);
+});
+
+test("images attached but not sent survive a reload of the page, and Send still sends them", async () => {
+  // A page of its own whose stand-in for VS Code keeps setState across a reload, as VS Code does.
+  const p = await context.newPage();
+  await p.addInitScript(() => {
+    const w = window as unknown as { __posted: unknown[]; acquireVsCodeApi: () => unknown };
+    w.__posted = [];
+    w.acquireVsCodeApi = () => ({
+      postMessage: (m: unknown) => w.__posted.push(m),
+      getState: () => JSON.parse(sessionStorage.getItem("state") ?? "null") ?? undefined,
+      setState: (s: unknown) => sessionStorage.setItem("state", JSON.stringify(s)),
+    });
+  });
+  try {
+    await p.goto(`${origin}/`);
+    const toHost = (...ms: HostMessage[]) => p.evaluate((xs) => xs.forEach((m) => window.postMessage(m, "*")), ms);
+    await toHost({ type: "action", action: { type: "server", status: "running" } }, { type: "addImages", images: [{ mimeType: "image/png", data: PNG_B64, name: "kept.png" }, { mimeType: "image/png", data: PNG_B64, name: "dropped.png" }] });
+    await p.locator('button[aria-label="Remove image dropped.png"]').click();
+    await p.locator("textarea.input").fill("after the reload");
+    await p.waitForFunction(() => {
+      const st = sessionStorage.getItem("state") ?? "";
+      return st.includes("kept.png") && !st.includes("dropped.png") && st.includes("after the reload");
+    });
+    await p.reload();
+    await p.locator('.composer .thumbs:not([hidden]) .thumb[title^="kept.png"] img').waitFor();
+    assert.equal(await p.locator(".composer .thumbs .thumb").count(), 1, "the removed image stays removed");
+    await p.evaluate((ms) => ms.forEach((m) => window.postMessage(m, "*")), [{ type: "action", action: { type: "server", status: "running" } }] as HostMessage[]);
+    await p.locator("button.send:not([disabled])").waitFor();
+    await p.locator("button.send").click();
+    const sent = (await p.evaluate(() => (window as unknown as { __posted: { type: string }[] }).__posted)).filter((m) => m.type === "send");
+    assert.deepEqual(sent, [{ type: "send", text: "after the reload", mode: "prompt", images: [{ mimeType: "image/png", data: PNG_B64, name: "kept.png" }] }]);
+    await p.locator(".composer .thumbs[hidden]").waitFor({ state: "attached" });
+    await p.waitForFunction(() => !(sessionStorage.getItem("state") ?? "").includes("kept.png"));
+    const drafts = (await p.evaluate(() => (window as unknown as { __posted: { type: string }[] }).__posted)).filter((m) => m.type === "draft");
+    assert.deepEqual(drafts.at(-1), { type: "draft", text: "", images: [] }, "the host is told the draft is gone once sent");
+    await p.reload();
+    await p.locator(".composer .thumbs[hidden]").waitFor({ state: "attached" });
+    assert.equal(await p.locator(".composer .thumbs .thumb").count(), 0, "sent images do not come back");
+
+    // A reload whose page state is lost (code-server's window reload): the host's copy of the draft comes back instead.
+    const toHostAfter = (ms: HostMessage[]) => p.evaluate((xs) => xs.forEach((m) => window.postMessage(m, "*")), ms);
+    await p.evaluate(() => sessionStorage.clear());
+    await p.reload();
+    await toHostAfter([
+      { type: "draft", text: "kept by the host", images: [{ mimeType: "image/png", data: PNG_B64, name: "host.png" }] },
+      { type: "action", action: { type: "server", status: "running" } },
+    ]);
+    await p.locator('.composer .thumbs:not([hidden]) .thumb[title^="host.png"] img').waitFor();
+    assert.equal(await p.locator("textarea.input").inputValue(), "kept by the host");
+    // Once the user has changed the draft, a copy of the host's does not replace it.
+    await p.locator("textarea.input").fill("changed here");
+    await toHostAfter([{ type: "draft", text: "older", images: [] }]);
+    await p.locator("button.send:not([disabled])").click();
+    const last = (await p.evaluate(() => (window as unknown as { __posted: { type: string }[] }).__posted)).filter((m) => m.type === "send").at(-1);
+    assert.deepEqual(last, { type: "send", text: "changed here", mode: "prompt", images: [{ mimeType: "image/png", data: PNG_B64, name: "host.png" }] });
+
+    // A stale page state (an old copy that still holds an image sent since): the host's empty draft wins, so nothing sent goes again.
+    await p.evaluate((data) => {
+      const st = JSON.parse(sessionStorage.getItem("state") ?? "{}");
+      sessionStorage.setItem("state", JSON.stringify({ ...st, input: "stale text", images: [{ mimeType: "image/png", data, name: "stale.png" }] }));
+    }, PNG_B64);
+    await p.reload();
+    await p.locator('.composer .thumbs:not([hidden]) .thumb[title^="stale.png"]').waitFor();
+    await toHostAfter([{ type: "draft", text: "", images: [] }]);
+    await p.locator(".composer .thumbs[hidden]").waitFor({ state: "attached" });
+    assert.equal(await p.locator("textarea.input").inputValue(), "");
+  } finally {
+    await p.close();
+  }
+});
+
+test("while the agent runs, images go with a steer; a send the host could not make puts its text and images back", async () => {
+  const ev = (seq: number, event: unknown) => ({ type: "action", action: { type: "event", params: { workspace: run.workspace, sessionId: run.sessionId, runId: "r-steer-img", seq, event } } }) as HostMessage;
+  const image = { mimeType: "image/png", data: PNG_B64, name: "steer.png" };
+  await host({ type: "prefs", enterWhileRunning: "steer" }, ev(9200, { type: "agent_start" }));
+  await page.waitForFunction(() => document.querySelector("button.send")?.textContent === "Steer");
+  await host({ type: "addImages", images: [image] });
+  await page.locator('.composer .thumbs:not([hidden]) .thumb[title^="steer.png"] img').waitFor();
+  const input = page.locator("textarea.input");
+  await input.fill("look at this too");
+  await input.press("Enter");
+  assert.deepEqual((await posted()).filter((m) => m.type === "send").at(-1), { type: "send", text: "look at this too", mode: "steer", images: [image] });
+  await page.locator(".composer .thumbs[hidden]").waitFor({ state: "attached" });
+  // Refused (an older server, the run ended meanwhile): the host sends it all back.
+  await host({ type: "restoreInput", text: "look at this too", images: [image] });
+  await page.locator('.composer .thumbs:not([hidden]) .thumb[title^="steer.png"] img').waitFor();
+  assert.equal(await input.inputValue(), "look at this too");
+  await page.locator('button[aria-label="Remove image steer.png"]').click();
+  await input.fill("");
+  await host(ev(9201, { type: "agent_settled" }));
+  await page.waitForFunction(() => document.querySelector("button.send")?.textContent === "Send");
 });
