@@ -2,7 +2,9 @@
 -- the agent edits calc.py while it is open, then runs `grep` on it. The change must be
 -- in the buffer (one `u` takes it back) and on disk before that command runs, with the
 -- buffer clean, and with the user's own unsaved edits in it (they are saved with the
--- agent's change and the user is told; `u` undoes only the agent's part).
+-- agent's change and the user is told; `u` undoes only the agent's part). And a command
+-- that rewrites an open file: a clean buffer is read again, one with unsaved changes is
+-- left alone.
 local H = dofile(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)) .. "/helpers.lua")
 vim.cmd("runtime plugin/crank.lua")
 
@@ -112,6 +114,38 @@ H.test("unsaved user edits are saved with the agent's change, the user is told, 
     vim.cmd("undo")
   end)
   H.eq(CALC .. mine .. "\n", lines(buf), "one undo takes back the agent's change and keeps the user's line")
+end)
+
+
+--- The model: rewrite calc.py with a command (not the edit tool), say done.
+local function rewrite_with_a_command()
+  return {
+    { toolCalls = { { id = "call_sed", name = "bash", arguments = { command = "sed -i 's/a - b/a * b/' calc.py" } } } },
+    { text = "Rewritten." },
+  }
+end
+
+H.test("a command rewrites an open file: the clean buffer is read again", function()
+  local port = H.model_server(rewrite_with_a_command())
+  local root, buf = run_on_open_file(port)
+  local rewritten = CALC:gsub("a %- b", "a * b")
+  H.eq(rewritten, disk(root .. "/calc.py"), "the command changed the file")
+  H.wait_for(function()
+    return lines(buf) == rewritten
+  end, "the buffer to show the file as the command left it")
+  H.ok(not vim.bo[buf].modified, "the buffer is clean")
+end)
+
+H.test("a command rewrites an open file with unsaved changes: the buffer keeps them", function()
+  local port = H.model_server(rewrite_with_a_command())
+  local mine = "# mine\n" .. CALC
+  local root, buf = run_on_open_file(port, function(b)
+    vim.api.nvim_buf_set_lines(b, 0, 0, false, { "# mine" })
+  end)
+  H.eq(CALC:gsub("a %- b", "a * b"), disk(root .. "/calc.py"), "the command changed the file")
+  -- A reload is scheduled at the tool's end, before the run settles: it would have run.
+  H.eq(mine, lines(buf), "the user's unsaved text is still there")
+  H.ok(vim.bo[buf].modified, "and still unsaved")
 end)
 
 H.run()

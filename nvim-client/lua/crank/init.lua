@@ -9,10 +9,16 @@ local did_setup = false
 local function wire()
   local client = require("crank.client")
   client.on_event = function(ws, params)
-    if type(params.event) == "table" and params.event.type == "agent_settled" then
+    local kind = type(params.event) == "table" and params.event.type or nil
+    if kind == "agent_settled" then
       require("crank.permission").withdraw(params.runId)
     end
     require("crank.chat").dispatch(ws, params)
+    if kind == "tool_execution_end" then
+      vim.schedule(function()
+        require("crank.reload").changed_on_disk(ws.root)
+      end)
+    end
   end
   client.on_permission = function(ws, params)
     return require("crank.permission").handle(ws, params)
