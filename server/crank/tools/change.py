@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 import anyio
@@ -117,7 +118,7 @@ async def apply_change(
     if current != expected:
         raise ToolError(f"{display} changed on disk while waiting; read it again.")
     try:
-        await anyio.to_thread.run_sync(write_atomic, path, new_raw)
+        await anyio.to_thread.run_sync(partial(write_atomic, path, new_raw, exact=True))
     except OSError as exc:
         raise ToolError(f"Could not write {display}: {exc.strerror or exc}") from None
     return Applied(decision)

@@ -184,7 +184,7 @@ def read_window(
     """The window of a file on disk, in bounded memory whatever its size; ``stop``
     ends the reading early once the caller has gone (the result is then unused).
     A PNG, JPEG, GIF or WebP file comes back as an image instead."""
-    with open_regular(path, display) as (handle, info):
+    with open_regular(path, display, exact=True) as (handle, info):
         image = read_image(handle, info.st_size, path, display)
         if image is not None:
             return image

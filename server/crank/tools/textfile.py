@@ -8,6 +8,13 @@ fsync, ``os.replace``, keeping the old file's permission bits.
 Nothing here reads more than ``MAX_TEXT_BYTES`` of a file, and only regular files are
 opened (``open_regular``): a FIFO, socket or device is refused before a byte is read.
 Larger files are for the streaming readers (``lines``) or are refused, naming the size.
+
+A path the tools checked (``ToolContext.resolve``: symlink-free, inside the workspace or
+allowed) is opened ``exact``: the file opened must be the file at that path, not one a
+link put there since (a command the agent runs at the same time can swap a folder for
+a link to ``~/.ssh``). The last step is opened without following a link, and the
+descriptor's own name (Linux: ``/proc/self/fd``) must be the checked path; a write
+creates and renames inside the checked folder by its descriptor.
 """
 
 from __future__ import annotations
@@ -134,13 +141,36 @@ def decode_file(path: Path, data: bytes, display: str) -> str:
         raise utf8_error(display, exc.start) from None
 
 
+def swapped(display: str) -> ToolError:
+    return ToolError(
+        f"{display} changed while it was being opened (a link in its path now leads "
+        "elsewhere); nothing was read or written. Look at the path again."
+    )
+
+
+def opened_as(fd: int, path: Path) -> bool:
+    """Whether the descriptor is the file or folder at ``path`` (a symlink-free path).
+    Linux names what a descriptor points at; where nothing does, this cannot be told
+    and counts as yes (the last step was still opened without following a link)."""
+    try:
+        return os.readlink(f"/proc/self/fd/{fd}") == str(path)
+    except OSError:
+        return True
+
+
 @contextlib.contextmanager
-def open_regular(path: Path, display: str) -> Iterator[tuple[BinaryIO, os.stat_result]]:
+def open_regular(
+    path: Path, display: str, *, exact: bool = False
+) -> Iterator[tuple[BinaryIO, os.stat_result]]:
     """The open file and its stat. Only a regular file is opened: a FIFO or a device
     could block the worker thread for ever, where no abort reaches it (O_NONBLOCK makes
-    the open itself return at once, so the check can be made on what was opened)."""
+    the open itself return at once, so the check can be made on what was opened).
+    ``exact``: ``path`` is a checked, symlink-free path and must be what is opened."""
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0)
+    if exact:
+        flags |= os.O_NOFOLLOW
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        fd = os.open(path, flags)
     except FileNotFoundError:
         raise ToolError(f"File not found: {display}") from None
     except IsADirectoryError:
@@ -148,12 +178,16 @@ def open_regular(path: Path, display: str) -> Iterator[tuple[BinaryIO, os.stat_r
     except PermissionError:
         raise ToolError(f"Permission denied reading {display}") from None
     except OSError as exc:
+        if exact and exc.errno == errno.ELOOP:  # the last step became a link
+            raise swapped(display) from None
         if exc.errno == errno.ENXIO:  # a Unix socket (or a device with nothing behind it)
             raise ToolError(
                 f"{display} is not a regular file (a pipe, socket or device)."
             ) from None
         raise ToolError(f"Could not open {display}: {exc.strerror or exc}") from None
     try:
+        if exact and not opened_as(fd, path):
+            raise swapped(display)
         info = os.fstat(fd)
         if stat.S_ISDIR(info.st_mode):
             raise ToolError(f"{display} is a directory, not a file; use ls to list it.")
@@ -170,7 +204,7 @@ def _read_whole(path: Path, display: str, instead: str) -> tuple[bytes, Stamp]:
     """The bytes of a file of at most MAX_TEXT_BYTES; ToolError naming the size and
     ``instead`` (what to do) for a bigger one. Never reads more than the limit, even if
     the file grows after the size was looked at."""
-    with open_regular(path, display) as (handle, info):
+    with open_regular(path, display, exact=True) as (handle, info):
         data = handle.read(MAX_TEXT_BYTES + 1)
         if info.st_size > MAX_TEXT_BYTES or len(data) > MAX_TEXT_BYTES:
             size = max(info.st_size, len(data))
@@ -200,7 +234,7 @@ async def load_text(path: Path, files: EditorFiles, display: str, *, instead: st
 
 def _previous(path: Path, display: str) -> Text | None:
     try:
-        with open_regular(path, display) as (handle, info):
+        with open_regular(path, display, exact=True) as (handle, info):
             head = handle.read(SNIFF_BYTES)
             if info.st_size <= MAX_TEXT_BYTES and not looks_binary(head):
                 data = head + handle.read(MAX_TEXT_BYTES + 1 - len(head))
@@ -236,7 +270,7 @@ def current_raw(path: Path) -> str | Stamp | None:
     is text within MAX_TEXT_BYTES, else its stamp; None if it is gone. Bounded like
     every other read here, and never blocks on a FIFO put in its place."""
     try:
-        with open_regular(path, str(path)) as (handle, info):
+        with open_regular(path, str(path), exact=True) as (handle, info):
             data = handle.read(MAX_TEXT_BYTES + 1)
             if len(data) <= MAX_TEXT_BYTES and not looks_binary(data):
                 with contextlib.suppress(UnicodeDecodeError):
@@ -248,38 +282,48 @@ def current_raw(path: Path) -> str | Stamp | None:
         raise
 
 
-def _create_temp(path: Path) -> tuple[int, str]:
-    """A new temp file next to ``path``, created 0o666 so the kernel applies the umask
-    (a new file gets the mode any other program would give it). The umask is never read
-    by setting it: it is one per process, and another thread creating a file in that
-    moment would get mode 0o666."""
+def _create_temp(folder: int, name: str) -> tuple[int, str]:
+    """A new temp file beside ``name`` in the open ``folder``, created 0o666 so the
+    kernel applies the umask (a new file gets the mode any other program would give
+    it). The umask is never read by setting it: it is one per process, and another
+    thread creating a file in that moment would get mode 0o666."""
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0)
     while True:
-        temp = str(path.parent / f".{path.name}.{secrets.token_hex(6)}.tmp")
+        temp = f".{name}.{secrets.token_hex(6)}.tmp"
         try:
-            return os.open(temp, flags, 0o666), temp
+            return os.open(temp, flags, 0o666, dir_fd=folder), temp
         except FileExistsError:
             continue
 
 
-def write_atomic(path: Path, text: str) -> None:
+def write_atomic(path: Path, text: str, *, exact: bool = False) -> None:
     """Replace ``path`` with ``text`` (UTF-8) so readers see the old or the new file,
-    never a half-written one. Creates missing parent directories."""
+    never a half-written one. Creates missing parent directories. The temp file is
+    made, and renamed over ``path``, inside the folder opened once; ``exact``: that
+    folder must be the checked path's own (ToolError otherwise, nothing written)."""
     path.parent.mkdir(parents=True, exist_ok=True)
+    folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY | getattr(os, "O_CLOEXEC", 0))
     try:
-        mode: int | None = path.stat().st_mode & 0o7777
-    except FileNotFoundError:
-        mode = None
-    fd, temp = _create_temp(path)
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(text.encode("utf-8"))
-            handle.flush()
-            os.fsync(handle.fileno())
-        if mode is not None:
-            os.chmod(temp, mode)
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(temp)
-        raise
+        if exact and not opened_as(folder, path.parent):
+            raise swapped(str(path))
+        try:
+            mode: int | None = (
+                os.stat(path.name, dir_fd=folder, follow_symlinks=False).st_mode & 0o7777
+            )
+        except FileNotFoundError:
+            mode = None
+        fd, temp = _create_temp(folder, path.name)
+        try:
+            with os.fdopen(fd, "wb") as handle:
+                handle.write(text.encode("utf-8"))
+                handle.flush()
+                os.fsync(handle.fileno())
+            if mode is not None:
+                os.chmod(temp, mode, dir_fd=folder)
+            os.replace(temp, path.name, src_dir_fd=folder, dst_dir_fd=folder)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(temp, dir_fd=folder)
+            raise
+    finally:
+        os.close(folder)
