@@ -122,6 +122,7 @@ export class ImageCache {
 export function imageView(i: ImageBlock, cache: ImageCache): { src: string; fetched: boolean } | { error: string } | { pending: true; fetch: boolean } {
   const inline = imageSrc(i);
   if (inline) return { src: inline, fetched: false };
+  if (i.restored && !isSha256(i.sha256)) return { pending: true, fetch: false }; // until the transcript is read again
   if (!isSha256(i.sha256)) return { error: "the image was not stored with the session" };
   const got = cache.get(i.sha256);
   if (!got) return { pending: true, fetch: cache.need(i.sha256) };

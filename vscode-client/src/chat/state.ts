@@ -446,6 +446,29 @@ export function restoredState(saved: ChatState): ChatState {
   return { ...saved, lastSeq: -1, gap: false };
 }
 
+/**
+ * The chat as the page saves it (at most every 250 ms while a reply streams): its
+ * images without their bytes, which are megabytes each and would be written again at
+ * every save. A restored page shows them as waiting until the transcript is read again
+ * from the server (the chat does that whenever it opens), which brings the bytes back
+ * or the hash they are fetched by.
+ */
+export function persistable(s: ChatState): ChatState {
+  if (!s.items.some(hasImageData)) return s;
+  const items = s.items.map((it) => (hasImageData(it) ? { ...it, images: it.images.map(withoutData) } : it));
+  return { ...s, items };
+}
+
+function hasImageData(it: ChatItem): it is (UserItem | ToolItem) & { images: ImageBlock[] } {
+  return (it.kind === "user" || it.kind === "tool") && !!it.images?.some((i) => i.data !== undefined);
+}
+
+function withoutData(i: ImageBlock): ImageBlock {
+  if (i.data === undefined) return i;
+  const { data: _bytes, ...rest } = i;
+  return { ...rest, restored: true };
+}
+
 /** Pending permission requests, oldest first. */
 export function pendingPermissions(s: ChatState): PermissionItem[] {
   return s.items.filter((it): it is PermissionItem => it.kind === "permission" && !it.decision);

@@ -22,7 +22,7 @@ export interface Usage { input: number; output: number; cacheRead: number; cache
  * (base64) when it is inline, else only `sha256` (stored beside the session file),
  * when a client can show it by name only.
  */
-export interface ImageBlock { type: "image"; mimeType: string; bytes?: number; name?: string; width?: number; height?: number; data?: string; sha256?: string }
+export interface ImageBlock { type: "image"; mimeType: string; bytes?: number; name?: string; width?: number; height?: number; data?: string; sha256?: string; /** The page's own mark (never on the wire): saved without its bytes, which the transcript read after a reload brings back. */ restored?: boolean }
 /** What crank/image answers: the blob's bytes in base64 and their count. */
 export interface ImageResult { mimeType: string; data: string; bytes: number }
 /** An image the user attaches to a prompt (`crank/prompt` `images`). */

@@ -4,7 +4,7 @@
  * identity: an item the reducer did not touch keeps its DOM, so streaming redraws one
  * bubble, not the whole transcript.
  */
-import { contextFraction, initialState, reduce, restoredState, sandboxLine, type ChatItem, type ChatState, type PermissionItem, type ToolItem } from "../chat/state";
+import { contextFraction, initialState, persistable, reduce, restoredState, sandboxLine, type ChatItem, type ChatState, type PermissionItem, type ToolItem } from "../chat/state";
 import { parseImages, type HostMessage, type ViewMessage } from "../chat/protocol";
 import type { CommandInfo, PermissionDecision, PermissionMode } from "../protocol/types";
 import { acceptCommand, commandQuery, matchCommands } from "../chat/commands";
@@ -441,7 +441,7 @@ function persist(): void {
 function persistNow(): void {
   if (persistTimer !== undefined) window.clearTimeout(persistTimer);
   persistTimer = undefined;
-  vscode.setState({ chat: state, input: input.value, images: pendingImages } satisfies Persisted);
+  vscode.setState({ chat: persistable(state), input: input.value, images: pendingImages } satisfies Persisted);
   // The page's state does not survive a window reload in every VS Code (code-server's
   // does not): the host keeps the draft too. `pendingImages` is replaced, never changed in place.
   if (input.value !== draftSent.text || pendingImages !== draftSent.images) {

@@ -2,7 +2,7 @@ import { test } from "node:test";
 import assert from "node:assert/strict";
 import { parseViewMessage } from "../../src/chat/protocol";
 import { ImageCache, imageCaption, imageLabel, imageOfBytes, imageSrc, imageView, isSha256, sniffImage } from "../../src/chat/images";
-import { initialState, reduce } from "../../src/chat/state";
+import { initialState, persistable, reduce, restoredState } from "../../src/chat/state";
 
 // A real 2x2 PNG (made by Python's zlib; any decoder opens it).
 const PNG_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAFklEQVR4nGNgYGjQYGhgYLBp0LBpAAAPugLJHpRxBAAAAABJRU5ErkJggg==";
@@ -134,4 +134,21 @@ test("a notice between a user message's start and end (images left out) does not
   s = reduce(s, ev(2, { type: "message_end", message: { role: "assistant", content: [{ type: "text", text: "ok" }], stopReason: "stop" } }));
   s = reduce(s, ev(3, { type: "message_end", message }));
   assert.deepEqual(s.items.map((it) => it.kind), ["user", "notice", "assistant", "user"]);
+});
+
+test("the saved chat keeps no image bytes; a restored page shows them waiting, not broken", () => {
+  let s = initialState();
+  const image = { type: "image" as const, mimeType: "image/png", bytes: 69, name: "dot.png", data: PNG_B64 };
+  s = reduce(s, { type: "event", params: { workspace: "w", sessionId: "s", seq: 0, event: { type: "message_start", message: { role: "user", content: "see", images: [image] } } } });
+  assert.ok(JSON.stringify(s).includes(PNG_B64), "the live chat shows the bytes");
+  const saved = persistable(s);
+  assert.ok(!JSON.stringify(saved).includes(PNG_B64), "the saved chat has none");
+  assert.ok(JSON.stringify(s).includes(PNG_B64), "and the live state is untouched");
+  const restored = restoredState(JSON.parse(JSON.stringify(saved)));
+  const shown = restored.items.find((it) => it.kind === "user");
+  assert.ok(shown && shown.kind === "user" && shown.images);
+  assert.deepEqual(imageView(shown.images[0], new ImageCache()), { pending: true, fetch: false });
+  assert.equal(shown.images[0].name, "dot.png");
+  const plain = reduce(initialState(), { type: "event", params: { workspace: "w", sessionId: "s", seq: 0, event: { type: "message_start", message: { role: "user", content: "hi" } } } });
+  assert.equal(persistable(plain), plain, "a chat without image bytes is saved as it is");
 });
