@@ -108,6 +108,17 @@ export function startCrankServe(cwd: string, log: (text: string) => void): Messa
   return createMessageConnection(new StreamMessageReader(server.stdout!), new StreamMessageWriter(server.stdin!));
 }
 
+/** Answers the requests the server makes of any client: progress tokens, and `workspace/configuration` (nothing configured there). */
+export function answerServerRequests(conn: MessageConnection): void {
+  conn.onRequest("window/workDoneProgress/create", () => null);
+  conn.onRequest("workspace/configuration", (p: { items: unknown[] }) => p.items.map(() => null));
+}
+
+/** Crank's init options for the loopback model server on `port`, sessions under `tmp`, plus `extra`. */
+export function loopbackOptions(port: number, tmp: string, extra: Record<string, unknown> = {}): Record<string, unknown> {
+  return { provider: { api: "openai", baseUrl: `http://127.0.0.1:${port}/v1`, model: "test", apiKey: "x" }, sessionDir: path.join(tmp, "sessions"), ...extra };
+}
+
 /** `initialize` (one workspace folder, Crank's experimental capabilities, these init options) then `initialized`; the initialize result. */
 export async function initializeCrank(conn: MessageConnection, folder: string, crank: Record<string, unknown>): Promise<{ capabilities: any; serverInfo?: { name: string } }> {
   const uri = pathToFileURL(folder).toString();

@@ -14,7 +14,7 @@ import * as path from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { MessageConnection } from "vscode-jsonrpc/node";
 import { CrankClient } from "../../src/protocol/client";
-import { initializeCrank, startCrankServe, startModelServer, stopServers } from "../e2e/harness";
+import { answerServerRequests, initializeCrank, loopbackOptions, startCrankServe, startModelServer, stopServers } from "../e2e/harness";
 import { answerSave, type SaveHost } from "../../src/protocol/save";
 import type { EventParams, SaveDocumentParams } from "../../src/protocol/types";
 
@@ -103,8 +103,7 @@ before(async () => {
     saves.push(p);
     return answerSave(p, host);
   });
-  conn.onRequest("workspace/configuration", (p: { items: unknown[] }) => p.items.map(() => null));
-  conn.onRequest("window/workDoneProgress/create", () => null);
+  answerServerRequests(conn);
   conn.onRequest("workspace/applyEdit", async (p: { edit: { documentChanges: { textDocument: { uri: string; version: number }; edits: { range: any; newText: string }[] }[] } }) => {
     for (const change of p.edit.documentChanges) {
       const buffer = buffers.get(change.textDocument.uri);
@@ -116,7 +115,7 @@ before(async () => {
     return { applied: true };
   });
   conn.listen();
-  await initializeCrank(conn, ws, { provider: { api: "openai", baseUrl: `http://127.0.0.1:${port}/v1`, model: "test", apiKey: "x" }, sessionDir: path.join(tmp, "sessions"), permissionMode: "auto" });
+  await initializeCrank(conn, ws, loopbackOptions(port, tmp, { permissionMode: "auto" }));
   const uri = pathToFileURL(calc).toString();
   buffers.set(uri, { text: CALC, version: 1 });
   await conn.sendNotification("textDocument/didOpen", { textDocument: { uri, languageId: "python", version: 1, text: CALC } });

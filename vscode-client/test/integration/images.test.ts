@@ -14,7 +14,7 @@ import * as path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { MessageConnection } from "vscode-jsonrpc/node";
 import { CrankClient } from "../../src/protocol/client";
-import { initializeCrank, startCrankServe, startModelServer, stopServers } from "../e2e/harness";
+import { answerServerRequests, initializeCrank, loopbackOptions, startCrankServe, startModelServer, stopServers } from "../e2e/harness";
 import { errorCodesFrom, type EventParams, type ImageBlock, type Message } from "../../src/protocol/types";
 import { noisePng } from "../fixtures/png";
 
@@ -39,16 +39,10 @@ before(async () => {
   crank = new CrankClient(conn);
   crank.onEvent((p) => events.push(p));
   crank.onPermissionRequest(async () => ({ decision: "allowSession" }));
-  conn.onRequest("window/workDoneProgress/create", () => null);
-  conn.onRequest("workspace/configuration", (p: { items: unknown[] }) => p.items.map(() => null));
+  answerServerRequests(conn);
   conn.listen();
   workspace = pathToFileURL(ws).toString();
-  const init = await initializeCrank(conn, ws, {
-    provider: { api: "openai", baseUrl: `http://127.0.0.1:${port}/v1`, model: "test", apiKey: "x" },
-    sessionDir: path.join(tmp, "sessions"),
-    trusted: true,
-    permissionMode: "ask",
-  });
+  const init = await initializeCrank(conn, ws, loopbackOptions(port, tmp, { trusted: true, permissionMode: "ask" }));
   codes = errorCodesFrom(init);
 });
 

@@ -15,7 +15,7 @@ import * as path from "node:path";
 import { pathToFileURL } from "node:url";
 import type { MessageConnection } from "vscode-jsonrpc/node";
 import { CrankClient } from "../../src/protocol/client";
-import { initializeCrank, startCrankServe, startModelServer, stopServers } from "../e2e/harness";
+import { answerServerRequests, initializeCrank, loopbackOptions, startCrankServe, startModelServer, stopServers } from "../e2e/harness";
 import type { CrankEvent, EventParams, PermissionRequest } from "../../src/protocol/types";
 
 let tmp = "";
@@ -89,16 +89,10 @@ before(async () => {
     permissions.push(p);
     return { decision: "allowSession" };
   });
-  conn.onRequest("window/workDoneProgress/create", () => null);
-  conn.onRequest("workspace/configuration", (p: { items: unknown[] }) => p.items.map(() => null));
+  answerServerRequests(conn);
   conn.listen();
   workspace = pathToFileURL(ws).toString();
-  const init = await initializeCrank(conn, ws, {
-    provider: { api: "openai", baseUrl: `http://127.0.0.1:${port}/v1`, model: "test", apiKey: "x" },
-    sessionDir: path.join(tmp, "sessions"),
-    trusted: true,
-    permissionMode: "ask",
-  });
+  const init = await initializeCrank(conn, ws, loopbackOptions(port, tmp, { trusted: true, permissionMode: "ask" }));
   assert.equal(init.serverInfo?.name, "crank");
   assert.equal(init.capabilities.experimental.crank.protocolVersion, 1);
 });
