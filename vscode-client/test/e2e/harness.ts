@@ -44,16 +44,19 @@ export interface Harness {
 }
 
 const procs: ChildProcess[] = [];
-// A suite that dies (a crash, a timeout) still takes its servers along.
-process.on("exit", () => {
-  for (const p of procs) {
+
+/** Ends every process the suite started (code-server with its whole group, which holds the servers it started). */
+function killAll(): void {
+  for (const p of procs.splice(0)) {
     try {
       if (p.pid) process.kill(p.spawnargs.includes("--auth") ? -p.pid : p.pid, "SIGTERM");
     } catch {
       // already gone
     }
   }
-});
+}
+// A suite that dies (a crash, a timeout) still takes its servers along.
+process.on("exit", killAll);
 
 function entry(): string {
   const dir = process.env.CRANK_CODE_SERVER;
@@ -215,6 +218,18 @@ export async function startHarness(script: unknown): Promise<Harness> {
   const logs: string[] = [];
   const scriptFile = path.join(tmp, "model-script.json");
   writeFileSync(scriptFile, JSON.stringify(script));
+  try {
+    return await launch(js, tmp, home, userData, extensions, sessions, scriptFile, logs);
+  } catch (err) {
+    // Nothing may outlive a failed start: a model server left running kept the suite
+    // waiting for its whole timeout after an install that failed at once.
+    killAll();
+    rmSync(tmp, { recursive: true, force: true });
+    throw err;
+  }
+}
+
+async function launch(js: string, tmp: string, home: string, userData: string, extensions: string, sessions: string, scriptFile: string, logs: string[]): Promise<Harness> {
   const modelPort = await startModelServer(scriptFile, (d) => logs.push(`[model] ${d}`));
   const modelUrl = `http://127.0.0.1:${modelPort}`;
   writeSettings(userData, baseSettings({ sessions, modelUrl }));
@@ -273,14 +288,7 @@ export async function startHarness(script: unknown): Promise<Harness> {
 
   const stop = async () => {
     await browser.close().catch(() => undefined);
-    for (const p of procs.splice(0)) {
-      try {
-        if (p === cs && p.pid) process.kill(-p.pid, "SIGTERM");
-        else p.kill();
-      } catch {
-        // already gone
-      }
-    }
+    killAll();
     rmSync(tmp, { recursive: true, force: true });
   };
   return { tmp, home, userData, sessions, modelUrl, port, browser, page, log: () => logs.join("").slice(-6000), stop };
