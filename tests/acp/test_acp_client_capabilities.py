@@ -62,6 +62,25 @@ def read_then_edit(old: str, new: str, answer: str) -> dict[str, Any]:
     }
 
 
+async def one_prompt(
+    tmp_path: Path,
+    folder: Path,
+    script: dict[str, Any],
+    client: EditorBuffers,
+    capabilities: schema.ClientCapabilities | None = FS,
+    text: str = "fix",
+) -> tuple[ModelServer, schema.PromptResponse]:
+    """The real ``crank acp`` with this client: one session in ``folder``, one prompt
+    run to its end; the model server (its requests) and the prompt's answer."""
+    async with (
+        ModelServer(script) as model,
+        crank_acp(model, tmp_path, client, capabilities=capabilities) as conn,
+    ):
+        session = await conn.new_session(cwd=str(folder))
+        answer = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block(text)])
+    return model, answer
+
+
 READ_THEN_EDIT = read_then_edit(
     "return a - b  # unsaved", "return a + b  # unsaved", "Fixed the buffer."
 )
@@ -73,13 +92,8 @@ async def test_reads_see_the_unsaved_buffer_and_edits_go_through_the_client(
     folder = project(tmp_path)
     calc = str((folder / "calc.py").resolve())
     client = EditorBuffers(answers=["allow"], **{calc: BUFFER})
-    async with (
-        ModelServer(READ_THEN_EDIT) as model,
-        crank_acp(model, tmp_path, client, capabilities=FS) as conn,
-    ):
-        session = await conn.new_session(cwd=str(folder))
-        answer = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("fix")])
-        assert answer.stop_reason == "end_turn"
+    model, answer = await one_prompt(tmp_path, folder, READ_THEN_EDIT, client)
+    assert answer.stop_reason == "end_turn"
     read_result, edit_result = tool_results(model)
     assert "# unsaved" in read_result, "the read saw the editor's buffer, not the disk"
     assert "differs from the file on disk" in read_result
@@ -96,13 +110,8 @@ async def test_a_rejected_edit_never_reaches_the_client(tmp_path: Path) -> None:
     folder = project(tmp_path)
     calc = str((folder / "calc.py").resolve())
     client = EditorBuffers(answers=["reject"], **{calc: BUFFER})
-    async with (
-        ModelServer(READ_THEN_EDIT) as model,
-        crank_acp(model, tmp_path, client, capabilities=FS) as conn,
-    ):
-        session = await conn.new_session(cwd=str(folder))
-        answer = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("fix")])
-        assert answer.stop_reason == "end_turn"
+    model, answer = await one_prompt(tmp_path, folder, READ_THEN_EDIT, client)
+    assert answer.stop_reason == "end_turn"
     assert client.writes == []
     assert (folder / "calc.py").read_text() == DISK
     assert "declined" in tool_results(model)[1]
@@ -119,12 +128,7 @@ async def test_outside_the_workspace_the_client_is_not_asked(tmp_path: Path) -> 
         ]
     }
     client = EditorBuffers(answers=["reject"])
-    async with (
-        ModelServer(script) as model,
-        crank_acp(model, tmp_path, client, capabilities=FS) as conn,
-    ):
-        session = await conn.new_session(cwd=str(folder))
-        await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("read it")])
+    model, _ = await one_prompt(tmp_path, folder, script, client, text="read it")
     assert client.reads == [], "the workspace bound is checked before the client is asked"
     assert "outside the workspace" in tool_results(model)[0]
 
@@ -145,12 +149,7 @@ async def test_without_both_fs_capabilities_the_tools_use_the_disk(
         "read fails": FS,
     }[offered]
     script = read_then_edit("return a - b", "return a + b", "Fixed.")
-    async with (
-        ModelServer(script) as model,
-        crank_acp(model, tmp_path, client, capabilities=capabilities) as conn,
-    ):
-        session = await conn.new_session(cwd=str(folder))
-        await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("fix")])
+    model, _ = await one_prompt(tmp_path, folder, script, client, capabilities)
     read_result = tool_results(model)[0]
     assert "# unsaved" not in read_result and "return a - b" in read_result
     assert client.writes == []
