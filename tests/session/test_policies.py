@@ -28,19 +28,26 @@ def tokens(messages: object) -> int:
     return sum(size(m) for m in messages)  # type: ignore[attr-defined]
 
 
+def read_turn(index: int, lines: int) -> list[Message]:
+    """The model reads ``f{index}.py`` (``lines`` lines) and says ok."""
+    block = {
+        "type": "toolCall",
+        "id": f"c{index}",
+        "name": "read",
+        "arguments": {"path": f"f{index}.py"},
+    }
+    return [
+        assistant_message([block], stop_reason="toolUse", timestamp=index),  # type: ignore[list-item]
+        tool_result(f"c{index}", "read", f"# f{index}.py\n" + "x = 1\n" * lines),
+        assistant_message([{"type": "text", "text": "ok"}], timestamp=index),
+    ]
+
+
 def view_of(turns: int) -> list[Message]:
     view: list[Message] = []
     for index in range(turns):
         view.append(user_message(f"read f{index}.py", timestamp=index))
-        block = {
-            "type": "toolCall",
-            "id": f"c{index}",
-            "name": "read",
-            "arguments": {"path": f"f{index}.py"},
-        }
-        view.append(assistant_message([block], stop_reason="toolUse", timestamp=index))  # type: ignore[list-item]
-        view.append(tool_result(f"c{index}", "read", f"# f{index}.py\n" + "x = 1\n" * 200))
-        view.append(assistant_message([{"type": "text", "text": "ok"}], timestamp=index))
+        view.extend(read_turn(index, 200))
     return view
 
 

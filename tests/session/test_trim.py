@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from crank.agent.loop import RunPrompt
-from crank.agent.messages import Message, assistant_message, tool_result, user_message
+from crank.agent.messages import Message, user_message
 from crank.agent.model import ModelRequest
 from crank.agent.scripted import ScriptedModel, estimate_tokens, render_request
 from crank.agent.view import build_view, is_valid_view, repair_view
@@ -31,7 +31,7 @@ from crank.session.policies import (
 
 from ..agent.test_view import records
 from .context_helpers import rig, write_files
-from .test_policies import size, tokens
+from .test_policies import read_turn, size, tokens
 
 TRIM_MARK = "earlier turn"
 
@@ -39,15 +39,7 @@ TRIM_MARK = "earlier turn"
 def view_of(turns: int) -> list[Message]:
     view: list[Message] = [user_message("GOAL: review every file", timestamp=0)]
     for index in range(turns):
-        block = {
-            "type": "toolCall",
-            "id": f"c{index}",
-            "name": "read",
-            "arguments": {"path": f"f{index}.py"},
-        }
-        view.append(assistant_message([block], stop_reason="toolUse", timestamp=index))  # type: ignore[list-item]
-        view.append(tool_result(f"c{index}", "read", f"# f{index}.py\n" + "x = 1\n" * 100))
-        view.append(assistant_message([{"type": "text", "text": "ok"}], timestamp=index))
+        view.extend(read_turn(index, 100))
         view.append(user_message(f"and f{index + 1}.py?", timestamp=index))
     return view
 
