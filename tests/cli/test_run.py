@@ -43,6 +43,16 @@ def clean_env(**extra: str) -> dict[str, str]:
     return keep
 
 
+def loopback_env(server: ModelServer) -> dict[str, str]:
+    """``clean_env`` pointed at the loopback model server as an OpenAI provider."""
+    return clean_env(
+        CRANK_PROVIDER="openai",
+        CRANK_MODEL="test-model",
+        OPENAI_API_KEY="sk-test",
+        OPENAI_BASE_URL=server.url + "/v1",
+    )
+
+
 def script(path: Path, *replies: dict[str, Any]) -> str:
     path.write_text(json.dumps({"replies": list(replies)}))
     return str(path)
@@ -222,12 +232,7 @@ def test_a_skill_command_is_expanded_and_built_ins_are_refused(tmp_path: Path) -
     skill.parent.mkdir(parents=True)
     skill.write_text("---\nname: words\ndescription: Count words\n---\nCount them.\n")
     with ModelServer({"replies": [{"text": "Three."}]}) as server:
-        env = clean_env(
-            CRANK_PROVIDER="openai",
-            CRANK_MODEL="test-model",
-            OPENAI_API_KEY="sk-test",
-            OPENAI_BASE_URL=server.url + "/v1",
-        )
+        env = loopback_env(server)
         sessions = str(tmp_path / "s")
         done = crank(
             tmp_path, "run", "--trust", "--session-dir", sessions, "/skill:words", "a.txt", env=env
@@ -287,12 +292,7 @@ def test_a_note_saved_by_one_crank_run_is_listed_and_read_by_the_next(tmp_path: 
         {"text": "They are in tests/data."},
     ]
     with ModelServer({"replies": replies}) as server:
-        env = clean_env(
-            CRANK_PROVIDER="openai",
-            CRANK_MODEL="test-model",
-            OPENAI_API_KEY="sk-test",
-            OPENAI_BASE_URL=server.url + "/v1",
-        )
+        env = loopback_env(server)
         sessions = str(tmp_path / "s")
         first = crank(tmp_path, "run", "--session-dir", sessions, "where are fixtures?", env=env)
         second = crank(
