@@ -36,7 +36,7 @@ from crank.tools import (
     NoDocuments,
     OpenDocuments,
 )
-from crank.workspace import CrankError, WorkspaceHost
+from crank.workspace import WorkspaceHost
 from crank.workspace.commands import Invocation, describe, parse_command
 from crank.workspace.stream import EventParams
 
@@ -251,23 +251,7 @@ class AcpSession:
 
     async def replay(self) -> None:
         """Send the stored transcript as updates (``session/load``), its stored images
-        loaded from beside the session (``crank/image``'s reader) so the client shows
-        them; one that cannot be had is shown by name, and the log says why."""
-        messages = [await self._loaded(m) for m in self.host.messages()["messages"]]
-        for update in replay(self.root, messages):
+        loaded from beside the session so the client shows them; one that cannot be had
+        is shown by name, and the log says why."""
+        for update in replay(self.root, await self.host.messages_with_images()):
             self.update(update)
-
-    async def _loaded(self, message: dict[str, Any]) -> dict[str, Any]:
-        """The message with its stored images' bytes (a copy: the transcript's own
-        messages keep their references)."""
-        if not any("sha256" in image for image in message.get("images") or []):
-            return message
-        images = []
-        for image in message["images"]:
-            if "sha256" in image and "data" not in image:
-                try:
-                    image = {**image, "data": (await self.host.image(image["sha256"]))["data"]}
-                except CrankError as exc:
-                    log.warning("a stored image of session %s: %s", self.session_id, exc)
-            images.append(image)
-        return {**message, "images": images}

@@ -45,7 +45,7 @@ from .client import EditorClient
 from .commands import BUILTIN_NAMES, CommandCatalog, parse_command, perform
 from .daily import DailyRefresh
 from .errors import RUN_IN_PROGRESS, CrankError, invalid_params
-from .images import image_json
+from .images import image_json, with_stored_images
 from .permissions import PERMISSION_MODES, PermissionMode, Permissions
 from .prompts import context_text
 from .provider import ModelConfig
@@ -419,6 +419,12 @@ class WorkspaceHost:
     async def image(self, sha256: object) -> dict[str, Any]:
         """``crank/image``: a stored image of the active session (``images.py``)."""
         return await image_json(self.session.log, self.session_id, sha256)
+
+    async def messages_with_images(self) -> list[dict[str, Any]]:
+        """The transcript as ``messages`` gives it, its stored images' bytes loaded
+        (for a frontend that replays the pictures: ACP's ``session/load``)."""
+        messages: list[dict[str, Any]] = self.messages()["messages"]
+        return await with_stored_images(self.session.log, messages)
 
     def tree(self) -> dict[str, Any]:
         return self.session.tree()

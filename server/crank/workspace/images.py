@@ -11,12 +11,19 @@ it here. What is promised:
   no message names, or whose blob is missing, unreadable or not matching the hash, is
   ``no_such_image``, the message saying which;
 - it only reads: it never changes the session, so it is allowed while a run is active.
+
+A frontend that replays a whole transcript with its pictures (ACP's ``session/load``)
+takes ``with_stored_images`` instead: the blocks come from the session's own
+transcript, so there is no hash to check against the log, and each blob is read once.
 """
 
 from __future__ import annotations
 
 import base64
 import json
+import logging
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import anyio.to_thread
@@ -27,6 +34,7 @@ from crank.session.blobs import is_hash, read_blob, referenced
 
 from .errors import NO_SUCH_IMAGE, CrankError, invalid_params
 
+log = logging.getLogger(__name__)
 SHOWN_CHARS = 80
 """How much of a bad hash the refusal quotes."""
 
@@ -59,3 +67,31 @@ async def image_json(log: SessionLog | None, session_id: str, sha256: object) ->
     is ``log`` (None while it is still empty); the file is read off the event loop."""
     checked = check_hash(sha256)
     return await anyio.to_thread.run_sync(_serve, log, session_id, checked)
+
+
+def _with_data(blobs: Path, message: dict[str, Any]) -> dict[str, Any]:
+    images = message.get("images") or []
+    if not any("sha256" in image and "data" not in image for image in images):
+        return message
+    loaded = []
+    for image in images:
+        if "sha256" in image and "data" not in image:
+            raw = read_blob(blobs, image)
+            if isinstance(raw, str):
+                log.warning("a stored image (%s) is shown by name: %s", image.get("name"), raw)
+            else:
+                image = {**image, "data": base64.b64encode(raw).decode("ascii")}
+        loaded.append(image)
+    return {**message, "images": loaded}
+
+
+async def with_stored_images(
+    session_log: SessionLog | None, messages: Sequence[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The messages with their stored images' bytes filled in (copies: the transcript's
+    own messages keep their references); an image whose blob cannot be had stays a
+    reference, and the log says why. Read off the event loop."""
+    if session_log is None:
+        return list(messages)
+    blobs = session_log.blobs
+    return await anyio.to_thread.run_sync(lambda: [_with_data(blobs, m) for m in messages])
