@@ -27,7 +27,7 @@ from typing import Any, Literal, get_args
 import anyio.to_thread
 
 from crank.agent.events import Event, QueueState
-from crank.agent.harness import Harness, HarnessBusy, QueueKind, Run
+from crank.agent.harness import Harness, HarnessBusy, QueueKind, Queues, Run
 from crank.agent.messages import ImageBlock
 from crank.agent.model import accepts_images
 from crank.agent.tools import Tool
@@ -370,14 +370,17 @@ class WorkspaceHost:
     def steer(self, text: str, images: Sequence[ImageBlock] = ()) -> dict[str, Any]:
         """``crank/steer``: ``text`` means what it would in a prompt (a skill or
         template expanded, kept as typed; a built-in refused: ``CommandCatalog.queued``)."""
-        sent, typed = self.catalog.queued(text, running=self.harness.is_running)
-        queues = self.harness.steer(sent, images, typed=typed).as_dict()
-        return self._images_note(images, dict(queues))
+        return self._queue(self.harness.steer, text, images)
 
     def follow_up(self, text: str, images: Sequence[ImageBlock] = ()) -> dict[str, Any]:
         """``crank/followUp``: as ``steer``, for when the run would otherwise end."""
+        return self._queue(self.harness.follow_up, text, images)
+
+    def _queue(
+        self, put: Callable[..., Queues], text: str, images: Sequence[ImageBlock]
+    ) -> dict[str, Any]:
         sent, typed = self.catalog.queued(text, running=self.harness.is_running)
-        queues = self.harness.follow_up(sent, images, typed=typed).as_dict()
+        queues = put(sent, images, typed=typed).as_dict()
         return self._images_note(images, dict(queues))
 
     def clear_queue(self) -> QueueState:
