@@ -445,8 +445,8 @@ class Harness:
             take_follow_up=lambda: self._take("followUp"),
             before_request=before_request,
             recover_overflow=recover_overflow,
+            captured=run.prompt,  # one capture: what the run's requests send is run.prompt
         )
-        config.prompt = run.prompt  # one capture: what the run's requests send is run.prompt
         return config
 
     async def _drive(self, run: Run, new_messages: list[Message], config: LoopConfig) -> None:

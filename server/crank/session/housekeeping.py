@@ -106,6 +106,21 @@ class ContextSettings:
         return min(DEFAULT_RESERVE, window // SMALL_WINDOW_RESERVE_SHARE)
 
 
+@dataclass(frozen=True)
+class _SentMemo:
+    """What ``Housekeeper._sent`` computed last, and for which inputs: ``key`` (the
+    record's length, its last message's id, the fixed size, the policy states and the
+    calibration) and ``last``, the last message itself, so an id reused by a new object
+    is never taken for the old one."""
+
+    key: tuple[int, int, int, ClearState, TrimState, float]
+    last: Message | None
+    repairs: Repairs
+    sent: list[Message]
+    clear: ClearState
+    trim: TrimState
+
+
 def usage_update(usage: ContextUsage) -> UsageUpdate:
     return {"type": "usage_update", **usage}
 
@@ -142,7 +157,7 @@ class Housekeeper:
         """The sizes of the view the policies are handed (before clearing)."""
         self._memo = PolicyMemo()
         self._fixed: tuple[str, Sequence[ToolSpec], int] | None = None
-        self._last_sent: tuple[Any, ...] | None = None
+        self._last_sent: _SentMemo | None = None
         self._last_chars: tuple[Sequence[Message], int, int] | None = None
         self._clear = ClearState()
         self._trim = TrimState()
@@ -247,13 +262,13 @@ class Housekeeper:
             self._calibration.chars_per_token,
         )
         memo = self._last_sent
-        if memo is not None and memo[0] == key and memo[1] is last:
-            repairs, sent, state, trim = memo[2], memo[3], memo[4], memo[5]
+        if memo is not None and memo.key == key and memo.last is last:
+            repairs, sent, state, trim = memo.repairs, memo.sent, memo.clear, memo.trim
         else:
             view, repairs = self._view.repair(record)
             trimmed, trim = self._trim_turns(view, fixed)
             sent, state = self._clear_results(trimmed, fixed)
-            self._last_sent = (key, last, repairs, sent, state, trim)
+            self._last_sent = _SentMemo(key, last, repairs, sent, state, trim)
         if sending and repairs != self._repairs:
             self._repairs = repairs
             if repairs:
