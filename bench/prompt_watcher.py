@@ -1,7 +1,11 @@
 """Figures for the prompt watcher (issue 6). Prints them; asserts nothing.
 
+0. Idle cost (issue 33): 1 and 20 watched folders doing nothing: the CPU share of a
+   core, wake-ups a second (context switches of all the process's threads) and the
+   threads (goal at 20: under 0.1% of a core, a handful of threads). ``--polling``
+   measures the old way (watchfiles' loop, waking every 10 ms per folder).
 1. Latency from writing AGENTS.md to the rebuilt prompt being announced (median of many
-   writes; target: under 250 ms).
+   writes; target: under 50 ms).
 2. Watcher start-up time and inotify watches held by this process, on generated trees
    of two sizes (a large node_modules, a .git, nested sources), for PromptWatcher and,
    for comparison, a plain recursive watchfiles watch of the same root. Watches are
@@ -16,15 +20,18 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import datetime
+import os
 import statistics
 import tempfile
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
 
-from watchfiles import awatch
+from watchfiles import Change, awatch
 
-from crank.prompt import PromptLocations, PromptWatcher, SystemPrompt, compute_prompt
+from crank.prompt import PromptLocations, PromptWatcher, SystemPrompt, compute_prompt, dirwatch
 from crank.prompt.watcher import inotify_watch_count
 
 DAY = datetime.date(2026, 3, 14)
@@ -86,6 +93,10 @@ async def latency(root: Path, cwd: Path, writes: int) -> list[float]:
     return samples
 
 
+async def first_change(changes: AsyncIterator[set[tuple[Change, str]]]) -> object:
+    return await anext(changes, None)
+
+
 async def footprint(root: Path, cwd: Path) -> tuple[float, int, float, int]:
     before = inotify_watch_count()
     began = time.perf_counter()
@@ -97,7 +108,7 @@ async def footprint(root: Path, cwd: Path) -> tuple[float, int, float, int]:
     stop = asyncio.Event()
     began = time.perf_counter()
     changes = awatch(root, stop_event=stop)
-    pending = asyncio.ensure_future(anext(changes, None))
+    pending = asyncio.create_task(first_change(changes))
     await asyncio.sleep(0)
     naive_ms = (time.perf_counter() - began) * 1000
     naive = inotify_watch_count() - before
@@ -106,13 +117,61 @@ async def footprint(root: Path, cwd: Path) -> tuple[float, int, float, int]:
     return ours_ms, ours, naive_ms, naive
 
 
+def _switches() -> int:
+    """Context switches of every thread of this process so far (Linux)."""
+    total = 0
+    for task in Path("/proc/self/task").iterdir():
+        with contextlib.suppress(OSError):
+            for line in (task / "status").read_text().splitlines():
+                if "ctxt_switches:" in line:
+                    total += int(line.split()[-1])
+    return total
+
+
+async def idle(base: Path, folders: int, seconds: float) -> tuple[float, float, int]:
+    """``folders`` watched workspaces doing nothing for ``seconds``: the CPU share of
+    one core, wake-ups (context switches) a second, and the threads of the process."""
+    watchers = []
+    for n in range(folders):
+        root = base / f"idle{n}"
+        (root / "src").mkdir(parents=True)
+        (root / "AGENTS.md").write_text(f"Folder {n}.\n")
+        watcher, _ = await start_watcher(root, root / "src")
+        watchers.append(watcher)
+    await asyncio.sleep(0.5)  # the starts settle
+    cpu, switches, began = time.process_time(), _switches(), time.perf_counter()
+    await asyncio.sleep(seconds)
+    elapsed = time.perf_counter() - began
+    cpu_share = (time.process_time() - cpu) / elapsed * 100
+    rate = (_switches() - switches) / elapsed
+    threads = len(os.listdir("/proc/self/task"))
+    for watcher in watchers:
+        await watcher.stop()
+    return cpu_share, rate, threads
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--writes", type=int, default=40)
     parser.add_argument("--files", type=int, default=20000)
+    parser.add_argument("--idle-seconds", type=float, default=5.0)
+    parser.add_argument(
+        "--polling",
+        action="store_true",
+        help="use watchfiles' polling loop even where inotify is read directly (the old way)",
+    )
     args = parser.parse_args()
+    if args.polling:
+        dirwatch.available = lambda: False
+    print(f"load average before: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     with tempfile.TemporaryDirectory(prefix="crank-bench-") as tmp:
         base = Path(tmp)
+        for folders in (1, 20):
+            share, rate, threads = await idle(base / f"idle-{folders}", folders, args.idle_seconds)
+            print(
+                f"{folders:>2} idle folder(s) for {args.idle_seconds:.0f} s: {share:.2f}% of a core, "
+                f"{rate:.0f} wake-ups/s, {threads} threads (goal at 20: < 0.1%, a handful)"
+            )
         small = base / "small"
         cwd = generate_tree(small, 200)
         samples = await latency(small, cwd, args.writes)

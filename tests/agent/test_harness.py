@@ -322,3 +322,21 @@ async def test_requests_without_policies_equal_a_full_rebuild_every_turn() -> No
     await harness.prompt("again").wait()
     assert len(checked) == 9 and checked == sorted(checked), checked  # none failed
     assert is_valid_view(build_view(harness.messages))
+
+
+async def test_a_run_computes_its_prompt_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The run's prompt (system text and tool specs) is captured once, by the Harness;
+    the loop takes that capture instead of computing it again."""
+    from crank.agent import loop as loop_module
+
+    made: list[object] = []
+    original = loop_module.RunPrompt.of.__func__  # type: ignore[attr-defined]
+
+    def counting(cls: type[loop_module.RunPrompt], system: str, tools: Any) -> Any:
+        made.append(system)
+        return original(cls, system, tools)
+
+    monkeypatch.setattr(loop_module.RunPrompt, "of", classmethod(counting))
+    harness = Harness(system="S", tools=[], model=ScriptedModel([say("hi")]))
+    await harness.prompt("go").wait()
+    assert made == ["S"]

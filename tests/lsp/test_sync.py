@@ -17,7 +17,7 @@ def tracker(tmp_path: Path) -> tuple[DocumentSync, str]:
 
 async def settle(sync: DocumentSync, uri: str) -> None:
     """Wait for the disk comparisons started by ``opened`` (its worker tasks)."""
-    await asyncio.gather(*list(sync._tasks))
+    await sync._tasks.wait()
 
 
 async def test_open_is_saved_when_the_text_is_the_disks(tmp_path: Path) -> None:

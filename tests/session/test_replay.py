@@ -110,3 +110,40 @@ async def test_a_branch_summary_reads_as_a_user_message_on_the_new_branch(log: S
     assert last["role"] == "user" and isinstance(last["content"], str)
     assert last["content"].startswith(BRANCH_SUMMARY_PREFIX)
     assert last["content"].endswith("wrote main.py")
+
+
+def test_a_file_whose_parents_come_after_their_children_still_replays(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Opening takes a shortcut when every parent precedes its child (every file Crank
+    writes): the links and cycles need no second look. A file in another order (written
+    by hand, or by another tool) is still read, through the full checks."""
+    from crank.session.entries import encode, make_header
+
+    def entry(entry_id: str, parent: str | None, message: object) -> bytes:
+        return encode(
+            {"type": "message", "id": entry_id, "parentId": parent, "timestamp": 1}
+            | {"message": message}
+        )
+
+    lines = [
+        encode(make_header("s", "/w", "2026-01-01T00:00:00.000Z")),
+        entry("a", None, ask("one")),
+        entry("c", "b", ask("three")),
+        entry("b", "a", say("two")),
+    ]
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b"".join(lines))
+    assert [m["role"] for m in resume(path)] == ["user", "assistant"]  # the tip is b
+
+
+def test_a_linear_session_branched_later_replays_the_branch(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A session read back with every entry after its parent has its tip's path taken
+    whole; once it branches, the path is walked again."""
+    with SessionLog.create(tmp_path, "/w") as log:
+        first = log.append_message_sync(ask("one"))
+        log.append_message_sync(say("two"))
+        path = log.path
+    with SessionLog.open(path) as log:
+        assert [m["role"] for m in log.replay()] == ["user", "assistant"]
+        log.append_sync("branch", {}, parent=first)
+        log.append_message_sync(ask("again"))
+        assert [m["content"] for m in log.replay()] == ["one", "again"]

@@ -256,3 +256,25 @@ async def test_project_templates_wait_for_trust_and_the_change_is_announced(
         assert names == ["compact", "model", "new", "deploy", "mine"]
     finally:
         await host.close()
+
+
+async def test_a_closed_host_leaves_no_task_of_its_own(tmp_path: Path) -> None:
+    """Everything a host starts (the watcher, the daily refresh, a run, announcements)
+    has ended when ``close`` returns: nothing of a closed workspace runs on."""
+    before = asyncio.all_tasks()
+    host = scripted_host(tmp_path, RecordingEditor(), [{"text": "hi"}])
+    await host.start()
+    host.prompt_run("hello")
+    run = host.harness.current_run
+    if run is not None:
+        await run.wait()
+    stuck = asyncio.Event()
+
+    async def slow_listener(event: object) -> None:
+        await stuck.wait()
+
+    host.harness.subscribe(slow_listener)  # a listener that never returns
+    host.harness.follow_up("later")  # idle: its announcement runs in the background
+    await host.close()
+    left = {task for task in asyncio.all_tasks() - before if not task.done()}
+    assert left == set(), sorted(task.get_name() for task in left)

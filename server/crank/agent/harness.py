@@ -28,6 +28,7 @@ from .events import Event, QueueState
 from .loop import BuildRequest, LoopConfig, PlainRequests, RunPrompt, agent_loop
 from .messages import ImageBlock, Message, UserMessage, assistant_message, user_message
 from .model import AbortSignal, Model
+from .tasks import Tasks
 from .tools import Tool
 
 log = logging.getLogger(__name__)
@@ -212,7 +213,7 @@ class Harness:
         self._signal = AbortSignal()
         self._run_counter = 0
         self._pending_events: list[Event] = []
-        self._background: set[asyncio.Task[None]] = set()
+        self._background = Tasks()
 
     # -- reading ---------------------------------------------------------------------
 
@@ -372,9 +373,7 @@ class Harness:
             # Inside a run the event joins the run's stream in order.
             self._pending_events.append(event)
             return
-        task = asyncio.get_running_loop().create_task(self._tell_quietly(event))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+        self._background.start(self._tell_quietly(event))
 
     async def _tell_quietly(self, event: Event) -> None:
         await self._tell(event)
@@ -422,6 +421,12 @@ class Harness:
         await run.settled.wait()
         return "aborted"
 
+    async def close(self) -> None:
+        """Abort the active run (it settles, recorded as usual) and end the Harness's
+        own background work (queue announcements outside a run)."""
+        await self.abort()
+        await self._background.close()
+
     def _config(self, run: Run) -> LoopConfig:
         """The run's fixed configuration, captured now: model, prompt, tools, hooks."""
 
@@ -445,8 +450,8 @@ class Harness:
             take_follow_up=lambda: self._take("followUp"),
             before_request=before_request,
             recover_overflow=recover_overflow,
+            captured=run.prompt,  # one capture: what the run's requests send is run.prompt
         )
-        config.prompt = run.prompt  # one capture: what the run's requests send is run.prompt
         return config
 
     async def _drive(self, run: Run, new_messages: list[Message], config: LoopConfig) -> None:

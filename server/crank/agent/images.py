@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from .messages import ImageBlock, Message, images_of
+from .messages import ImageBlock, Message, images_of, shared_prefix
 
 ImageMime = Literal["image/png", "image/jpeg", "image/gif", "image/webp"]
 """The image types both APIs accept; anything else is refused by name."""
@@ -246,17 +246,21 @@ def resolve_images(messages: Sequence[Message], load: Load, accepts: bool) -> Re
     model that takes images; blob bytes are read here and nowhere earlier), images a
     model cannot take, or whose blob is missing, turned into placeholder text. Messages
     without images are shared, the rest are copies: the record is never changed."""
-    out: list[Message] = []
+    return _resolve_at(messages, [i for i, m in enumerate(messages) if images_of(m)], load, accepts)
+
+
+def _resolve_at(
+    messages: Sequence[Message], positions: Sequence[int], load: Load, accepts: bool
+) -> Resolved:
+    """``resolve_images`` when the messages with images are known to be at ``positions``."""
+    out = list(messages)
     omitted = missing = 0
-    for message in messages:
-        images = images_of(message)
-        if not images:
-            out.append(message)
-            continue
+    for position in positions:
+        message = messages[position]
         assert message["role"] != "assistant"
         kept: list[ImageBlock] = []
         lines: list[str] = []
-        for block in images:
+        for block in images_of(message):
             if not accepts:
                 omitted += 1
                 lines.append(placeholder(block, NOT_ACCEPTED))
@@ -277,5 +281,28 @@ def resolve_images(messages: Sequence[Message], load: Load, accepts: bool) -> Re
             copy["images"] = kept
         else:
             copy.pop("images", None)
-        out.append(copy)
+        out[position] = copy
     return Resolved(out, omitted, missing)
+
+
+class ImageResolver:
+    """``resolve_images`` for successive views that share most of their messages.
+
+    Which messages carry images is remembered per position and looked for again only
+    after the first message that differs from the previous view (identities compared at
+    C speed), so a long run does not look through its whole transcript for images on
+    every request. Blob bytes are still read for every request and never kept here: a
+    session's pictures are not held in memory between requests."""
+
+    def __init__(self) -> None:
+        self._messages: list[Message] = []
+        self._positions: list[int] = []
+
+    def resolve(self, messages: Sequence[Message], load: Load, accepts: bool) -> Resolved:
+        same = shared_prefix(messages, self._messages)
+        positions = self._positions
+        while positions and positions[-1] >= same:
+            positions.pop()
+        positions.extend(i for i in range(same, len(messages)) if images_of(messages[i]))
+        self._messages = list(messages)
+        return _resolve_at(messages, positions, load, accepts)

@@ -21,7 +21,7 @@ import json
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import aclosing
-from dataclasses import dataclass, field
+from dataclasses import InitVar, dataclass, field
 from typing import Any
 
 from .events import Delta, DeltaKind, Event, MessageEnd, ToolOutcome
@@ -83,7 +83,9 @@ class LoopConfig:
     system: str
     tools: Sequence[Tool] = ()
     prompt: RunPrompt = field(init=False)
-    """``system`` and the tools' specs, computed once: what every request of the run sends."""
+    """``system`` and the tools' specs: what every request of the run sends. The
+    Harness hands over the prompt its run captured (``captured``); a loop driven
+    without one computes it here, once."""
     max_turns: int | None = None
     build_request: BuildRequest | None = None
     """Turns the record into a request (view, policies, cache marks). Default: the view."""
@@ -95,10 +97,11 @@ class LoopConfig:
     recover_overflow: Callable[[], Awaitable[bool]] | None = None
     """Called once per run when a request is refused as a context overflow; True if it
     made room (e.g. compacted), and the turn is then tried again, once."""
+    captured: InitVar[RunPrompt | None] = None
 
-    def __post_init__(self) -> None:
+    def __post_init__(self, captured: RunPrompt | None) -> None:
         self.tools = tuple(self.tools)
-        self.prompt = RunPrompt.of(self.system, self.tools)
+        self.prompt = captured if captured is not None else RunPrompt.of(self.system, self.tools)
 
 
 class _Feed:

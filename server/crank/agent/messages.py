@@ -9,6 +9,8 @@ mutates a message it is given.
 
 from __future__ import annotations
 
+import itertools
+import operator
 import time
 from collections.abc import Sequence
 from typing import Any, Literal, NotRequired, TypedDict, get_args
@@ -220,3 +222,13 @@ def is_empty_failure(message: Message) -> bool:
         if block["type"] == "text" and block["text"].strip():
             return False
     return True
+
+
+def shared_prefix(messages: Sequence[Message], before: Sequence[Message]) -> int:
+    """How many leading messages ``messages`` shares with ``before``, by identity.
+
+    A message is never changed once it is in a record (what changes is rebuilt as a new
+    object), so an identical object is an identical message. The comparison runs at C
+    speed: the memos that keep a long run's per-turn work flat (sizes, images) use it to
+    find what is new since the previous request without a Python loop over the record."""
+    return sum(itertools.accumulate(map(operator.is_, messages, before), operator.and_))

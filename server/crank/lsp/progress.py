@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
 
+from crank.agent.tasks import Tasks
+
 if TYPE_CHECKING:
     from crank.workspace import WorkspaceHost
     from crank.workspace.stream import EventParams, WireEvent
@@ -31,7 +33,7 @@ class RunProgress:
         self._queues: dict[str, asyncio.Queue[WireEvent | None]] = {}
         self._runs: dict[str, tuple[str, str | None]] = {}
         """token -> (workspace, runId) of the run it reports, until that run settles."""
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = Tasks()
         self._tokens: dict[str, str] = {}
 
     def _supported(self) -> bool:
@@ -60,9 +62,7 @@ class RunProgress:
             token = f"crank-{uuid.uuid4().hex[:12]}"
             self._runs[token] = (params["workspace"], params.get("runId"))
             self._tokens[run_key] = token
-            task = asyncio.ensure_future(self._drive(token, queue))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._tasks.start(self._drive(token, queue))
         found = self._queues.get(run_key)
         if found is None:
             return
@@ -71,6 +71,10 @@ class RunProgress:
             found.put_nowait(None)
             del self._queues[run_key]
             self._runs.pop(self._tokens.pop(run_key, ""), None)
+
+    async def close(self) -> None:
+        """End the progress reports still running (the connection is going)."""
+        await self._tasks.close()
 
     async def _drive(self, token: str, queue: asyncio.Queue[WireEvent | None]) -> None:
         progress = self._server.work_done_progress

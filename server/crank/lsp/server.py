@@ -19,6 +19,7 @@ from lsprotocol import types
 from pygls.lsp.server import LanguageServer
 
 from crank import __version__
+from crank.agent.tasks import Tasks
 from crank.vendors.secrets import provider_env
 from crank.workspace.errors import NO_SUCH_WORKSPACE, CrankError, invalid_params
 from crank.workspace.stream import EventParams
@@ -76,7 +77,8 @@ class CrankServer(LanguageServer):
         self.save_documents = False
         """The client declared ``experimental.crank.saveDocuments``: it answers
         ``crank/saveDocument`` (see landing.py)."""
-        self._tasks: set[asyncio.Task[Any]] = set()
+        self._tasks = Tasks()
+        """Background work the server started (hosts starting, handlers' follow-ups)."""
         self._register()
 
     # -- wiring -----------------------------------------------------------------------
@@ -165,9 +167,7 @@ class CrankServer(LanguageServer):
             except Exception:
                 log.exception("a background task failed")
 
-        task = asyncio.ensure_future(guarded())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.start(guarded())
 
     def _on_event(self, params: EventParams) -> None:
         self.run_progress.on_event(params)
@@ -251,12 +251,16 @@ class CrankServer(LanguageServer):
         self.spawn(host.start())
 
     async def close_all(self) -> None:
+        """Close every host, then end what the server and its parts still run."""
         hosts, self.hosts = list(self.hosts.values()), {}
         for outcome in await asyncio.gather(
             *(host.close() for host in hosts), return_exceptions=True
         ):
             if isinstance(outcome, BaseException):
                 log.error("closing a workspace failed: %s", outcome)
+        await self.run_progress.close()
+        await self.editor.sync.close()
+        await self._tasks.close()
 
     async def _on_shutdown(self, *args: Any) -> None:
         await self.close_all()

@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from crank.agent.tasks import Tasks
 from crank.tools.agreement import body_of, disk_body, most_bytes
 
 
@@ -49,7 +50,7 @@ class DocumentSync:
         self._path_of = path_of
         self._states: dict[str, DocumentState] = {}
         self._wake: dict[str, asyncio.Event] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
+        self._tasks = Tasks()
 
     def state(self, uri: str) -> DocumentState | None:
         return self._states.get(uri)
@@ -74,9 +75,7 @@ class DocumentSync:
         finds it) and compare with the disk in a worker thread."""
         state = DocumentState()
         self._states[uri] = state
-        task = asyncio.ensure_future(self._compare(uri, state, state.generation, text))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        self._tasks.start(self._compare(uri, state, state.generation, text))
 
     async def _compare(self, uri: str, state: DocumentState, generation: int, text: str) -> None:
         path = self._path_of(uri)
@@ -103,6 +102,10 @@ class DocumentSync:
         state.saves += 1
         state.disk = body_of(text) if text is not None else None
         self._notify(uri)
+
+    async def close(self) -> None:
+        """End the comparisons with the disk still running (the connection is going)."""
+        await self._tasks.close()
 
     def closed(self, uri: str) -> None:
         self._states.pop(uri, None)

@@ -1,9 +1,11 @@
 """The watcher: keeps the prompt true while the editor is open, without watching the tree.
 
 One ``PromptWatcher`` per workspace, started and stopped by its owner. It watches only
-the directories whose direct entries can feed the prompt (or the commands), each one *non-recursively*
-(watchfiles' ``recursive=False``; inotify then costs one watch per directory, not one
-per directory of the repository, so ``node_modules`` and ``.git`` cost nothing):
+the directories whose direct entries can feed the prompt (or the commands), each one
+*non-recursively* (inotify then costs one watch per directory, not one per directory of
+the repository, so ``node_modules`` and ``.git`` cost nothing). On Linux the watches are
+read on the event loop (``dirwatch.py``), so an idle workspace costs no thread and no
+wake-up; elsewhere watchfiles' loop (``recursive=False``) looks every ``step_ms``:
 
 - every directory from the workspace root down to the working directory (their
   ``AGENTS.md``/``CLAUDE.md``), and the user config directory;
@@ -39,6 +41,7 @@ from pathlib import Path
 
 from watchfiles import Change, awatch
 
+from . import dirwatch
 from .builder import SystemPrompt
 from .loader import CONTEXT_NAMES, SKILL_FILE, PromptLocations
 from .templates import TEMPLATE_SUFFIX
@@ -241,6 +244,7 @@ class PromptWatcher:
     async def _watch(
         self, targets: tuple[Path, ...], restart: asyncio.Event, armed: asyncio.Event
     ) -> None:
+        """Watch ``targets`` until stopped or restarted, refreshing after each batch."""
         assert self._stop is not None
         either = asyncio.Event()
 
@@ -250,24 +254,51 @@ class PromptWatcher:
 
         relays = [asyncio.create_task(relay(self._stop)), asyncio.create_task(relay(restart))]
         try:
-            changes = awatch(
-                *targets,
-                watch_filter=self._filter,
-                recursive=False,
-                stop_event=either,
-                step=self._step_ms,
-                debounce=self._debounce_ms,
-                yield_on_timeout=False,
-            )
-            first = asyncio.ensure_future(anext(changes, None))
-            await asyncio.sleep(0)  # awatch arms its watches before its first await
-            armed.set()
-            batch = await first
-            while batch is not None:
-                self._replan()
-                await self.refresh()
-                batch = await anext(changes, None)
+            if dirwatch.available():
+                await self._watch_inotify(targets, armed, either)
+            else:
+                await self._watch_polling(targets, armed, either)
         finally:
             for task in relays:
                 task.cancel()
             await asyncio.gather(*relays, return_exceptions=True)
+
+    async def _watch_inotify(
+        self, targets: tuple[Path, ...], armed: asyncio.Event, either: asyncio.Event
+    ) -> None:
+        """Linux: the kernel's notifications on the event loop; nothing is awake at idle."""
+        watch = dirwatch.DirWatch(targets, self.plan.relevant)
+        try:
+            armed.set()
+            while (batch := await watch.next_batch(either)) is not None:
+                if batch:
+                    self._replan()
+                    await self.refresh()
+        finally:
+            watch.close()
+
+    async def _watch_polling(
+        self, targets: tuple[Path, ...], armed: asyncio.Event, either: asyncio.Event
+    ) -> None:
+        """Elsewhere: watchfiles, whose thread looks for changes every ``step_ms``."""
+        changes = awatch(
+            *targets,
+            watch_filter=self._filter,
+            recursive=False,
+            stop_event=either,
+            step=self._step_ms,
+            debounce=self._debounce_ms,
+            yield_on_timeout=False,
+        )
+
+        async def next_batch() -> set[tuple[Change, str]] | None:
+            return await anext(changes, None)
+
+        first = asyncio.create_task(next_batch())
+        await asyncio.sleep(0)  # awatch arms its watches before its first await
+        armed.set()
+        batch = await first
+        while batch is not None:
+            self._replan()
+            await self.refresh()
+            batch = await next_batch()

@@ -142,28 +142,42 @@ def parse_entry(
     return entry
 
 
-_SHARED_KEYS = ("toolName", "stopReason", "model")
 _SHORT = 64
+_REPLY_KEYS = ("stopReason", "model")
 
 
 def _share_names(entry: Entry, message: dict[str, Any], shared: dict[str, str]) -> None:
     """One string object for each short name the entries of a file repeat (types, roles,
     tool names, models): a decoder makes a new one per line, and at tens of thousands
     of entries those copies are megabytes of a resumed session. Equal values; only the
-    duplicates go. ``shared`` belongs to one read of one file."""
-    entry["type"] = shared.setdefault(entry["type"], entry["type"])
-    for key in ("role", *_SHARED_KEYS):
+    duplicates go. ``shared`` belongs to one read of one file. Only the keys each role
+    has are looked at: this runs once per entry of every session opened."""
+    share = shared.setdefault
+    kind = entry["type"]
+    entry["type"] = share(kind, kind)
+    role = message["role"]  # checked to be a known role, so a short string
+    message["role"] = role = share(role, role)
+    if role == "toolResult":
+        name = message.get("toolName")
+        if type(name) is str and len(name) < _SHORT:
+            message["toolName"] = share(name, name)
+        return
+    if role != "assistant":
+        return
+    for key in _REPLY_KEYS:
         value = message.get(key)
-        if isinstance(value, str) and len(value) < _SHORT:
-            message[key] = shared.setdefault(value, value)
+        if type(value) is str and len(value) < _SHORT:
+            message[key] = share(value, value)
     content = message.get("content")
-    if isinstance(content, list):
+    if type(content) is list:
         for block in content:
-            if isinstance(block, dict) and isinstance(block.get("type"), str):
-                block["type"] = shared.setdefault(block["type"], block["type"])
+            if type(block) is dict:
+                value = block.get("type")
+                if type(value) is str:
+                    block["type"] = share(value, value)
                 name = block.get("name")
-                if isinstance(name, str) and len(name) < _SHORT:
-                    block["name"] = shared.setdefault(name, name)
+                if type(name) is str and len(name) < _SHORT:
+                    block["name"] = share(name, name)
 
 
 def _parse_object(path: Path, number: int, line: bytes | memoryview) -> dict[str, Any]:

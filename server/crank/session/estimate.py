@@ -15,13 +15,11 @@ order as built), so "characters" means the same thing everywhere in this package
 
 from __future__ import annotations
 
-import itertools
 import json
-import operator
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from crank.agent.messages import Message, Usage, images_of
+from crank.agent.messages import Message, Usage, images_of, shared_prefix
 from crank.agent.model import ModelRequest, ToolSpec
 
 from .replay import COMPACTION_PREFIX
@@ -90,27 +88,61 @@ class SizeCache:
 
 
 class RunningSize:
-    """The summed sizes of successive views that share most of their messages.
+    """The summed sizes of successive views that share most of their messages, and the
+    newest reply in each that carries reported usage.
 
     Consecutive requests of a run send the same messages plus a few new ones (and now
-    and then a cleared result's note in place of the result), so the sum is kept per
-    position and only what follows the first message that differs is measured again.
-    Finding that message compares identities at C speed (``map(operator.is_)``)."""
+    and then a cleared result's note in place of the result), so both are kept per
+    position and only what follows the first message that differs is looked at again.
+    Finding that message compares identities at C speed (``shared_prefix``). A
+    long run therefore costs the same per turn at its end as at its start, with or
+    without usage (without it, every turn used to scan the whole view twice over)."""
 
     def __init__(self, chars: Chars) -> None:
         self._chars = chars
         self._messages: list[Message] = []
         self._sums: list[int] = []
+        self._anchors: list[int] = []
+        """Per position: the newest usage-bearing reply at or before it, or -1."""
+
+    def _sync(self, messages: Sequence[Message]) -> None:
+        same = shared_prefix(messages, self._messages)
+        del self._sums[same:], self._anchors[same:]
+        sums, anchors = self._sums, self._anchors
+        running = sums[-1] if sums else 0
+        anchor = anchors[-1] if anchors else -1
+        for position in range(same, len(messages)):
+            message = messages[position]
+            running += self._chars(message)
+            if message["role"] == "assistant" and usage_total(message["usage"]) > 0:
+                anchor = position
+            sums.append(running)
+            anchors.append(anchor)
+        self._messages = list(messages)
 
     def total(self, messages: Sequence[Message]) -> int:
-        same = sum(itertools.accumulate(map(operator.is_, messages, self._messages), operator.and_))
-        sums = self._sums[:same]
-        running = sums[-1] if sums else 0
-        for message in messages[same:]:
-            running += self._chars(message)
-            sums.append(running)
-        self._messages, self._sums = list(messages), sums
-        return running
+        """The sum of the sizes of ``messages``."""
+        self._sync(messages)
+        return self._sums[-1] if self._sums else 0
+
+    def anchor(self, messages: Sequence[Message]) -> int | None:
+        """``anchor_index(messages)``, without looking at more than what changed."""
+        self._sync(messages)
+        candidate = self._anchors[-1] if self._anchors else -1
+        if candidate < 0:
+            return None
+        return _valid_anchor(messages, candidate)
+
+    def prefix_sums(self, messages: Sequence[Message]) -> Sequence[int]:
+        """Per position, the sum of the sizes of ``messages`` up to and including it."""
+        self._sync(messages)
+        return self._sums
+
+    def chars_after(self, messages: Sequence[Message], position: int) -> int:
+        """The sizes of the messages after ``position``, plus one separator each."""
+        self._sync(messages)
+        sums = self._sums
+        return sums[-1] - sums[position] + (len(messages) - position - 1)
 
 
 def prompt_chars(system: str, tools: Sequence[ToolSpec]) -> int:
@@ -169,20 +201,23 @@ def anchor_index(messages: Sequence[Message]) -> int | None:
     as they stood then. A compaction summary standing in front of it that was written at
     or after it means those messages are no longer what is sent: the figure is stale.
     The summary, when there is one, is the view's first message (replay puts the newest
-    compaction's summary there and nothing before it), so only that one is looked at:
-    scanning the whole view for it cost every turn time in the transcript's length.
+    compaction's summary there and nothing before it), so only that one is looked at.
+    ``RunningSize.anchor`` gives the same answer without a scan.
     """
-    summary_time: int | None = None
-    if messages and is_compaction_summary(messages[0]):
-        summary_time = messages[0]["timestamp"]
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
-        if message["role"] != "assistant" or usage_total(message["usage"]) <= 0:
-            continue
-        if summary_time is not None and summary_time >= message["timestamp"]:
-            return None  # every older figure is older still
-        return index
+        if message["role"] == "assistant" and usage_total(message["usage"]) > 0:
+            return _valid_anchor(messages, index)
     return None
+
+
+def _valid_anchor(messages: Sequence[Message], index: int) -> int | None:
+    """``index`` (the newest usage-bearing reply) unless a compaction summary in front
+    of the view was written at or after it, which makes every figure stale."""
+    first = messages[0]
+    if is_compaction_summary(first) and first["timestamp"] >= messages[index]["timestamp"]:
+        return None
+    return index
 
 
 def context_tokens(
@@ -190,16 +225,24 @@ def context_tokens(
     fixed_chars: int,
     calibration: Calibration,
     chars: Chars = message_chars,
+    running: RunningSize | None = None,
 ) -> int:
     """The size of a request that sends ``messages`` (a view) after the fixed prompt:
     the newest still-valid reported count plus an estimate for what came after it, or an
-    estimate of the whole when no count is valid."""
-    anchor = anchor_index(messages)
+    estimate of the whole when no count is valid. With ``running`` (whose sizes are
+    ``chars``), nothing already measured is measured again."""
+    anchor = anchor_index(messages) if running is None else running.anchor(messages)
     if anchor is None:
-        return calibration.tokens(view_chars(fixed_chars, messages, chars))
+        if running is None:
+            return calibration.tokens(view_chars(fixed_chars, messages, chars))
+        whole = fixed_chars + running.total(messages) + len(messages) + VIEW_FRAMING_CHARS
+        return calibration.tokens(whole)
     reply = messages[anchor]
     assert reply["role"] == "assistant"
-    after = sum(chars(m) + 1 for m in messages[anchor + 1 :])
+    if running is None:
+        after = sum(chars(m) + 1 for m in messages[anchor + 1 :])
+    else:
+        after = running.chars_after(messages, anchor)
     # The reply itself is sent back with its framing: count whichever is larger.
     sent_back = max(int(reply["usage"]["output"]), calibration.tokens(chars(reply)))
     return usage_total(reply["usage"]) + sent_back + calibration.tokens(after)

@@ -35,6 +35,7 @@ What it promises:
 
 from __future__ import annotations
 
+import bisect
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -48,7 +49,7 @@ from crank.agent.events import (
     UsageUpdate,
 )
 from crank.agent.harness import Harness
-from crank.agent.images import Resolved, resolve_images
+from crank.agent.images import ImageResolver, Resolved
 from crank.agent.loop import RunPrompt
 from crank.agent.messages import Message, now_ms
 from crank.agent.model import Model, ModelRequest, ToolSpec, accepts_images
@@ -61,7 +62,6 @@ from .estimate import (
     Calibration,
     RunningSize,
     SizeCache,
-    anchor_index,
     context_tokens,
     message_chars,
     prompt_chars,
@@ -72,6 +72,7 @@ from .notes import Notes, listed_keys, notes_index, notes_path, with_notes_index
 from .policies import (
     ClearState,
     Policy,
+    PolicyMemo,
     PolicyName,
     TrimState,
     cache_marks,
@@ -105,6 +106,21 @@ class ContextSettings:
         return min(DEFAULT_RESERVE, window // SMALL_WINDOW_RESERVE_SHARE)
 
 
+@dataclass(frozen=True)
+class _SentMemo:
+    """What ``Housekeeper._sent`` computed last, and for which inputs: ``key`` (the
+    record's length, its last message's id, the fixed size, the policy states and the
+    calibration) and ``last``, the last message itself, so an id reused by a new object
+    is never taken for the old one."""
+
+    key: tuple[int, int, int, ClearState, TrimState, float]
+    last: Message | None
+    repairs: Repairs
+    sent: list[Message]
+    clear: ClearState
+    trim: TrimState
+
+
 def usage_update(usage: ContextUsage) -> UsageUpdate:
     return {"type": "usage_update", **usage}
 
@@ -136,8 +152,12 @@ class Housekeeper:
         self._sizes = SizeCache()
         self._view = GrowingView()
         self._running = RunningSize(self._sizes.chars)
+        self._images = ImageResolver()
+        self._policy_sizes = RunningSize(self._sizes.chars)
+        """The sizes of the view the policies are handed (before clearing)."""
+        self._memo = PolicyMemo()
         self._fixed: tuple[str, Sequence[ToolSpec], int] | None = None
-        self._last_sent: tuple[Any, ...] | None = None
+        self._last_sent: _SentMemo | None = None
         self._last_chars: tuple[Sequence[Message], int, int] | None = None
         self._clear = ClearState()
         self._trim = TrimState()
@@ -242,13 +262,13 @@ class Housekeeper:
             self._calibration.chars_per_token,
         )
         memo = self._last_sent
-        if memo is not None and memo[0] == key and memo[1] is last:
-            repairs, sent, state, trim = memo[2], memo[3], memo[4], memo[5]
+        if memo is not None and memo.key == key and memo.last is last:
+            repairs, sent, state, trim = memo.repairs, memo.sent, memo.clear, memo.trim
         else:
             view, repairs = self._view.repair(record)
             trimmed, trim = self._trim_turns(view, fixed)
             sent, state = self._clear_results(trimmed, fixed)
-            self._last_sent = (key, last, repairs, sent, state, trim)
+            self._last_sent = _SentMemo(key, last, repairs, sent, state, trim)
         if sending and repairs != self._repairs:
             self._repairs = repairs
             if repairs:
@@ -277,6 +297,7 @@ class Housekeeper:
             limit=self.threshold() if keep is None else 0,
             keep_tokens=self.keep_tokens() if keep is None else keep,
             size=self._size,
+            tail_start=self._tail_start,
         )
 
     def _clear_results(self, view: list[Message], fixed: int) -> tuple[list[Message], ClearState]:
@@ -289,7 +310,19 @@ class Housekeeper:
             limit=self._clear_at(),
             keep_tokens=self._clear_at() // 4,
             size=self._size,
+            memo=self._memo,
+            tail_start=self._tail_start,
         )
+
+    def _tail_start(self, view: Sequence[Message], keep_tokens: int, floor: int) -> int:
+        """Where the newest ``keep_tokens`` of ``view`` begin (never before ``floor``),
+        found by bisecting the view's running sizes instead of walking back through it:
+        the policies ask on every request of a long run."""
+        sums = self._policy_sizes.prefix_sums(view)
+        total = sums[-1] if sums else 0
+        need = total - keep_tokens * self._calibration.chars_per_token
+        position = bisect.bisect_left(sums, need) + 1 if need > 0 else 0
+        return min(len(view), max(floor, position))
 
     def _chars_of(self, fixed: int, messages: Sequence[Message]) -> int:
         """``view_chars`` of one list, summed once however often it is asked for."""
@@ -310,7 +343,7 @@ class Housekeeper:
         self._clear, self._trim = state, trim  # equal or not: it carries the clearing memo
         marks = cache_marks(sent) if self._policy.cache else ()
         tools = list(prompt.tools)
-        resolved = resolve_images(sent, self._log.load_image, accepts_images(self._model))
+        resolved = self._images.resolve(sent, self._log.load_image, accepts_images(self._model))
         await self._tell_images(resolved)
         request = ModelRequest(
             system=system, messages=resolved.messages, tools=tools, cache_marks=marks
@@ -354,12 +387,14 @@ class Housekeeper:
         # At rest the estimate is of the next request exactly: its repairs are news. In
         # a run, a reply's calls are still running and would count as repaired.
         sent, state, trim = self._sent(record, fixed, sending=not harness.is_running)
-        anchor = anchor_index(sent)
+        anchor = self._running.anchor(sent)
         stale = anchor is not None and sent[anchor]["timestamp"] <= self._view_changed_ms
         if stale or (state, trim) != (self._clear, self._trim):
             # The newest count was for a request cleared differently: estimate the whole.
             return self._calibration.tokens(self._chars_of(fixed, sent))
-        return context_tokens(sent, fixed, self._calibration, self._sizes.chars)
+        return context_tokens(
+            sent, fixed, self._calibration, self._sizes.chars, running=self._running
+        )
 
     # -- harness hooks ------------------------------------------------------------------
 

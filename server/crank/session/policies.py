@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, get_args
 
-from crank.agent.messages import Message, ToolResultMessage, tool_calls
+from crank.agent.messages import Message, ToolResultMessage, shared_prefix, tool_calls
 
 MIN_CLEAR_CHARS = 600
 """Results shorter than this cost less than the re-read a note would cause."""
@@ -123,6 +123,47 @@ def apply_clearing(view: Sequence[Message], boundary: int) -> list[Message]:
     return sent
 
 
+def newest_within(
+    view: Sequence[Message], keep_tokens: int, size: Callable[[Message], int], floor: int = 0
+) -> int:
+    """The first position of the newest messages whose sizes add up to at most
+    ``keep_tokens`` (never before ``floor``): where a policy's untouched tail begins."""
+    position, kept = len(view), 0
+    while position > floor:
+        kept += size(view[position - 1])
+        if kept > keep_tokens:
+            break
+        position -= 1
+    return position
+
+
+TailStart = Callable[[Sequence[Message], int, int], int]
+"""``newest_within`` as a caller measures it: (view, keep_tokens, floor) -> position."""
+
+
+class PolicyMemo:
+    """The last view cleared, remembered between the requests of one session so that
+    clearing costs what changed, not the length of the record. The policies stay pure
+    functions of their inputs: with or without a memo, the same view and state send the
+    same messages."""
+
+    def __init__(self) -> None:
+        self._cleared: tuple[list[Message], int, list[Message]] | None = None
+
+    def apply_clearing(self, view: Sequence[Message], boundary: int) -> list[Message]:
+        """``apply_clearing``, reusing the notes of the last view cleared at the same
+        boundary when the view still starts with the same messages up to it."""
+        if boundary <= 0:
+            return list(view)
+        last = self._cleared
+        if last is not None and last[1] == boundary and shared_prefix(view, last[0]) >= boundary:
+            sent = [*last[2][:boundary], *view[boundary:]]
+        else:
+            sent = apply_clearing(view, boundary)
+        self._cleared = (list(view), boundary, sent)
+        return sent
+
+
 def clear_old_results(
     view: Sequence[Message],
     state: ClearState,
@@ -131,18 +172,21 @@ def clear_old_results(
     limit: int,
     keep_tokens: int,
     size: Callable[[Message], int],
+    memo: PolicyMemo | None = None,
+    tail_start: TailStart | None = None,
 ) -> tuple[list[Message], ClearState]:
     """Clear as far as ``state`` says; if the request is still over ``limit``, move the
-    boundary so that only about ``keep_tokens`` of the newest messages are untouched."""
-    sent = apply_clearing(view, state.boundary)
+    boundary so that only about ``keep_tokens`` of the newest messages are untouched.
+    ``memo`` only saves work; ``tail_start`` measures the untouched tail (by default
+    ``newest_within`` with ``size``)."""
+    clearing = apply_clearing if memo is None else memo.apply_clearing
+    sent = clearing(view, state.boundary)
     if tokens(sent) <= limit:
         return sent, state
-    position, kept = len(view), 0
-    while position > 0:
-        kept += size(view[position - 1])
-        if kept > keep_tokens:
-            break
-        position -= 1
+    if tail_start is None:
+        position = newest_within(view, keep_tokens, size)
+    else:
+        position = tail_start(view, keep_tokens, 0)
     boundary = max(state.boundary, position)
     start = state.boundary
     if start < state.clean <= boundary and view[state.clean - 1] is state.clean_last:
@@ -152,7 +196,7 @@ def clear_old_results(
         if boundary <= start:
             return sent, state
         return sent, replace(state, clean=boundary, clean_last=view[boundary - 1])
-    return apply_clearing(view, boundary), ClearState(boundary)
+    return clearing(view, boundary), ClearState(boundary)
 
 
 @dataclass(frozen=True)
@@ -212,20 +256,19 @@ def trim_old_turns(
     limit: int,
     keep_tokens: int,
     size: Callable[[Message], int],
+    tail_start: TailStart | None = None,
 ) -> tuple[list[Message], TrimState]:
     """Trim as far as ``state`` says; if the request is still over ``limit``, move the
     boundary to the first turn start that leaves about ``keep_tokens`` of the newest
-    messages (always at least the newest turn)."""
+    messages (always at least the newest turn); ``tail_start`` as for clearing."""
     sent = apply_trim(view, state.boundary)
     if tokens(sent) <= limit:
         return sent, state
     head = task_end(view)
-    position, kept = len(view), 0
-    while position > head:
-        kept += size(view[position - 1])
-        if kept > keep_tokens:
-            break
-        position -= 1
+    if tail_start is None:
+        position = newest_within(view, keep_tokens, size, head)
+    else:
+        position = tail_start(view, keep_tokens, head)
     newest = next((i for i in range(len(view) - 1, head, -1) if _turn_start(view, i)), 0)
     held = state.boundary if _can_cut(view, head, state.boundary) else 0
     boundary = min(max(position, held), newest)

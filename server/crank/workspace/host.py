@@ -30,6 +30,7 @@ from crank.agent.events import Event, QueueState
 from crank.agent.harness import Harness, HarnessBusy, QueueKind, Queues, Run
 from crank.agent.messages import ImageBlock
 from crank.agent.model import accepts_images
+from crank.agent.tasks import Tasks
 from crank.agent.tools import Tool
 from crank.prompt import PromptLocations, PromptWatcher, SystemPrompt, compute_prompt
 from crank.session import SessionLog, SessionStore
@@ -124,7 +125,8 @@ class WorkspaceHost:
         self.catalog = CommandCatalog()
         self.watcher: PromptWatcher | None = None
         self._daily: DailyRefresh | None = None
-        self._prompt_refresh: asyncio.Task[object] | None = None
+        self._tasks = Tasks()
+        """The host's own background work (a prompt refresh after a new session)."""
         self.ready = asyncio.Event()
 
     # -- the parts' facts, read through the host ---------------------------------------
@@ -190,7 +192,8 @@ class WorkspaceHost:
         """Abort a run (it settles and is saved), stop the watcher, release the log."""
         if self._daily is not None:
             self._daily.stop()
-        await self.harness.abort()
+        await self.harness.close()
+        await self._tasks.close()
         self.stream.flush()
         if self.watcher is not None:
             await self.watcher.stop()
@@ -451,8 +454,8 @@ class WorkspaceHost:
         if any(tool.name == "recall" for tool in self.tools):  # nothing is compacted yet
             self.tools = self._tool_set()
             self.harness.set_tools(self.tools)
-            if self.watcher is not None:  # the prompt follows; held so it is not collected
-                self._prompt_refresh = asyncio.create_task(self.watcher.refresh())
+            if self.watcher is not None:  # the prompt follows, in the background
+                self._tasks.start(self.watcher.refresh())
         return self._session_changed()
 
     async def open_session(self, session_id: str) -> dict[str, Any]:

@@ -1,0 +1,139 @@
+"""A long run's per-turn bookkeeping does not grow with the run (issue 33).
+
+Time is no measure on a shared machine, so this counts work instead: the lines of
+Crank's own code executed per turn (``sys.settrace``), on the path a workspace wires
+(Harness, SessionLog, Housekeeper with its default policy). A Python-level scan of the
+transcript adds lines in proportion to its length; what runs at C speed over it (an
+identity comparison of two lists, a list copy) adds none, and is not what made runs
+quadratic. The per-turn count at the end of a run three times longer must be the same,
+with usage on every reply and without any (many local servers report none, and the
+estimate then took a path that rescanned the whole view twice a turn).
+
+The figures in time are bench/long_run.py's.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+import pytest
+
+from crank.agent.harness import Harness
+from crank.agent.messages import assistant_message
+from crank.agent.model import AbortSignal, ModelRequest, StreamEvent
+from crank.agent.tools import OnUpdate, Tool, ToolCall
+from crank.session import ContextSettings, Housekeeper, SessionLog
+
+CRANK = str(Path(__file__).resolve().parents[2] / "server" / "crank")
+
+
+async def _small(call: ToolCall, signal: AbortSignal, on_update: OnUpdate) -> str:
+    return "a small result " * 4
+
+
+async def _large(call: ToolCall, signal: AbortSignal, on_update: OnUpdate) -> str:
+    return "a result worth clearing later " * 40  # past policies.MIN_CLEAR_CHARS
+
+
+SCHEMA = {"type": "object", "properties": {}}
+TOOLS = [
+    Tool(name="small", description="A small result.", parameters=SCHEMA, execute=_small),
+    Tool(name="large", description="A large result.", parameters=SCHEMA, execute=_large),
+]
+
+
+class LineCounter:
+    """Counts the lines executed in crank's own modules, read per turn by the model."""
+
+    def __init__(self) -> None:
+        self.lines = 0
+
+    def _local(self, frame: FrameType, event: str, arg: Any) -> Any:
+        if event == "line":
+            self.lines += 1
+        return self._local
+
+    def _global(self, frame: FrameType, event: str, arg: Any) -> Any:
+        return self._local if frame.f_code.co_filename.startswith(CRANK) else None
+
+    def __enter__(self) -> LineCounter:
+        sys.settrace(self._global)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        sys.settrace(None)
+
+
+class CountingModel:
+    """One tool call per reply (a large result every fifth turn) until the last reply;
+    notes the line count at each request, so the gaps are the lines of one turn."""
+
+    api = "test"
+    id = "counting"
+    context_window = 10**9
+
+    def __init__(self, turns: int, counter: LineCounter, *, usage: bool) -> None:
+        self.left = turns
+        self.counter = counter
+        self.usage = usage
+        self.marks: list[int] = []
+
+    async def stream(
+        self, request: ModelRequest, signal: AbortSignal
+    ) -> AsyncIterator[StreamEvent]:
+        self.marks.append(self.counter.lines)
+        self.left -= 1
+        name = "large" if self.left % 5 == 0 else "small"
+        calls: list[Any] = (
+            [] if self.left == 0 else [{"type": "toolCall", "id": f"c{self.left}", "name": name}]
+        )
+        for call in calls:
+            call["arguments"] = {}
+        message = assistant_message(calls, stop_reason="toolUse" if calls else "stop")
+        if self.usage:
+            message["usage"] = {  # type: ignore[typeddict-item]
+                "input": 100 + 30 * len(request.messages),
+                "output": 10,
+                "cacheRead": 0,
+                "cacheWrite": 0,
+            }
+        yield {"type": "done", "message": message}
+
+
+async def lines_per_turn_at_the_end(turns: int, folder: Path, *, usage: bool) -> float:
+    counter = LineCounter()
+    log = SessionLog.create(folder, str(folder))
+    model = CountingModel(turns, counter, usage=usage)
+    # A small kept size, so clearing has long been under way when the count is read.
+    keeper = Housekeeper(log, model, ContextSettings(keep_recent_tokens=2_000))
+    harness = Harness(
+        system="You are a test.",
+        tools=TOOLS,
+        model=model,
+        build_request=keeper.build_request,
+        before_request=keeper.before_request,
+        recover_overflow=keeper.recover_overflow,
+    )
+    harness.subscribe(log.listener())
+    keeper.attach(harness)
+    with counter:
+        await harness.prompt("go").wait()
+    log.close()
+    gaps = [b - a for a, b in zip(model.marks, model.marks[1:], strict=False)]
+    assert len(gaps) == turns - 1
+    return statistics.median(gaps[-max(1, len(gaps) // 10) :])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("usage", [True, False], ids=["with usage", "without usage"])
+async def test_the_work_of_a_turn_does_not_grow_with_the_run(tmp_path: Path, usage: bool) -> None:
+    short = await lines_per_turn_at_the_end(100, tmp_path / "short", usage=usage)
+    long = await lines_per_turn_at_the_end(300, tmp_path / "long", usage=usage)
+    # Before the running totals, the 300-turn run's last turns ran about 2.5x the lines
+    # of the 100-turn run's; a constant per-turn cost gives the same count.
+    assert long <= short * 1.02, f"{short:.0f} lines a turn at 100 turns, {long:.0f} at 300"
