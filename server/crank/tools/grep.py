@@ -15,6 +15,7 @@ from crank.agent.tools import Tool, ToolCall, ToolError, ToolOutput
 
 from .agreement import differing, searched_note
 from .context import ToolContext
+from .pattern import Pattern
 from .search import (
     BLOCK_BYTES,
     LINE_CHARS,
@@ -29,7 +30,6 @@ from .search import (
     ripgrep,
     search_text,
 )
-from .pattern import Pattern
 from .textfile import SNIFF_BYTES, looks_binary, open_regular
 from .walk import crowded_note
 

@@ -414,6 +414,14 @@ def search_top(base: Path, root: Path) -> Path:
     return base if base.is_dir() else base.parent
 
 
+def _pin(base: Path, root: Path) -> tuple[Path, str, int]:
+    """The top folder ripgrep is shown, the base relative to it, and the top opened."""
+    if base.is_symlink():  # the checked path had none: one was swapped in since
+        raise swapped(str(base))
+    top = search_top(base, root)
+    return top, base.relative_to(top).as_posix() if base != top else ".", open_folder(top, str(top))
+
+
 async def rg_search(
     rg: str, query: Query, base: Path, skip: set[Path], root: Path | None = None
 ) -> list[Hit]:
@@ -430,11 +438,7 @@ async def rg_search(
     it): grep checks a file base first. Raises RipgrepFailed when ripgrep died,
     typically of RG_MEMORY on a giant line.
     """
-    if base.is_symlink():  # the checked path had none: one was swapped in since
-        raise swapped(str(base))
-    top = search_top(base, root or base)
-    target = base.relative_to(top).as_posix() if base != top else "."
-    folder = open_folder(top, str(top))
+    top, target, folder = await asyncio.to_thread(_pin, base, root or base)
     try:
         return await _rg_in(rg, query, base, skip, top, target, folder)
     finally:
