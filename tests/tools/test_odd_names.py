@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import anyio
 import pytest
 
 from crank.agent.tools import Tool
@@ -65,10 +66,10 @@ async def test_read_edit_write_reach_the_file_by_its_escaped_name(
     edited = await call(tools, "edit", {"path": SHOWN, "oldText": "TODO", "newText": "DONE"})
     assert not edited.is_error, edited.content
     assert SHOWN in encodable(edited.content)
-    assert odd.read_bytes() == b"hello DONE\n"
+    assert await anyio.Path(odd).read_bytes() == b"hello DONE\n"
     written = await call(tools, "write", {"path": SHOWN, "content": "new\n"})
     assert not written.is_error, written.content
-    assert odd.read_bytes() == b"new\n"
+    assert await anyio.Path(odd).read_bytes() == b"new\n"
     assert sorted(os.listdir(odd.parent)) == [odd.name]  # no second file was made
 
 

@@ -129,12 +129,12 @@ class Permissions:
         first = re.findall(r"^[^\s;&|<>()`$]+", preview["command"].strip())
         for rule in self.session_rules + self.always_rules:
             prefix = rule.get("commandPrefix")
-            if rule.get("tool") == request["toolName"] and isinstance(prefix, str):
-                if first and first[0] == prefix.split(maxsplit=1)[0]:
-                    return (
-                        f"Asked although `{prefix}` is allowed: a rule covers only one simple "
-                        f"command, and this one {shape.reason}."
-                    )
+            named = isinstance(prefix, str) and bool(first) and first[0] == prefix.split()[0]
+            if rule.get("tool") == request["toolName"] and named:
+                return (
+                    f"Asked although `{prefix}` is allowed: a rule covers only one simple "
+                    f"command, and this one {shape.reason}."
+                )
         return None
 
     def rule_for(self, request: ApprovalRequest) -> dict[str, Any]:
