@@ -115,7 +115,7 @@ async def run_command(
     short, including an abort that lands while the process is being started."""
     capture = Capture(ctx.output_dir)
     grace = KILL_GRACE_SECONDS if box is None else CONFINED_GRACE_SECONDS
-    starting = asyncio.ensure_future(start(command, ctx.root, box))
+    starting = asyncio.ensure_future(start(command, ctx.root, box, ctx.sandbox().env))
     reader: asyncio.Task[None] | None = None
     try:
         process = await asyncio.shield(starting)

@@ -13,7 +13,7 @@ import contextlib
 import os
 import shutil
 import signal
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -40,25 +40,23 @@ def shell() -> str:
     return shutil.which("bash") or "/bin/sh"
 
 
-SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_SECRET_KEY", "_PASSWORD", "_ACCESS_KEY")
-"""Variables whose names end like this hold credentials (the providers' keys, cloud
-and CI tokens) and are left out of a command's environment, so ``env`` or a debug
-print cannot copy one into a tool result (and from there into events and the session
-file). The providers' keys are not in the server's environment at all
-(crank.vendors.secrets); this is the second line."""
-_SECRET_NAMES = ("SSH_AUTH_SOCK", "GPG_AGENT_INFO")
-"""Handles on the user's agents: with one, a command could sign or log in as the user."""
+PASSED_NAMES = frozenset({"PATH", "HOME", "LANG", "TERM", "TZ", "USER", "LOGNAME", "SHELL"})
+"""What a command gets of the server's environment (with every ``LC_*``): an allow-list.
+A deny-list of key-like names let ``AZURE_OPENAI_KEY`` through (it ends in none of the
+suffixes); a name means what its owner meant, which no rule of spelling can tell. The
+user adds names with ``sandbox.env`` (``SandboxSettings.env``)."""
 
 
-def is_secret_name(name: str) -> bool:
-    upper = name.upper()
-    return upper in _SECRET_NAMES or upper.endswith(SECRET_SUFFIXES)
+def passed(name: str, extra: Iterable[str] = ()) -> bool:
+    """Does ``name`` reach a command (the allow-list, ``LC_*``, or ``extra``)?"""
+    return name in PASSED_NAMES or name.startswith("LC_") or name in extra
 
 
-def command_env() -> dict[str, str]:
-    """The server's environment without credentials, with pagers turned off (nobody
-    can press q)."""
-    env = {name: value for name, value in os.environ.items() if not is_secret_name(name)}
+def command_env(extra: Iterable[str] = ()) -> dict[str, str]:
+    """The allow-listed part of the server's environment (plus the names in
+    ``extra``), with pagers turned off (nobody can press q)."""
+    names = frozenset(extra)
+    env = {name: value for name, value in os.environ.items() if passed(name, names)}
     env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"})
     return env
 
@@ -77,12 +75,16 @@ def detached_argv(command: str, cwd: Path, box: Box | None) -> list[str]:
     the environment a command Crank starts gets, and nothing of the starter's own
     (an editor's environment may hold the provider keys Crank keeps from commands)."""
     env = shutil.which("env") or "/usr/bin/env"
-    pairs = [f"{name}={value}" for name, value in command_env().items()]
+    extra = box.settings.env if box is not None else ()
+    pairs = [f"{name}={value}" for name, value in command_env(extra).items()]
     return [env, "-i", *pairs, *command_argv(command, cwd, box)]
 
 
-async def start(command: str, cwd: Path, box: Box | None = None) -> asyncio.subprocess.Process:
-    """Start the command as the leader of a new process group (see the module doc)."""
+async def start(
+    command: str, cwd: Path, box: Box | None = None, extra_env: Iterable[str] = ()
+) -> asyncio.subprocess.Process:
+    """Start the command as the leader of a new process group (see the module doc);
+    ``extra_env``: names passed beside the allow-list (``sandbox.env``)."""
     argv = command_argv(command, cwd, box)
     return await asyncio.create_subprocess_exec(
         *argv,
@@ -91,7 +93,7 @@ async def start(command: str, cwd: Path, box: Box | None = None) -> asyncio.subp
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,
-        env=command_env(),
+        env=command_env(box.settings.env if box is not None else extra_env),
     )
 
 

@@ -67,6 +67,9 @@ class SandboxSettings:
 
     mode: SandboxMode = DEFAULT_MODE
     network: bool = False
+    env: tuple[str, ...] = ()
+    """Names of the server's environment passed to commands beside the allow-list
+    (``process.PASSED_NAMES``): ``sandbox.env``."""
 
 
 @dataclass(frozen=True)

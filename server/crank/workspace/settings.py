@@ -116,15 +116,18 @@ def _sandbox(value: Any, where: str) -> SandboxSettings:
     if not isinstance(value, Mapping):
         raise invalid_params(where, "must be an object")
     for key in value:
-        if key not in ("mode", "network"):
-            raise invalid_params(f"{where}.{key}", "is not a setting; known: mode, network")
+        if key not in ("mode", "network", "env"):
+            raise invalid_params(f"{where}.{key}", "is not a setting; known: mode, network, env")
     mode = value.get("mode", SandboxSettings.mode)
     if mode not in SANDBOX_MODES:
         raise invalid_params(f"{where}.mode", f"must be one of {', '.join(SANDBOX_MODES)}")
     network = value.get("network", False)
     if not isinstance(network, bool):
         raise invalid_params(f"{where}.network", "must be true or false")
-    return SandboxSettings(mode=mode, network=network)
+    env = value.get("env", [])
+    if not isinstance(env, list) or not all(isinstance(name, str) and name for name in env):
+        raise invalid_params(f"{where}.env", "must be a list of environment variable names")
+    return SandboxSettings(mode=mode, network=network, env=tuple(env))
 
 
 def read_config_file(path: Path | None = None) -> dict[str, Any]:
