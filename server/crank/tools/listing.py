@@ -18,9 +18,9 @@ import anyio
 from crank.agent.tools import MAX_LINES, NOTE_ROOM_LINES, Tool, ToolCall, ToolError, ToolOutput
 
 from .context import ToolContext
-from .globs import matches_path
+from .globs import compile_glob, matches_path
 from .names import shown
-from .walk import crowded_note, open_folder, walk_files
+from .walk import crowded_note, open_folder, walk_batches
 
 MOST_SHOWN = MAX_LINES - NOTE_ROOM_LINES
 LS_LIMIT = 500
@@ -122,9 +122,17 @@ def _find(
     lead = "" if where == "." else where + "/"
     if base.is_file():
         lead = ctx.display(base.parent) + "/" if base.parent != ctx.root else ""
-    for relative, _, _ in walk_files(base, ctx.root, stop=enough, crowded=crowded):
-        if matches_path(pattern, relative):
-            found.append(lead + shown(relative))
+    by_name = "/" not in pattern
+    glob = compile_glob(pattern)
+    for prefix, _, names in walk_batches(base, ctx.root, stop=enough, crowded=crowded):
+        if by_name:
+            found.extend(lead + shown(prefix + name) for name in names if glob.fullmatch(name))
+        else:
+            found.extend(
+                lead + shown(prefix + name)
+                for name in names
+                if matches_path(pattern, prefix + name)
+            )
     return found
 
 

@@ -39,7 +39,7 @@ from .lines import LineReader
 from .pattern import Pattern, grep_pattern
 from .sandbox import probe, reader_argv
 from .textfile import swapped
-from .walk import ALWAYS_SKIPPED, FILE_FLAGS, Found, open_folder, walk_files
+from .walk import ALWAYS_SKIPPED, FILE_FLAGS, Found, open_folder, walk_batches, walk_files
 
 LINE_CHARS = 500
 """A reported line is shown up to this many characters (then "…")."""
@@ -266,8 +266,10 @@ def search_found(
         if not stat.S_ISREG(info.st_mode):
             return []
         if info.st_size < BLOCK_BYTES:
-            data = os.read(fd, BLOCK_BYTES)
-            if len(data) < BLOCK_BYTES:
+            data = os.read(fd, info.st_size + 1)  # not BLOCK_BYTES: a megabyte to allocate
+            if len(data) <= info.st_size:
+                if not regex.search(data):  # most files: one search, nothing else
+                    return []
                 return scan(_Where(where), data, regex, context, room=room, report=report)
             os.lseek(fd, 0, os.SEEK_SET)
         with os.fdopen(fd, "rb", closefd=False) as handle:
@@ -321,13 +323,27 @@ def python_search(
 
     opened = {_relative(base, path): path for path in open_documents_under(documents, base, query)}
     crowded = report.crowded if report is not None else None
-    files: Iterable[Found] = walk_files(base, top, stop=enough, crowded=crowded)
-    if opened:  # the walk is in path order too: streamed together
-        buffers = [(relative, -1, "") for relative in sorted(opened, key=lambda r: r.split("/"))]
-        files = heapq.merge(files, buffers, key=_in_walk_order)
     lead = base if base.is_dir() else base.parent
+    context = query.context
+    if not opened:  # the common case, kept tight: no Path and no merge per file
+        for prefix, folder, names in walk_batches(base, top, stop=enough, crowded=crowded):
+            for name in names:
+                relative = prefix + name
+                if query.glob is not None and not wanted(query, relative):
+                    continue
+                room = MOST_HITS - len(hits)
+                where = partial(_join, lead, relative)
+                found = search_found(folder, name, where, regex, context, room, stop, report)
+                if found:
+                    hits.extend(found)
+                    matches += _count(found)
+                    if enough():
+                        return hits
+        return hits
+    files: Iterable[Found] = walk_files(base, top, stop=enough, crowded=crowded)
+    buffers = [(relative, -1, "") for relative in sorted(opened, key=lambda r: r.split("/"))]
     previous = None
-    for relative, folder, name in files:
+    for relative, folder, name in heapq.merge(files, buffers, key=_in_walk_order):
         if enough():
             break
         if relative == previous:
@@ -339,18 +355,10 @@ def python_search(
         path = opened.get(relative)
         buffer = documents.text_of(path) if path is not None else None
         if path is not None and buffer is not None:
-            found = search_text(path, buffer, regex, query.context, room)
+            found = search_text(path, buffer, regex, context, room)
         elif folder >= 0:
-            found = search_found(
-                folder,
-                name,
-                partial(_join, lead, relative),
-                regex,
-                query.context,
-                room,
-                stop,
-                report,
-            )
+            where = partial(_join, lead, relative)
+            found = search_found(folder, name, where, regex, context, room, stop, report)
         else:
             continue
         hits.extend(found)

@@ -165,6 +165,11 @@ Found = tuple[str, int, str]
 start is the file), the descriptor of its open folder (valid until the walk moves on)
 and its name in that folder: open it with ``dir_fd``, never by path."""
 
+Batch = tuple[str, int, list[str]]
+"""Consecutive files of one folder, in walk order: the folder's path relative to the
+start ("" or ending in "/"), its open descriptor (valid until the walk moves on) and
+the files' names. A file's path relative to the start is prefix + name."""
+
 
 def walk_files(
     start: Path,
@@ -174,12 +179,31 @@ def walk_files(
     respect_ignores: bool = True,
     crowded: list[Path] | None = None,
 ) -> Iterator[Found]:
+    """``walk_batches``, one file at a time."""
+    for prefix, folder, names in walk_batches(
+        start, top, stop=stop, respect_ignores=respect_ignores, crowded=crowded
+    ):
+        for name in names:
+            yield (prefix + name, folder, name)
+
+
+def walk_batches(
+    start: Path,
+    top: Path,
+    *,
+    stop: Callable[[], bool] = lambda: False,
+    respect_ignores: bool = True,
+    crowded: list[Path] | None = None,
+) -> Iterator[Batch]:
     """Files under ``start`` (or ``start`` itself if it is a file), depth first, sorted
-    by name at every level. Every folder is opened by its parent's descriptor without
-    following links (``start`` itself must be a checked path and is verified to be
-    that folder, else ToolError). A directory with more than DIR_ENTRIES entries is
-    walked in its first DIR_ENTRIES (in the order the system gives them) and appended
-    to ``crowded``."""
+    by name at every level, in batches (``Batch``). Every folder is opened by its
+    parent's descriptor without following links (``start`` itself must be a checked
+    path and is verified to be that folder, else ToolError). ``stop`` is asked between
+    batches. A directory with more than DIR_ENTRIES entries is walked in its first
+    DIR_ENTRIES (in the order the system gives them) and appended to ``crowded``.
+
+    Iterative, with string paths: a Path, or a generator level, per entry cost more
+    than the walk itself (bench/search_floor.py)."""
     layers = ancestor_layers(start, top) if respect_ignores else []
     if start.is_symlink():  # the checked path had none: one was swapped in since
         raise swapped(str(start))
@@ -188,33 +212,72 @@ def walk_files(
         try:
             info = os.stat(start.name, dir_fd=folder, follow_symlinks=False)
             if stat.S_ISREG(info.st_mode):
-                yield (start.name, folder, start.name)
+                yield ("", folder, [start.name])
         except OSError:
             return
         finally:
             os.close(folder)
         return
-    folder = open_folder(start, str(start))
+    first = open_folder(start, str(start))
+    frames: list[_Frame] = []
     try:
-        yield from _walk(start, folder, "", layers, stop, respect_ignores, crowded)
+        frames.append(_frame(start, first, "", layers, respect_ignores, crowded))
+        while frames:
+            frame = frames[-1]
+            folder, prefix, layers, entries = frame
+            files: list[str] = []
+            child: _Frame | None = None
+            for entry in entries:
+                name = entry.name
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=False)
+                except OSError:
+                    continue
+                if is_dir:
+                    rel = prefix + name
+                    if name in ALWAYS_SKIPPED or (layers and ignored(rel, True, layers)):
+                        continue
+                    try:
+                        fd = os.open(name, DIR_FLAGS, dir_fd=folder)
+                    except OSError:  # gone, or swapped for a link since it was listed
+                        continue
+                    child = _frame(start, fd, rel + "/", layers, respect_ignores, crowded)
+                    break
+                if entry.is_file(follow_symlinks=False) and not (
+                    layers and ignored(prefix + name, False, layers)
+                ):
+                    files.append(name)
+            if files:
+                yield (prefix, folder, files)
+            if stop():
+                return
+            if child is not None:
+                frames.append(child)
+            else:
+                frames.pop()
+                os.close(folder)
     finally:
-        os.close(folder)
+        for frame in frames:
+            os.close(frame[0])
 
 
-def _walk(
+_Frame = tuple[int, str, list[Layer], Iterator[os.DirEntry[str]]]
+
+
+def _frame(
     start: Path,
     folder: int,
     prefix: str,
     layers: list[Layer],
-    stop: Callable[[], bool],
     respect: bool,
     crowded: list[Path] | None,
-) -> Iterator[Found]:
+) -> _Frame:
+    """An open folder's sorted entries (up to DIR_ENTRIES) and the rules in force."""
     try:
         with os.scandir(folder) as scan:
             entries = list(itertools.islice(scan, DIR_ENTRIES + 1))
     except OSError:
-        return
+        entries = []
     if len(entries) > DIR_ENTRIES:
         entries.pop()
         if crowded is not None:
@@ -224,30 +287,7 @@ def _walk(
         rules = _rules_at(folder)
         if rules:
             layers = [*layers, ("", len(prefix), rules)]
-    for entry in entries:
-        if stop():
-            return
-        name = entry.name
-        try:
-            is_dir = entry.is_dir(follow_symlinks=False)
-        except OSError:
-            continue
-        rel = prefix + name
-        if is_dir:
-            if name in ALWAYS_SKIPPED or (layers and ignored(rel, True, layers)):
-                continue
-            try:
-                child = os.open(name, DIR_FLAGS, dir_fd=folder)
-            except OSError:  # gone, or swapped for a link since it was listed
-                continue
-            try:
-                yield from _walk(start, child, rel + "/", layers, stop, respect, crowded)
-            finally:
-                os.close(child)
-        elif entry.is_file(follow_symlinks=False):
-            if layers and ignored(rel, False, layers):
-                continue
-            yield (rel, folder, name)
+    return (folder, prefix, layers, iter(entries))
 
 
 def crowded_note(crowded: list[Path], display: Callable[[Path], str], verb: str) -> str:
