@@ -42,7 +42,7 @@ def make_tree(root: Path, files: int) -> None:
     for n in range(files):
         folder = root / "tree" / f"pkg{n % 20}" / f"mod{n % 7}"
         folder.mkdir(parents=True, exist_ok=True)
-        needle = "    needle_here()\n" if n % 50 == 0 else ""
+        needle = "    needle_here()\n" if n % 500 == 0 else ""
         (folder / f"file{n}.py").write_text(LINE * 5 + needle + LINE * 5)
     flat = root / "flat"
     flat.mkdir()

@@ -13,6 +13,7 @@ import contextlib
 import os
 import shutil
 import signal
+import sys
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -61,11 +62,24 @@ def command_env(extra: Iterable[str] = ()) -> dict[str, str]:
     return env
 
 
+REAPER = str(Path(__file__).with_name("reaper.py"))
+
+
+def reaped(argv: list[str]) -> list[str]:
+    """``argv`` under the subreaper (``reaper``), where Linux has one: run as a script
+    with ``-I`` (no site, no environment, not its folder on sys.path), so it starts
+    fast and imports nothing of Crank."""
+    if not sys.platform.startswith("linux"):
+        return argv
+    return [sys.executable, "-I", REAPER, *argv]
+
+
 def command_argv(command: str, cwd: Path, box: Box | None) -> list[str]:
-    """``bash -c COMMAND``, wrapped in the sandbox when ``box`` is given."""
+    """``bash -c COMMAND``, wrapped in the sandbox when ``box`` is given, else under
+    the subreaper, so a ``setsid`` child cannot outlive an abort either way."""
     argv = [shell(), "-c", command]
     if box is None:
-        return argv
+        return reaped(argv)
     return confine(argv, cwd, box.settings, protected=box.protected, readable=box.readable)
 
 
