@@ -18,6 +18,7 @@ milliseconds.
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -75,15 +76,11 @@ def kill_all(pid: int) -> None:
         if not found:
             return
         for child in found:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(child, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         for child in found:  # reap those that are ours, so /proc forgets them
-            try:
+            with contextlib.suppress(ChildProcessError):
                 os.waitpid(child, os.WNOHANG)
-            except ChildProcessError:
-                pass
         time.sleep(0.01)  # SIGKILL is not instant: let them die before looking again
 
 
