@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .limits import Cage, Limits, limited
 from .sandbox import SandboxSettings, confine
 
 KILL_GRACE_SECONDS = 2.0
@@ -95,11 +96,18 @@ def detached_argv(command: str, cwd: Path, box: Box | None) -> list[str]:
 
 
 async def start(
-    command: str, cwd: Path, box: Box | None = None, extra_env: Iterable[str] = ()
+    command: str,
+    cwd: Path,
+    box: Box | None = None,
+    extra_env: Iterable[str] = (),
+    limits: Limits | None = None,
+    cage: Cage | None = None,
 ) -> asyncio.subprocess.Process:
     """Start the command as the leader of a new process group (see the module doc);
-    ``extra_env``: names passed beside the allow-list (``sandbox.env``)."""
-    argv = command_argv(command, cwd, box)
+    ``extra_env``: names passed beside the allow-list (``sandbox.env``); ``limits``
+    and ``cage``: its process and memory limits (``limits.limited``)."""
+    chosen = limits or (box.settings.limits if box is not None else Limits())
+    argv = limited(command_argv(command, cwd, box), chosen, cage, shell())
     return await asyncio.create_subprocess_exec(
         *argv,
         cwd=cwd,

@@ -31,11 +31,13 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
 import platformdirs
+
+from .limits import Limits
 
 SandboxMode = Literal["read-only", "workspace-write", "off"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = get_args(SandboxMode)
@@ -70,6 +72,8 @@ class SandboxSettings:
     env: tuple[str, ...] = ()
     """Names of the server's environment passed to commands beside the allow-list
     (``process.PASSED_NAMES``): ``sandbox.env``."""
+    limits: Limits = field(default_factory=Limits)
+    """Processes and memory per command (``sandbox.limits``; see ``limits``)."""
 
 
 @dataclass(frozen=True)
