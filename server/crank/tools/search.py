@@ -4,7 +4,9 @@ Both produce the same ``Hit`` records (path, line number, text, match or context
 path order, honour the same filters (.gitignore roughly, .git and node_modules
 skipped, an optional file glob) and stop at a match limit. Open editor documents are
 always searched from their buffers by the Python engine, because ripgrep only sees
-the disk; their regex dialect is therefore Python's (nearly always the same).
+the disk. The Python engine's patterns are RE2's (``pattern``): linear in time, and
+ripgrep's own dialect but for ASCII ``\\d``/``\\w``/``\\b``. Everything here runs off the
+event loop (a worker thread, or ripgrep's process) and stops when asked.
 
 Both work in bounded memory whatever the files: the Python engine streams a file a
 block at a time and stops a file at its first NUL byte (binary from there on, as

@@ -6,6 +6,11 @@ Bounded whatever the tree: a directory is read up to ``DIR_ENTRIES`` entries (th
 rest is left out and the directory named in ``crowded``), and a .gitignore up to
 ``GITIGNORE_BYTES`` (and only if it is a regular file: a FIFO there would hang).
 
+Every folder is opened by its parent's descriptor, never through a link (``O_NOFOLLOW``
+at every level), and every file by its folder's: a folder swapped for a link to
+``~/.ssh`` while the walk runs is passed over, not entered. Paths are strings relative
+to the start; the callers make a Path only for what they return.
+
 "Roughly" means: .gitignore files in the walked directories and their ancestors up to
 the workspace root, with negation, directory-only and anchored patterns, last match
 wins and deeper files override shallower ones. Not: global excludes, .git/info/exclude.
