@@ -521,6 +521,8 @@ async def _rg_in(
     if stuck:
         raise RipgrepFailed(f"it did no I/O for {RG_STALL_SECONDS} s, as when opening a FIFO")
     code = process.returncode
+    if complete and code != 0 and errors.startswith("bwrap:"):  # the sandbox, not ripgrep
+        raise RipgrepFailed(f"its sandbox could not be set up ({errors.strip()[:200]})")
     if complete and code not in (0, 1, 2):  # killed, most likely by its memory limit
         raise RipgrepFailed(errors.strip()[:200] or f"it ended with status {code}")
     if complete and process.returncode == 2 and not hits:
