@@ -68,3 +68,26 @@ async def test_an_abort_anywhere_in_the_start_leaves_no_survivor(
             result = await asyncio.wait_for(task, 30)  # a hang fails, with a bound
             assert result.is_error and "Aborted" in result.content
             assert survivors(mark) == [], f"survivors after an abort at step {steps}"
+
+
+async def test_a_setsid_child_does_not_outlive_an_abort_without_the_sandbox(
+    root: Path, tmp_path: Path
+) -> None:
+    """``setsid`` leaves the process group an abort signals; with the sandbox off the
+    command's first process is a subreaper (``crank.tools.reaper``) that kills every
+    descendant it has, in whatever session. Issue 26: 25 of 50 runs left one."""
+    settings = SandboxSettings(mode="off")
+    tools = standard_tools(ToolContext(root, output_dir=tmp_path / "out", sandbox=lambda: settings))
+    for _ in range(5):
+        mark = marker()
+        command = f"setsid bash -c 'exec -a {mark} sleep 300' & setsid -f bash -c 'exec -a {mark} sleep 301'; sleep 300"
+        signal = AbortSignal()
+        task = asyncio.create_task(call(tools, "bash", {"command": command}, signal=signal))
+        while len(survivors(mark)) < 2:  # both detached children are running
+            assert not task.done(), task.result()
+            await asyncio.sleep(0.05)
+        signal.abort()
+        task.cancel()
+        result = await asyncio.wait_for(task, 30)
+        assert result.is_error and "Aborted" in result.content
+        assert survivors(mark) == []

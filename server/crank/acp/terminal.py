@@ -15,6 +15,10 @@ Promises (``crank.tools.EditorTerminal``):
 - On every way out, including a cancelled turn, the terminal is killed (if it may
   still run) and released, in a cleanup a second cancellation cannot cut short; each
   of those calls waits at most CLIENT_SECONDS.
+- After a kill, a second terminal of the same client runs a sweep that SIGKILLs every
+  process whose environment holds the command's ``CRANK_TERMINAL`` mark (put there by
+  ``detached_argv``): a client that kills only the process it started, not its group,
+  left the command's children running; a ``setsid`` child is found the same way.
 """
 
 from __future__ import annotations
@@ -28,11 +32,14 @@ from typing import Any
 from crank.agent.tools import ToolError
 from crank.tools import TerminalRun
 from crank.tools.bash import uncancellable
+from crank.tools.process import sweep_argv, terminal_mark
 
 from .files import ask
 from .wire import Peer, PeerGone, RpcError
 
 log = logging.getLogger("crank.acp")
+SWEEP_SECONDS = 10.0
+"""The sweep after a kill (create, wait, release) is given up after this long."""
 
 
 def offers_terminal(capabilities: dict[str, Any]) -> bool:
@@ -62,6 +69,8 @@ class AcpTerminal:
         self._session_id = session_id
         self._show = show
         """``(tool_call_id, terminal_id)``: embed the terminal in the call's updates."""
+        self._mark: str | None = None
+        self._cwd = Path.cwd()
 
     async def _call(self, method: str, terminal_id: str) -> Any:
         params = {"sessionId": self._session_id(), "terminalId": terminal_id}
@@ -75,6 +84,8 @@ class AcpTerminal:
     async def run(
         self, call_id: str, argv: Sequence[str], cwd: Path, seconds: float, output_limit: int
     ) -> TerminalRun:
+        self._mark = terminal_mark(argv)
+        self._cwd = cwd
         creating = asyncio.ensure_future(self._create(argv, cwd, output_limit))
         try:
             terminal_id = await asyncio.shield(creating)
@@ -95,6 +106,7 @@ class AcpTerminal:
                 timed_out = True
                 await self._call("terminal/kill", terminal_id)
                 status = await self._call("terminal/wait_for_exit", terminal_id)
+                await self._sweep()
             except RpcError as exc:
                 raise ToolError(
                     f"The editor's terminal/wait_for_exit failed: {exc.message}"
@@ -154,3 +166,23 @@ class AcpTerminal:
                 await self._call(method, terminal_id)
             except ToolError as exc:
                 log.warning("%s of terminal %s failed: %s", method, terminal_id, exc)
+        if kill:
+            await self._sweep()
+
+    async def _sweep(self) -> None:
+        """After a kill: a client may kill only the process it started, and the
+        command's children (in their own session or not) live on. A second terminal
+        of the same client then kills every process carrying the command's mark
+        (``process.sweep_argv``), released at once; failures are logged."""
+        if self._mark is None:
+            return
+        argv = sweep_argv(self._mark)
+        try:
+            async with asyncio.timeout(SWEEP_SECONDS):
+                swept = await self._create(argv, self._cwd, 4096)
+                try:
+                    await self._call("terminal/wait_for_exit", swept)
+                finally:
+                    await self._call("terminal/release", swept)
+        except (ToolError, TimeoutError) as exc:
+            log.warning("the sweep after killing a terminal failed: %s", exc)

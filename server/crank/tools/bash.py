@@ -28,6 +28,7 @@ from .agreement import command_note, with_note
 from .capture import Capture
 from .change import declined
 from .context import CommandPreview, EditorTerminal, TerminalRun, ToolContext, approval_request
+from .limits import Cage, limit_note
 from .process import (
     CONFINED_GRACE_SECONDS,
     KILL_GRACE_SECONDS,
@@ -64,6 +65,8 @@ class Finished:
     timed_out: bool
     left_running: bool
     capture: Capture
+    note: str | None = None
+    """A limit the command reached (``limits.limit_note``): the result is an error."""
 
 
 async def _pump(stream: asyncio.StreamReader, capture: Capture, on_update: OnUpdate) -> None:
@@ -96,7 +99,7 @@ async def uncancellable(step: Awaitable[None]) -> None:
         raise asyncio.CancelledError
 
 
-async def _end(starting: asyncio.Task[asyncio.subprocess.Process], grace: float) -> None:
+async def _end(starting: asyncio.Future[asyncio.subprocess.Process], grace: float) -> None:
     """Whatever state the start is in, see that nothing it began is left running:
     wait for the start to finish (it cannot be stopped half-way), then kill the
     group."""
@@ -115,7 +118,28 @@ async def run_command(
     short, including an abort that lands while the process is being started."""
     capture = Capture(ctx.output_dir)
     grace = KILL_GRACE_SECONDS if box is None else CONFINED_GRACE_SECONDS
-    starting = asyncio.ensure_future(start(command, ctx.root, box))
+    settings = ctx.sandbox()
+    cage = None
+    if box is not None:
+        cage = await asyncio.to_thread(Cage.make, settings.limits.processes)
+    starting = asyncio.ensure_future(
+        start(command, ctx.root, box, settings.env, settings.limits, cage)
+    )
+    try:
+        return await _run(starting, capture, grace, seconds, on_update, cage)
+    finally:
+        if cage is not None:
+            cage.close()
+
+
+async def _run(
+    starting: asyncio.Future[asyncio.subprocess.Process],
+    capture: Capture,
+    grace: float,
+    seconds: float,
+    on_update: OnUpdate,
+    cage: Cage | None,
+) -> Finished:
     reader: asyncio.Task[None] | None = None
     try:
         process = await asyncio.shield(starting)
@@ -140,7 +164,7 @@ async def run_command(
             reader.cancel()
         capture.close()
         raise
-    return Finished(process.returncode, timed_out, left_running, capture)
+    return Finished(process.returncode, timed_out, left_running, capture, limit_note(cage))
 
 
 def _exit_code(ran: TerminalRun) -> int | None:
@@ -210,6 +234,8 @@ def report(done: Finished, timeout: float) -> ToolOutput:
             "[Background processes still hold the output open; later output is not shown.]"
         )
     status = _status(done, timeout)
+    if done.note:
+        notes.append(done.note)
     if status:
         notes.append(status)
     body = cut.text if capture.total_chars else "(no output)"
@@ -219,7 +245,7 @@ def report(done: Finished, timeout: float) -> ToolOutput:
         "timedOut": done.timed_out,
         "fullOutputPath": str(saved) if saved else None,
     }
-    return ToolOutput(content, is_error=status is not None, details=details)
+    return ToolOutput(content, is_error=status is not None or bool(done.note), details=details)
 
 
 async def box_for(ctx: ToolContext) -> Box | None:

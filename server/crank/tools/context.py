@@ -35,6 +35,7 @@ import anyio
 
 from crank.agent.tools import ToolCall, ToolError
 
+from .names import candidates, shown
 from .sandbox import SandboxSettings, is_protected, protected_paths
 
 
@@ -253,9 +254,28 @@ def _default_output_dir() -> Path:
 
 
 def absolute(root: Path, raw: str) -> Path:
-    """``raw`` made absolute against ``root``, ``~`` expanded, symlinks followed."""
-    given = Path(raw).expanduser()
-    return (given if given.is_absolute() else root / given).resolve()
+    """``raw`` made absolute against ``root``, ``~`` expanded, symlinks followed.
+
+    A name shown escaped (``bad\\xffname.txt``, see ``names``) reaches the file whose
+    name has that byte, when that is the only reading that exists; ToolError when a
+    file exists under each reading (nothing is guessed)."""
+    readings = [
+        (given if given.is_absolute() else root / given).resolve()
+        for given in (Path(text).expanduser() for text in candidates(raw))
+    ]
+    if len(readings) == 1:
+        return readings[0]
+    literal, escaped = readings
+    if os.path.lexists(escaped):
+        if os.path.lexists(literal):
+            raise ToolError(
+                f"Path '{raw}' is ambiguous: a file has that very name, and another has "
+                "the bytes its \\xNN escapes stand for. Rename one of them with bash."
+            )
+        return escaped
+    if not os.path.lexists(literal) and os.path.lexists(escaped.parent):
+        return escaped if not os.path.lexists(literal.parent) else literal
+    return literal
 
 
 @dataclass(frozen=True)
@@ -316,7 +336,8 @@ class ToolContext:
         )
 
     def display(self, path: Path) -> str:
-        """How a path is shown to the model: relative to the root when inside it."""
+        """How a path is shown to the model: relative to the root when inside it, bytes
+        that are not UTF-8 escaped (``names.shown``)."""
         if path.is_relative_to(self.root):
-            return path.relative_to(self.root).as_posix() or "."
-        return str(path)
+            return shown(path.relative_to(self.root).as_posix() or ".")
+        return shown(str(path))

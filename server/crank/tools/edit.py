@@ -12,6 +12,8 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
+import anyio
+
 from crank.agent.tools import Tool, ToolCall, ToolError, ToolOutput
 
 from .change import apply_change, declined, unified_diff
@@ -103,13 +105,15 @@ def make_edit(ctx: ToolContext) -> Tool:
         path = await ctx.resolve(args["path"], call)
         display = ctx.display(path)
         before = await load_text(path, ctx.files, display, instead=TOO_LARGE)
-        after = splice(before.body, place_all(before.body, pairs))
+        after = await anyio.to_thread.run_sync(  # up to 4 MB matched tolerantly: off the loop
+            lambda: splice(before.body, place_all(before.body, pairs))
+        )
         if after == before.body:
             raise ToolError(f"No change: the edits leave {display} exactly as it is.")
         applied = await apply_change(ctx, call=call, path=path, before=before, new_body=after)
         if not applied.decision.allowed:
             return declined(f"the edit to {display}", applied.decision)
-        diff = unified_diff(display, before.body, after)
+        diff = await anyio.to_thread.run_sync(unified_diff, display, before.body, after)
         count = f"{len(pairs)} replacement{'s' if len(pairs) > 1 else ''}"
         note = f" {applied.note}" if applied.note else ""
         return ToolOutput(

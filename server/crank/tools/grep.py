@@ -15,6 +15,7 @@ from crank.agent.tools import Tool, ToolCall, ToolError, ToolOutput
 
 from .agreement import differing, searched_note
 from .context import ToolContext
+from .pattern import Pattern
 from .search import (
     BLOCK_BYTES,
     LINE_CHARS,
@@ -81,18 +82,18 @@ async def run_search(
 ) -> list[Hit]:
     regex = query.regex()
     rg = None if engine == "python" else ripgrep()
+    if rg is None and engine == "rg":
+        raise ToolError("ripgrep (rg) was asked for and is not installed")
     if rg is not None:
         opened = open_documents_under(ctx.documents, base, query)
         try:
-            hits = await rg_search(rg, query, base, set(opened))
+            hits = await rg_search(rg, query, base, set(opened), ctx.root)
         except RipgrepFailed as exc:
             report.fallback = str(exc)
         else:
-            for path in opened:
-                text = ctx.documents.text_of(path)
-                if text is not None:
-                    hits.extend(search_text(path, text, regex, query.context))
-            return hits
+            buffers = [(path, ctx.documents.text_of(path)) for path in opened]
+            found = await anyio.to_thread.run_sync(_search_buffers, buffers, regex, query.context)
+            return hits + found
     stop = [False]
     try:
         return await anyio.to_thread.run_sync(
@@ -101,6 +102,17 @@ async def run_search(
         )
     finally:
         stop[0] = True
+
+
+def _search_buffers(
+    buffers: list[tuple[Path, str | None]], regex: Pattern, context: int
+) -> list[Hit]:
+    """The open buffers' hits (in a worker thread: a buffer may be large)."""
+    hits: list[Hit] = []
+    for path, text in buffers:
+        if text is not None:
+            hits.extend(search_text(path, text, regex, context))
+    return hits
 
 
 def report_note(ctx: ToolContext, report: Report) -> str:

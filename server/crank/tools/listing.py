@@ -18,8 +18,9 @@ import anyio
 from crank.agent.tools import MAX_LINES, NOTE_ROOM_LINES, Tool, ToolCall, ToolError, ToolOutput
 
 from .context import ToolContext
-from .globs import matches_path
-from .walk import crowded_note, walk_files
+from .globs import compile_glob, matches_path
+from .names import shown
+from .walk import crowded_note, open_folder, walk_batches
 
 MOST_SHOWN = MAX_LINES - NOTE_ROOM_LINES
 LS_LIMIT = 500
@@ -33,36 +34,40 @@ def capped(items: list[str], total: int, limit: int, note: str) -> str:
 
 
 def _name_of(entry: os.DirEntry[str]) -> str:
+    name = shown(entry.name)
     try:
         if entry.is_symlink():
-            return entry.name + "@"
+            return name + "@"
         if entry.is_dir():
-            return entry.name + "/"
+            return name + "/"
     except OSError:
         pass
-    return entry.name
+    return name
 
 
-def _entries(directory: Path, display: str, limit: int) -> tuple[list[str], int]:
-    """The first ``limit`` entries by name, and how many there are in all."""
+def _entries(directory: Path, display: str, limit: int, stop: list[bool]) -> tuple[list[str], int]:
+    """The first ``limit`` entries by name, and how many there are in all. The folder
+    is opened once, without following a link, and must be the checked one
+    (``walk.open_folder``); its entries are read from that descriptor."""
     total = 0
 
     def names(scan: Iterator[os.DirEntry[str]]) -> Iterator[tuple[str, str]]:
         nonlocal total
         for entry in scan:
+            if stop[0]:
+                return
             total += 1
             name = _name_of(entry)
             yield (name.lower(), name)
 
+    folder = open_folder(directory, display)
     try:
-        with os.scandir(directory) as scan:
+        with os.scandir(folder) as scan:
             first = heapq.nsmallest(limit, names(scan))
-    except FileNotFoundError:
-        raise ToolError(f"Directory not found: {display}") from None
-    except NotADirectoryError:
-        raise ToolError(f"{display} is a file, not a directory; use read to see it.") from None
     except PermissionError:
         raise ToolError(f"Permission denied listing {display}") from None
+    finally:
+        os.close(folder)
     return [name for _, name in first], total
 
 
@@ -72,7 +77,13 @@ def make_ls(ctx: ToolContext) -> Tool:
         path = await ctx.resolve(args.get("path", "."), call)
         display = ctx.display(path)
         limit = min(args.get("limit", LS_LIMIT), MOST_SHOWN)
-        names, total = await anyio.to_thread.run_sync(_entries, path, display, limit)
+        stop = [False]
+        try:
+            names, total = await anyio.to_thread.run_sync(
+                _entries, path, display, limit, stop, abandon_on_cancel=True
+            )
+        finally:
+            stop[0] = True
         if not names:
             return ToolOutput(f"({display} is empty)")
         more = "Raise limit to see more." if limit < MOST_SHOWN else "Use find or bash to see more."
@@ -103,12 +114,25 @@ def make_ls(ctx: ToolContext) -> Tool:
 def _find(
     ctx: ToolContext, base: Path, pattern: str, limit: int, stop: list[bool], crowded: list[Path]
 ) -> list[str]:
+    """The matches, shown; string paths all the way (a Path per file cost 20 times the
+    walk), and the display prefix computed once."""
     found: list[str] = []
     enough = lambda: stop[0] or len(found) > limit  # noqa: E731
-    for file in walk_files(base, ctx.root, stop=enough, crowded=crowded):
-        relative = file.relative_to(base).as_posix() if file != base else file.name
-        if matches_path(pattern, relative):
-            found.append(ctx.display(file))
+    where = ctx.display(base)
+    lead = "" if where == "." else where + "/"
+    if base.is_file():
+        lead = ctx.display(base.parent) + "/" if base.parent != ctx.root else ""
+    by_name = "/" not in pattern
+    glob = compile_glob(pattern)
+    for prefix, _, names in walk_batches(base, ctx.root, stop=enough, crowded=crowded):
+        if by_name:
+            found.extend(lead + shown(prefix + name) for name in names if glob.fullmatch(name))
+        else:
+            found.extend(
+                lead + shown(prefix + name)
+                for name in names
+                if matches_path(pattern, prefix + name)
+            )
     return found
 
 

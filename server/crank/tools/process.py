@@ -11,12 +11,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import secrets
 import shutil
 import signal
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from .limits import Cage, Limits, limited
 from .sandbox import SandboxSettings, confine
 
 KILL_GRACE_SECONDS = 2.0
@@ -40,34 +43,45 @@ def shell() -> str:
     return shutil.which("bash") or "/bin/sh"
 
 
-SECRET_SUFFIXES = ("_API_KEY", "_TOKEN", "_SECRET", "_SECRET_KEY", "_PASSWORD", "_ACCESS_KEY")
-"""Variables whose names end like this hold credentials (the providers' keys, cloud
-and CI tokens) and are left out of a command's environment, so ``env`` or a debug
-print cannot copy one into a tool result (and from there into events and the session
-file). The providers' keys are not in the server's environment at all
-(crank.vendors.secrets); this is the second line."""
-_SECRET_NAMES = ("SSH_AUTH_SOCK", "GPG_AGENT_INFO")
-"""Handles on the user's agents: with one, a command could sign or log in as the user."""
+PASSED_NAMES = frozenset({"PATH", "HOME", "LANG", "TERM", "TZ", "USER", "LOGNAME", "SHELL"})
+"""What a command gets of the server's environment (with every ``LC_*``): an allow-list.
+A deny-list of key-like names let ``AZURE_OPENAI_KEY`` through (it ends in none of the
+suffixes); a name means what its owner meant, which no rule of spelling can tell. The
+user adds names with ``sandbox.env`` (``SandboxSettings.env``)."""
 
 
-def is_secret_name(name: str) -> bool:
-    upper = name.upper()
-    return upper in _SECRET_NAMES or upper.endswith(SECRET_SUFFIXES)
+def passed(name: str, extra: Iterable[str] = ()) -> bool:
+    """Does ``name`` reach a command (the allow-list, ``LC_*``, or ``extra``)?"""
+    return name in PASSED_NAMES or name.startswith("LC_") or name in extra
 
 
-def command_env() -> dict[str, str]:
-    """The server's environment without credentials, with pagers turned off (nobody
-    can press q)."""
-    env = {name: value for name, value in os.environ.items() if not is_secret_name(name)}
+def command_env(extra: Iterable[str] = ()) -> dict[str, str]:
+    """The allow-listed part of the server's environment (plus the names in
+    ``extra``), with pagers turned off (nobody can press q)."""
+    names = frozenset(extra)
+    env = {name: value for name, value in os.environ.items() if passed(name, names)}
     env.update({"PAGER": "cat", "GIT_PAGER": "cat", "GIT_TERMINAL_PROMPT": "0"})
     return env
 
 
+REAPER = str(Path(__file__).with_name("reaper.py"))
+
+
+def reaped(argv: list[str]) -> list[str]:
+    """``argv`` under the subreaper (``reaper``), where Linux has one: run as a script
+    with ``-I`` (no site, no environment, not its folder on sys.path), so it starts
+    fast and imports nothing of Crank."""
+    if not sys.platform.startswith("linux"):
+        return argv
+    return [sys.executable, "-I", REAPER, *argv]
+
+
 def command_argv(command: str, cwd: Path, box: Box | None) -> list[str]:
-    """``bash -c COMMAND``, wrapped in the sandbox when ``box`` is given."""
+    """``bash -c COMMAND``, wrapped in the sandbox when ``box`` is given, else under
+    the subreaper, so a ``setsid`` child cannot outlive an abort either way."""
     argv = [shell(), "-c", command]
     if box is None:
-        return argv
+        return reaped(argv)
     return confine(argv, cwd, box.settings, protected=box.protected, readable=box.readable)
 
 
@@ -77,13 +91,61 @@ def detached_argv(command: str, cwd: Path, box: Box | None) -> list[str]:
     the environment a command Crank starts gets, and nothing of the starter's own
     (an editor's environment may hold the provider keys Crank keeps from commands)."""
     env = shutil.which("env") or "/usr/bin/env"
-    pairs = [f"{name}={value}" for name, value in command_env().items()]
+    extra = box.settings.env if box is not None else ()
+    pairs = [f"{name}={value}" for name, value in command_env(extra).items()]
+    pairs.append(f"{TERMINAL_MARK}={secrets.token_hex(8)}")
     return [env, "-i", *pairs, *command_argv(command, cwd, box)]
 
 
-async def start(command: str, cwd: Path, box: Box | None = None) -> asyncio.subprocess.Process:
-    """Start the command as the leader of a new process group (see the module doc)."""
-    argv = command_argv(command, cwd, box)
+TERMINAL_MARK = "CRANK_TERMINAL"
+"""A variable with a fresh value in the environment of each command run in an editor's
+terminal: every process the command starts inherits it, whatever session or group it
+moves to, so ``sweep_argv`` can find them all. A client that kills only the process it
+started (not its group) left two processes of a command behind."""
+
+_SWEEP = """
+import os, signal, sys
+mark = ("%s=" % sys.argv[1]).encode() + sys.argv[2].encode()
+for name in os.listdir("/proc"):
+    if name.isdigit() and int(name) != os.getpid():
+        try:
+            with open("/proc/%s/environ" % name, "rb") as handle:
+                found = mark in handle.read().split(b"\\0")
+        except OSError:
+            continue
+        if found:
+            try:
+                os.kill(int(name), signal.SIGKILL)
+            except OSError:
+                pass
+"""
+
+
+def terminal_mark(argv: Sequence[str]) -> str | None:
+    """The mark ``detached_argv`` put in this argv's environment, if any."""
+    prefix = TERMINAL_MARK + "="
+    return next((arg[len(prefix) :] for arg in argv if arg.startswith(prefix)), None)
+
+
+def sweep_argv(mark: str) -> list[str]:
+    """A command that SIGKILLs every process whose environment holds ``mark`` (run in
+    a terminal of the same client, after the command's own terminal was killed)."""
+    return [sys.executable, "-I", "-c", _SWEEP, TERMINAL_MARK, mark]
+
+
+async def start(
+    command: str,
+    cwd: Path,
+    box: Box | None = None,
+    extra_env: Iterable[str] = (),
+    limits: Limits | None = None,
+    cage: Cage | None = None,
+) -> asyncio.subprocess.Process:
+    """Start the command as the leader of a new process group (see the module doc);
+    ``extra_env``: names passed beside the allow-list (``sandbox.env``); ``limits``
+    and ``cage``: its process and memory limits (``limits.limited``)."""
+    chosen = limits or (box.settings.limits if box is not None else Limits())
+    argv = limited(command_argv(command, cwd, box), chosen, cage, shell())
     return await asyncio.create_subprocess_exec(
         *argv,
         cwd=cwd,
@@ -91,7 +153,7 @@ async def start(command: str, cwd: Path, box: Box | None = None) -> asyncio.subp
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
         start_new_session=True,
-        env=command_env(),
+        env=command_env(box.settings.env if box is not None else extra_env),
     )
 
 

@@ -26,15 +26,18 @@ process, because its presence says nothing about whether user namespaces are all
 from __future__ import annotations
 
 import functools
+import os
 import shutil
 import subprocess
 import sys
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, get_args
 
 import platformdirs
+
+from .limits import Limits
 
 SandboxMode = Literal["read-only", "workspace-write", "off"]
 SANDBOX_MODES: tuple[SandboxMode, ...] = get_args(SandboxMode)
@@ -66,6 +69,11 @@ class SandboxSettings:
 
     mode: SandboxMode = DEFAULT_MODE
     network: bool = False
+    env: tuple[str, ...] = ()
+    """Names of the server's environment passed to commands beside the allow-list
+    (``process.PASSED_NAMES``): ``sandbox.env``."""
+    limits: Limits = field(default_factory=Limits)
+    """Processes and memory per command (``sandbox.limits``; see ``limits``)."""
 
 
 @dataclass(frozen=True)
@@ -225,3 +233,31 @@ def confine(
             line += _hide(path)
     line += ["--chdir", str(root), "--setenv", "TMPDIR", "/tmp", "--", *argv]
     return line
+
+
+SYSTEM_FOLDERS = ("/usr", "/lib", "/lib64", "/lib32", "/bin", "/sbin", "/etc/ld.so.cache")
+"""What a program of the system needs to start (its loader and libraries): shown read
+only to ``reader_argv``'s programs, and nothing of the user's beside them."""
+
+
+def reader_argv(argv: Sequence[str], folder: int, where: Path) -> list[str]:
+    """``argv`` (a program that only reads, such as ripgrep) in a sandbox that shows it
+    the open folder ``folder`` (mounted by its descriptor, read only, at ``where``, its
+    working directory), its own executable and the system's libraries, and nothing
+    else: no home folder, no credentials, no other process, no network. A link in the
+    folder that points out of it (swapped in while the program runs) points at nothing
+    there. ``folder`` must be passed to the child (``pass_fds``)."""
+    bwrap = _bwrap()
+    assert bwrap is not None, "reader_argv() is only called when probe() said available"
+    line = [bwrap, "--unshare-all", "--die-with-parent", "--cap-drop", "ALL", "--new-session"]
+    for system in SYSTEM_FOLDERS:
+        path = Path(system)
+        if path.is_symlink():
+            line += ["--symlink", os.readlink(path), system]
+        elif path.exists():
+            line += ["--ro-bind", system, system]
+    program = os.path.realpath(argv[0])
+    if not any(Path(program).is_relative_to(system) for system in SYSTEM_FOLDERS):
+        line += ["--ro-bind", program, program]
+    line += ["--dev", "/dev", "--proc", "/proc", "--ro-bind-fd", str(folder), str(where)]
+    return [*line, "--chdir", str(where), "--", program, *argv[1:]]

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
+
 from crank.agent.tools import Tool, ToolCall, ToolError, ToolOutput
 
 from .change import apply_change, declined, unified_diff
@@ -73,7 +75,9 @@ def make_write(ctx: ToolContext) -> Tool:
                 },
             )
         old = before.body if before else ""
-        diff = unified_diff(display, old, content)
+        diff = await anyio.to_thread.run_sync(
+            unified_diff, display, old, content
+        )  # large: off the loop
         return ToolOutput(
             f"{verb} {display} ({size} bytes, {applied.where}).{note}",
             details={"path": str(path), "oldText": old, "newText": content, "diff": diff},

@@ -51,6 +51,9 @@ class ApprovalRouter:
         warning = self._warning(request)
         if warning is None and not self.permissions.needs_asking(request):
             return Decision.allow()
+        why = self.permissions.why_asked(request)
+        if why is not None:
+            warning = why if warning is None else f"{warning} {why}"
         session_id, run_id = self._where()
         params: dict[str, Any] = {
             "workspace": self.uri,

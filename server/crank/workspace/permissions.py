@@ -4,7 +4,9 @@ Modes: ``ask`` (reading is free, writing and running ask), ``autoEdit`` (edits f
 commands ask), ``auto`` (nothing asks), ``readOnly`` (the mutating tools are not even
 offered, so they never reach this code). A rule remembers a yes: for ``write``/``edit``
 a path prefix, for ``bash`` a command prefix (the program and its subcommand, e.g.
-``npm test``). "Allow for this session" rules live in memory; "always allow" rules
+``npm test``), which covers a command only when a shell parser reads it as one simple
+command with those first words (``shell_shape``: ``ls && X`` is asked after ``ls`` was
+allowed). "Allow for this session" rules live in memory; "always allow" rules
 are persisted per workspace in the user data directory as a JSON list of
 ``{tool, pathPrefix?|commandPrefix?}``. Tool output never changes a rule: only the
 user's answer does.
@@ -15,6 +17,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import re
 import shlex
 import tempfile
 from pathlib import Path
@@ -24,6 +27,8 @@ import platformdirs
 
 from crank.session import workspace_key
 from crank.tools import ApprovalRequest
+
+from .shell_shape import simple_words
 
 log = logging.getLogger(__name__)
 EDIT_TOOLS = ("write", "edit")
@@ -52,16 +57,26 @@ def command_prefix(command: str) -> str:
     return words[0]
 
 
+def _covers(prefix: str, words: tuple[str, ...]) -> bool:
+    """Does a rule's command prefix (``ls``, ``git status``) name these words' program
+    (and subcommand)? Compared word by word, never as text."""
+    try:
+        wanted = tuple(shlex.split(prefix))
+    except ValueError:
+        return False
+    return bool(wanted) and words[: len(wanted)] == wanted
+
+
 def _matches(rule: dict[str, Any], request: ApprovalRequest) -> bool:
     if rule.get("tool") != request["toolName"]:
         return False
     preview = request["preview"]
     if preview["kind"] == "command":
         prefix = rule.get("commandPrefix")
-        if prefix is None:
+        if not isinstance(prefix, str):
             return False
-        command = preview["command"].strip()
-        return command == prefix or command.startswith(prefix + " ")
+        words = simple_words(preview["command"]).words
+        return words is not None and _covers(prefix, words)
     prefix = rule.get("pathPrefix")
     if prefix is None:
         return False
@@ -100,6 +115,27 @@ class Permissions:
         if self.mode == "auto" or (self.mode == "autoEdit" and tool in EDIT_TOOLS):
             return False
         return not any(_matches(rule, request) for rule in self.session_rules + self.always_rules)
+
+    def why_asked(self, request: ApprovalRequest) -> str | None:
+        """When a remembered rule names this command's program but does not cover the
+        command (it is not one simple command: ``simple_words``), the sentence that
+        says so, for the question; else None."""
+        preview = request["preview"]
+        if preview["kind"] != "command" or self.mode == "auto":
+            return None
+        shape = simple_words(preview["command"])
+        if shape.reason is None:
+            return None
+        first = re.findall(r"^[^\s;&|<>()`$]+", preview["command"].strip())
+        for rule in self.session_rules + self.always_rules:
+            prefix = rule.get("commandPrefix")
+            named = isinstance(prefix, str) and bool(first) and first[0] == prefix.split()[0]
+            if rule.get("tool") == request["toolName"] and named:
+                return (
+                    f"Asked although `{prefix}` is allowed: a rule covers only one simple "
+                    f"command, and this one {shape.reason}."
+                )
+        return None
 
     def rule_for(self, request: ApprovalRequest) -> dict[str, Any]:
         """What a yes "for this session" or "always" remembers for this request: every

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, cast
 
 from crank.session import POLICY_NAMES, ContextSettings
+from crank.tools.limits import Limits
 from crank.tools.sandbox import SANDBOX_MODES, SandboxSettings
 from crank.vendors.config import default_config_file
 
@@ -116,15 +117,44 @@ def _sandbox(value: Any, where: str) -> SandboxSettings:
     if not isinstance(value, Mapping):
         raise invalid_params(where, "must be an object")
     for key in value:
-        if key not in ("mode", "network"):
-            raise invalid_params(f"{where}.{key}", "is not a setting; known: mode, network")
+        if key not in ("mode", "network", "env", "limits"):
+            raise invalid_params(
+                f"{where}.{key}", "is not a setting; known: mode, network, env, limits"
+            )
     mode = value.get("mode", SandboxSettings.mode)
     if mode not in SANDBOX_MODES:
         raise invalid_params(f"{where}.mode", f"must be one of {', '.join(SANDBOX_MODES)}")
     network = value.get("network", False)
     if not isinstance(network, bool):
         raise invalid_params(f"{where}.network", "must be true or false")
-    return SandboxSettings(mode=mode, network=network)
+    env = value.get("env", [])
+    if not isinstance(env, list) or not all(isinstance(name, str) and name for name in env):
+        raise invalid_params(f"{where}.env", "must be a list of environment variable names")
+    return SandboxSettings(
+        mode=mode, network=network, env=tuple(env), limits=_limits(value.get("limits"), where)
+    )
+
+
+def _limits(value: Any, where: str) -> Limits:
+    """``sandbox.limits``: ``{processes, memoryMB}``, each a positive integer."""
+    if value is None:
+        return Limits()
+    if not isinstance(value, Mapping):
+        raise invalid_params(f"{where}.limits", "must be an object")
+    fields: dict[str, int] = {}
+    for key, name in (("processes", "processes"), ("memoryMB", "memory_mb")):
+        raw = value.get(key)
+        if raw is None:
+            continue
+        if not isinstance(raw, int) or isinstance(raw, bool) or raw < 1:
+            raise invalid_params(f"{where}.limits.{key}", "must be a positive integer")
+        fields[name] = raw
+    unknown = set(value) - {"processes", "memoryMB"}
+    if unknown:
+        raise invalid_params(
+            f"{where}.limits.{sorted(unknown)[0]}", "is not a limit; known: processes, memoryMB"
+        )
+    return Limits(**fields)
 
 
 def read_config_file(path: Path | None = None) -> dict[str, Any]:
