@@ -137,6 +137,37 @@ def run_settings(args: argparse.Namespace) -> Settings:
     return dataclasses.replace(settings, sandbox=sandbox)
 
 
+def session_file(raw: str) -> Path:
+    """``--session FILE``: a session file that exists (a mistyped path is said as one)."""
+    path = Path(raw).expanduser()
+    if not path.is_file():
+        raise UsageError(
+            f"--session {raw}: there is no session file there; "
+            "crank sessions list shows this directory's sessions and their files"
+        )
+    return path
+
+
+def sessions_folder(folder: Path, session_dir: str | None) -> None:
+    """Make the folder the session file goes into, or say in one line why it cannot
+    be and what to do (before any model is asked)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        if not os.access(folder, os.W_OK):
+            raise PermissionError(13, "Permission denied", str(folder))
+    except OSError as exc:
+        why = f"{exc.strerror or exc}: {exc.filename or folder}"
+        if session_dir:
+            raise UsageError(
+                f"--session-dir {session_dir} cannot hold sessions ({why}); "
+                "pass a folder you can write"
+            ) from None
+        raise UsageError(
+            f"the data folder for sessions {folder} cannot be written ({why}); make it "
+            "writable, point XDG_DATA_HOME elsewhere, or pass --session-dir FOLDER"
+        ) from None
+
+
 def refuse_builtin(text: str) -> None:
     parsed = parse_command(text)
     if not isinstance(parsed, str) and parsed.name in BUILTIN_NAMES:
@@ -179,8 +210,9 @@ async def _drive(
     err: TextIO,
 ) -> int:
     if args.session:
-        await host.open_session_file(Path(args.session))
+        await host.open_session_file(session_file(args.session))
     await host.start()
+    sessions_folder(Path(host.state()["sessionFile"]).parent, args.session_dir)
     sandbox = host.state()["sandbox"]
     if not args.read_only and sandbox["mode"] != "off" and not sandbox["available"]:
         print(f"crank: no sandbox ({sandbox['detail']}): commands are refused", file=err)
@@ -242,4 +274,9 @@ def run_command(
         return exits.FAILURE
     except CrankError as exc:  # a bad --image, an unknown command, no provider
         print(f"Error: {exc.message}", file=err)
+        return exits.FAILURE
+    except BrokenPipeError:
+        raise  # the reader went away (``| head``): main() ends quietly
+    except OSError as exc:  # a file-system problem no check above foresaw
+        print(f"Error: {exc.strerror or exc}: {exc.filename or ''}", file=err)
         return exits.FAILURE
