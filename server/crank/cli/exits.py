@@ -24,6 +24,6 @@ EXIT_CODES: Final[dict[int, str]] = {
     ),
     USAGE: "the command line itself was wrong (an unknown option, a missing argument)",
     INTERRUPTED: "Ctrl-C: the run was aborted and its session saved",
-    PIPE_CLOSED: "the reader of stdout went away (`crank sessions list | head -1`)",
+    PIPE_CLOSED: "the reader of stdout went away (`crank sessions list` piped into `head -1`)",
 }
 """Each status and when ``crank`` ends with it."""
