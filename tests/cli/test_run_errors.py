@@ -101,3 +101,25 @@ def test_a_provider_host_that_does_not_resolve_is_said_so(tmp_path: Path) -> Non
     line = one_error_line(done)
     assert "no-such-host.invalid could not be found" in line
     assert "port" not in line
+
+
+def test_continue_of_a_torn_session_says_so_instead_of_starting_another(tmp_path: Path) -> None:
+    """``--continue`` asks for the newest session: one that cannot be opened is an
+    error naming the repair, never quietly replaced by a new session (which is what
+    the editor's resume at start-up does)."""
+    sessions = tmp_path / "sessions"
+    first = script(tmp_path / "a.json", {"text": "noted"})
+    assert (
+        crank(tmp_path, "run", "--script", first, "--session-dir", str(sessions), "a").returncode
+        == 0
+    )
+    (session,) = sessions.rglob("*.jsonl")
+    with session.open("ab") as file:
+        file.write(b'{"type":"mes')
+    again = script(tmp_path / "b.json", {"text": "never"})
+    done = crank(
+        tmp_path, "run", "--continue", "--script", again, "--session-dir", str(sessions), "b"
+    )
+    line = one_error_line(done)
+    assert "crank sessions repair" in line
+    assert list(sessions.rglob("*.jsonl")) == [session]

@@ -191,7 +191,7 @@ async def run_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             client,
             settings,
             rules_file=Path(scratch) / "rules.json",
-            resume_last=args.resume,
+            resume_last=False,
             max_turns=args.max_turns,
         )
         try:
@@ -211,6 +211,8 @@ async def _drive(
 ) -> int:
     if args.session:
         await host.open_session_file(session_file(args.session))
+    elif args.resume:
+        await host.open_newest_session()
     await host.start()
     sessions_folder(Path(host.state()["sessionFile"]).parent, args.session_dir)
     sandbox = host.state()["sandbox"]

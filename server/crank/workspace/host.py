@@ -464,6 +464,15 @@ class WorkspaceHost:
         await self._refresh_tools()
         return self._session_changed()
 
+    async def open_newest_session(self) -> dict[str, Any]:
+        """Make the workspace's newest session the active one (``crank run --continue``).
+        Unlike the resume at ``start``, a newest file that cannot be opened (torn, in use)
+        raises its SessionError instead of being passed over for a new session."""
+        newest = await anyio.to_thread.run_sync(self.store.newest)
+        if newest is None:
+            return {"sessionId": self.session_id}
+        return await self.open_session_file(newest)
+
     async def open_session_file(self, path: Path) -> dict[str, Any]:
         """As ``open_session``, for a session file named by its path wherever it is
         (``crank run --session FILE``)."""
