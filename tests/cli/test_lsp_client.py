@@ -59,3 +59,28 @@ async def test_wait_for_returns_when_the_event_is_set() -> None:
     assert client.process.returncode is None
     client.process.kill()
     await client.close()
+
+
+SLOPPY_SERVER = r"""
+import sys
+sys.stdin.buffer.readline()  # the client's request has arrived (its header line)
+out = sys.stdout.buffer
+out.write(b"server starting up...\n\n")                      # stray output, not a frame
+out.write(b"Content-Length: 9\r\n\r\n{not json")               # a frame that is no message
+out.write(b"Content-Length: 12\r\n\r\n{\"id\": [1]}\n")         # an id nobody asked with
+body = b'{"jsonrpc":"2.0","id":1,"result":{"ok":true}}'
+out.write(b"content-length: %d\nContent-Type: application/vscode-jsonrpc\n\n" % len(body) + body)
+out.flush()
+sys.stdin.buffer.read()
+"""
+
+
+async def test_stray_output_and_bad_frames_are_skipped_not_fatal() -> None:
+    """The client reads with the server's framing parser: what is not a frame, or not
+    a message, is skipped, and the answer after it still reaches its request (the
+    hand-written reader died on the first line that was not a header)."""
+    client = await _client(SLOPPY_SERVER)
+    result = await asyncio.wait_for(client.request("crank/state", {}), HANG_BOUND)
+    assert result == {"ok": True}
+    client.process.kill()
+    await client.close()

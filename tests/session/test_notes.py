@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 
-from crank.agent.loop import RunPrompt
 from crank.agent.messages import user_message
 from crank.agent.model import ModelRequest
 from crank.agent.scripted import Reply
@@ -23,7 +22,6 @@ from crank.session.notes import (
     NoteError,
     Notes,
     notes_path,
-    notes_request,
     with_notes_index,
 )
 from crank.session.policies import PolicyName
@@ -121,15 +119,6 @@ def test_the_index_goes_last_and_outside_the_cache_marks() -> None:
     assert with_notes_index(request, []) is request
     unmarked = ModelRequest(system="S", messages=list(messages))
     assert with_notes_index(unmarked, ["a"]).cache_marks == (0,), "never the vendor's default"
-
-
-async def test_crank_runs_request_lists_the_keys(tmp_path: Path) -> None:
-    notes = Notes(tmp_path / "n.notes.json")
-    build = notes_request(notes)
-    prompt = RunPrompt.of("S", [])
-    assert (await build([user_message("go")], prompt)).messages[-1]["content"] == "go"
-    notes.save("k", "v")
-    assert "k" in (await build([user_message("go")], prompt)).messages[-1]["content"]
 
 
 def past_the_index(request: ModelRequest) -> Reply:

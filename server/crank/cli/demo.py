@@ -21,6 +21,7 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
+from . import exits
 from .lsp_client import LspClient
 from .render import EventPrinter
 
@@ -163,14 +164,14 @@ async def _demo_via_server(workdir: Path, console: Console, keep: bool) -> int:
         tail = (workdir / "server.log").read_text(errors="replace").splitlines()[-20:]
         console.print(Text(f"Error: {exc}", style="bold red"))
         console.print(Text("\n".join(tail), style="dim"))
-        return 1
+        return exits.FAILURE
     finally:
         await client.close()
         server_log.close()
     printer.show_diffs()
     stop = outcome.get("stop", "error")
     console.rule(f"[dim]run ended: {stop}")
-    return 0 if stop == "stop" else 1
+    return exits.OK if stop == "stop" else exits.FAILURE
 
 
 def run_demo(args: argparse.Namespace) -> int:

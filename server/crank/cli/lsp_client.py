@@ -1,18 +1,26 @@
 """A small LSP client over a child process's stdio: what an editor does, in ~100 lines.
 
-Used by ``crank demo`` to drive a real ``crank serve`` the way the editors do. It frames
-JSON-RPC with ``Content-Length`` headers, matches responses to requests, hands
-notifications to one callback, and answers the server's own requests through another.
-Params stay plain dicts.
+Used by ``crank demo`` to drive a real ``crank serve`` the way the editors do. The
+framing is the server's own (``crank.lsp.framing``: ``frame`` to write, the
+``FrameParser`` to read, ``bodies.decode`` for a body), so stray output or a malformed
+frame is skipped and logged, never the end of the connection. It matches responses to
+requests, hands notifications to one callback, and answers the server's own requests
+through another. Params stay plain dicts.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
+import logging
 from collections.abc import Awaitable, Callable
 from typing import Any
+
+from crank.lsp.bodies import Undecodable, decode
+from crank.lsp.framing import Event, Frame, FrameParser, Refused, frame
+
+log = logging.getLogger(__name__)
+READ_SIZE = 64 * 1024
 
 Handler = Callable[[str, Any], Awaitable[Any]]
 Listener = Callable[[str, Any], None]
@@ -70,44 +78,50 @@ class LspClient:
         await self._send({"jsonrpc": "2.0", "method": method, "params": params})
 
     async def _send(self, message: dict[str, Any]) -> None:
-        body = json.dumps(message).encode("utf-8")
-        self._writer.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+        self._writer.write(frame(message))
         await self._writer.drain()
 
-    async def _read_message(self) -> dict[str, Any] | None:
-        length = None
-        while True:
-            line = await self._reader.readline()
-            if not line:
-                return None
-            if line in (b"\r\n", b"\n"):
-                break
-            name, _, value = line.decode("ascii").partition(":")
-            if name.strip().lower() == "content-length":
-                length = int(value)
-        if length is None:
-            raise ValueError("a message without Content-Length")
-        message: dict[str, Any] = json.loads(await self._reader.readexactly(length))
-        return message
-
     async def _read_forever(self) -> None:
+        parser = FrameParser()
         try:
-            while (message := await self._read_message()) is not None:
-                if "method" in message and "id" in message:
-                    task = asyncio.create_task(self._answer(message))
-                    self._answering.add(task)
-                    task.add_done_callback(self._answering.discard)
-                elif "method" in message:
-                    self._on_notify(message["method"], message.get("params"))
-                elif (future := self._waiting.pop(message.get("id", -1), None)) is not None:
-                    if "error" in message:
-                        future.set_exception(ServerError(str(message.get("id")), message["error"]))
-                    else:
-                        future.set_result(message.get("result"))
+            while chunk := await self._reader.read(READ_SIZE):
+                for event in parser.feed(chunk):
+                    self._take(event)
+            for event in parser.end():
+                self._take(event)
         finally:
             for future in self._waiting.values():
                 if not future.done():
                     future.set_exception(ConnectionError("the server closed its output"))
+
+    def _take(self, event: Event) -> None:
+        """One delimited frame: a request to answer, a notification, or an answer."""
+        if not isinstance(event, Frame):
+            why = event.reason if isinstance(event, Refused) else f"{event.count} stray bytes"
+            log.warning("the server sent something that is not a frame: %s", why)
+            return
+        try:
+            message = decode(event.body)
+        except Undecodable as exc:
+            log.warning("the server sent a frame that is not a message: %s", exc.reason)
+            return
+        if not isinstance(message, dict):
+            log.warning("the server sent a frame that is not an object")
+            return
+        if "method" in message and "id" in message:
+            task = asyncio.create_task(self._answer(message))
+            self._answering.add(task)
+            task.add_done_callback(self._answering.discard)
+        elif "method" in message:
+            self._on_notify(message["method"], message.get("params"))
+        elif (
+            isinstance(answered := message.get("id"), int)
+            and (future := self._waiting.pop(answered, None)) is not None
+        ):
+            if "error" in message:
+                future.set_exception(ServerError(str(message.get("id")), message["error"]))
+            else:
+                future.set_result(message.get("result"))
 
     async def _answer(self, message: dict[str, Any]) -> None:
         try:

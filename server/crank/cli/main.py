@@ -5,11 +5,12 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import sys
 
 from crank import __version__
 from crank.vendors.secrets import handover
+
+from . import exits
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -82,7 +83,7 @@ def _reader_went_away() -> int:
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
-    return 128 + signal.SIGPIPE
+    return exits.PIPE_CLOSED
 
 
 if __name__ == "__main__":

@@ -1,56 +1,47 @@
 """``crank run``: one prompt in the current directory, for scripts and CI.
 
-Without ``--json`` only the final answer goes to stdout (or ``Error: <message>`` on
-stderr and exit status 1); with it, every event is one line of JSON. The session is
-saved like any other (``crank sessions list``), so ``--continue`` picks it up. Ctrl-C
-aborts the run cleanly: the partial reply is recorded and the exit status is 130.
+It drives the same ``WorkspaceHost`` as ``crank serve`` and ``crank acp`` (with the
+terminal as its editor, ``terminal.TerminalClient``), so a run here has what a run
+there has: the session log, compaction, the context policies, overflow recovery, the
+approval router, the prompt watcher, ``/skill:`` and template commands. What is
+particular to the command line is only what is printed (``output.py``: the reply
+streamed to stdout and one line per tool call on stderr, or with ``--json`` every
+event envelope as one line) and the answers to the tools' questions, which nobody is
+asked (``terminal.answer``): the file tools stay in the current directory and out of
+the secret locations; commands run in the sandbox (crank.tools.sandbox; the user
+config file's ``sandbox`` and the flags choose how), and where there is none they are
+refused unless ``--no-sandbox`` is given.
 
-Nobody is asked, so what the agent may do is fixed here: the file tools stay in the
-current directory (``refuse_outside``) and out of the secret locations; commands run in
-the sandbox (crank.tools.sandbox; the user config file's ``sandbox`` and the flags
-choose how), and where there is none they are refused unless ``--no-sandbox`` is given.
-
-A prompt ``/skill:name args`` or ``/template args`` is expanded as in the editor
-(crank.workspace.commands); the built-ins (``/compact``, ...) are refused.
+The session is saved like any other (``crank sessions list``), so ``--continue``
+picks it up. Ctrl-C aborts the run cleanly: the partial reply is recorded and the
+exit status is 130. The built-in commands (``/compact``, ...) act on an editor's
+session and are refused. Exit statuses: ``exits.py``.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import datetime
-import json
+import dataclasses
+import os
 import signal
 import sys
+import tempfile
 from pathlib import Path
-from typing import TextIO, cast
+from typing import Any, TextIO
 
-import anyio.to_thread
-
-from crank.agent.harness import Harness
-from crank.agent.messages import AssistantMessage, text_of
-from crank.agent.model import Model, accepts_images
-from crank.agent.scripted import ScriptedModel, reply_from_dict
-from crank.prompt import PromptLocations, compute_prompt, load_inputs
-from crank.session import SessionError, SessionLog, SessionStore
-from crank.session.blobs import loading_requests
-from crank.session.notes import Notes, notes_path, notes_request
-from crank.tools import (
-    ApprovalRequest,
-    Approve,
-    Decision,
-    ToolContext,
-)
-from crank.tools.sandbox import SandboxSettings, SandboxStatus, probe, protected_paths
-from crank.vendors import ConfigError, create_model, resolve_provider
-from crank.vendors.secrets import provider_env
-from crank.workspace import CrankError
+from crank.agent.messages import AssistantMessage
+from crank.session import SessionError
+from crank.tools.sandbox import SandboxSettings
+from crank.vendors import ConfigError
+from crank.workspace import CrankError, WorkspaceHost
 from crank.workspace.attachments import prompt_images
-from crank.workspace.commands import BUILTIN_NAMES, CommandCatalog, parse_command
-from crank.workspace.settings import merge_layers
-from crank.workspace.toolset import session_tools
+from crank.workspace.commands import BUILTIN_NAMES, parse_command
+from crank.workspace.settings import Settings, merge_layers
 
-EXIT_INTERRUPTED = 130
+from . import exits
+from .output import JsonLines, PlainText, RunOutput
+from .terminal import TerminalClient
 
 
 class UsageError(Exception):
@@ -83,6 +74,11 @@ def add_run_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
         help='use a scripted model: a JSON file {"replies": [...]} (offline)',
     )
     parser.add_argument(
+        "--model",
+        metavar="ID",
+        help="the model to ask, on the configured provider (instead of CRANK_MODEL or the config)",
+    )
+    parser.add_argument(
         "--trust",
         action="store_true",
         help="load this project's AGENTS.md and skills (trusted workspace)",
@@ -106,176 +102,165 @@ def add_run_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParse
     parser.set_defaults(handler=run_command)
 
 
-def load_script(path: Path) -> ScriptedModel:
-    """A scripted model from ``{"replies": [...]}``; every problem names the file."""
+def current_directory() -> Path:
+    """The folder ``crank run`` works in; one that was deleted under the shell is refused."""
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-        replies = [reply_from_dict(reply) for reply in data["replies"]]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise UsageError(f"cannot use script {path}: {exc}") from exc
-    return ScriptedModel(replies, id=f"scripted:{path.name}")
+        return Path(os.getcwd())
+    except FileNotFoundError:
+        raise UsageError(
+            "the current directory no longer exists (it was deleted or moved): "
+            "cd into an existing folder and run crank run there"
+        ) from None
 
 
-def choose_model(script: str | None) -> Model:
-    if script:
-        return load_script(Path(script))
-    config = resolve_provider(env=provider_env())
-    if config.api == "scripted":
-        raise UsageError("the configured provider is 'scripted': pass --script FILE")
-    return create_model(config)
-
-
-def open_session(args: argparse.Namespace, cwd: Path) -> SessionLog:
-    store = SessionStore(cwd, args.session_dir)
-    if args.session:
-        return SessionLog.open(Path(args.session))
-    if args.resume:
-        newest = store.newest()
-        if newest is not None:
-            return SessionLog.open(newest)
-    return store.create()
-
-
-def _final_reply(harness: Harness) -> AssistantMessage | None:
-    for message in reversed(harness.messages):
-        if message["role"] == "assistant":
-            return cast(AssistantMessage, message)
-    return None
-
-
-def command_gate(status: SandboxStatus, settings: SandboxSettings) -> Approve:
-    """``crank run`` asks nobody: a command runs if it is confined, or if the user
-    said ``--no-sandbox``; otherwise it is refused with a message saying how."""
-
-    async def gate(request: ApprovalRequest) -> Decision:
-        if request["toolName"] != "bash" or settings.mode == "off" or status.available:
-            return Decision.allow()
-        return Decision.reject(
-            f"crank run does not run commands without a sandbox, and there is none here "
-            f"({status.detail}). Run crank run --no-sandbox to allow unconfined commands"
-        )
-
-    return gate
-
-
-def sandbox_settings(args: argparse.Namespace) -> SandboxSettings:
-    """The user config file's ``sandbox`` (if any), then the flags over it."""
-    try:
-        chosen = merge_layers([]).sandbox
-    except CrankError as exc:
-        raise UsageError(exc.message) from exc
-    return SandboxSettings(
+def run_settings(args: argparse.Namespace) -> Settings:
+    """The workspace settings of one ``crank run``: the user config file's, with the
+    flags over them (trust only with ``--trust``; the mode from ``--read-only``)."""
+    layer: dict[str, Any] = {
+        "trusted": args.trust,
+        "permissionMode": "readOnly" if args.read_only else "ask",
+    }
+    if args.session_dir:
+        layer["sessionDir"] = args.session_dir
+    provider: dict[str, Any] = {}
+    if args.script:
+        provider.update(api="scripted", script=args.script)
+    if args.model:
+        provider["model"] = args.model
+    if provider:
+        layer["provider"] = provider
+    settings = merge_layers([("crank run", layer)])
+    chosen = settings.sandbox
+    sandbox = SandboxSettings(
         mode="off" if args.no_sandbox else chosen.mode, network=args.network or chosen.network
     )
+    return dataclasses.replace(settings, sandbox=sandbox)
 
 
-def tool_context(args: argparse.Namespace, cwd: Path, err: TextIO) -> ToolContext:
-    settings = sandbox_settings(args)
-    status = probe()
-    if not args.read_only and settings.mode != "off" and not status.available:
-        print(f"crank: no sandbox ({status.detail}): commands are refused", file=err)
-    extra = [Path(args.session_dir).expanduser()] if args.session_dir else []
-    return ToolContext(
-        cwd,
-        approve=command_gate(status, settings),
-        sandbox=lambda: settings,
-        protected=protected_paths(extra),
-    )
+def session_file(raw: str) -> Path:
+    """``--session FILE``: a session file that exists (a mistyped path is said as one)."""
+    path = Path(raw).expanduser()
+    if not path.is_file():
+        raise UsageError(
+            f"--session {raw}: there is no session file there; "
+            "crank sessions list shows this directory's sessions and their files"
+        )
+    return path
 
 
-async def expand_prompt(text: str, locations: PromptLocations) -> tuple[str, str | None]:
-    """The text to send and, for a ``/skill:`` or template command, what was typed
-    (the skills and templates are loaded only for a command, before any session file
-    is made). Built-ins act on an editor's session and are refused (``UsageError``)."""
-    parsed = parse_command(text)
-    if isinstance(parsed, str):
-        return parsed, None
-    if parsed.name in BUILTIN_NAMES:
-        raise UsageError(f"/{parsed.name} is an editor command; crank run does not perform it")
-    inputs = await anyio.to_thread.run_sync(load_inputs, locations)
+def sessions_folder(folder: Path, session_dir: str | None) -> None:
+    """Make the folder the session file goes into, or say in one line why it cannot
+    be and what to do (before any model is asked)."""
     try:
-        expansion = CommandCatalog(inputs.skills, inputs.templates).expand(parsed)
-    except CrankError as exc:
-        raise UsageError(exc.message) from exc
-    return expansion.text, expansion.typed
+        folder.mkdir(parents=True, exist_ok=True)
+        if not os.access(folder, os.W_OK):
+            raise PermissionError(13, "Permission denied", str(folder))
+    except OSError as exc:
+        why = f"{exc.strerror or exc}: {exc.filename or folder}"
+        if session_dir:
+            raise UsageError(
+                f"--session-dir {session_dir} cannot hold sessions ({why}); "
+                "pass a folder you can write"
+            ) from None
+        raise UsageError(
+            f"the data folder for sessions {folder} cannot be written ({why}); make it "
+            "writable, point XDG_DATA_HOME elsewhere, or pass --session-dir FOLDER"
+        ) from None
+
+
+def refuse_builtin(text: str) -> None:
+    parsed = parse_command(text)
+    if not isinstance(parsed, str) and parsed.name in BUILTIN_NAMES:
+        raise UsageError(f"/{parsed.name} is an editor command; crank run does not perform it")
 
 
 async def run_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
-    cwd = Path.cwd()
+    cwd = current_directory()
     images = prompt_images([{"path": str(cwd / p)} for p in args.image], "--image")
-    model = choose_model(args.script)
-    if images and not accepts_images(model):
-        print(
-            f"crank: {model.id} does not accept images; it gets a text placeholder for each",
-            file=err,
-        )
-    context = tool_context(args, cwd, err)
-    locations = PromptLocations(cwd, cwd, args.trust)
-    text, typed = await expand_prompt(" ".join(args.prompt), locations)
-    log = open_session(args, cwd)
-    try:
-        # a continued session that was compacted is offered recall, as in the editor
-        notes = Notes(notes_path(log.path))
-        tools = session_tools(context, log, read_only=args.read_only, notes=notes)
-        build = await compute_prompt(tools, locations, datetime.date.today())
-        for problem in build.problems:
-            print(f"crank: {problem}", file=err)
-        harness = Harness(
-            system=build.prompt.text,
-            tools=tools,
-            model=model,
-            messages=log.replay(),
+    text = " ".join(args.prompt)
+    refuse_builtin(text)
+    settings = run_settings(args)
+    client = TerminalClient(err)
+    output: RunOutput = JsonLines(out) if args.json else PlainText(out, err)
+    # crank run remembers no "always allow" answer and follows none given in an
+    # editor: its rules file is a fresh, empty folder's, gone when the run ends.
+    with tempfile.TemporaryDirectory(prefix="crank-run-") as scratch:
+        host = WorkspaceHost(
+            cwd.as_uri(),
+            cwd,
+            client,
+            settings,
+            rules_file=Path(scratch) / "rules.json",
+            resume_last=False,
             max_turns=args.max_turns,
-            build_request=loading_requests(log.load_image, model, notes_request(notes)),
         )
-        harness.subscribe(log.listener(harness.messages_after))
-        interrupted = False
-
-        aborting: list[asyncio.Task[str]] = []
-
-        def on_interrupt() -> None:
-            nonlocal interrupted
-            interrupted = True
-            aborting.append(asyncio.ensure_future(harness.abort()))
-
-        loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGINT, on_interrupt)
         try:
-            run = harness.prompt(text, images, typed=typed)
-            async for event in run.events():
-                if args.json:
-                    print(
-                        json.dumps(
-                            {"runId": run.id, "sessionId": log.session_id, "event": event},
-                            ensure_ascii=False,
-                        ),
-                        file=out,
-                        flush=True,
-                    )
-            await run.wait()
+            return await _drive(host, args, text, images, client, output, err)
         finally:
-            loop.remove_signal_handler(signal.SIGINT)
+            await host.close()
+
+
+async def _drive(
+    host: WorkspaceHost,
+    args: argparse.Namespace,
+    text: str,
+    images: list[Any],
+    client: TerminalClient,
+    output: RunOutput,
+    err: TextIO,
+) -> int:
+    if args.session:
+        await host.open_session_file(session_file(args.session))
+    elif args.resume:
+        await host.open_newest_session()
+    await host.start()
+    sessions_folder(Path(host.state()["sessionFile"]).parent, args.session_dir)
+    sandbox = host.state()["sandbox"]
+    if not args.read_only and sandbox["mode"] != "off" and not sandbox["available"]:
+        print(f"crank: no sandbox ({sandbox['detail']}): commands are refused", file=err)
+    started = await host.submit(text, images=images)
+    if "imagesOmitted" in started:
+        print(f"crank: {started['imagesOmitted']}", file=err)
+    run_id = started["runId"]
+    interrupted = False
+    aborting: list[asyncio.Task[object]] = []
+
+    def on_interrupt() -> None:
+        nonlocal interrupted
+        interrupted = True
+        aborting.append(asyncio.create_task(host.abort()))
+
+    loop = asyncio.get_running_loop()
+    loop.add_signal_handler(signal.SIGINT, on_interrupt)
+    try:
+        while True:
+            envelope = await client.events.get()
+            if envelope.get("runId") != run_id:
+                continue  # the workspace's own news between runs
+            output.show(envelope)
+            if envelope["event"]["type"] == "agent_settled":
+                break
+        for task in aborting:
+            await task
     finally:
-        log.close()
+        loop.remove_signal_handler(signal.SIGINT)
     if interrupted:
         print("crank: aborted; the session is saved", file=err)
-        return EXIT_INTERRUPTED
-    return report(_final_reply(harness), args.json, out, err)
+        return exits.INTERRUPTED
+    return report(output.reply, err)
 
 
-def report(reply: AssistantMessage | None, as_json: bool, out: TextIO, err: TextIO) -> int:
-    """Print the answer the way a script wants it; the exit status says how it ended."""
+def report(reply: AssistantMessage | None, err: TextIO) -> int:
+    """The exit status says how the run ended; a failure is said once on stderr."""
     if reply is None:
         print("Error: the run produced no reply", file=err)
-        return 1
+        return exits.FAILURE
     if reply["stopReason"] in ("error", "aborted"):
         print(f"Error: {reply.get('errorMessage', reply['stopReason'])}", file=err)
-        return 1
-    if not as_json:
-        print(text_of(reply), file=out)
+        return exits.FAILURE
     if reply["stopReason"] == "length":
         print("crank: the answer was cut short by the model's output length limit", file=err)
-    return 0
+    return exits.OK
 
 
 def run_command(
@@ -283,9 +268,17 @@ def run_command(
 ) -> int:
     try:
         return asyncio.run(run_prompt(args, out, err))
+    except KeyboardInterrupt:
+        print("crank: interrupted", file=err)
+        return exits.INTERRUPTED
     except (UsageError, ConfigError, SessionError) as exc:
         print(f"Error: {exc}", file=err)
-        return 1
-    except CrankError as exc:  # a bad --image
+        return exits.FAILURE
+    except CrankError as exc:  # a bad --image, an unknown command, no provider
         print(f"Error: {exc.message}", file=err)
-        return 2
+        return exits.FAILURE
+    except BrokenPipeError:
+        raise  # the reader went away (``| head``): main() ends quietly
+    except OSError as exc:  # a file-system problem no check above foresaw
+        print(f"Error: {exc.strerror or exc}: {exc.filename or ''}", file=err)
+        return exits.FAILURE

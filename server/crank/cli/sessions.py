@@ -23,6 +23,8 @@ from crank.session.blobs import BLOB_MISSING, blob_dir, read_blob
 from crank.session.branch_summary import render_message
 from crank.session.repair import repair
 
+from . import exits
+
 PREVIEW_CHARS = 240
 
 
@@ -55,19 +57,19 @@ def run_sessions(
         return _repair(Path(args.file), out)
     except SessionError as error:
         print(f"crank: {error}", file=err)
-        return 1
+        return exits.FAILURE
     except BrokenPipeError:
         raise  # the reader went away (``| head``): main() ends quietly
     except OSError as error:
         print(f"crank: {error.strerror or error}: {error.filename}", file=err)
-        return 1
+        return exits.FAILURE
 
 
 def _list(store: SessionStore, out: TextIO) -> int:
     sessions = store.list()
     if not sessions:
         print(f"no sessions for {store.workspace} (looked in {store.directory})", file=out)
-        return 0
+        return exits.OK
     for session in sessions:
         notes = "  [torn: run crank sessions repair]" if session.get("torn") else ""
         if "ended" in session:
@@ -79,7 +81,7 @@ def _list(store: SessionStore, out: TextIO) -> int:
             f"{session['messageCount']:>5} messages  {session['title']}{notes}",
             file=out,
         )
-    return 0
+    return exits.OK
 
 
 def _show(store: SessionStore, session: str, out: TextIO) -> int:
@@ -93,7 +95,7 @@ def _show(store: SessionStore, session: str, out: TextIO) -> int:
         print(render_message(message, PREVIEW_CHARS), file=out)
         for line in image_lines(blob_dir(path), message):
             print(line, file=out)
-    return 0
+    return exits.OK
 
 
 def image_lines(blobs: Path, message: Message) -> list[str]:
@@ -126,4 +128,4 @@ def _repair(path: Path, out: TextIO) -> int:
             f"the session has {result.entries} intact entries and can be written again",
             file=out,
         )
-    return 0
+    return exits.OK

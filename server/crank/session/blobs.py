@@ -18,14 +18,11 @@ from __future__ import annotations
 import base64
 import os
 import re
-from collections.abc import Iterable, Sequence
-from dataclasses import replace
+from collections.abc import Iterable
 from pathlib import Path
 
-from crank.agent.images import EXTENSIONS, MAX_IMAGE_BYTES, Load, resolve_images, sha256_of
-from crank.agent.loop import BuildRequest, RunPrompt
+from crank.agent.images import EXTENSIONS, MAX_IMAGE_BYTES, sha256_of
 from crank.agent.messages import ImageBlock, Message, images_of
-from crank.agent.model import Model, ModelRequest, accepts_images
 
 from .durable import fsync_dir
 from .entries import Entry
@@ -153,16 +150,3 @@ def load(directory: Path, block: ImageBlock) -> str | None:
     if isinstance(raw, str):
         return None
     return base64.b64encode(raw).decode("ascii")
-
-
-def loading_requests(load: Load, model: Model, inner: BuildRequest) -> BuildRequest:
-    """A ``build_request`` for a harness run without a Housekeeper (``crank run``):
-    ``inner``'s request (the plain view and what it adds), with stored images loaded
-    (or placeholders) as every request needs."""
-
-    async def build(record: Sequence[Message], prompt: RunPrompt) -> ModelRequest:
-        request = await inner(record, prompt)
-        resolved = resolve_images(request.messages, load, accepts_images(model))
-        return replace(request, messages=resolved.messages)
-
-    return build

@@ -30,11 +30,10 @@ import json
 import os
 import re
 import tempfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from crank.agent.loop import BuildRequest, PlainRequests, RunPrompt
 from crank.agent.messages import Message, now_ms
 from crank.agent.model import ModelRequest
 
@@ -203,17 +202,3 @@ def listed_keys(notes: Notes | None) -> list[str]:
         return notes.keys()
     except NoteError:
         return []
-
-
-def notes_request(notes: Notes) -> BuildRequest:
-    """A ``build_request`` with no context policy (``crank run``'s): the repaired view
-    (grown turn by turn, as a Harness without hooks builds it), then the key list of
-    ``notes`` at the end."""
-    plain = PlainRequests()
-
-    plain = PlainRequests()  # the view grows with the record: a turn costs what it added
-
-    async def build(record: Sequence[Message], prompt: RunPrompt) -> ModelRequest:
-        return with_notes_index(await plain(record, prompt), listed_keys(notes))
-
-    return build

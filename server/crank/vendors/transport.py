@@ -23,6 +23,7 @@ import asyncio
 import json
 import logging
 import random
+import socket
 import ssl
 from collections.abc import AsyncIterator
 from contextlib import suppress
@@ -47,6 +48,23 @@ HOSTED_OPENAI = "https://api.openai.com"
 REFUSED_RETRY_DELAY = 0.5
 """Seconds before the one retry of a refused connection: a server that is starting
 gets a moment; one that is not running is reported at once, not after the backoff."""
+
+
+def _unknown_host(exc: httpx.ConnectError, url: str) -> ProviderError | None:
+    """A failed name lookup (``socket.gaierror`` under httpx's error) said as one: the
+    host in the base URL is wrong or the network has no DNS; nothing about ports."""
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, socket.gaierror):
+        cause = cause.__cause__ or cause.__context__
+    if cause is None:
+        return None
+    host = httpx.URL(url).host
+    return ProviderError(
+        "network",
+        f"the provider's host {host} could not be found ({cause.strerror or cause}): "
+        "check the host name in the base URL, and that this machine can resolve names",
+        retryable=False,
+    )
 
 
 class StreamFailure(Exception):
@@ -273,7 +291,8 @@ class StreamingModel:
                 error = self._timeout(exc)
             except httpx.ConnectError as exc:
                 refused += 1
-                error = ProviderError(
+                unknown = _unknown_host(exc, self.url())
+                error = unknown or ProviderError(
                     "network",
                     f"nothing answered at {self.url()} ({exc or 'connection refused'}): is the "
                     "server running, and is the port in the base URL right?",

@@ -82,6 +82,7 @@ class WorkspaceHost:
         user_dir: Path | None = None,
         resume_last: bool = True,
         today: Callable[[], datetime.date] = datetime.date.today,
+        max_turns: int | None = None,
     ) -> None:
         self.uri = uri
         self.root = root.resolve()
@@ -114,7 +115,9 @@ class WorkspaceHost:
         """The active session's notes (the note tools follow the session)."""
         self.tools = self._tool_set(log=None)
         self.model_config = ModelConfig(settings, self.root, env, client.log)
-        self.harness = Harness(system="", tools=self.tools, model=self.model_config.configure())
+        self.harness = Harness(
+            system="", tools=self.tools, model=self.model_config.configure(), max_turns=max_turns
+        )
         self.session = SessionSlot(uri, self.root, self.store, self.harness, settings.context)
         self.harness.build_request = self.session.build_request
         self.harness.before_request = self._before_request
@@ -460,6 +463,23 @@ class WorkspaceHost:
 
     async def open_session(self, session_id: str) -> dict[str, Any]:
         if not await self.session.open(session_id):
+            return {"sessionId": self.session_id}
+        await self._refresh_tools()
+        return self._session_changed()
+
+    async def open_newest_session(self) -> dict[str, Any]:
+        """Make the workspace's newest session the active one (``crank run --continue``).
+        Unlike the resume at ``start``, a newest file that cannot be opened (torn, in use)
+        raises its SessionError instead of being passed over for a new session."""
+        newest = await anyio.to_thread.run_sync(self.store.newest)
+        if newest is None:
+            return {"sessionId": self.session_id}
+        return await self.open_session_file(newest)
+
+    async def open_session_file(self, path: Path) -> dict[str, Any]:
+        """As ``open_session``, for a session file named by its path wherever it is
+        (``crank run --session FILE``)."""
+        if not await self.session.open_file(path):
             return {"sessionId": self.session_id}
         await self._refresh_tools()
         return self._session_changed()

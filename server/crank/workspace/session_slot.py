@@ -184,7 +184,11 @@ class SessionSlot:
     async def open(self, session_id: str) -> bool:
         """Make ``session_id`` the active session; False if it already was."""
         require_idle(self.harness, "opening a session")
-        path = self.store.path_of(session_id)
+        return await self.open_file(self.store.path_of(session_id))
+
+    async def open_file(self, path: Path) -> bool:
+        """Make the session in ``path`` the active session; False if it already was."""
+        require_idle(self.harness, "opening a session")
         if self.log is not None and self.log.path == path:
             return False
         opened, messages = await anyio.to_thread.run_sync(open_and_replay, path)  # off the loop
