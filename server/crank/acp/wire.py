@@ -23,6 +23,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, BinaryIO
 
+from crank.agent import wiretext
+
 log = logging.getLogger("crank.acp")
 
 PARSE_ERROR = -32700
@@ -74,9 +76,9 @@ class Peer:
     def _write(self, message: dict[str, Any]) -> None:
         if self.closed:
             return
-        line = json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n"
+        line = wiretext.dumps(message, separators=(",", ":")) + b"\n"
         try:
-            self._output.write(line.encode("utf-8"))
+            self._output.write(line)
             self._output.flush()
         except (BrokenPipeError, ValueError, OSError):
             self.closed = True
@@ -123,6 +125,16 @@ class Peer:
         if not isinstance(message, dict):
             self._fail(None, INVALID_REQUEST, "a message must be a JSON object")
             return
+        if wiretext.may_hold_surrogate(line):
+            where = wiretext.incoming_surrogate(message)
+            if where is not None and "method" in message and "id" in message:
+                bad_id = where.split(".")[0] == "id"
+                self._fail(
+                    None if bad_id else message["id"], INVALID_PARAMS, wiretext.refusal(where)
+                )
+                return
+            if where is not None:
+                message = wiretext.clean(message)
         has_id = "id" in message
         request_id = message.get("id")
         if has_id and not (isinstance(request_id, (str, int)) and not isinstance(request_id, bool)):

@@ -27,6 +27,7 @@ from typing import TextIO, cast
 
 import anyio.to_thread
 
+from crank.agent import wiretext
 from crank.agent.harness import Harness
 from crank.agent.messages import AssistantMessage, text_of
 from crank.agent.model import Model, accepts_images
@@ -245,9 +246,8 @@ async def run_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
             async for event in run.events():
                 if args.json:
                     print(
-                        json.dumps(
-                            {"runId": run.id, "sessionId": log.session_id, "event": event},
-                            ensure_ascii=False,
+                        wiretext.dumps_text(
+                            {"runId": run.id, "sessionId": log.session_id, "event": event}
                         ),
                         file=out,
                         flush=True,
@@ -269,10 +269,10 @@ def report(reply: AssistantMessage | None, as_json: bool, out: TextIO, err: Text
         print("Error: the run produced no reply", file=err)
         return 1
     if reply["stopReason"] in ("error", "aborted"):
-        print(f"Error: {reply.get('errorMessage', reply['stopReason'])}", file=err)
+        print(wiretext.shown(f"Error: {reply.get('errorMessage', reply['stopReason'])}"), file=err)
         return 1
     if not as_json:
-        print(text_of(reply), file=out)
+        print(wiretext.shown(text_of(reply)), file=out)
     if reply["stopReason"] == "length":
         print("crank: the answer was cut short by the model's output length limit", file=err)
     return 0
