@@ -322,3 +322,24 @@ async def test_requests_without_policies_equal_a_full_rebuild_every_turn() -> No
     await harness.prompt("again").wait()
     assert len(checked) == 9 and checked == sorted(checked), checked  # none failed
     assert is_valid_view(build_view(harness.messages))
+
+
+async def test_a_failed_run_closes_its_open_tool_with_the_id_it_announced() -> None:
+    """Issue 34.2: the tool_execution_end that closes a tool after a failure carries
+    the toolCallId of its tool_execution_start, not ``""``."""
+    model = ScriptedModel([call("echo", {"text": "a"}), say("never reached")])
+    harness = Harness(system="s", tools=[echo_tool()], model=model)
+
+    def broken(event: dict[str, Any]) -> None:
+        if event["type"] == "tool_execution_start":
+            raise OSError("disk full")
+
+    harness.subscribe(broken)
+    run = harness.prompt("go")
+    consumed = [e async for e in run.events()]
+    with pytest.raises(ListenerFailed):
+        await run.wait()
+    [start] = [e for e in consumed if e["type"] == "tool_execution_start"]
+    ends = [e for e in consumed if e["type"] == "tool_execution_end"]
+    assert start["toolCallId"]
+    assert [e["toolCallId"] for e in ends] == [start["toolCallId"]]
