@@ -165,11 +165,25 @@ class Peer:
             return
         error = message.get("error")
         if error is not None:
-            code = error.get("code", INTERNAL_ERROR) if isinstance(error, dict) else INTERNAL_ERROR
-            text = error.get("message", "") if isinstance(error, dict) else str(error)
-            future.set_exception(RpcError(int(code), str(text)))
+            code = error.get("code") if isinstance(error, dict) else None
+            text = error.get("message") if isinstance(error, dict) else None
+            if not isinstance(code, int) or isinstance(code, bool) or not isinstance(text, str):
+                # a malformed error answer still fails the question (a rejection for a
+                # permission), never leaves it waiting
+                code, text = INTERNAL_ERROR, f"a malformed error answer: {str(error)[:200]}"
+            future.set_exception(RpcError(code, text))
         else:
             future.set_result(message.get("result"))
+
+    def refuse_oversized(self) -> None:
+        """A line passed ``MAX_LINE_BYTES``: refused at once (-32600, id null); the
+        reader skips the rest of it without holding it."""
+        self._fail(
+            None,
+            INVALID_REQUEST,
+            f"a message longer than {MAX_LINE_BYTES} bytes is refused (the rest of its line "
+            "is skipped)",
+        )
 
     def _spawn(self, work: Awaitable[None]) -> None:
         task = asyncio.ensure_future(work)
