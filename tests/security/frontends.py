@@ -57,19 +57,23 @@ def file_tool_calls(prefix: str = "call") -> list[dict[str, Any]]:
 # -- crank serve -------------------------------------------------------------------------
 
 
-def lsp_options(model: ModelServer, tmp_path: Path) -> dict[str, Any]:
+def lsp_options(
+    model: ModelServer, tmp_path: Path, provider: dict[str, Any] | None = None
+) -> dict[str, Any]:
     return {
-        "provider": provider_for(model.url),
+        "provider": provider or provider_for(model.url),
         "sessionDir": str(tmp_path / "sessions"),
         "permissionMode": "autoEdit",
     }
 
 
 @asynccontextmanager
-async def lsp_server(tmp_path: Path, model: ModelServer) -> AsyncIterator[Wire]:
+async def lsp_server(
+    tmp_path: Path, model: ModelServer, provider: dict[str, Any] | None = None
+) -> AsyncIterator[Wire]:
     """``crank serve`` on ``tmp_path/p``, initialized; closed (and its exit code
-    checked) on the way out."""
-    wire = await started(tmp_path, lsp_options(model, tmp_path))
+    checked) on the way out. ``provider``: other than the loopback as OpenAI."""
+    wire = await started(tmp_path, lsp_options(model, tmp_path, provider))
     try:
         yield wire
     finally:
@@ -104,6 +108,11 @@ async def lsp_wait(wire: Wire, condition: Callable[[], bool], what: str) -> None
     except TimeoutError:
         tail = bytes(wire.stderr[-3000:]).decode("utf-8", "replace")
         raise AssertionError(f"wedged waiting for {what}; stderr: {tail}") from None
+
+
+async def lsp_call(wire: Wire, msg_id: str, method: str, params: Any) -> dict[str, Any]:
+    wire.send(request(msg_id, method, params))
+    return await wire.answer(msg_id, within=WEDGE)
 
 
 async def lsp_run(wire: Wire, msg_id: str, text: str) -> list[dict[str, Any]]:
