@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from crank.agent import wiretext
 from crank.session import jsonio
 from tests.support.model_server import ModelServer
 
@@ -24,6 +25,7 @@ from .frontends import (
     crank_run,
     file_tool_calls,
     json_lines,
+    lsp_call,
     lsp_run,
     lsp_server,
     prompt_params,
@@ -63,6 +65,8 @@ async def test_serve_settles_and_continues_over_a_name_that_is_not_utf8(tmp_path
             ends = [e for e in events if e["type"] == "tool_execution_end"]
             assert len(ends) == 4, [e["type"] for e in events]
             assert next(e for e in events if e["type"] == "agent_end")["stopReason"] != "error"
+            shown = await lsp_call(wire, "m1", "crank/messages", {})
+            assert "result" in shown and wiretext.lone_surrogate_at(shown) is None, shown
             again = await lsp_run(wire, "p2", "again")
             assert any(
                 e["type"] == "message_end" and "still here" in json.dumps(e) for e in again

@@ -24,6 +24,7 @@ from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
+from . import wiretext
 from .events import Delta, DeltaKind, Event, MessageEnd, ToolOutcome
 from .messages import (
     AssistantMessage,
@@ -428,7 +429,8 @@ async def _run_one_tool(
     task = asyncio.create_task(run_tool(tools, call, signal, feed.push))
     async with aclosing(feed.follow(task, signal)) as outputs:
         async for output in outputs:
-            yield {"type": "tool_execution_update", "toolCallId": call["id"], "output": output}
+            shown = wiretext.shown(output)
+            yield {"type": "tool_execution_update", "toolCallId": call["id"], "output": shown}
     details: dict[str, Any] | None = None
     if task.cancelled() or task.exception() is not None:
         result: ToolResultMessage = tool_result(
