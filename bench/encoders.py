@@ -58,21 +58,25 @@ def main() -> None:
         "non-ascii": "src/é.py:12: naïve ✓\n" * 100,
         "lone surrogate": "src/bad\udcffname.py:12: needle\n" * 100,
     }
-    peer = Peer(io.BytesIO())  # type: ignore[arg-type]
+    peer = Peer(io.BytesIO())
     for name, text in texts.items():
         message = event(text)
         results = []
         for label, work in (
-            ("frame", lambda: frame(message)),
-            ("acp line", lambda: peer._write(message)),
-            ("session line", lambda: jsonio.dumps_line(message)),
+            ("frame", lambda m=message: frame(m)),
+            ("acp line", lambda m=message: peer._write(m)),
+            ("session line", lambda m=message: jsonio.dumps_line(m)),
         ):
             try:
                 results.append(f"{label} {per_message(work):6.1f}")
             except (UnicodeError, ValueError) as exc:
                 results.append(f"{label} raises {type(exc).__name__}")
         line = jsonio.dumps_line(message)
-        results.append(f"read back {per_message(lambda: jsonio.loads(line)):6.1f}")
+
+        def read_back(data: bytes = line) -> object:
+            return jsonio.loads(data)
+
+        results.append(f"read back {per_message(read_back):6.1f}")
         print(f"{name:>15}: " + ", ".join(results) + " us/message")
     print("load average: " + " ".join(f"{x:.2f}" for x in os.getloadavg()))
 
