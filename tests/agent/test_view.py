@@ -208,3 +208,38 @@ def test_a_growing_view_after_a_reused_call_id() -> None:
     growing = GrowingView()
     for length in range(len(record) + 1):
         assert growing.repair(record[:length]) == repair_view(record[:length]), length
+
+
+def test_a_reused_id_pairs_each_call_with_its_own_result_and_goes_out_renamed() -> None:
+    """Issue 26.5: results are matched to calls by place; later reuses go out as
+    <id>_2, <id>_3..., the same way every time."""
+    record: list[Message] = [user_message("go")]
+    for number in range(5):
+        record.append(reply_with_calls("call_0"))
+        record.append(tool_result("call_0", "t", f"result {number}"))
+    view, repairs = repair_view(record)
+    assert not repairs
+    pairs = [(m["content"][0]["id"], view[i + 1]) for i, m in enumerate(view) if tool_calls(m)]
+    assert [call_id for call_id, _ in pairs] == [
+        "call_0",
+        "call_0_2",
+        "call_0_3",
+        "call_0_4",
+        "call_0_5",
+    ]
+    assert [r["toolCallId"] for _, r in pairs] == [c for c, _ in pairs]  # type: ignore[typeddict-item]
+    assert [r["content"] for _, r in pairs] == [f"result {n}" for n in range(5)]  # type: ignore[typeddict-item]
+    assert build_view(record) == view
+    assert record[3]["content"][0]["id"] == "call_0"  # type: ignore[index]  # the record is not changed
+
+
+def test_the_loop_mints_its_own_ids() -> None:
+    from crank.agent.loop import own_call_id
+
+    taken: set[str] = set()
+    assert own_call_id("call_0", taken) == "call_0"
+    again = own_call_id("call_0", taken)
+    assert again.startswith("call_0_") and again != "call_0"
+    missing = own_call_id("", taken)
+    assert missing.startswith("call_") and missing not in ("call_0", again)
+    assert len(taken) == 3

@@ -150,14 +150,15 @@ async def _stop_task(task: asyncio.Task[Any]) -> None:
 
 def own_call_id(provider_id: Any, taken: set[str]) -> str:
     """Crank's id for a tool call: the provider's own when it is a fresh, non-empty
-    string, else ``<id>_<n>`` (``call_<n>`` for a missing one), the first not taken.
+    string, else ``<id>_<n>`` (``call_<n>`` for a missing one), the first not taken
+    from n = the number of ids taken.
     A provider's id is unique only within one reply (some send ``call_0`` every turn,
     some none): the record, events and session entries carry this one, unique in the
     transcript, so no result is ever taken for another call's. Adds it to ``taken``."""
     fresh = isinstance(provider_id, str) and provider_id and provider_id not in taken
     base: str = provider_id if isinstance(provider_id, str) and provider_id else "call"
     chosen: str | None = base if fresh else None
-    number = 1
+    number = len(taken)  # usually free at once: no search through every earlier reuse
     while chosen is None:
         candidate = f"{base}_{number}"
         chosen = candidate if candidate not in taken else None

@@ -9,7 +9,8 @@ output for the same input.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -78,62 +79,80 @@ def repair_view(record: Sequence[Message]) -> tuple[list[Message], Repairs]:
     Everything else keeps its relative order. Messages are shared, not copied, except
     those whose ids are renamed: callers must treat the view as read-only.
     """
-    kept: list[tuple[int, Message]] = []
-    open_calls: dict[str, list[tuple[int, int]]] = {}
-    all_ids: set[str] = set()
-    for position, message in enumerate(record):
-        if message["role"] == "toolResult" or is_empty_failure(message):
+    kept: list[tuple[Message, list[ToolCallBlock], int]] = []
+    waiting: dict[str, int] = {}
+    """Each call id's earliest call still without a result (calls numbered in order)."""
+    later: dict[str, deque[int]] = {}
+    """Its later calls, for an id used more than once (rare: no container per call)."""
+    count = empty_replies = 0
+    for message in record:
+        if message["role"] == "toolResult":
             continue
-        kept.append((position, message))
-        for index, call in enumerate(tool_calls(message)):
-            open_calls.setdefault(call["id"], []).append((position, index))
-            all_ids.add(call["id"])
+        if is_empty_failure(message):
+            empty_replies += 1
+            continue
+        calls = tool_calls(message)
+        kept.append((message, calls, count))
+        for call in calls:
+            if call["id"] in waiting:
+                later.setdefault(call["id"], deque()).append(count)
+            else:
+                waiting[call["id"]] = count
+            count += 1
+    all_ids = set(waiting)
 
-    paired: dict[tuple[int, int], ToolResultMessage] = {}
+    paired: dict[int, ToolResultMessage] = {}
     orphans = duplicates = 0
     for message in record:
         if message["role"] != "toolResult":
             continue
-        queue = open_calls.get(message["toolCallId"])
-        if queue:
-            paired[queue.pop(0)] = message
-        elif message["toolCallId"] in all_ids:
+        call_id = message["toolCallId"]
+        number = waiting.pop(call_id, None)
+        if number is not None:
+            paired[number] = message
+            rest = later.get(call_id)
+            if rest:
+                waiting[call_id] = rest.popleft()
+        elif call_id in all_ids:
             duplicates += 1
         else:
             orphans += 1
 
     view: list[Message] = []
     sent: set[str] = set()
-    interrupted = empty_replies = 0
-    for message in record:
-        if message["role"] != "toolResult" and is_empty_failure(message):
-            empty_replies += 1
-    for position, message in kept:
-        calls = tool_calls(message)
+    after: dict[str, int] = {}
+    interrupted = 0
+    for message, calls, first in kept:
+        view.append(message)
+        if not calls:
+            continue
         renamed: dict[int, str] = {}
-        results: list[ToolResultMessage] = []
         for index, call in enumerate(calls):
             call_id = call["id"]
             if call_id in sent:
-                call_id = _free_id(call["id"], sent, all_ids)
+                call_id = _free_id(call_id, sent, all_ids, after)
                 renamed[index] = call_id
             sent.add(call_id)
-            result = paired.get((position, index))
+            result = paired.get(first + index)
             if result is None:
                 interrupted += 1
                 result = _interrupted(call, message["timestamp"])
             if result["toolCallId"] != call_id:
                 result = cast(ToolResultMessage, {**result, "toolCallId": call_id})
-            results.append(result)
-        view.append(_with_ids(message, renamed) if renamed else message)
-        view.extend(results)
+            view.append(result)
+        if renamed:
+            view[-len(calls) - 1] = _with_ids(message, renamed)
     return view, Repairs(interrupted, orphans, duplicates, empty_replies)
 
 
-def _free_id(call_id: str, sent: set[str], all_ids: set[str]) -> str:
-    number = 2
+def _free_id(call_id: str, sent: set[str], all_ids: Collection[str], after: dict[str, int]) -> str:
+    """The first ``<id>_<n>`` (n from 2) neither sent nor in the record; ``after``
+    remembers where each id's search stopped, so a record reusing one id a thousand
+    times costs a thousand steps, not half a million."""
+    number = after.get(call_id, 2)
     while f"{call_id}_{number}" in sent or f"{call_id}_{number}" in all_ids:
         number += 1
+    after[call_id] = number + 1
     return f"{call_id}_{number}"
 
 
