@@ -340,3 +340,24 @@ async def test_a_run_computes_its_prompt_once(monkeypatch: pytest.MonkeyPatch) -
     harness = Harness(system="S", tools=[], model=ScriptedModel([say("hi")]))
     await harness.prompt("go").wait()
     assert made == ["S"]
+
+
+async def test_a_failed_run_closes_its_open_tool_with_the_id_it_announced() -> None:
+    """Issue 34.2: the tool_execution_end that closes a tool after a failure carries
+    the toolCallId of its tool_execution_start, not ``""``."""
+    model = ScriptedModel([call("echo", {"text": "a"}), say("never reached")])
+    harness = Harness(system="s", tools=[echo_tool()], model=model)
+
+    def broken(event: dict[str, Any]) -> None:
+        if event["type"] == "tool_execution_start":
+            raise OSError("disk full")
+
+    harness.subscribe(broken)
+    run = harness.prompt("go")
+    consumed = [e async for e in run.events()]
+    with pytest.raises(ListenerFailed):
+        await run.wait()
+    [start] = [e for e in consumed if e["type"] == "tool_execution_start"]
+    ends = [e for e in consumed if e["type"] == "tool_execution_end"]
+    assert start["toolCallId"]
+    assert [e["toolCallId"] for e in ends] == [start["toolCallId"]]

@@ -8,7 +8,13 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from crank.agent.messages import Message, assistant_message, tool_result, user_message
+from crank.agent.messages import (
+    Message,
+    assistant_message,
+    tool_calls,
+    tool_result,
+    user_message,
+)
 from crank.agent.view import (
     INTERRUPTED,
     GrowingView,
@@ -106,13 +112,25 @@ def test_view_is_valid_idempotent_and_moves_nothing_else(record: list[Message]) 
             and not m["content"]
         )
     ]
-    assert non_results == expected
+    assert [_without_ids(m) for m in non_results] == [_without_ids(m) for m in expected]
+    sent_ids = [call["id"] for m in view for call in tool_calls(m)]
+    assert len(sent_ids) == len(set(sent_ids)), "every call goes out under its own id"
     recorded_results = {
         (m["toolCallId"], m["content"]) for m in record if m["role"] == "toolResult"
     }
+    own_ids = {call["id"] for m in record for call in tool_calls(m)}
     for message in view:
         if message["role"] == "toolResult" and message["content"] != INTERRUPTED:
-            assert (message["toolCallId"], message["content"]) in recorded_results
+            call_id = message["toolCallId"]
+            if call_id not in own_ids:  # renamed on the way out: <id>_<n>
+                call_id = call_id.rsplit("_", 1)[0]
+            assert (call_id, message["content"]) in recorded_results
+
+
+def _without_ids(message: Message) -> Any:
+    if message["role"] != "assistant":
+        return message
+    return [{k: v for k, v in block.items() if k != "id"} for block in message["content"]]
 
 
 def test_the_repairs_are_counted() -> None:
@@ -190,3 +208,38 @@ def test_a_growing_view_after_a_reused_call_id() -> None:
     growing = GrowingView()
     for length in range(len(record) + 1):
         assert growing.repair(record[:length]) == repair_view(record[:length]), length
+
+
+def test_a_reused_id_pairs_each_call_with_its_own_result_and_goes_out_renamed() -> None:
+    """Issue 26.5: results are matched to calls by place; later reuses go out as
+    <id>_2, <id>_3..., the same way every time."""
+    record: list[Message] = [user_message("go")]
+    for number in range(5):
+        record.append(reply_with_calls("call_0"))
+        record.append(tool_result("call_0", "t", f"result {number}"))
+    view, repairs = repair_view(record)
+    assert not repairs
+    pairs = [(m["content"][0]["id"], view[i + 1]) for i, m in enumerate(view) if tool_calls(m)]
+    assert [call_id for call_id, _ in pairs] == [
+        "call_0",
+        "call_0_2",
+        "call_0_3",
+        "call_0_4",
+        "call_0_5",
+    ]
+    assert [r["toolCallId"] for _, r in pairs] == [c for c, _ in pairs]  # type: ignore[typeddict-item]
+    assert [r["content"] for _, r in pairs] == [f"result {n}" for n in range(5)]  # type: ignore[typeddict-item]
+    assert build_view(record) == view
+    assert record[3]["content"][0]["id"] == "call_0"  # type: ignore[index]  # the record is not changed
+
+
+def test_the_loop_mints_its_own_ids() -> None:
+    from crank.agent.loop import own_call_id
+
+    taken: set[str] = set()
+    assert own_call_id("call_0", taken) == "call_0"
+    again = own_call_id("call_0", taken)
+    assert again.startswith("call_0_") and again != "call_0"
+    missing = own_call_id("", taken)
+    assert missing.startswith("call_") and missing not in ("call_0", again)
+    assert len(taken) == 3

@@ -15,6 +15,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from crank.agent import wiretext
 from crank.session import TornSession, jsonio
 from crank.session import tree as tree_module
 from crank.session.entries import encode, make_header
@@ -37,8 +38,11 @@ values = st.recursive(
 @given(values)
 @settings(max_examples=300)
 def test_reading_gives_what_the_standard_library_gives(value: Any) -> None:
+    """Lone surrogates are written escaped (``\\xff``, ``\\ud800``: agent/wiretext.py),
+    everything else exactly as the standard library writes it."""
     written = jsonio.dumps_line(value)
-    assert written == json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode()
+    cleaned = wiretext.clean(value)
+    assert written == json.dumps(cleaned, ensure_ascii=True, separators=(",", ":")).encode()
     decoded = jsonio.loads(written)
     expected = json.loads(written)
     assert decoded == expected or (_has_nan(decoded) and repr(decoded) == repr(expected))
@@ -54,7 +58,12 @@ def _has_nan(value: Any) -> bool:
     [b'{"a":"\\udcff"}', b'{"n":-9223372036854775809}', b'{"x":NaN}', b"[1e400]"],
 )
 def test_what_msgspec_refuses_or_would_change_the_standard_library_reads(text: bytes) -> None:
-    assert repr(jsonio.loads(text)) == repr(json.loads(text))
+    """...with a lone surrogate (what earlier versions wrote) shown escaped."""
+    assert repr(jsonio.loads(text)) == repr(wiretext.clean(json.loads(text)))
+
+
+def test_a_line_that_is_not_utf8_is_read_with_its_bytes_escaped() -> None:
+    assert jsonio.loads(b'{"a":"bad\xffname","b":"\xc3\xa9"}') == {"a": "bad\\xffname", "b": "é"}
 
 
 @pytest.mark.parametrize("text", [b"", b"{", b'{"a":1', b"\xff\xfe", b"[1,]", b'"\\x"'])
@@ -68,7 +77,7 @@ def test_bad_json_is_a_value_error_with_the_standard_librarys_words(text: bytes)
 
 def test_lines_stay_ascii_as_every_earlier_version_wrote_them() -> None:
     line = encode({"type": "message", "text": "café ✓ \udcff"})
-    assert line == b'{"type":"message","text":"caf\\u00e9 \\u2713 \\udcff"}\n'
+    assert line == b'{"type":"message","text":"caf\\u00e9 \\u2713 \\\\xff"}\n'
 
 
 entries_strategy = st.lists(st.tuples(texts, st.integers(0, 3)), max_size=12)

@@ -20,7 +20,7 @@ from crank.vendors import RedactingFormatter
 from crank.workspace import PERMISSION_MODES, CrankError, merge_layers
 
 from .agent import CrankAgent, default_host_factory
-from .wire import Peer
+from .wire import MAX_LINE_BYTES, Peer
 
 
 def parser() -> argparse.ArgumentParser:
@@ -46,12 +46,22 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+_SKIP_PIECE = 1 << 20
+"""How much of an oversized line is read at a time while it is skipped."""
+
+
 def _read_lines(stdin: BinaryIO, loop: asyncio.AbstractEventLoop, peer: Peer) -> asyncio.Event:
     ended = asyncio.Event()
 
     def pump() -> None:
         try:
-            for line in iter(stdin.readline, b""):
+            while line := stdin.readline(MAX_LINE_BYTES + 1):
+                if len(line) > MAX_LINE_BYTES and not line.endswith(b"\n"):
+                    line = b""  # past the bound: refused now, the rest never held
+                    loop.call_soon_threadsafe(peer.refuse_oversized)
+                    while (rest := stdin.readline(_SKIP_PIECE)) and not rest.endswith(b"\n"):
+                        pass
+                    continue
                 loop.call_soon_threadsafe(peer.receive, line)
         except (OSError, ValueError) as exc:
             logging.getLogger("crank.acp").warning("reading stdin failed: %s", exc)

@@ -23,6 +23,8 @@ import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, BinaryIO
 
+from crank.agent import wiretext
+
 log = logging.getLogger("crank.acp")
 
 PARSE_ERROR = -32700
@@ -74,9 +76,9 @@ class Peer:
     def _write(self, message: dict[str, Any]) -> None:
         if self.closed:
             return
-        line = json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n"
+        line = wiretext.dumps(message, separators=(",", ":")) + b"\n"
         try:
-            self._output.write(line.encode("utf-8"))
+            self._output.write(line)
             self._output.flush()
         except (BrokenPipeError, ValueError, OSError):
             self.closed = True
@@ -123,6 +125,16 @@ class Peer:
         if not isinstance(message, dict):
             self._fail(None, INVALID_REQUEST, "a message must be a JSON object")
             return
+        if wiretext.may_hold_surrogate(line):
+            where = wiretext.incoming_surrogate(message)
+            if where is not None and "method" in message and "id" in message:
+                bad_id = where.split(".")[0] == "id"
+                self._fail(
+                    None if bad_id else message["id"], INVALID_PARAMS, wiretext.refusal(where)
+                )
+                return
+            if where is not None:
+                message = wiretext.clean(message)
         has_id = "id" in message
         request_id = message.get("id")
         if has_id and not (isinstance(request_id, (str, int)) and not isinstance(request_id, bool)):
@@ -153,11 +165,25 @@ class Peer:
             return
         error = message.get("error")
         if error is not None:
-            code = error.get("code", INTERNAL_ERROR) if isinstance(error, dict) else INTERNAL_ERROR
-            text = error.get("message", "") if isinstance(error, dict) else str(error)
-            future.set_exception(RpcError(int(code), str(text)))
+            code = error.get("code") if isinstance(error, dict) else None
+            text = error.get("message") if isinstance(error, dict) else None
+            if not isinstance(code, int) or isinstance(code, bool) or not isinstance(text, str):
+                # a malformed error answer still fails the question (a rejection for a
+                # permission), never leaves it waiting
+                code, text = INTERNAL_ERROR, f"a malformed error answer: {str(error)[:200]}"
+            future.set_exception(RpcError(code, text))
         else:
             future.set_result(message.get("result"))
+
+    def refuse_oversized(self) -> None:
+        """A line passed ``MAX_LINE_BYTES``: refused at once (-32600, id null); the
+        reader skips the rest of it without holding it."""
+        self._fail(
+            None,
+            INVALID_REQUEST,
+            f"a message longer than {MAX_LINE_BYTES} bytes is refused (the rest of its line "
+            "is skipped)",
+        )
 
     def _spawn(self, work: Awaitable[None]) -> None:
         task = asyncio.ensure_future(work)

@@ -455,7 +455,7 @@ class Harness:
         return config
 
     async def _drive(self, run: Run, new_messages: list[Message], config: LoopConfig) -> None:
-        open_pairs: list[str] = []
+        open_pairs: list[tuple[str, str]] = []
         crash: Exception | None = None
         loop = agent_loop(self._record, new_messages, config, self._signal)
         try:
@@ -502,15 +502,19 @@ class Harness:
         return True
 
     @staticmethod
-    def _track(open_pairs: list[str], event: Event) -> None:
+    def _track(open_pairs: list[tuple[str, str]], event: Event) -> None:
+        """The pairs open so far, innermost last: (opening event type, its tool call id
+        for a tool, so a failure closes the tool with the id it was announced with)."""
         kind = event["type"]
-        if kind in _CLOSES:
-            open_pairs.append(kind)
-        elif kind in _OPENS and open_pairs and open_pairs[-1] == _OPENS[kind]:
+        if event["type"] == "tool_execution_start":
+            open_pairs.append((kind, event["toolCallId"]))
+        elif kind in _CLOSES:
+            open_pairs.append((kind, ""))
+        elif kind in _OPENS and open_pairs and open_pairs[-1][0] == _OPENS[kind]:
             open_pairs.pop()
 
     async def _close_after_failure(
-        self, run: Run, open_pairs: list[str], why: str, *, saved: bool = False
+        self, run: Run, open_pairs: list[tuple[str, str]], why: str, *, saved: bool = False
     ) -> None:
         """Record the failure and close every pair the loop opened, for the listeners
         that still work and the consumer. ``saved``: the listeners still work, so the
@@ -519,10 +523,10 @@ class Harness:
             [], stop_reason="error", model=self.model.id, error_message=f"Run stopped: {why}"
         )
         closing: list[Event] = []
-        if saved and "message_start" not in open_pairs:
-            open_pairs = [*open_pairs, "message_start"]
+        if saved and all(kind != "message_start" for kind, _ in open_pairs):
+            open_pairs = [*open_pairs, ("message_start", "")]
             closing.append({"type": "message_start", "message": notice})
-        for kind in reversed(open_pairs):
+        for kind, call_id in reversed(open_pairs):
             end = _CLOSES[kind]
             if end == "message_end":
                 closing.append({"type": "message_end", "message": notice})
@@ -530,7 +534,7 @@ class Harness:
                 closing.append(
                     {
                         "type": "tool_execution_end",
-                        "toolCallId": "",
+                        "toolCallId": call_id,
                         "result": {"content": "interrupted", "isError": True},
                     }
                 )

@@ -24,6 +24,7 @@ from contextlib import aclosing
 from dataclasses import InitVar, dataclass, field
 from typing import Any
 
+from . import wiretext
 from .events import Delta, DeltaKind, Event, MessageEnd, ToolOutcome
 from .messages import (
     AssistantMessage,
@@ -150,27 +151,68 @@ async def _stop_task(task: asyncio.Task[Any]) -> None:
     await asyncio.wait([task])
 
 
+def own_call_id(provider_id: Any, taken: set[str]) -> str:
+    """Crank's id for a tool call: the provider's own when it is a fresh, non-empty
+    string, else ``<id>_<n>`` (``call_<n>`` for a missing one), the first not taken
+    from n = the number of ids taken.
+    A provider's id is unique only within one reply (some send ``call_0`` every turn,
+    some none): the record, events and session entries carry this one, unique in the
+    transcript, so no result is ever taken for another call's. Adds it to ``taken``."""
+    fresh = isinstance(provider_id, str) and provider_id and provider_id not in taken
+    base: str = provider_id if isinstance(provider_id, str) and provider_id else "call"
+    chosen: str | None = base if fresh else None
+    number = len(taken)  # usually free at once: no search through every earlier reuse
+    while chosen is None:
+        candidate = f"{base}_{number}"
+        chosen = candidate if candidate not in taken else None
+        number += 1
+    taken.add(chosen)
+    return chosen
+
+
+def _with_own_ids(reply: AssistantMessage, own: list[str], taken: set[str]) -> AssistantMessage:
+    """``reply`` with its tool calls under Crank's ids: the k-th call takes the id its
+    ``toolcall_start`` was announced with (``own[k]``), a call never announced a new one."""
+    content: list[ContentBlock] = []
+    index = 0
+    changed = False
+    for block in reply["content"]:
+        if block["type"] == "toolCall":
+            call_id = own[index] if index < len(own) else own_call_id(block.get("id"), taken)
+            index += 1
+            if call_id != block.get("id"):
+                block = {**block, "id": call_id}
+                changed = True
+        content.append(block)
+    return {**reply, "content": content} if changed else reply
+
+
 class _Partial:
     """A reply under construction from deltas, for when no final message arrives."""
 
-    def __init__(self, model_id: str) -> None:
+    def __init__(self, model_id: str, taken: set[str]) -> None:
         self.model_id = model_id
         self.blocks: dict[int, dict[str, Any]] = {}
+        self.taken = taken
+        self.own: list[str] = []
+        """Crank's ids of the calls announced so far, in order."""
 
     def apply(self, event: TextDelta | ThinkingDelta | ToolCallStart | ToolCallDelta) -> Delta:
         index = event["contentIndex"]
         if event["type"] == "toolcall_start":
+            call_id = own_call_id(event["id"], self.taken)
+            self.own.append(call_id)
             self.blocks[index] = {
                 "type": "toolCall",
                 "chunks": [],
-                "id": event["id"],
+                "id": call_id,
                 "name": event["name"],
             }
             return {
                 "kind": "toolCall",
                 "contentIndex": index,
                 "text": "",
-                "toolCallId": event["id"],
+                "toolCallId": call_id,
                 "toolName": event["name"],
             }
         block_type = _BLOCK_OF[event["type"]]
@@ -261,6 +303,7 @@ async def agent_loop(
         yield event
 
     build = config.build_request or PlainRequests()
+    taken = {call["id"] for message in record for call in tool_calls(message)}
     turn = 0
     recovered = False
     stop_reason: StopReason = "stop"
@@ -287,7 +330,7 @@ async def agent_loop(
 
         request = await build(record, config.prompt)
         reply: AssistantMessage | None = None
-        partial = _Partial(config.model.id)
+        partial = _Partial(config.model.id, taken)
         feed = _Feed(signal)
 
         async def pump(request: ModelRequest = request, feed: _Feed = feed) -> None:
@@ -317,6 +360,7 @@ async def agent_loop(
                     else "the stream ended without a final message"
                 )
                 reply = partial.finish("error", f"The model failed: {detail}")
+        reply = _with_own_ids(reply, partial.own, taken)
         calls = tool_calls(reply)
         failed = reply["stopReason"] in ("error", "aborted")
         if failed or signal.aborted:  # the reply and its calls' "not run" results, at once
@@ -389,7 +433,8 @@ async def _run_one_tool(
     task = asyncio.create_task(run_tool(tools, call, signal, feed.push))
     async with aclosing(feed.follow(task, signal)) as outputs:
         async for output in outputs:
-            yield {"type": "tool_execution_update", "toolCallId": call["id"], "output": output}
+            shown = wiretext.shown(output)
+            yield {"type": "tool_execution_update", "toolCallId": call["id"], "output": shown}
     details: dict[str, Any] | None = None
     if task.cancelled() or task.exception() is not None:
         result: ToolResultMessage = tool_result(

@@ -15,6 +15,8 @@ import time
 from collections.abc import Sequence
 from typing import Any, Literal, NotRequired, TypedDict, get_args
 
+from . import wiretext
+
 StopReason = Literal["stop", "toolUse", "length", "error", "aborted"]
 ErrorKind = Literal[
     "rate_limit",
@@ -184,7 +186,7 @@ def tool_result(
         "role": "toolResult",
         "toolCallId": call_id,
         "toolName": tool_name,
-        "content": content,
+        "content": wiretext.shown(content),  # a file name's raw byte is shown as \xNN
         "isError": is_error,
         "timestamp": now_ms(),
     }

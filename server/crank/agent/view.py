@@ -9,8 +9,10 @@ output for the same input.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 from .messages import (
     Message,
@@ -64,51 +66,107 @@ def repair_view(record: Sequence[Message]) -> tuple[list[Message], Repairs]:
     """Repair the record into a request every provider accepts, and say what changed.
 
     - A failed or aborted reply with nothing in it is left out.
-    - Every tool call is followed at once by exactly one result, in call order: a result
-      recorded later is moved into place, a second result for the same call is dropped
-      (the first one is kept), and a missing one becomes an honest "interrupted" result.
-    - A result whose call is not in the view is dropped.
-    Everything else keeps its relative order. Messages are shared, not copied: callers
-    must treat the view as read-only.
+    - Every tool call is followed at once by exactly one result, in call order. Calls are
+      keyed by their place (message, index), not by id alone: a provider's id is unique
+      only within one reply, and some reuse ``call_0`` every turn. Results, in record
+      order, each go to the earliest call with their id that has none yet (a result
+      recorded later is moved into place); a result left over is a duplicate (its id
+      was answered: the first result is kept) or an orphan (no call has that id) and is
+      dropped; a call with no result gets an honest "interrupted" one.
+    - Ids go out unique: a call whose id an earlier call in the view already used is
+      sent (with its result) under ``<id>_2`` (``_3``...), the first free one, so the
+      same record always gives the same request. The record is never changed.
+    Everything else keeps its relative order. Messages are shared, not copied, except
+    those whose ids are renamed: callers must treat the view as read-only.
     """
-    calls_needing_results: set[str] = set()
-    for message in record:
-        if not is_empty_failure(message):
-            for call in tool_calls(message):
-                calls_needing_results.add(call["id"])
-
-    first_result: dict[str, ToolResultMessage] = {}
-    orphans = duplicates = 0
+    kept: list[tuple[Message, list[ToolCallBlock], int]] = []
+    waiting: dict[str, int] = {}
+    """Each call id's earliest call still without a result (calls numbered in order)."""
+    later: dict[str, deque[int]] = {}
+    """Its later calls, for an id used more than once (rare: no container per call)."""
+    count = empty_replies = 0
     for message in record:
         if message["role"] == "toolResult":
-            call_id = message["toolCallId"]
-            if call_id not in calls_needing_results:
-                orphans += 1
-            elif call_id in first_result:
-                duplicates += 1
-            else:
-                first_result[call_id] = message
-
-    view: list[Message] = []
-    placed: set[str] = set()
-    interrupted = empty_replies = 0
-    for message in record:
-        if message["role"] == "toolResult":
-            continue  # results are placed right after their calls
+            continue
         if is_empty_failure(message):
             empty_replies += 1
             continue
+        calls = tool_calls(message)
+        kept.append((message, calls, count))
+        for call in calls:
+            if call["id"] in waiting:
+                later.setdefault(call["id"], deque()).append(count)
+            else:
+                waiting[call["id"]] = count
+            count += 1
+    all_ids = set(waiting)
+
+    paired: dict[int, ToolResultMessage] = {}
+    orphans = duplicates = 0
+    for message in record:
+        if message["role"] != "toolResult":
+            continue
+        call_id = message["toolCallId"]
+        number = waiting.pop(call_id, None)
+        if number is not None:
+            paired[number] = message
+            rest = later.get(call_id)
+            if rest:
+                waiting[call_id] = rest.popleft()
+        elif call_id in all_ids:
+            duplicates += 1
+        else:
+            orphans += 1
+
+    view: list[Message] = []
+    sent: set[str] = set()
+    after: dict[str, int] = {}
+    interrupted = 0
+    for message, calls, first in kept:
         view.append(message)
-        for call in tool_calls(message):
-            if call["id"] in placed:
-                continue  # a duplicated call id: its one result is already placed
-            placed.add(call["id"])
-            result = first_result.get(call["id"])
+        if not calls:
+            continue
+        renamed: dict[int, str] = {}
+        for index, call in enumerate(calls):
+            call_id = call["id"]
+            if call_id in sent:
+                call_id = _free_id(call_id, sent, all_ids, after)
+                renamed[index] = call_id
+            sent.add(call_id)
+            result = paired.get(first + index)
             if result is None:
                 interrupted += 1
                 result = _interrupted(call, message["timestamp"])
+            if result["toolCallId"] != call_id:
+                result = cast(ToolResultMessage, {**result, "toolCallId": call_id})
             view.append(result)
+        if renamed:
+            view[-len(calls) - 1] = _with_ids(message, renamed)
     return view, Repairs(interrupted, orphans, duplicates, empty_replies)
+
+
+def _free_id(call_id: str, sent: set[str], all_ids: Collection[str], after: dict[str, int]) -> str:
+    """The first ``<id>_<n>`` (n from 2) neither sent nor in the record; ``after``
+    remembers where each id's search stopped, so a record reusing one id a thousand
+    times costs a thousand steps, not half a million."""
+    number = after.get(call_id, 2)
+    while f"{call_id}_{number}" in sent or f"{call_id}_{number}" in all_ids:
+        number += 1
+    after[call_id] = number + 1
+    return f"{call_id}_{number}"
+
+
+def _with_ids(message: Message, renamed: dict[int, str]) -> Message:
+    """A copy of ``message`` whose ``index``-th tool calls carry the new ids."""
+    content: list[Any] = []
+    index = 0
+    for block in message["content"]:
+        if isinstance(block, dict) and block.get("type") == "toolCall":
+            if index in renamed:
+                block = cast(Any, {**block, "id": renamed[index]})
+            index += 1
+        content.append(block)
+    return cast(Message, {**message, "content": content})
 
 
 def build_view(record: Sequence[Message]) -> list[Message]:
@@ -166,7 +224,7 @@ class GrowingView:
             start = 0
         tail = record[start:]
         tail_calls = _call_ids(tail)
-        if tail_calls & self._calls:
+        if tail_calls & self._calls or _reuses_ids(tail):
             self._reset()
             start, tail = 0, record
             tail_calls = _call_ids(tail)
@@ -184,7 +242,7 @@ class GrowingView:
         if tail and _is_clean(tail, self._calls):
             self._clean, self._last = len(record), record[-1]
             self._view, self._repairs = list(view), repairs
-            self._calls |= tail_calls
+            self._calls |= tail_calls | _call_ids(tail_view)  # renamed ids are taken too
         return view, repairs
 
 
@@ -198,6 +256,18 @@ def _call_ids(messages: Sequence[Message]) -> set[str]:
     }
 
 
+def _reuses_ids(messages: Sequence[Message]) -> bool:
+    """Whether two calls in ``messages`` share an id (a provider that reuses them):
+    then only a whole repair knows which ids the view renames."""
+    ids = [
+        call["id"]
+        for message in messages
+        if not is_empty_failure(message)
+        for call in tool_calls(message)
+    ]
+    return len(ids) != len(set(ids))
+
+
 def _is_clean(messages: Sequence[Message], earlier_calls: set[str]) -> bool:
     """Every call in ``messages`` has a result there, and every result there belongs
     to a call there (or is a late duplicate for an earlier, answered call)."""
@@ -209,4 +279,4 @@ def _is_clean(messages: Sequence[Message], earlier_calls: set[str]) -> bool:
             if call_id not in calls and call_id not in earlier_calls:
                 return False
             results.add(call_id)
-    return calls <= results
+    return calls <= results and not _reuses_ids(messages)

@@ -15,9 +15,9 @@ Each remembers the run's last assistant message (``reply``), for the exit status
 
 from __future__ import annotations
 
-import json
 from typing import Any, Protocol, TextIO, cast
 
+from crank.agent import wiretext
 from crank.agent.messages import AssistantMessage, text_of
 from crank.workspace.stream import EventParams
 
@@ -49,7 +49,7 @@ class JsonLines:
         event = envelope["event"]
         if event["type"] == "message_end" and event["message"]["role"] == "assistant":
             self.reply = event["message"]
-        print(json.dumps(envelope, ensure_ascii=False), file=self._out, flush=True)
+        print(wiretext.dumps_text(envelope), file=self._out, flush=True)
 
 
 class PlainText:
@@ -66,7 +66,7 @@ class PlainText:
         """A tool's line is begun on stderr and not yet ended."""
 
     def _write(self, stream: TextIO, text: str) -> None:
-        stream.write(text)
+        stream.write(wiretext.shown(text))
         stream.flush()
 
     def _notice(self, text: str) -> None:

@@ -30,6 +30,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, TextIO
 
+from crank.agent import wiretext
 from crank.agent.messages import AssistantMessage
 from crank.session import SessionError
 from crank.tools.sandbox import SandboxSettings
@@ -256,7 +257,7 @@ def report(reply: AssistantMessage | None, err: TextIO) -> int:
         print("Error: the run produced no reply", file=err)
         return exits.FAILURE
     if reply["stopReason"] in ("error", "aborted"):
-        print(f"Error: {reply.get('errorMessage', reply['stopReason'])}", file=err)
+        print(wiretext.shown(f"Error: {reply.get('errorMessage', reply['stopReason'])}"), file=err)
         return exits.FAILURE
     if reply["stopReason"] == "length":
         print("crank: the answer was cut short by the model's output length limit", file=err)

@@ -11,7 +11,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from .errors import INVALID_REQUEST, PARSE_ERROR
+from crank.agent import wiretext
+
+from .errors import INVALID_PARAMS, INVALID_REQUEST, PARSE_ERROR
 
 _DECODER = json.JSONDecoder()
 MAX_DEPTH = 100
@@ -58,7 +60,22 @@ def decode(body: bytes) -> Any:
         raise Undecodable(
             INVALID_REQUEST, f"the message nests deeper than {MAX_DEPTH} levels", found
         )
+    if wiretext.may_hold_surrogate(body):
+        return _without_surrogates(value)
     return value
+
+
+def _without_surrogates(value: Any) -> Any:
+    """A lone surrogate (valid JSON ``"\\ud800"``, not text) in a request is refused
+    with -32602 naming the field (id null when it is in the id); a notification or an
+    answer, which nobody can be told about, goes on with the text escaped."""
+    where = wiretext.incoming_surrogate(value)
+    if where is None:
+        return value
+    if isinstance(value, dict) and "method" in value and "id" in value:
+        msg_id = None if where.split(".")[0] == "id" else value.get("id")
+        raise Undecodable(INVALID_PARAMS, wiretext.refusal(where), msg_id)
+    return wiretext.clean(value)
 
 
 def _too_deep(value: Any) -> bool:

@@ -216,6 +216,10 @@ class Inbox:
             return self._refuse(
                 msg_id, INVALID_REQUEST, f"{method} is a notification: send it without an id"
             )
+        if method == types.SHUTDOWN and self._shutdown_id is not None:
+            return self._refuse(
+                msg_id, INVALID_REQUEST, "shutdown was already received: send exit next"
+            )
         if method == types.INITIALIZE and self.initialize_received:
             return self._refuse(
                 msg_id, INVALID_REQUEST, "initialize was already received: it is sent once"

@@ -27,10 +27,11 @@ a raw line break), so skipping never eats into a well-formed frame.
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
+
+from crank.agent import wiretext
 
 MAX_BODY = 64 * 1024 * 1024
 """The largest body accepted (64 MiB: a very large file opened in the editor)."""
@@ -60,8 +61,9 @@ _HEADER_PREFIX_AT_END = _prefix_pattern()
 
 def frame(payload: dict[str, Any]) -> bytes:
     """One message as a frame: compact UTF-8 JSON after its ``Content-Length`` header
-    (what Crank writes itself; pygls frames its own answers)."""
-    body = json.dumps(payload, separators=(",", ":"), ensure_ascii=False, default=str).encode()
+    (what Crank writes itself; pygls frames its own answers). A lone surrogate in any
+    string is written as its escape (``crank.agent.wiretext``), never raised."""
+    body = wiretext.dumps(payload, separators=(",", ":"), default=str)
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 

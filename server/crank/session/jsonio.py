@@ -13,8 +13,15 @@ everything still works, at stdlib speed.
 
 Writing stays on the standard library: compact separators, ``ensure_ascii`` and no
 ``NaN``, so a line is ASCII and byte for byte what every earlier version wrote (the same
-record gives the same line), and a lone surrogate can still be written (msgspec and
-orjson refuse it). Encoding is a small part of an append, whose cost is the ``fsync``.
+record gives the same line). Encoding is a small part of an append, whose cost is the
+``fsync``.
+
+Text that cannot be encoded follows the one rule of ``crank.agent.wiretext``: a lone
+surrogate in a record (a file name's undecodable byte, a client's ``"\\ud800"``) is
+written as its escape (``\\xff``), never as a lone surrogate escape, so nothing
+written can make a line unreadable or poison what is later sent. Lines an earlier
+version wrote are read as they are: one with a lone surrogate escape, or with bytes
+that are not UTF-8, is read (strings escaped the same way), never refused.
 
 Swapping the library is a change to this file only.
 """
@@ -23,6 +30,8 @@ from __future__ import annotations
 
 import json
 from typing import Any
+
+from crank.agent import wiretext
 
 try:
     import msgspec
@@ -41,15 +50,35 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
             pass  # the standard library decides: it accepts more, and names the fault
     if isinstance(data, memoryview):
         data = data.tobytes()
-    return json.loads(data)
+    try:
+        value = json.loads(data)
+    except UnicodeDecodeError:
+        if isinstance(data, str):
+            raise
+        # not UTF-8 (a line an earlier version let through): the bytes are kept as
+        # surrogates, then shown escaped like every other undecodable byte
+        return wiretext.clean(json.loads(bytes(data).decode("utf-8", "surrogateescape")))
+    if isinstance(data, str):
+        suspect = wiretext.lone_surrogate_at(value) is not None
+    else:
+        suspect = wiretext.may_hold_surrogate(bytes(data))
+    return wiretext.clean(value) if suspect else value
 
 
-def dumps_line(record: Any) -> bytes:
-    """Compact, ASCII-only JSON without a newline. Raises ValueError (or TypeError) for
-    what JSON cannot hold (``NaN``, a non-string key type it cannot convert, sets...)."""
+def _ascii_line(record: Any) -> bytes:
     return json.dumps(record, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode(
         "ascii"
     )
+
+
+def dumps_line(record: Any) -> bytes:
+    """Compact, ASCII-only JSON without a newline, with no lone surrogate escape in it.
+    Raises ValueError (or TypeError) for what JSON cannot hold (``NaN``, a non-string
+    key type it cannot convert, sets...)."""
+    line = _ascii_line(record)
+    if wiretext.may_hold_surrogate(line) and wiretext.lone_surrogate_at(record) is not None:
+        line = _ascii_line(wiretext.clean(record))
+    return line
 
 
 def dumps(value: Any) -> bytes:

@@ -22,6 +22,7 @@ from collections.abc import Awaitable
 from dataclasses import dataclass
 from typing import Any
 
+from crank.agent import wiretext
 from crank.agent.tools import MAX_BYTES, MAX_LINES, OnUpdate, Tool, ToolCall, ToolOutput, truncate
 
 from .agreement import command_note, with_note
@@ -70,7 +71,8 @@ class Finished:
 
 
 async def _pump(stream: asyncio.StreamReader, capture: Capture, on_update: OnUpdate) -> None:
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    # bytes that are not UTF-8 are shown as \xNN, by the one rule (agent/wiretext.py)
+    decoder = codecs.getincrementaldecoder("utf-8")(errors=wiretext.OS_POLICY)
     while chunk := await stream.read(READ_CHUNK):
         text = decoder.decode(chunk)
         if text:

@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from crank.agent import wiretext
 from crank.agent.images import sendable
 from crank.agent.messages import ImageBlock, Message, StopReason
 from crank.agent.model import ModelRequest, StreamEvent
@@ -85,9 +86,7 @@ def _render_one(message: Message, images: bool = True) -> dict[str, Any]:
                     "type": "function",
                     "function": {
                         "name": block["name"],
-                        "arguments": raw
-                        if raw is not None
-                        else json.dumps(args, ensure_ascii=False),
+                        "arguments": raw if raw is not None else wiretext.dumps_text(args),
                     },
                 }
             )
@@ -237,9 +236,9 @@ class OpenAIModel(StreamingModel):
         (a 400 with the context size) or answers whole."""
         if not isinstance(parser, OpenAIParser) or parser.chunks:
             return None
-        payload = json.dumps(self.body(request, stream=False), ensure_ascii=False)
+        payload = wiretext.dumps(self.body(request, stream=False))
         headers = {**self.headers(), "accept": "application/json"}
-        response = await client.post(self.url(), content=payload.encode(), headers=headers)
+        response = await client.post(self.url(), content=payload, headers=headers)
         if response.status_code >= 400:
             error = classify(response.status_code, body_of(response.content), provider=self.api)
             return await self.explain(client, error)

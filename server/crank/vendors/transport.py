@@ -20,7 +20,6 @@ The API key is only ever placed in a header; any error text that echoes it is sc
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import random
 import socket
@@ -33,6 +32,7 @@ from typing import Any, Protocol
 import httpx
 from httpx_sse import EventSource
 
+from crank.agent import wiretext
 from crank.agent.messages import AssistantMessage, StopReason
 from crank.agent.model import AbortSignal, ModelRequest, StreamEvent
 
@@ -238,7 +238,7 @@ class StreamingModel:
     async def stream(
         self, request: ModelRequest, signal: AbortSignal
     ) -> AsyncIterator[StreamEvent]:
-        payload = json.dumps(self.body(request), ensure_ascii=False).encode("utf-8")
+        payload = wiretext.dumps(self.body(request))
         retries = 0
         refused = 0
         retrying = False
@@ -354,7 +354,7 @@ class StreamingModel:
             error = self._error(error)
             if not builder.streamed and not signal.aborted and self.adapt(error):
                 log.info("sending again, changed for the server: %s", error.message)
-                payload = json.dumps(self.body(request), ensure_ascii=False).encode("utf-8")
+                payload = wiretext.dumps(self.body(request))
                 continue
             if retrying:
                 retrying = False
