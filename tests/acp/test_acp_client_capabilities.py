@@ -142,7 +142,7 @@ async def test_without_both_fs_capabilities_the_tools_use_the_disk(
     client = EditorBuffers(answers=["allow"], **{calc: BUFFER})
     client.fail_reads = offered == "read fails"
     capabilities = {
-        "nothing": None,
+        "nothing": schema.ClientCapabilities(),
         "read only": schema.ClientCapabilities(
             fs=schema.FileSystemCapabilities(read_text_file=True)
         ),

@@ -4,7 +4,7 @@
 ``WorkspaceHost``, per ACP session) and translates each ACP method into the host's
 API, as ``crank.lsp`` does for its methods. It decides nothing about agents.
 
-Methods: ``initialize`` (version negotiation, honest capabilities), ``authenticate``
+Methods: ``initialize`` (version negotiation: ``negotiated``; honest capabilities), ``authenticate``
 (nothing to authenticate: keys come from the environment or the config file),
 ``session/new``, ``session/load`` (replays a Crank session file, whoever wrote it),
 ``session/prompt``, ``session/cancel``, ``session/set_mode`` (Crank's permission
@@ -34,6 +34,7 @@ from .wire import INTERNAL_ERROR, INVALID_PARAMS, Peer, RpcError
 log = logging.getLogger("crank.acp")
 
 PROTOCOL_VERSION = 1
+SUPPORTED_VERSIONS = frozenset({PROTOCOL_VERSION})
 NOT_INITIALIZED = -32002
 MODE_NAMES = {
     "ask": ("Ask", "Ask before every change and command"),
@@ -102,6 +103,16 @@ def prompt_content(blocks: Any) -> tuple[str, list[ImageBlock]]:
     return "\n".join(parts), images
 
 
+def negotiated(asked: object) -> int:
+    """The version to answer: the one asked when Crank speaks it, else the latest
+    Crank speaks (the spec's rule; the client disconnects if that will not do). Any
+    value is taken, a string or a negative number included: the answer is always one
+    Crank supports, never an echo."""
+    if isinstance(asked, int) and not isinstance(asked, bool) and asked in SUPPORTED_VERSIONS:
+        return asked
+    return PROTOCOL_VERSION
+
+
 class CrankAgent:
     """Owns the connection's sessions; each method is one ACP request."""
 
@@ -139,16 +150,15 @@ class CrankAgent:
 
     async def initialize(self, params: Any) -> dict[str, Any]:
         params = _object(params)
-        version = params.get("protocolVersion")
-        if not isinstance(version, int) or isinstance(version, bool):
-            raise invalid("protocolVersion", "must be an integer")
+        if "protocolVersion" not in params:
+            raise invalid("protocolVersion", "is required (Crank speaks ACP version 1)")
         capabilities = params.get("clientCapabilities", {})
         if not isinstance(capabilities, dict):
             raise invalid("clientCapabilities", "must be an object")
         self.client_capabilities = capabilities
         self.initialized = True
         return {
-            "protocolVersion": min(version, PROTOCOL_VERSION),
+            "protocolVersion": negotiated(params["protocolVersion"]),
             "agentCapabilities": {
                 "loadSession": True,
                 "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
