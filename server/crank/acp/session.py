@@ -38,12 +38,15 @@ from crank.tools import (
 )
 from crank.workspace import WorkspaceHost
 from crank.workspace.commands import Invocation, describe, parse_command
+from crank.workspace.permissions import DECISIONS
 from crank.workspace.stream import EventParams
 
 from .files import AcpFiles, offers_files
 from .terminal import AcpTerminal, offers_terminal
 from .translate import (
     UpdateTranslator,
+    diff_content,
+    locations,
     replay,
     stop_reason,
     text_chunk,
@@ -55,13 +58,18 @@ from .wire import INTERNAL_ERROR, INVALID_PARAMS, Peer, PeerGone, RpcError
 log = logging.getLogger("crank.acp")
 
 PERMISSION_OPTIONS: list[dict[str, str]] = [
-    {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+    {"optionId": "allow", "name": "Allow once", "kind": "allow_once"},
     {"optionId": "allowSession", "name": "Allow for this session", "kind": "allow_always"},
-    {"optionId": "allowAlways", "name": "Always allow", "kind": "allow_always"},
     {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
 ]
-"""Crank's four answers (docs/protocol.md), each with the ACP kind closest to it."""
-_DECISIONS = {option["optionId"] for option in PERMISSION_OPTIONS}
+"""The options of every question, each with a kind of its own (clients key their
+buttons and shortcuts by kind: codecompanion keeps one option per kind). ACP's
+``allow_always`` ("allow and remember the choice") is Crank's "for this session", as
+Zed's own agents scope it; Crank's persisted "always allow" has no kind left and is not
+offered (docs/acp.md, "Permissions"), though an answer naming it is still honoured."""
+_DECISIONS = frozenset(DECISIONS)
+"""The answers taken back: Crank's four (``allowAlways`` too, for a client that knows
+Crank's names)."""
 NOT_OFFERED = frozenset({"new"})
 """Built-ins an ACP session does not offer (``/new`` would change the session id)."""
 
@@ -108,23 +116,23 @@ class AcpEditor:
         name = str(params.get("toolName"))
         raw = params.get("arguments")
         arguments: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        call_id = str(params.get("toolCallId"))
+        preview = params.get("preview")
+        where = locations(self._session.root, arguments)
+        if isinstance(preview, dict) and isinstance(preview.get("path"), str):
+            where = [{"path": preview["path"]}]  # the resolved path the question is about
         tool_call: dict[str, Any] = {
-            "toolCallId": str(params.get("toolCallId")),
+            "toolCallId": call_id,
             "title": tool_title(name, arguments),
             "kind": tool_kind(name),
-            "status": "pending",
             "rawInput": arguments,
+            "locations": where,
         }
-        preview = params.get("preview")
-        if isinstance(preview, dict) and preview.get("kind") == "diff":
-            tool_call["content"] = [
-                {
-                    "type": "diff",
-                    "path": str(preview.get("path")),
-                    "oldText": preview.get("oldText"),
-                    "newText": str(preview.get("newText", "")),
-                }
-            ]
+        if self._session.translator.status.get(call_id) == "pending":
+            tool_call["status"] = "pending"  # a running call's status never goes back
+        change = diff_content(preview) if isinstance(preview, dict) else []
+        if change:
+            tool_call["content"] = change
         request = {
             "sessionId": self._session.session_id,
             "toolCall": tool_call,
@@ -143,6 +151,8 @@ class AcpEditor:
                 "decision": "reject",
                 "reason": f"the client chose an unknown option {option!r}",
             }
+        if option != "reject":
+            self._session.running(call_id, change)
         return {"decision": option}
 
     def commands_changed(self, workspace: str) -> None:
@@ -179,6 +189,11 @@ class AcpSession:
 
     def update(self, update: dict[str, Any]) -> None:
         self._peer.notify("session/update", {"sessionId": self.session_id, "update": update})
+
+    def running(self, call_id: str, content: list[dict[str, Any]]) -> None:
+        """The user said yes: the call runs, showing the change it was allowed to make."""
+        for update in self.translator.running(call_id, content):
+            self.update(update)
 
     def show_terminal(self, call_id: str, terminal_id: str) -> None:
         self.update(self.translator.show_terminal(call_id, terminal_id))
