@@ -6,7 +6,8 @@ API, as ``crank.lsp`` does for its methods. It decides nothing about agents.
 
 Methods: ``initialize`` (version negotiation: ``negotiated``; honest capabilities), ``authenticate``
 (nothing to authenticate: keys come from the environment or the config file),
-``session/new``, ``session/load`` (replays a Crank session file, whoever wrote it),
+``session/new``, ``session/load`` (replays a Crank session file, whoever wrote it; one
+another process holds is refused with a message saying so), ``session/list``,
 ``session/prompt``, ``session/cancel``, ``session/set_mode`` (Crank's permission
 modes) and ``session/set_config_option`` (the model). A request before
 ``initialize`` is refused with -32002, as LSP does.
@@ -16,20 +17,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from crank import __version__
 from crank.agent.images import ImageError, ImageInput, check_input
 from crank.agent.messages import ImageBlock
-from crank.session import SessionError
+from crank.session import SessionError, SessionLocked
 from crank.vendors import ConfigError, known_models
 from crank.workspace import PERMISSION_MODES, CrankError, Settings, WorkspaceHost
 from crank.workspace.errors import code_of
+from crank.workspace.folder_sessions import folder_sessions
 
 from .session import AcpEditor, AcpSession
-from .wire import INTERNAL_ERROR, INVALID_PARAMS, Peer, RpcError
+from .sessions import page, session_info
+from .wire import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, Peer, RpcError
 
 log = logging.getLogger("crank.acp")
 
@@ -43,6 +46,8 @@ MODE_NAMES = {
     "readOnly": ("Read only", "Only read and search; nothing is changed"),
 }
 HostFactory = Callable[[AcpEditor, Path], WorkspaceHost]
+SessionLister = Callable[[Path], Awaitable[Sequence[Mapping[str, Any]]]]
+"""The stored sessions of a folder, newest first (``folder_sessions``)."""
 
 
 def invalid(field: str, problem: str) -> RpcError:
@@ -117,10 +122,16 @@ class CrankAgent:
     """Owns the connection's sessions; each method is one ACP request."""
 
     def __init__(
-        self, peer: Peer, host_factory: HostFactory, *, client_terminal: bool = True
+        self,
+        peer: Peer,
+        host_factory: HostFactory,
+        *,
+        client_terminal: bool = True,
+        list_sessions: SessionLister | None = None,
     ) -> None:
         self.peer = peer
         self._host_factory = host_factory
+        self._list_sessions = list_sessions
         self._client_terminal = client_terminal
         self.client_capabilities: dict[str, Any] = {}
         self.sessions: dict[str, AcpSession] = {}
@@ -130,6 +141,7 @@ class CrankAgent:
             "authenticate": self.authenticate,
             "session/new": self.new_session,
             "session/load": self.load_session,
+            "session/list": self.list_sessions,
             "session/prompt": self.prompt,
             "session/set_mode": self.set_mode,
             "session/set_config_option": self.set_config_option,
@@ -163,6 +175,7 @@ class CrankAgent:
                 "loadSession": True,
                 "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
                 "mcpCapabilities": {"http": False, "sse": False},
+                "sessionCapabilities": {"list": {}} if self._list_sessions else {},
             },
             "authMethods": [],
             "agentInfo": {"name": "crank", "title": "Crank", "version": __version__},
@@ -245,6 +258,15 @@ class CrankAgent:
         session = await self._open(cwd)
         try:
             await session.host.open_session(session_id)
+        except SessionLocked as exc:
+            await session.host.close()
+            raise RpcError(
+                code_of(exc) or INTERNAL_ERROR,
+                f"Session {session_id} is open in another Crank process (another editor "
+                "window, or another `crank acp`), which is writing it. Close it there, then "
+                "load it again; nothing was changed. (Starting a new session instead would "
+                "not continue this conversation.)",
+            ) from exc
         except BaseException:
             await session.host.close()
             raise
@@ -252,6 +274,25 @@ class CrankAgent:
         await session.replay()
         asyncio.get_running_loop().call_soon(session.advertise_commands)  # after the answer
         return self._setup(session)
+
+    async def list_sessions(self, params: Any) -> dict[str, Any]:
+        """``session/list``: the sessions of ``cwd``, newest first, a page at a time
+        (``sessions.py``). Crank keeps sessions per folder, so ``cwd`` is required."""
+        params = _object(params)
+        if self._list_sessions is None:
+            raise RpcError(METHOD_NOT_FOUND, "method not found: session/list")
+        if params.get("cwd") is None:
+            raise invalid("cwd", "Crank lists the sessions of one folder: give its absolute path")
+        cwd = self._cwd({"cwd": params["cwd"]})
+        listed = await self._list_sessions(cwd)
+        try:
+            shown, following = page(listed, params.get("cursor"))
+        except ValueError as exc:
+            raise invalid("cursor", str(exc)) from None
+        answer: dict[str, Any] = {"sessions": [session_info(entry, cwd) for entry in shown]}
+        if following is not None:
+            answer["nextCursor"] = following
+        return answer
 
     async def prompt(self, params: Any) -> dict[str, Any]:
         params = _object(params)
@@ -294,6 +335,13 @@ class CrankAgent:
                 await session.host.close()
             except Exception:
                 log.exception("closing session %s failed", session.session_id)
+
+
+def default_session_lister(settings: Settings) -> SessionLister:
+    async def listed(cwd: Path) -> Sequence[Mapping[str, Any]]:
+        return await folder_sessions(cwd, settings)
+
+    return listed
 
 
 def default_host_factory(settings: Settings, env: dict[str, str] | None) -> HostFactory:

@@ -24,6 +24,7 @@ Contract:
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any, Literal
 
@@ -159,6 +160,8 @@ class UpdateTranslator:
         """Each running call's status as last sent (it never goes backwards)."""
         self._approved: dict[str, list[dict[str, Any]]] = {}
         """The diff a call's question showed, until the call ends."""
+        self._message_id: str | None = None
+        """The id of the message being streamed (minted at its ``message_start``)."""
         self.last_reply: dict[str, Any] | None = None
         """The newest assistant message that ended (its stopReason, errorMessage)."""
         self.last_stop: str | None = None
@@ -178,15 +181,18 @@ class UpdateTranslator:
 
     def event(self, event: dict[str, Any]) -> list[Update]:
         kind = event.get("type")
+        if kind == "message_start":
+            self._message_id = uuid.uuid4().hex  # each reply (and its thinking) is one message
+            return []
         if kind == "message_update":
             delta = event.get("delta") or {}
             text = delta.get("text")
             if not isinstance(text, str) or not text:
                 return []
             if delta.get("kind") == "text":
-                return [text_chunk("agent_message_chunk", text)]
+                return [text_chunk("agent_message_chunk", text, self._message_id)]
             if delta.get("kind") == "thinking":
-                return [text_chunk("agent_thought_chunk", text)]
+                return [text_chunk("agent_thought_chunk", text, self._message_id)]
             return []
         if kind == "message_end":
             message = event.get("message") or {}
@@ -311,22 +317,28 @@ def result_update(call_id: str, result: dict[str, Any]) -> Update:
     }
 
 
-def text_chunk(kind: str, text: str) -> Update:
-    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+def text_chunk(kind: str, text: str, message_id: str | None = None) -> Update:
+    """A message chunk; the chunks of one message share ``messageId`` (ACP: "a change
+    in messageId indicates a new message has started")."""
+    update: Update = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+    if message_id is not None:
+        update["messageId"] = message_id
+    return update
 
 
-def _image_chunks(message: dict[str, Any]) -> list[Update]:
+def _image_chunks(message: dict[str, Any], message_id: str) -> list[Update]:
     """A stored user message's images as ACP image blocks (a stored one whose bytes
-    could not be loaded: by name)."""
+    could not be loaded: by name), in the message ``message_id``."""
     updates: list[Update] = []
     for image in message.get("images") or []:
         if isinstance(image.get("data"), str):
             content = {"type": "image", "mimeType": image["mimeType"], "data": image["data"]}
-            updates.append({"sessionUpdate": "user_message_chunk", "content": content})
-        else:
             updates.append(
-                text_chunk("user_message_chunk", f"[image: {image.get('name', 'image')}]")
+                {"sessionUpdate": "user_message_chunk", "content": content, "messageId": message_id}
             )
+        else:
+            name = f"[image: {image.get('name', 'image')}]"
+            updates.append(text_chunk("user_message_chunk", name, message_id))
     return updates
 
 
@@ -343,21 +355,27 @@ def _usage(event: dict[str, Any]) -> Update:
 
 
 def replay(root: Path, messages: list[dict[str, Any]]) -> list[Update]:
-    """The updates that rebuild a stored transcript in a client (``session/load``)."""
+    """The updates that rebuild a stored transcript in a client (``session/load``).
+
+    Every stored message is one ACP message: its chunks carry a ``messageId`` of its
+    own (``replay-<n>``, n its place in the transcript), so two user prompts in a row
+    (the first one's turn failed) stay two messages in the client."""
     updates: list[Update] = []
-    for message in messages:
+    for number, message in enumerate(messages):
         role = message.get("role")
+        message_id = f"replay-{number}"
         if role == "user":
             content = message.get("typed") or message.get("content")  # a /command as typed
             if isinstance(content, str) and content:
-                updates.append(text_chunk("user_message_chunk", content))
-            updates.extend(_image_chunks(message))
+                updates.append(text_chunk("user_message_chunk", content, message_id))
+            updates.extend(_image_chunks(message, message_id))
         elif role == "assistant":
             for block in message.get("content") or []:
                 if block.get("type") == "text" and block.get("text"):
-                    updates.append(text_chunk("agent_message_chunk", block["text"]))
+                    updates.append(text_chunk("agent_message_chunk", block["text"], message_id))
                 elif block.get("type") == "thinking" and block.get("thinking"):
-                    updates.append(text_chunk("agent_thought_chunk", block["thinking"]))
+                    thought = block["thinking"]
+                    updates.append(text_chunk("agent_thought_chunk", thought, message_id))
                 elif block.get("type") == "toolCall":
                     call_id, name = str(block.get("id")), str(block.get("name"))
                     arguments = block.get("arguments")
