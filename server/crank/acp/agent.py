@@ -25,12 +25,12 @@ from crank import __version__
 from crank.agent.images import ImageError, ImageInput, check_input
 from crank.agent.messages import ImageBlock
 from crank.session import SessionError, SessionLocked
-from crank.vendors import ConfigError, known_models
-from crank.workspace import PERMISSION_MODES, CrankError, Settings, WorkspaceHost
+from crank.vendors import ConfigError
+from crank.workspace import PERMISSION_MODES, CrankError, Settings, Workspace, WorkspaceHost
 from crank.workspace.errors import code_of
 from crank.workspace.folder_sessions import folder_sessions
 
-from .session import AcpEditor, AcpSession
+from .session import AcpEditor, AcpSession, HostFactory
 from .sessions import page, session_info
 from .wire import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, Peer, RpcError
 
@@ -45,7 +45,6 @@ MODE_NAMES = {
     "auto": ("Auto", "Change files and run commands without asking"),
     "readOnly": ("Read only", "Only read and search; nothing is changed"),
 }
-HostFactory = Callable[[AcpEditor, Path], WorkspaceHost]
 SessionLister = Callable[[Path], Awaitable[Sequence[Mapping[str, Any]]]]
 """The stored sessions of a folder, newest first (``folder_sessions``)."""
 
@@ -116,6 +115,31 @@ def negotiated(asked: object) -> int:
     if isinstance(asked, int) and not isinstance(asked, bool) and asked in SUPPORTED_VERSIONS:
         return asked
     return PROTOCOL_VERSION
+
+
+async def model_option(host: Workspace) -> dict[str, Any]:
+    """The ``model`` select: exactly ``crank/models``' list (the configured server's
+    served models, the catalog's, the current one first when it is in neither), so Zed
+    offers what VS Code does; the value is ``api/model-id``."""
+    listed = (await host.models())["models"]
+    options: list[dict[str, str]] = []
+    for entry in listed:
+        value = f"{entry['api']}/{entry['id']}"
+        if all(option["value"] != value for option in options):
+            where = " · served" if entry.get("source") == "server" else ""
+            options.append({"value": value, "name": f"{entry['id']} ({entry['api']}{where})"})
+    api, model_id = host.current_model()
+    current = f"{api}/{model_id}"
+    if all(option["value"] != current for option in options):
+        options.insert(0, {"value": current, "name": f"{model_id} ({api})"})
+    return {
+        "id": "model",
+        "name": "Model",
+        "category": "model",
+        "type": "select",
+        "currentValue": current,
+        "options": options,
+    }
 
 
 class CrankAgent:
@@ -213,41 +237,24 @@ class CrankAgent:
         await session.host.start()
         return session
 
-    def _setup(self, session: AcpSession) -> dict[str, Any]:
+    async def _setup(self, session: AcpSession) -> dict[str, Any]:
         host = session.host
-        model = host.harness.model
-        options = [
-            {"value": f"{api}/{model_id}", "name": f"{model_id} ({api})"}
-            for api, model_id, _window in known_models()
-        ]
-        current = f"{model.api}/{model.id}"
-        if not any(option["value"] == current for option in options):
-            options.insert(0, {"value": current, "name": f"{model.id} ({model.api})"})
         return {
             "modes": {
-                "currentModeId": host.permissions.mode,
+                "currentModeId": host.permission_mode,
                 "availableModes": [
                     {"id": mode, "name": MODE_NAMES[mode][0], "description": MODE_NAMES[mode][1]}
                     for mode in PERMISSION_MODES
                 ],
             },
-            "configOptions": [
-                {
-                    "id": "model",
-                    "name": "Model",
-                    "category": "model",
-                    "type": "select",
-                    "currentValue": current,
-                    "options": options,
-                }
-            ],
+            "configOptions": [await model_option(host)],
         }
 
     async def new_session(self, params: Any) -> dict[str, Any]:
         session = await self._open(self._cwd(_object(params)))
         self.sessions[session.session_id] = session
         asyncio.get_running_loop().call_soon(session.advertise_commands)  # after the answer
-        return {"sessionId": session.session_id, **self._setup(session)}
+        return {"sessionId": session.session_id, **(await self._setup(session))}
 
     async def load_session(self, params: Any) -> dict[str, Any]:
         params = _object(params)
@@ -273,7 +280,7 @@ class CrankAgent:
         self.sessions[session.session_id] = session
         await session.replay()
         asyncio.get_running_loop().call_soon(session.advertise_commands)  # after the answer
-        return self._setup(session)
+        return await self._setup(session)
 
     async def list_sessions(self, params: Any) -> dict[str, Any]:
         """``session/list``: the sessions of ``cwd``, newest first, a page at a time
@@ -326,7 +333,7 @@ class CrankAgent:
         if not model_id:
             raise invalid("value", "must be api/model-id, as the options list them")
         await session.host.set_model(api, model_id)
-        return {"configOptions": self._setup(session)["configOptions"]}
+        return {"configOptions": [await model_option(session.host)]}
 
     async def close(self) -> None:
         sessions, self.sessions = list(self.sessions.values()), {}

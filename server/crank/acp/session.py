@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +36,7 @@ from crank.tools import (
     NoDocuments,
     OpenDocuments,
 )
-from crank.workspace import WorkspaceHost
+from crank.workspace import Workspace
 from crank.workspace.commands import Invocation, describe, parse_command
 from crank.workspace.permissions import DECISIONS
 from crank.workspace.stream import EventParams
@@ -70,6 +70,8 @@ offered (docs/acp.md, "Permissions"), though an answer naming it is still honour
 _DECISIONS = frozenset(DECISIONS)
 """The answers taken back: Crank's four (``allowAlways`` too, for a client that knows
 Crank's names)."""
+HostFactory = Callable[["AcpEditor", Path], Workspace]
+"""How a session gets its workspace (``WorkspaceHost`` in ``crank acp``)."""
 NOT_OFFERED = frozenset({"new"})
 """Built-ins an ACP session does not offer (``/new`` would change the session id)."""
 
@@ -168,7 +170,7 @@ class AcpSession:
     def __init__(
         self,
         peer: Peer,
-        host_factory: Any,
+        host_factory: HostFactory,
         cwd: Path,
         capabilities: dict[str, Any] | None = None,
         *,
@@ -177,7 +179,7 @@ class AcpSession:
         self._peer = peer
         self.root = cwd
         self.editor = AcpEditor(peer, self, capabilities or {}, terminal)
-        self.host: WorkspaceHost = host_factory(self.editor, cwd)
+        self.host: Workspace = host_factory(self.editor, cwd)
         self.translator = UpdateTranslator(cwd)
         self._waiting: list[asyncio.Future[dict[str, Any]]] = []
         self._cancelled = False
@@ -208,10 +210,12 @@ class AcpSession:
     def advertise_commands(self) -> None:
         """``available_commands_update`` with the workspace's commands (but ``new``)."""
         commands: list[dict[str, Any]] = []
-        for command in self.host.catalog.commands(leave_out=NOT_OFFERED):
-            entry: dict[str, Any] = {"name": command.name, "description": command.description}
-            if command.argument_hint:
-                entry["input"] = {"hint": command.argument_hint}
+        for command in self.host.commands()["commands"]:
+            if command["name"] in NOT_OFFERED:
+                continue
+            entry: dict[str, Any] = {"name": command["name"], "description": command["description"]}
+            if command.get("argumentHint"):
+                entry["input"] = {"hint": command["argumentHint"]}
             commands.append(entry)
         self.update({"sessionUpdate": "available_commands_update", "availableCommands": commands})
 
@@ -242,7 +246,7 @@ class AcpSession:
                 "client (session/new)",
             )
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        running = self.host.harness.is_running
+        running = self.host.is_running
         answer = await self.host.submit(
             text, while_running="followUp" if running else None, images=images
         )
@@ -259,9 +263,9 @@ class AcpSession:
         return await future
 
     async def cancel(self) -> None:
-        if self.host.harness.is_running:
+        if self.host.is_running:
             self._cancelled = True
-            self.host.harness.clear_queue()
+            self.host.clear_queue()
             await self.host.abort()
 
     async def replay(self) -> None:
