@@ -42,6 +42,7 @@ async def test_session_list_gives_a_folders_sessions_newest_first_with_titles(
             made.append(session.session_id)
         listed = await conn.list_sessions(cwd=str(folder))
         empty = await conn.list_sessions(cwd=str(folder_in(tmp_path, "empty")))
+        everywhere = await conn.list_sessions()
     capabilities = answers[0].agent_capabilities  # type: ignore[attr-defined]
     assert capabilities.session_capabilities.list is not None, "advertised as the schema says"
     assert [s.session_id for s in listed.sessions] == [made[2], made[0]], "newest first"
@@ -49,6 +50,11 @@ async def test_session_list_gives_a_folders_sessions_newest_first_with_titles(
     assert {s.cwd for s in listed.sessions} == {str(folder.resolve())}
     assert all(s.updated_at for s in listed.sessions)
     assert listed.next_cursor is None and empty.sessions == []
+    assert [(s.session_id, s.cwd) for s in everywhere.sessions] == [
+        (made[2], str(folder.resolve())),
+        (made[1], str(other.resolve())),
+        (made[0], str(folder.resolve())),
+    ], "without a cwd: every folder's sessions, newest first"
 
 
 def test_pages_follow_the_cursor_to_the_end() -> None:

@@ -28,7 +28,7 @@ from crank.session import SessionError, SessionLocked
 from crank.vendors import ConfigError
 from crank.workspace import PERMISSION_MODES, CrankError, Settings, Workspace, WorkspaceHost
 from crank.workspace.errors import code_of
-from crank.workspace.folder_sessions import folder_sessions
+from crank.workspace.folder_sessions import every_session, folder_sessions
 
 from .session import AcpEditor, AcpSession, HostFactory
 from .sessions import page, session_info
@@ -45,8 +45,9 @@ MODE_NAMES = {
     "auto": ("Auto", "Change files and run commands without asking"),
     "readOnly": ("Read only", "Only read and search; nothing is changed"),
 }
-SessionLister = Callable[[Path], Awaitable[Sequence[Mapping[str, Any]]]]
-"""The stored sessions of a folder, newest first (``folder_sessions``)."""
+SessionLister = Callable[[Path | None], Awaitable[Sequence[tuple[Path, Mapping[str, Any]]]]]
+"""The stored sessions of a folder (None: of every folder) with their folder, newest
+first (``folder_sessions``)."""
 
 
 def invalid(field: str, problem: str) -> RpcError:
@@ -283,20 +284,18 @@ class CrankAgent:
         return await self._setup(session)
 
     async def list_sessions(self, params: Any) -> dict[str, Any]:
-        """``session/list``: the sessions of ``cwd``, newest first, a page at a time
-        (``sessions.py``). Crank keeps sessions per folder, so ``cwd`` is required."""
+        """``session/list``: the sessions of ``cwd`` (without one: of every folder),
+        newest first, a page at a time (``sessions.py``)."""
         params = _object(params)
         if self._list_sessions is None:
             raise RpcError(METHOD_NOT_FOUND, "method not found: session/list")
-        if params.get("cwd") is None:
-            raise invalid("cwd", "Crank lists the sessions of one folder: give its absolute path")
-        cwd = self._cwd({"cwd": params["cwd"]})
+        cwd = None if params.get("cwd") is None else self._cwd({"cwd": params["cwd"]})
         listed = await self._list_sessions(cwd)
         try:
             shown, following = page(listed, params.get("cursor"))
         except ValueError as exc:
             raise invalid("cursor", str(exc)) from None
-        answer: dict[str, Any] = {"sessions": [session_info(entry, cwd) for entry in shown]}
+        answer: dict[str, Any] = {"sessions": [session_info(e, where) for where, e in shown]}
         if following is not None:
             answer["nextCursor"] = following
         return answer
@@ -345,8 +344,10 @@ class CrankAgent:
 
 
 def default_session_lister(settings: Settings) -> SessionLister:
-    async def listed(cwd: Path) -> Sequence[Mapping[str, Any]]:
-        return await folder_sessions(cwd, settings)
+    async def listed(cwd: Path | None) -> Sequence[tuple[Path, Mapping[str, Any]]]:
+        if cwd is None:
+            return await every_session(settings)
+        return [(cwd, info) for info in await folder_sessions(cwd, settings)]
 
     return listed
 

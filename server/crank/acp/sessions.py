@@ -1,8 +1,9 @@
 """``session/list``: a folder's Crank sessions as ACP ``SessionInfo``s, a page at a time.
 
 Contract:
-- The sessions of the ``cwd`` asked about, newest first (by last change), the same
-  index as ``crank/sessions``; each with ``sessionId``, ``cwd`` (the resolved folder),
+- The sessions of the ``cwd`` asked about (without one: of every folder Crank has
+  sessions for), newest first (by last change), the same index as
+  ``crank/sessions``; each with ``sessionId``, ``cwd`` (the resolved folder),
   ``title`` (the session's name or its first prompt's first line; an unreadable file is
   listed with the reason as its title, never left out) and ``updatedAt`` (ISO 8601).
 - At most ``PAGE_SIZE`` per answer; ``nextCursor`` is set while more remain, and the
