@@ -105,3 +105,22 @@ async def test_edits_and_writes_carry_the_whole_file_in_ask_mode(tmp_path: Path)
         for diff in shown:
             assert (diff["path"], diff.get("oldText"), diff["newText"]) == (path, old, new), call_id
         assert diffs(seen[-1]), f"{call_id}: the final update keeps the diff"
+
+
+def test_the_diff_is_bounded_and_says_what_it_leaves_out() -> None:
+    """Past ``DIFF_CHARS`` a sentence names the file and its sizes; an old file that
+    was not loaded is never shown as a new file (``oldText`` null)."""
+    from crank.acp.translate import DIFF_CHARS, diff_content
+
+    path = "/w/big.txt"
+    whole = {"path": path, "oldText": "a\n", "newText": "b\n"}
+    assert diff_content(whole) == [
+        {"type": "diff", "path": path, "oldText": "a\n", "newText": "b\n"}
+    ]
+    created = diff_content({**whole, "oldText": "", "created": True})
+    assert created[0]["oldText"] is None
+    huge = diff_content({**whole, "newText": "x" * DIFF_CHARS})
+    assert huge[0]["type"] == "content" and path in huge[0]["content"]["text"]
+    omitted = diff_content({**whole, "oldText": "", "oldTextOmitted": 9_000_000})
+    assert omitted[0]["type"] == "content" and "9000000 bytes" in omitted[0]["content"]["text"]
+    assert diff_content({"declined": True}) == [] and diff_content(None) == []
