@@ -1,5 +1,8 @@
 """The editor's half of ACP's client capabilities, implemented for real in the test.
 
+``Recorder`` keeps what the agent sends and answers permissions; ``RecordingClient``
+(the suites' default) also offers files and a terminal, as Zed does.
+
 The SDK's client side (``acp.spawn_agent_process``) routes Crank's ``fs/*`` and
 ``terminal/*`` requests to these methods after parsing their params into the schema's
 request models, so a request Crank sends that breaks the schema fails there.
@@ -22,12 +25,68 @@ from typing import Any
 
 from acp import RequestError, schema
 
-from .helpers import RecordingClient
-
 EDITOR_KEY = "sk-ant-api03-in-the-editors-environment-0123456789"
 
 
-class EditorBuffers(RecordingClient):
+class Recorder:
+    """An ACP client's core: keeps every ``session/update`` and answers permissions in
+    turn (``RecordingClient`` adds the files and the terminal real clients offer)."""
+
+    def __init__(self, answers: list[str | None] | None = None) -> None:
+        self.updates: list[tuple[str, Any]] = []
+        self.answers = list(answers or [])
+        self.questions: list[schema.RequestPermissionRequest] = []
+        self.asked = asyncio.Event()
+        self.changed = asyncio.Event()
+
+    async def request_permission(
+        self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
+    ) -> schema.RequestPermissionResponse:
+        self.questions.append(
+            schema.RequestPermissionRequest(
+                session_id=session_id, tool_call=tool_call, options=options
+            )
+        )
+        self.asked.set()
+        choice = self.answers.pop(0) if self.answers else "wait"
+        if choice == "wait":  # never answered: the test cancels the turn
+            await asyncio.Event().wait()
+        if choice is None:
+            return schema.RequestPermissionResponse(
+                outcome=schema.DeniedOutcome(outcome="cancelled")
+            )
+        return schema.RequestPermissionResponse(
+            outcome=schema.AllowedOutcome(outcome="selected", option_id=choice)
+        )
+
+    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
+        self.updates.append((session_id, update))
+        self.changed.set()
+
+    def kinds(self) -> list[str]:
+        return [update.session_update for _, update in self.updates]
+
+    def text(self, kind: str = "agent_message_chunk") -> str:
+        return "".join(
+            update.content.text for _, update in self.updates if update.session_update == kind
+        )
+
+    def of(self, kind: str) -> list[Any]:
+        return [update for _, update in self.updates if update.session_update == kind]
+
+    async def wait_for(self, predicate: Any, what: str, within: float = 120) -> None:
+        async def loop() -> None:
+            while not predicate():
+                self.changed.clear()
+                await self.changed.wait()
+
+        try:
+            await asyncio.wait_for(loop(), within)
+        except TimeoutError:
+            raise AssertionError(f"timed out waiting for {what}; updates: {self.kinds()}") from None
+
+
+class EditorBuffers(Recorder):
     def __init__(self, answers: list[str | None] | None = None, **buffers: str) -> None:
         super().__init__(answers)
         self.buffers: dict[str, str] = dict(buffers)
@@ -114,7 +173,7 @@ class Terminal:
         return schema.TerminalExitStatus(exit_code=code)
 
 
-class Terminals(RecordingClient):
+class Terminals(Recorder):
     def __init__(self, answers: list[str | None] | None = None) -> None:
         super().__init__(answers)
         self.terminals: dict[str, Terminal] = {}
@@ -214,3 +273,14 @@ class Terminals(RecordingClient):
         terminal.released = True
         self.changed.set()
         return schema.ReleaseTerminalResponse()
+
+
+class RecordingClient(EditorBuffers, Terminals):
+    """What real clients offer (Zed: fs read and write, and a terminal; codecompanion:
+    fs): every suite's default client, so those paths run everywhere."""
+
+
+REAL_CLIENT_CAPABILITIES = schema.ClientCapabilities(
+    fs=schema.FileSystemCapabilities(read_text_file=True, write_text_file=True), terminal=True
+)
+"""What ``RecordingClient`` offers in ``initialize`` unless a test says otherwise."""

@@ -4,14 +4,16 @@ The SDK (``agent-client-protocol``, module ``acp``) is a client nobody here wrot
 spawns the real ``crank acp`` over stdio and parses every answer and notification into
 its schema models (generated from ACP's JSON schema), so a message Crank sends that
 breaks the schema fails the test where it arrives. ``RecordingClient`` is the editor:
-it records each update, and answers permission questions from a list.
+it records each update, and answers permission questions from a list. Every message
+of the connection is judged against ACP's published JSON schema (``judge.py``).
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
+import json
 import os
+import subprocess
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,64 +24,12 @@ from acp import schema
 
 from tests.support.model_server import ModelServer
 
+from .client_side import REAL_CLIENT_CAPABILITIES, Recorder, RecordingClient
+from .judge import Judge
+
+__all__ = ["RecordingClient", "agent_env", "crank_acp", "judged_lines", "tap"]
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-class RecordingClient:
-    """An ACP client: keeps every ``session/update`` and answers permissions in turn."""
-
-    def __init__(self, answers: list[str | None] | None = None) -> None:
-        self.updates: list[tuple[str, Any]] = []
-        self.answers = list(answers or [])
-        self.questions: list[schema.RequestPermissionRequest] = []
-        self.asked = asyncio.Event()
-        self.changed = asyncio.Event()
-
-    async def request_permission(
-        self, session_id: str, tool_call: Any, options: list[Any], **kwargs: Any
-    ) -> schema.RequestPermissionResponse:
-        self.questions.append(
-            schema.RequestPermissionRequest(
-                session_id=session_id, tool_call=tool_call, options=options
-            )
-        )
-        self.asked.set()
-        choice = self.answers.pop(0) if self.answers else "wait"
-        if choice == "wait":  # never answered: the test cancels the turn
-            await asyncio.Event().wait()
-        if choice is None:
-            return schema.RequestPermissionResponse(
-                outcome=schema.DeniedOutcome(outcome="cancelled")
-            )
-        return schema.RequestPermissionResponse(
-            outcome=schema.AllowedOutcome(outcome="selected", option_id=choice)
-        )
-
-    async def session_update(self, session_id: str, update: Any, **kwargs: Any) -> None:
-        self.updates.append((session_id, update))
-        self.changed.set()
-
-    def kinds(self) -> list[str]:
-        return [update.session_update for _, update in self.updates]
-
-    def text(self, kind: str = "agent_message_chunk") -> str:
-        return "".join(
-            update.content.text for _, update in self.updates if update.session_update == kind
-        )
-
-    def of(self, kind: str) -> list[Any]:
-        return [update for _, update in self.updates if update.session_update == kind]
-
-    async def wait_for(self, predicate: Any, what: str, within: float = 120) -> None:
-        async def loop() -> None:
-            while not predicate():
-                self.changed.clear()
-                await self.changed.wait()
-
-        try:
-            await asyncio.wait_for(loop(), within)
-        except TimeoutError:
-            raise AssertionError(f"timed out waiting for {what}; updates: {self.kinds()}") from None
 
 
 def agent_env(model: ModelServer, home: Path, model_id: str = "test-model") -> dict[str, str]:
@@ -102,14 +52,23 @@ def agent_env(model: ModelServer, home: Path, model_id: str = "test-model") -> d
 async def crank_acp(
     model: ModelServer,
     tmp: Path,
-    client: RecordingClient,
+    client: Recorder,
     *args: str,
     model_id: str = "test-model",
     answers: list[Any] | None = None,
-    capabilities: schema.ClientCapabilities | None = None,
+    capabilities: schema.ClientCapabilities | dict[str, Any] | None = None,
+    judge: Judge | None = None,
 ) -> AsyncIterator[Any]:
     """A running ``crank acp`` with an initialized connection from the SDK's client
-    (``answers`` receives the ``initialize`` answer)."""
+    (``answers`` receives the ``initialize`` answer). The client offers what real
+    clients do (``REAL_CLIENT_CAPABILITIES``) unless ``capabilities`` says otherwise.
+    Every message either side sends is checked against ACP's published schema
+    (``judge.Judge``); the connection's end fails the test on any violation."""
+    judge = judge if judge is not None else Judge()
+    if capabilities is None:
+        capabilities = REAL_CLIENT_CAPABILITIES
+    if isinstance(capabilities, dict):
+        capabilities = schema.ClientCapabilities.model_validate(capabilities)
     home = tmp / "home"
     home.mkdir(exist_ok=True)
     async with acp.spawn_agent_process(
@@ -122,6 +81,7 @@ async def crank_acp(
         *args,
         env=agent_env(model, home, model_id),
         cwd=str(tmp),
+        observers=[tap(judge)],
     ) as (connection, _process):
         answer = await connection.initialize(
             protocol_version=acp.PROTOCOL_VERSION, client_capabilities=capabilities
@@ -130,3 +90,38 @@ async def crank_acp(
         if answers is not None:
             answers.append(answer)
         yield connection
+    judge.assert_valid()
+
+
+def tap(judge: Judge) -> Any:
+    """An SDK stream observer that shows ``judge`` each message as it crosses the wire
+    (incoming: what Crank sent; outgoing: what the client sent)."""
+
+    def observe(event: Any) -> None:
+        sender = "agent" if event.direction.value == "incoming" else "client"
+        judge.see(sender, event.message)
+
+    return observe
+
+
+def judged_lines(lines: list[dict[str, Any]], model: ModelServer, tmp: Path) -> Judge:
+    """``crank acp`` fed ``lines`` (then end of input); every line both sides sent,
+    judged against the schema. The judge holds the messages; the test asserts."""
+    home = tmp / "home"
+    home.mkdir(exist_ok=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "crank.acp", "--session-dir", str(tmp / "sessions")],
+        input="".join(json.dumps(line) + "\n" for line in lines),
+        capture_output=True,
+        text=True,
+        env=agent_env(model, home),
+        cwd=tmp,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    judge = Judge()
+    for line in lines:
+        judge.see("client", line)
+    for line in done.stdout.splitlines():
+        judge.see("agent", json.loads(line))
+    return judge

@@ -103,7 +103,9 @@ async def test_reads_see_the_unsaved_buffer_and_edits_go_through_the_client(
     assert (folder / "calc.py").read_text() == client.writes[0][1]
     assert "in the editor and on disk" in edit_result
     final = [u for u in client.of("tool_call_update") if u.status is not None]
-    assert [u.status for u in final] == ["completed", "completed"]
+    assert [u.status for u in final] == ["completed", "in_progress", "completed"]
+    assert final[-1].content[0].type == "diff", "the edit's change, as the client wrote it"
+    assert final[-1].content[0].new_text == client.writes[0][1]
 
 
 async def test_a_rejected_edit_never_reaches_the_client(tmp_path: Path) -> None:
@@ -142,7 +144,7 @@ async def test_without_both_fs_capabilities_the_tools_use_the_disk(
     client = EditorBuffers(answers=["allow"], **{calc: BUFFER})
     client.fail_reads = offered == "read fails"
     capabilities = {
-        "nothing": None,
+        "nothing": schema.ClientCapabilities(),
         "read only": schema.ClientCapabilities(
             fs=schema.FileSystemCapabilities(read_text_file=True)
         ),

@@ -66,13 +66,19 @@ async def test_a_tool_call_with_its_diff_and_both_permission_answers(tmp_path: P
         assert answer.stop_reason == "end_turn"
     assert (folder / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
     assert [q.options[0].kind for q in client.questions] == ["allow_once", "allow_once"]
+    kinds = [option.kind for option in client.questions[0].options]
+    assert len(set(kinds)) == len(kinds), "each option has a kind of its own"
     asked = client.questions[0].tool_call
     assert asked.kind == "edit" and asked.content and asked.content[0].type == "diff"
     starts = client.of("tool_call")
     assert [s.tool_call_id for s in starts] == ["c1", "c2"]
     assert starts[0].kind == "edit" and starts[0].locations[0].path == str(folder / "calc.py")
-    diff = starts[0].content[0]
-    assert (diff.old_text, diff.new_text) == ("return a - b", "return a + b")
+    assert starts[0].status == "pending" and not starts[0].content, "no fragments: asked first"
+    diff = asked.content[0]
+    assert (diff.old_text, diff.new_text) == (
+        "def add(a, b):\n    return a - b\n",
+        "def add(a, b):\n    return a + b\n",
+    )
     ends = [u for u in client.of("tool_call_update") if u.status in ("completed", "failed")]
     assert [(u.tool_call_id, u.status) for u in ends] == [("c1", "completed"), ("c2", "failed")]
 

@@ -208,7 +208,8 @@ async def test_crank_acp_hides_its_key_from_commands_with_the_sandbox_off(tmp_pa
             await conn.initialize(protocol_version=acp.PROTOCOL_VERSION)
             session = await conn.new_session(cwd=str(ws))
             await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("go")])
-        shown = [u.raw_output["content"] for u in client.of("tool_call_update") if u.status]
+        ended = [u for u in client.of("tool_call_update") if u.status in ("completed", "failed")]
+        shown = [u.raw_output["content"] for u in ended]
         assert "crank.acp" in shown[0]  # the agent's own /proc was read
         assert key not in json.dumps([str(u) for _, u in client.updates])
         assert model.requests[0]["headers"]["authorization"] == f"Bearer {key}"

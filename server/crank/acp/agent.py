@@ -4,9 +4,10 @@
 ``WorkspaceHost``, per ACP session) and translates each ACP method into the host's
 API, as ``crank.lsp`` does for its methods. It decides nothing about agents.
 
-Methods: ``initialize`` (version negotiation, honest capabilities), ``authenticate``
+Methods: ``initialize`` (version negotiation: ``negotiated``; honest capabilities), ``authenticate``
 (nothing to authenticate: keys come from the environment or the config file),
-``session/new``, ``session/load`` (replays a Crank session file, whoever wrote it),
+``session/new``, ``session/load`` (replays a Crank session file, whoever wrote it; one
+another process holds is refused with a message saying so), ``session/list``,
 ``session/prompt``, ``session/cancel``, ``session/set_mode`` (Crank's permission
 modes) and ``session/set_config_option`` (the model). A request before
 ``initialize`` is refused with -32002, as LSP does.
@@ -16,24 +17,27 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from crank import __version__
 from crank.agent.images import ImageError, ImageInput, check_input
 from crank.agent.messages import ImageBlock
-from crank.session import SessionError
-from crank.vendors import ConfigError, known_models
-from crank.workspace import PERMISSION_MODES, CrankError, Settings, WorkspaceHost
+from crank.session import SessionError, SessionLocked
+from crank.vendors import ConfigError
+from crank.workspace import PERMISSION_MODES, CrankError, Settings, Workspace, WorkspaceHost
 from crank.workspace.errors import code_of
+from crank.workspace.folder_sessions import every_session, folder_sessions
 
-from .session import AcpEditor, AcpSession
-from .wire import INTERNAL_ERROR, INVALID_PARAMS, Peer, RpcError
+from .session import AcpEditor, AcpSession, HostFactory
+from .sessions import page, session_info
+from .wire import INTERNAL_ERROR, INVALID_PARAMS, METHOD_NOT_FOUND, Peer, RpcError
 
 log = logging.getLogger("crank.acp")
 
 PROTOCOL_VERSION = 1
+SUPPORTED_VERSIONS = frozenset({PROTOCOL_VERSION})
 NOT_INITIALIZED = -32002
 MODE_NAMES = {
     "ask": ("Ask", "Ask before every change and command"),
@@ -41,7 +45,9 @@ MODE_NAMES = {
     "auto": ("Auto", "Change files and run commands without asking"),
     "readOnly": ("Read only", "Only read and search; nothing is changed"),
 }
-HostFactory = Callable[[AcpEditor, Path], WorkspaceHost]
+SessionLister = Callable[[Path | None], Awaitable[Sequence[tuple[Path, Mapping[str, Any]]]]]
+"""The stored sessions of a folder (None: of every folder) with their folder, newest
+first (``folder_sessions``)."""
 
 
 def invalid(field: str, problem: str) -> RpcError:
@@ -102,14 +108,55 @@ def prompt_content(blocks: Any) -> tuple[str, list[ImageBlock]]:
     return "\n".join(parts), images
 
 
+def negotiated(asked: object) -> int:
+    """The version to answer: the one asked when Crank speaks it, else the latest
+    Crank speaks (the spec's rule; the client disconnects if that will not do). Any
+    value is taken, a string or a negative number included: the answer is always one
+    Crank supports, never an echo."""
+    if isinstance(asked, int) and not isinstance(asked, bool) and asked in SUPPORTED_VERSIONS:
+        return asked
+    return PROTOCOL_VERSION
+
+
+async def model_option(host: Workspace) -> dict[str, Any]:
+    """The ``model`` select: exactly ``crank/models``' list (the configured server's
+    served models, the catalog's, the current one first when it is in neither), so Zed
+    offers what VS Code does; the value is ``api/model-id``."""
+    listed = (await host.models())["models"]
+    options: list[dict[str, str]] = []
+    for entry in listed:
+        value = f"{entry['api']}/{entry['id']}"
+        if all(option["value"] != value for option in options):
+            where = " · served" if entry.get("source") == "server" else ""
+            options.append({"value": value, "name": f"{entry['id']} ({entry['api']}{where})"})
+    api, model_id = host.current_model()
+    current = f"{api}/{model_id}"
+    if all(option["value"] != current for option in options):
+        options.insert(0, {"value": current, "name": f"{model_id} ({api})"})
+    return {
+        "id": "model",
+        "name": "Model",
+        "category": "model",
+        "type": "select",
+        "currentValue": current,
+        "options": options,
+    }
+
+
 class CrankAgent:
     """Owns the connection's sessions; each method is one ACP request."""
 
     def __init__(
-        self, peer: Peer, host_factory: HostFactory, *, client_terminal: bool = True
+        self,
+        peer: Peer,
+        host_factory: HostFactory,
+        *,
+        client_terminal: bool = True,
+        list_sessions: SessionLister | None = None,
     ) -> None:
         self.peer = peer
         self._host_factory = host_factory
+        self._list_sessions = list_sessions
         self._client_terminal = client_terminal
         self.client_capabilities: dict[str, Any] = {}
         self.sessions: dict[str, AcpSession] = {}
@@ -119,6 +166,7 @@ class CrankAgent:
             "authenticate": self.authenticate,
             "session/new": self.new_session,
             "session/load": self.load_session,
+            "session/list": self.list_sessions,
             "session/prompt": self.prompt,
             "session/set_mode": self.set_mode,
             "session/set_config_option": self.set_config_option,
@@ -139,20 +187,20 @@ class CrankAgent:
 
     async def initialize(self, params: Any) -> dict[str, Any]:
         params = _object(params)
-        version = params.get("protocolVersion")
-        if not isinstance(version, int) or isinstance(version, bool):
-            raise invalid("protocolVersion", "must be an integer")
+        if "protocolVersion" not in params:
+            raise invalid("protocolVersion", "is required (Crank speaks ACP version 1)")
         capabilities = params.get("clientCapabilities", {})
         if not isinstance(capabilities, dict):
             raise invalid("clientCapabilities", "must be an object")
         self.client_capabilities = capabilities
         self.initialized = True
         return {
-            "protocolVersion": min(version, PROTOCOL_VERSION),
+            "protocolVersion": negotiated(params["protocolVersion"]),
             "agentCapabilities": {
                 "loadSession": True,
                 "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
                 "mcpCapabilities": {"http": False, "sse": False},
+                "sessionCapabilities": {"list": {}} if self._list_sessions else {},
             },
             "authMethods": [],
             "agentInfo": {"name": "crank", "title": "Crank", "version": __version__},
@@ -190,41 +238,24 @@ class CrankAgent:
         await session.host.start()
         return session
 
-    def _setup(self, session: AcpSession) -> dict[str, Any]:
+    async def _setup(self, session: AcpSession) -> dict[str, Any]:
         host = session.host
-        model = host.harness.model
-        options = [
-            {"value": f"{api}/{model_id}", "name": f"{model_id} ({api})"}
-            for api, model_id, _window in known_models()
-        ]
-        current = f"{model.api}/{model.id}"
-        if not any(option["value"] == current for option in options):
-            options.insert(0, {"value": current, "name": f"{model.id} ({model.api})"})
         return {
             "modes": {
-                "currentModeId": host.permissions.mode,
+                "currentModeId": host.permission_mode,
                 "availableModes": [
                     {"id": mode, "name": MODE_NAMES[mode][0], "description": MODE_NAMES[mode][1]}
                     for mode in PERMISSION_MODES
                 ],
             },
-            "configOptions": [
-                {
-                    "id": "model",
-                    "name": "Model",
-                    "category": "model",
-                    "type": "select",
-                    "currentValue": current,
-                    "options": options,
-                }
-            ],
+            "configOptions": [await model_option(host)],
         }
 
     async def new_session(self, params: Any) -> dict[str, Any]:
         session = await self._open(self._cwd(_object(params)))
         self.sessions[session.session_id] = session
         asyncio.get_running_loop().call_soon(session.advertise_commands)  # after the answer
-        return {"sessionId": session.session_id, **self._setup(session)}
+        return {"sessionId": session.session_id, **(await self._setup(session))}
 
     async def load_session(self, params: Any) -> dict[str, Any]:
         params = _object(params)
@@ -235,13 +266,39 @@ class CrankAgent:
         session = await self._open(cwd)
         try:
             await session.host.open_session(session_id)
+        except SessionLocked as exc:
+            await session.host.close()
+            raise RpcError(
+                code_of(exc) or INTERNAL_ERROR,
+                f"Session {session_id} is open in another Crank process (another editor "
+                "window, or another `crank acp`), which is writing it. Close it there, then "
+                "load it again; nothing was changed. (Starting a new session instead would "
+                "not continue this conversation.)",
+            ) from exc
         except BaseException:
             await session.host.close()
             raise
         self.sessions[session.session_id] = session
         await session.replay()
         asyncio.get_running_loop().call_soon(session.advertise_commands)  # after the answer
-        return self._setup(session)
+        return await self._setup(session)
+
+    async def list_sessions(self, params: Any) -> dict[str, Any]:
+        """``session/list``: the sessions of ``cwd`` (without one: of every folder),
+        newest first, a page at a time (``sessions.py``)."""
+        params = _object(params)
+        if self._list_sessions is None:
+            raise RpcError(METHOD_NOT_FOUND, "method not found: session/list")
+        cwd = None if params.get("cwd") is None else self._cwd({"cwd": params["cwd"]})
+        listed = await self._list_sessions(cwd)
+        try:
+            shown, following = page(listed, params.get("cursor"))
+        except ValueError as exc:
+            raise invalid("cursor", str(exc)) from None
+        answer: dict[str, Any] = {"sessions": [session_info(e, where) for where, e in shown]}
+        if following is not None:
+            answer["nextCursor"] = following
+        return answer
 
     async def prompt(self, params: Any) -> dict[str, Any]:
         params = _object(params)
@@ -275,7 +332,7 @@ class CrankAgent:
         if not model_id:
             raise invalid("value", "must be api/model-id, as the options list them")
         await session.host.set_model(api, model_id)
-        return {"configOptions": self._setup(session)["configOptions"]}
+        return {"configOptions": [await model_option(session.host)]}
 
     async def close(self) -> None:
         sessions, self.sessions = list(self.sessions.values()), {}
@@ -284,6 +341,15 @@ class CrankAgent:
                 await session.host.close()
             except Exception:
                 log.exception("closing session %s failed", session.session_id)
+
+
+def default_session_lister(settings: Settings) -> SessionLister:
+    async def listed(cwd: Path | None) -> Sequence[tuple[Path, Mapping[str, Any]]]:
+        if cwd is None:
+            return await every_session(settings)
+        return [(cwd, info) for info in await folder_sessions(cwd, settings)]
+
+    return listed
 
 
 def default_host_factory(settings: Settings, env: dict[str, str] | None) -> HostFactory:

@@ -19,7 +19,7 @@ from crank.tools.sandbox import SANDBOX_MODES
 from crank.vendors import RedactingFormatter
 from crank.workspace import PERMISSION_MODES, CrankError, merge_layers
 
-from .agent import CrankAgent, default_host_factory
+from .agent import CrankAgent, default_host_factory, default_session_lister
 from .wire import MAX_LINE_BYTES, Peer
 
 
@@ -87,7 +87,10 @@ async def serve(stdin: BinaryIO, stdout: BinaryIO, options: argparse.Namespace) 
         return 2
     peer = Peer(stdout)
     agent = CrankAgent(  # keys: provider_env()
-        peer, default_host_factory(settings, None), client_terminal=not options.local_commands
+        peer,
+        default_host_factory(settings, None),
+        client_terminal=not options.local_commands,
+        list_sessions=default_session_lister(settings),
     )
     ended = _read_lines(stdin, asyncio.get_running_loop(), peer)
     await ended.wait()

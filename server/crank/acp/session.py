@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,14 +36,17 @@ from crank.tools import (
     NoDocuments,
     OpenDocuments,
 )
-from crank.workspace import WorkspaceHost
+from crank.workspace import Workspace
 from crank.workspace.commands import Invocation, describe, parse_command
+from crank.workspace.permissions import DECISIONS
 from crank.workspace.stream import EventParams
 
 from .files import AcpFiles, offers_files
 from .terminal import AcpTerminal, offers_terminal
 from .translate import (
     UpdateTranslator,
+    diff_content,
+    locations,
     replay,
     stop_reason,
     text_chunk,
@@ -55,13 +58,20 @@ from .wire import INTERNAL_ERROR, INVALID_PARAMS, Peer, PeerGone, RpcError
 log = logging.getLogger("crank.acp")
 
 PERMISSION_OPTIONS: list[dict[str, str]] = [
-    {"optionId": "allow", "name": "Allow", "kind": "allow_once"},
+    {"optionId": "allow", "name": "Allow once", "kind": "allow_once"},
     {"optionId": "allowSession", "name": "Allow for this session", "kind": "allow_always"},
-    {"optionId": "allowAlways", "name": "Always allow", "kind": "allow_always"},
     {"optionId": "reject", "name": "Reject", "kind": "reject_once"},
 ]
-"""Crank's four answers (docs/protocol.md), each with the ACP kind closest to it."""
-_DECISIONS = {option["optionId"] for option in PERMISSION_OPTIONS}
+"""The options of every question, each with a kind of its own (clients key their
+buttons and shortcuts by kind: codecompanion keeps one option per kind). ACP's
+``allow_always`` ("allow and remember the choice") is Crank's "for this session", as
+Zed's own agents scope it; Crank's persisted "always allow" has no kind left and is not
+offered (docs/acp.md, "Permissions"), though an answer naming it is still honoured."""
+_DECISIONS = frozenset(DECISIONS)
+"""The answers taken back: Crank's four (``allowAlways`` too, for a client that knows
+Crank's names)."""
+HostFactory = Callable[["AcpEditor", Path], Workspace]
+"""How a session gets its workspace (``WorkspaceHost`` in ``crank acp``)."""
 NOT_OFFERED = frozenset({"new"})
 """Built-ins an ACP session does not offer (``/new`` would change the session id)."""
 
@@ -108,23 +118,23 @@ class AcpEditor:
         name = str(params.get("toolName"))
         raw = params.get("arguments")
         arguments: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        call_id = str(params.get("toolCallId"))
+        preview = params.get("preview")
+        where = locations(self._session.root, arguments)
+        if isinstance(preview, dict) and isinstance(preview.get("path"), str):
+            where = [{"path": preview["path"]}]  # the resolved path the question is about
         tool_call: dict[str, Any] = {
-            "toolCallId": str(params.get("toolCallId")),
+            "toolCallId": call_id,
             "title": tool_title(name, arguments),
             "kind": tool_kind(name),
-            "status": "pending",
             "rawInput": arguments,
+            "locations": where,
         }
-        preview = params.get("preview")
-        if isinstance(preview, dict) and preview.get("kind") == "diff":
-            tool_call["content"] = [
-                {
-                    "type": "diff",
-                    "path": str(preview.get("path")),
-                    "oldText": preview.get("oldText"),
-                    "newText": str(preview.get("newText", "")),
-                }
-            ]
+        if self._session.translator.status.get(call_id) == "pending":
+            tool_call["status"] = "pending"  # a running call's status never goes back
+        change = diff_content(preview) if isinstance(preview, dict) else []
+        if change:
+            tool_call["content"] = change
         request = {
             "sessionId": self._session.session_id,
             "toolCall": tool_call,
@@ -143,6 +153,8 @@ class AcpEditor:
                 "decision": "reject",
                 "reason": f"the client chose an unknown option {option!r}",
             }
+        if option != "reject":
+            self._session.running(call_id, change)
         return {"decision": option}
 
     def commands_changed(self, workspace: str) -> None:
@@ -158,7 +170,7 @@ class AcpSession:
     def __init__(
         self,
         peer: Peer,
-        host_factory: Any,
+        host_factory: HostFactory,
         cwd: Path,
         capabilities: dict[str, Any] | None = None,
         *,
@@ -167,7 +179,7 @@ class AcpSession:
         self._peer = peer
         self.root = cwd
         self.editor = AcpEditor(peer, self, capabilities or {}, terminal)
-        self.host: WorkspaceHost = host_factory(self.editor, cwd)
+        self.host: Workspace = host_factory(self.editor, cwd)
         self.translator = UpdateTranslator(cwd)
         self._waiting: list[asyncio.Future[dict[str, Any]]] = []
         self._cancelled = False
@@ -179,6 +191,11 @@ class AcpSession:
 
     def update(self, update: dict[str, Any]) -> None:
         self._peer.notify("session/update", {"sessionId": self.session_id, "update": update})
+
+    def running(self, call_id: str, content: list[dict[str, Any]]) -> None:
+        """The user said yes: the call runs, showing the change it was allowed to make."""
+        for update in self.translator.running(call_id, content):
+            self.update(update)
 
     def show_terminal(self, call_id: str, terminal_id: str) -> None:
         self.update(self.translator.show_terminal(call_id, terminal_id))
@@ -193,10 +210,12 @@ class AcpSession:
     def advertise_commands(self) -> None:
         """``available_commands_update`` with the workspace's commands (but ``new``)."""
         commands: list[dict[str, Any]] = []
-        for command in self.host.catalog.commands(leave_out=NOT_OFFERED):
-            entry: dict[str, Any] = {"name": command.name, "description": command.description}
-            if command.argument_hint:
-                entry["input"] = {"hint": command.argument_hint}
+        for command in self.host.commands()["commands"]:
+            if command["name"] in NOT_OFFERED:
+                continue
+            entry: dict[str, Any] = {"name": command["name"], "description": command["description"]}
+            if command.get("argumentHint"):
+                entry["input"] = {"hint": command["argumentHint"]}
             commands.append(entry)
         self.update({"sessionUpdate": "available_commands_update", "availableCommands": commands})
 
@@ -227,7 +246,7 @@ class AcpSession:
                 "client (session/new)",
             )
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
-        running = self.host.harness.is_running
+        running = self.host.is_running
         answer = await self.host.submit(
             text, while_running="followUp" if running else None, images=images
         )
@@ -244,9 +263,9 @@ class AcpSession:
         return await future
 
     async def cancel(self) -> None:
-        if self.host.harness.is_running:
+        if self.host.is_running:
             self._cancelled = True
-            self.host.harness.clear_queue()
+            self.host.clear_queue()
             await self.host.abort()
 
     async def replay(self) -> None:

@@ -8,8 +8,13 @@ each update; Crank sends only what is new), and how the newest reply ended.
 Contract:
 - Text and thinking deltas become ``agent_message_chunk`` / ``agent_thought_chunk``
   with exactly the delta's text, so the chunks of a message concatenate to its text.
-- Each tool call is one ``tool_call`` (``in_progress``) and then ``tool_call_update``s,
-  the last with ``completed`` or ``failed``; an edit or a write carries a ``diff``.
+- Each tool call is one ``tool_call`` and then ``tool_call_update``s; its status only
+  moves forward: ``pending`` while an edit or a command may still wait for the user
+  (``MAY_ASK``), ``in_progress`` once it is known to run (answered yes, printing, its
+  terminal open), the last ``completed`` or ``failed``.
+- An edit's or a write's change is a ``diff`` of the whole file (``diff_content``),
+  from the tool itself: the approval preview while it waits and runs, the result's
+  ``details`` at the end; bounded by ``DIFF_CHARS``.
 - A command run in the client's terminal (``show_terminal``) has the terminal as its
   content from then on, the final update included (the client shows its output).
 - ``usage_update`` follows Crank's ``usage_update`` (context used and size, cost).
@@ -19,11 +24,13 @@ Contract:
 
 from __future__ import annotations
 
+import uuid
 from pathlib import Path
 from typing import Any, Literal
 
 ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
+ToolStatus = Literal["pending", "in_progress", "completed", "failed"]
 
 TOOL_KINDS: dict[str, ToolKind] = {
     "read": "read",
@@ -34,6 +41,11 @@ TOOL_KINDS: dict[str, ToolKind] = {
     "grep": "search",
     "find": "search",
 }
+MAY_ASK: frozenset[ToolKind] = frozenset({"edit", "execute"})
+"""Kinds whose calls may wait for the user's answer: they start ``pending`` and turn
+``in_progress`` once known to run. The others start ``in_progress`` (they ask only
+about a path outside the workspace; that question then carries no status, which
+never goes backwards)."""
 LIVE_OUTPUT_CHARS = 64 * 1024
 """How much of a running command's output a ``tool_call_update`` carries (its tail)."""
 
@@ -70,28 +82,42 @@ def locations(root: Path, arguments: dict[str, Any]) -> list[dict[str, Any]]:
     return [where]
 
 
-def diff_of(root: Path, name: str, arguments: dict[str, Any]) -> dict[str, Any] | None:
-    """The change an edit or write asks for, as ACP's ``diff`` content (for ``write``
-    the old text is not known here, so it is given as null: a new file's diff)."""
-    path = arguments.get("path")
-    if not isinstance(path, str):
-        return None
-    if name == "edit" and isinstance(arguments.get("newText"), str):
-        old = arguments.get("oldText")
-        return {
-            "type": "diff",
-            "path": _absolute(root, path),
-            "oldText": old if isinstance(old, str) else None,
-            "newText": arguments["newText"],
-        }
-    if name == "write" and isinstance(arguments.get("content"), str):
-        return {
-            "type": "diff",
-            "path": _absolute(root, path),
-            "oldText": None,
-            "newText": arguments["content"],
-        }
-    return None
+DIFF_CHARS = 2 * 1024 * 1024
+"""At most this many characters of old plus new text go in one ``diff``; a larger
+change is shown as a sentence naming the file and its sizes (the result's text still
+carries the unified diff the model saw)."""
+
+
+def diff_content(change: object) -> list[dict[str, Any]]:
+    """The change a tool describes (an approval ``preview`` of kind ``diff``, or an
+    edit's or a write's result ``details``: ``path``, ``oldText``, ``newText``, with
+    ``created`` for a new file and ``oldTextOmitted`` for an old file that was not
+    loaded) as ACP tool call content: one ``diff`` of the whole file, old and new, with
+    ``oldText`` null only for a new file. The text comes from the tool, so it is
+    exactly what was asked about and what was written. Nothing when there is no such
+    change (a command, a declined edit's details)."""
+    if not isinstance(change, dict):
+        return []
+    path, old, new = change.get("path"), change.get("oldText"), change.get("newText")
+    if not isinstance(path, str) or not isinstance(new, str) or not isinstance(old, str):
+        return []
+    omitted = change.get("oldTextOmitted")
+    if isinstance(omitted, int) and omitted:
+        return [
+            text_content(
+                f"{path} was replaced; its old content ({omitted} bytes, not text or too "
+                "large to load) is not shown, so there is no diff"
+            )
+        ]
+    if len(old) + len(new) > DIFF_CHARS:
+        return [
+            text_content(
+                f"The diff of {path} is not shown: {len(old)} characters before and "
+                f"{len(new)} after, over the {DIFF_CHARS} ACP shows in one diff"
+            )
+        ]
+    created = change.get("created") is True
+    return [{"type": "diff", "path": path, "oldText": None if created else old, "newText": new}]
 
 
 def text_content(text: str) -> dict[str, Any]:
@@ -126,35 +152,47 @@ class UpdateTranslator:
 
     def __init__(self, root: Path) -> None:
         self.root = root
-        self._calls: dict[str, tuple[str, dict[str, Any]]] = {}
         self._output: dict[str, str] = {}
         self._terminals: dict[str, str] = {}
         self._ended: dict[str, Update] = {}
         """The last update of each call until its result message comes (with images)."""
+        self.status: dict[str, ToolStatus] = {}
+        """Each running call's status as last sent (it never goes backwards)."""
+        self._approved: dict[str, list[dict[str, Any]]] = {}
+        """The diff a call's question showed, until the call ends."""
+        self._message_id: str | None = None
+        """The id of the message being streamed (minted at its ``message_start``)."""
         self.last_reply: dict[str, Any] | None = None
         """The newest assistant message that ended (its stopReason, errorMessage)."""
         self.last_stop: str | None = None
 
     def show_terminal(self, call_id: str, terminal_id: str) -> Update:
-        """The update that embeds the client's terminal ``terminal_id`` in the call."""
+        """The update that embeds the client's terminal ``terminal_id`` in the call
+        (the command runs from now on, so a pending call becomes ``in_progress``)."""
         self._terminals[call_id] = terminal_id
-        return {
+        update: Update = {
             "sessionUpdate": "tool_call_update",
             "toolCallId": call_id,
             "content": [terminal_content(terminal_id)],
         }
+        if self.running(call_id):
+            update["status"] = "in_progress"
+        return update
 
     def event(self, event: dict[str, Any]) -> list[Update]:
         kind = event.get("type")
+        if kind == "message_start":
+            self._message_id = uuid.uuid4().hex  # each reply (and its thinking) is one message
+            return []
         if kind == "message_update":
             delta = event.get("delta") or {}
             text = delta.get("text")
             if not isinstance(text, str) or not text:
                 return []
             if delta.get("kind") == "text":
-                return [text_chunk("agent_message_chunk", text)]
+                return [text_chunk("agent_message_chunk", text, self._message_id)]
             if delta.get("kind") == "thinking":
-                return [text_chunk("agent_thought_chunk", text)]
+                return [text_chunk("agent_thought_chunk", text, self._message_id)]
             return []
         if kind == "message_end":
             message = event.get("message") or {}
@@ -180,20 +218,35 @@ class UpdateTranslator:
         name = str(event.get("toolName"))
         arguments = event.get("arguments")
         arguments = arguments if isinstance(arguments, dict) else {}
-        self._calls[call_id] = (name, arguments)
-        update: Update = {
+        kind = tool_kind(name)
+        status: ToolStatus = "pending" if kind in MAY_ASK else "in_progress"
+        self.status[call_id] = status
+        return {
             "sessionUpdate": "tool_call",
             "toolCallId": call_id,
             "title": tool_title(name, arguments),
-            "kind": tool_kind(name),
-            "status": "in_progress",
+            "kind": kind,
+            "status": status,
             "rawInput": arguments,
             "locations": locations(self.root, arguments),
         }
-        diff = diff_of(self.root, name, arguments)
-        if diff is not None:
-            update["content"] = [diff]
-        return update
+
+    def running(self, call_id: str, content: list[dict[str, Any]] | None = None) -> list[Update]:
+        """The call is known to run (its question was answered yes, it printed, its
+        terminal opened): one ``in_progress`` update the first time, with ``content``
+        (the approved diff) when given; nothing for a call already running or ended."""
+        if self.status.get(call_id) != "pending":
+            return []
+        self.status[call_id] = "in_progress"
+        update: Update = {
+            "sessionUpdate": "tool_call_update",
+            "toolCallId": call_id,
+            "status": "in_progress",
+        }
+        if content:
+            self._approved[call_id] = content
+            update["content"] = content
+        return [update]
 
     def _call_output(self, event: dict[str, Any]) -> list[Update]:
         call_id = str(event.get("toolCallId"))
@@ -203,19 +256,24 @@ class UpdateTranslator:
         so_far = (self._output.get(call_id, "") + output)[-LIVE_OUTPUT_CHARS:]
         self._output[call_id] = so_far
         return [
+            *self.running(call_id),
             {
                 "sessionUpdate": "tool_call_update",
                 "toolCallId": call_id,
                 "content": [text_content(so_far)],
-            }
+            },
         ]
 
     def _call_ended(self, event: dict[str, Any]) -> Update:
         call_id = str(event.get("toolCallId"))
         result = event.get("result") or {}
-        name, arguments = self._calls.pop(call_id, ("", {}))
         self._output.pop(call_id, None)
-        update = result_update(self.root, call_id, name, arguments, result)
+        self.status.pop(call_id, None)
+        approved = self._approved.pop(call_id, [])
+        update = result_update(call_id, result)
+        changed = any(block.get("type") == "diff" for block in update["content"])
+        if approved and not changed and not result.get("isError"):
+            update["content"][:0] = approved  # no details: the approved change stands
         terminal_id = self._terminals.pop(call_id, None)
         if terminal_id is not None:
             update["content"].insert(0, terminal_content(terminal_id))
@@ -242,15 +300,12 @@ def with_images(content: list[dict[str, Any]], message: dict[str, Any]) -> list[
     return out
 
 
-def result_update(
-    root: Path, call_id: str, name: str, arguments: dict[str, Any], result: dict[str, Any]
-) -> Update:
+def result_update(call_id: str, result: dict[str, Any]) -> Update:
+    """A call's last update: ``completed`` or ``failed``, the change it made as a whole
+    file diff (from the tool's ``details``, when it changed a file), then its text."""
     failed = bool(result.get("isError"))
     text = result.get("content")
-    content: list[dict[str, Any]] = []
-    diff = diff_of(root, name, arguments)
-    if diff is not None and not failed:
-        content.append(diff)
+    content: list[dict[str, Any]] = [] if failed else diff_content(result.get("details"))
     if isinstance(text, str) and text:
         content.append(text_content(text))
     return {
@@ -262,22 +317,28 @@ def result_update(
     }
 
 
-def text_chunk(kind: str, text: str) -> Update:
-    return {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+def text_chunk(kind: str, text: str, message_id: str | None = None) -> Update:
+    """A message chunk; the chunks of one message share ``messageId`` (ACP: "a change
+    in messageId indicates a new message has started")."""
+    update: Update = {"sessionUpdate": kind, "content": {"type": "text", "text": text}}
+    if message_id is not None:
+        update["messageId"] = message_id
+    return update
 
 
-def _image_chunks(message: dict[str, Any]) -> list[Update]:
+def _image_chunks(message: dict[str, Any], message_id: str) -> list[Update]:
     """A stored user message's images as ACP image blocks (a stored one whose bytes
-    could not be loaded: by name)."""
+    could not be loaded: by name), in the message ``message_id``."""
     updates: list[Update] = []
     for image in message.get("images") or []:
         if isinstance(image.get("data"), str):
             content = {"type": "image", "mimeType": image["mimeType"], "data": image["data"]}
-            updates.append({"sessionUpdate": "user_message_chunk", "content": content})
-        else:
             updates.append(
-                text_chunk("user_message_chunk", f"[image: {image.get('name', 'image')}]")
+                {"sessionUpdate": "user_message_chunk", "content": content, "messageId": message_id}
             )
+        else:
+            name = f"[image: {image.get('name', 'image')}]"
+            updates.append(text_chunk("user_message_chunk", name, message_id))
     return updates
 
 
@@ -294,27 +355,31 @@ def _usage(event: dict[str, Any]) -> Update:
 
 
 def replay(root: Path, messages: list[dict[str, Any]]) -> list[Update]:
-    """The updates that rebuild a stored transcript in a client (``session/load``)."""
+    """The updates that rebuild a stored transcript in a client (``session/load``).
+
+    Every stored message is one ACP message: its chunks carry a ``messageId`` of its
+    own (``replay-<n>``, n its place in the transcript), so two user prompts in a row
+    (the first one's turn failed) stay two messages in the client."""
     updates: list[Update] = []
-    calls: dict[str, tuple[str, dict[str, Any]]] = {}
-    for message in messages:
+    for number, message in enumerate(messages):
         role = message.get("role")
+        message_id = f"replay-{number}"
         if role == "user":
             content = message.get("typed") or message.get("content")  # a /command as typed
             if isinstance(content, str) and content:
-                updates.append(text_chunk("user_message_chunk", content))
-            updates.extend(_image_chunks(message))
+                updates.append(text_chunk("user_message_chunk", content, message_id))
+            updates.extend(_image_chunks(message, message_id))
         elif role == "assistant":
             for block in message.get("content") or []:
                 if block.get("type") == "text" and block.get("text"):
-                    updates.append(text_chunk("agent_message_chunk", block["text"]))
+                    updates.append(text_chunk("agent_message_chunk", block["text"], message_id))
                 elif block.get("type") == "thinking" and block.get("thinking"):
-                    updates.append(text_chunk("agent_thought_chunk", block["thinking"]))
+                    thought = block["thinking"]
+                    updates.append(text_chunk("agent_thought_chunk", thought, message_id))
                 elif block.get("type") == "toolCall":
                     call_id, name = str(block.get("id")), str(block.get("name"))
                     arguments = block.get("arguments")
                     arguments = arguments if isinstance(arguments, dict) else {}
-                    calls[call_id] = (name, arguments)
                     updates.append(
                         {
                             "sessionUpdate": "tool_call",
@@ -328,9 +393,8 @@ def replay(root: Path, messages: list[dict[str, Any]]) -> list[Update]:
                     )
         elif role == "toolResult":
             call_id = str(message.get("toolCallId"))
-            name, arguments = calls.pop(call_id, (str(message.get("toolName")), {}))
             result = {"content": message.get("content"), "isError": message.get("isError")}
-            update = result_update(root, call_id, name, arguments, result)
+            update = result_update(call_id, result)  # no details are stored: no diff
             update["content"] = with_images(update["content"], message)
             updates.append(update)
     return updates

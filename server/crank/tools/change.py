@@ -92,6 +92,8 @@ async def apply_change(
         preview["unsavedChanges"] = True
     if before is not None and before.omitted:
         preview["oldTextOmitted"] = before.omitted
+    if before is None:
+        preview["created"] = True
     decision = await ctx.approve(approval_request(call, preview))
     if not decision.allowed:
         return Applied(decision)

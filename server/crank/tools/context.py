@@ -143,6 +143,9 @@ class DiffPreview(TypedDict):
     """Set (to the old file's size in bytes) when the old file was too large or not
     text, so it was not loaded: ``oldText`` is then empty and is NOT the old content
     (a client must not offer to restore it)."""
+    created: NotRequired[bool]
+    """True when the file does not exist yet: ``oldText`` is empty because there is
+    no old file (ACP's diff then says ``oldText: null``)."""
 
 
 class CommandPreview(TypedDict):

@@ -78,9 +78,11 @@ def make_write(ctx: ToolContext) -> Tool:
         diff = await anyio.to_thread.run_sync(
             unified_diff, display, old, content
         )  # large: off the loop
+        details = {"path": str(path), "oldText": old, "newText": content, "diff": diff}
+        if before is None:
+            details["created"] = True  # no old file: oldText is empty because there is none
         return ToolOutput(
-            f"{verb} {display} ({size} bytes, {applied.where}).{note}",
-            details={"path": str(path), "oldText": old, "newText": content, "diff": diff},
+            f"{verb} {display} ({size} bytes, {applied.where}).{note}", details=details
         )
 
     return Tool(

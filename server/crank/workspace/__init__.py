@@ -14,6 +14,7 @@ from crank.lazy import exports
 if TYPE_CHECKING:
     from .client import EditorClient
     from .errors import CrankError, invalid_params
+    from .frontend import Workspace
     from .host import WHILE_RUNNING, WhileRunning, WorkspaceHost
     from .permissions import PERMISSION_MODES, PermissionMode, Permissions, command_prefix
     from .prompts import context_text, fix_file_text
@@ -30,6 +31,7 @@ __all__ = [
     "Permissions",
     "Settings",
     "WhileRunning",
+    "Workspace",
     "WorkspaceHost",
     "command_prefix",
     "context_text",
@@ -44,6 +46,7 @@ __getattr__, __dir__ = exports(
     {
         ".client": ["EditorClient"],
         ".errors": ["CrankError", "invalid_params"],
+        ".frontend": ["Workspace"],
         ".host": ["WHILE_RUNNING", "WhileRunning", "WorkspaceHost"],
         ".permissions": ["PERMISSION_MODES", "PermissionMode", "Permissions", "command_prefix"],
         ".prompts": ["context_text", "fix_file_text"],

@@ -144,6 +144,19 @@ class WorkspaceHost:
         return self._run.id if self._run is not None else None
 
     @property
+    def is_running(self) -> bool:
+        """A run is active (a prompt now would be queued or refused)."""
+        return self.harness.is_running
+
+    @property
+    def permission_mode(self) -> PermissionMode:
+        return self.permissions.mode
+
+    def current_model(self) -> tuple[str, str]:
+        """The model the next run uses: ``(api, id)``."""
+        return self.harness.model.api, self.harness.model.id
+
+    @property
     def config_error(self) -> str | None:
         return self.model_config.error
 
