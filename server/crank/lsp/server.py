@@ -518,6 +518,20 @@ async def _tree(ls: CrankServer, params: Params) -> Any:
     return (await ls.session_host(params)).tree()
 
 
+@handles("crank/changes")
+async def _changes(ls: CrankServer, params: Params) -> Any:
+    return (await ls.session_host(params)).file_changes(params.text("runId"))
+
+
+@handles("crank/revert")
+async def _revert(ls: CrankServer, params: Params) -> Any:
+    runs = params.strings("runId", one=True)
+    if not runs:
+        raise invalid_params("runId", "is required (a run id, or a list of them)")
+    host = await ls.session_host(params)
+    return await host.revert(runs, params.strings("paths"), params.flag("force"))
+
+
 @handles("crank/branch")
 async def _branch(ls: CrankServer, params: Params) -> Any:
     entry_id = params.required_text("entryId")

@@ -41,6 +41,7 @@ from crank.vendors.config import default_config_file
 
 from .approvals import ApprovalRouter
 from .attachments import context_images
+from .changes import RunChanges
 from .client import EditorClient
 from .commands import BUILTIN_NAMES, CommandCatalog, parse_command, perform
 from .daily import DailyRefresh
@@ -49,7 +50,7 @@ from .images import image_json, with_stored_images
 from .permissions import PERMISSION_MODES, PermissionMode, Permissions
 from .prompts import context_text
 from .provider import ModelConfig
-from .session_slot import SessionSlot
+from .session_slot import SessionSlot, require_idle
 from .settings import Settings
 from .stream import EventStream, SystemPromptChanged
 from .toolset import session_tools
@@ -109,6 +110,10 @@ class WorkspaceHost:
                 [Path(settings.session_dir).expanduser()] if settings.session_dir else []
             ),
         )
+        self.changes = RunChanges(
+            self.ctx, lambda: self.session.log, lambda: self.run_id, client.log
+        )
+        """What each run changed in the workspace (``changes.py``)."""
         self.notes = Notes(lambda: notes_path(self.session.file))
         """The active session's notes (the note tools follow the session)."""
         self.tools = self._tool_set(log=None)
@@ -205,13 +210,14 @@ class WorkspaceHost:
         the active one) has something compacted away or trimmed out of view."""
         session_log = self.session.log if log is True else log or None
         read_only = (mode or self.permissions.mode) == "readOnly"
-        return session_tools(
+        tools = session_tools(
             self.ctx,
             session_log,
             read_only=read_only,
             notes=self.notes,
             trimmed=lambda: self.session.trimmed(),  # the slot is made after the tools
         )
+        return self.changes.wrap(tools)
 
     async def _refresh_tools(self) -> None:
         """``recall`` is offered while something on the active branch has been compacted
@@ -431,6 +437,17 @@ class WorkspaceHost:
 
     def tree(self) -> dict[str, Any]:
         return self.session.tree()
+
+    def file_changes(self, run_id: str | None) -> dict[str, Any]:
+        """``crank/changes``: what one run (or the whole session) changed."""
+        return self.changes.list(self.session.log, run_id)
+
+    async def revert(
+        self, runs: Sequence[str], paths: Sequence[str] | None, force: bool
+    ) -> dict[str, Any]:
+        """``crank/revert``: refused while a run is active (it could be changing them)."""
+        require_idle(self.harness, "crank/revert")
+        return await self.changes.revert(self.session.log, runs, paths, force)
 
     async def models(self) -> dict[str, Any]:
         return await self.model_config.models_json(self.harness.model)

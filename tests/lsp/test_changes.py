@@ -1,0 +1,154 @@
+"""A run's changes, listed and taken back (issue 30), against the real server over stdio.
+
+The scripted loopback model drives one run that edits ``a.py`` with the edit tool,
+creates ``b.txt`` and deletes ``c.txt`` with commands and rewrites ``d.py`` with
+``sed -i``. ``crank/changes`` must list all four with their status, and
+``crank/revert`` must put every one back byte for byte (hashes compared), refuse a
+file the user changed since, and record itself so that it can be reverted too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pygls.exceptions import JsonRpcException
+
+from tests.support.model_server import ModelServer
+
+from .helpers import Crank, running_server
+from .test_one_truth import options, script
+
+A = "def add(a, b):\n    return a - b\n"
+C = "to be deleted\n"
+D = "x = 1\ny = 2\n"
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "a.py").write_text(A)
+    (folder / "c.txt").write_text(C)
+    (folder / "d.py").write_text(D)
+    (folder / "untouched.txt").write_text("same\n")
+    return folder
+
+
+FOUR = script(
+    {"tool": "edit", "path": "a.py", "oldText": "a - b", "newText": "a + b"},
+    {"tool": "bash", "command": "printf 'made\\n' > b.txt"},
+    {"tool": "bash", "command": "rm c.txt"},
+    {"tool": "bash", "command": "sed -i 's/y = 2/y = 3/' d.py"},
+)
+
+
+async def run(crank: Crank) -> str:
+    answer = await crank.request("crank/prompt", {"text": "change four files"})
+    events = await crank.settled(answer["runId"], within=60)
+    ends = [e["event"] for e in events if e["event"]["type"] == "tool_execution_end"]
+    assert [end["result"]["isError"] for end in ends] == [False] * 4, ends
+    return str(answer["runId"])
+
+
+def by_path(answer: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {item["path"]: item for item in answer["files"]}
+
+
+async def test_a_run_of_edits_and_commands_is_listed_and_reverted_exactly(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    before = {name: sha(folder / name) for name in ("a.py", "c.txt", "d.py")}
+    with ModelServer(FOUR) as model:
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            run_id = await run(crank)
+            files = by_path(await crank.request("crank/changes", {"runId": run_id}))
+            assert {path: item["status"] for path, item in files.items()} == {
+                "a.py": "modified",
+                "b.txt": "added",
+                "c.txt": "deleted",
+                "d.py": "modified",
+            }
+            assert files["a.py"]["byTool"] == ["c1"] and files["d.py"]["byTool"] == ["c4"]
+            assert files["b.txt"]["byTool"] == ["c2"] and files["c.txt"]["byTool"] == ["c3"]
+            assert all(item["restorable"] for item in files.values())
+            assert files["a.py"]["before"] == before["a.py"]
+            assert files["a.py"]["after"] == sha(folder / "a.py")
+            assert files["c.txt"]["before"] == before["c.txt"] and "after" not in files["c.txt"]
+            assert "before" not in files["b.txt"] and files["b.txt"]["after"] == sha(
+                folder / "b.txt"
+            )
+            whole = by_path(await crank.request("crank/changes", {}))
+            assert whole.keys() == files.keys()
+
+            answer = await crank.request("crank/revert", {"runId": run_id})
+            assert sorted(answer["reverted"]) == ["a.py", "b.txt", "c.txt", "d.py"]
+            assert answer["conflicts"] == []
+            assert {name: sha(folder / name) for name in before} == before
+            assert not (folder / "b.txt").exists()
+
+            # The revert is recorded with its own id, and can itself be reverted.
+            undone = by_path(await crank.request("crank/changes", {"runId": answer["revertId"]}))
+            assert {p: i["status"] for p, i in undone.items()} == {
+                "a.py": "modified",
+                "b.txt": "deleted",
+                "c.txt": "added",
+                "d.py": "modified",
+            }
+            again = await crank.request("crank/revert", {"runId": answer["revertId"]})
+            assert again["conflicts"] == [] and len(again["reverted"]) == 4
+            assert (folder / "b.txt").read_text() == "made\n"
+            assert not (folder / "c.txt").exists()
+            assert (folder / "d.py").read_text() == "x = 1\ny = 3\n"
+
+
+async def test_a_file_the_user_changed_since_is_a_conflict_unless_forced(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    with ModelServer(FOUR) as model:
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            run_id = await run(crank)
+            (folder / "d.py").write_text("mine\n")
+            answer = await crank.request("crank/revert", {"runId": run_id})
+            assert sorted(answer["reverted"]) == ["a.py", "b.txt", "c.txt"]
+            [conflict] = answer["conflicts"]
+            assert conflict["path"] == "d.py"
+            assert "changed since the run" in conflict["reason"]
+            assert (folder / "d.py").read_text() == "mine\n"  # never overwritten
+            assert (folder / "a.py").read_text() == A
+
+            forced = await crank.request(
+                "crank/revert", {"runId": run_id, "paths": ["d.py"], "force": True}
+            )
+            assert forced == {"reverted": ["d.py"], "conflicts": [], "revertId": forced["revertId"]}
+            assert (folder / "d.py").read_text() == D
+            # The user's text overwritten by force is kept: reverting the revert brings it back.
+            back = await crank.request("crank/revert", {"runId": forced["revertId"]})
+            assert back["reverted"] == ["d.py"] and (folder / "d.py").read_text() == "mine\n"
+
+
+async def test_bad_input_is_a_per_file_conflict_and_nothing_is_half_written(
+    tmp_path: Path,
+) -> None:
+    folder = project(tmp_path)
+    with ModelServer(FOUR) as model:
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            run_id = await run(crank)
+            (folder / "b.txt").unlink()
+            (folder / "b.txt").mkdir()  # the created file is now a folder
+            answer = await crank.request(
+                "crank/revert",
+                {"runId": run_id, "paths": ["b.txt", "../outside.txt", "nothing.py"]},
+            )
+            assert answer["reverted"] == []
+            reasons = {c["path"]: c["reason"] for c in answer["conflicts"]}
+            assert reasons["b.txt"].startswith("is now a folder")
+            assert reasons["../outside.txt"] == "not changed by this run"
+            assert reasons["nothing.py"] == "not changed by this run"
+            assert (folder / "b.txt").is_dir()
+            with pytest.raises(JsonRpcException) as raised:
+                await crank.request("crank/revert", {"runId": "run-9-00000000"})
+            assert "no changes of run run-9-00000000 are recorded" in str(raised.value)
