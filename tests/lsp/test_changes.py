@@ -152,3 +152,31 @@ async def test_bad_input_is_a_per_file_conflict_and_nothing_is_half_written(
             with pytest.raises(JsonRpcException) as raised:
                 await crank.request("crank/revert", {"runId": "run-9-00000000"})
             assert "no changes of run run-9-00000000 are recorded" in str(raised.value)
+
+
+async def test_an_open_buffer_is_reverted_through_the_editor(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    a = folder / "a.py"
+    with ModelServer(FOUR) as model:
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            crank.open(a, A)
+            await crank.request("crank/state", {})
+            run_id = await run(crank)
+            assert len(crank.edits) == 1 and crank.buffer(a) != A
+            answer = await crank.request("crank/revert", {"runId": run_id, "paths": ["a.py"]})
+            assert answer["reverted"] == ["a.py"], answer
+            assert len(crank.edits) == 2  # through workspace/applyEdit: the editor can undo it
+            assert crank.buffer(a) == A == a.read_text()
+
+
+async def test_the_changes_outlive_the_server(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    with ModelServer(FOUR) as model:
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            run_id = await run(crank)
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            files = by_path(await crank.request("crank/changes", {"runId": run_id}))
+            assert len(files) == 4
+            answer = await crank.request("crank/revert", {"runId": run_id})
+            assert len(answer["reverted"]) == 4 and answer["conflicts"] == []
+            assert (folder / "d.py").read_text() == D and (folder / "c.txt").read_text() == C

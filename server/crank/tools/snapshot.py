@@ -25,9 +25,10 @@ import hashlib
 import os
 import stat
 from collections.abc import Callable, Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Literal, Protocol
 
 from .textfile import SNIFF_BYTES
 from .walk import ALWAYS_SKIPPED, GITIGNORE_BYTES, Layer, Rule, ignored, parse_gitignore
@@ -44,6 +45,16 @@ Save = Callable[[bytes], str]
 """Keeps a file's bytes under their sha256 (the session's content store); the hash."""
 
 
+class Store(Protocol):
+    """Where before images go (``crank.session.fileblobs.FileStore``)."""
+
+    def put(self, data: bytes) -> str: ...
+
+    def batch(self) -> AbstractContextManager[Save]:
+        """A ``put`` for many contents at once (a whole scan), kept when it ends."""
+        ...
+
+
 @dataclass(frozen=True)
 class FileState:
     """One path as a scan saw it. ``sha256`` is the content's hash when it was read;
@@ -58,14 +69,13 @@ class FileState:
     why: str | None = None
     folder: bool = False
 
+    @property
+    def key(self) -> tuple[int, int, int, int, bool]:
+        """What a stat says of the path; equal keys are taken as equal content."""
+        return (self.size, self.mtime_ns, self.ctime_ns, self.ino, self.folder)
+
     def same_stat(self, other: FileState) -> bool:
-        return (self.size, self.mtime_ns, self.ctime_ns, self.ino, self.folder) == (
-            other.size,
-            other.mtime_ns,
-            other.ctime_ns,
-            other.ino,
-            other.folder,
-        )
+        return self.key == other.key
 
     def same_content(self, other: FileState) -> bool:
         """Equal content when both were hashed, else an equal stat."""
@@ -109,12 +119,13 @@ def _stat_of(info: os.stat_result, *, folder: bool = False) -> FileState:
 
 class Scanner:
     """Snapshots of one workspace, remembering the last state of every path so a file
-    whose stat did not change is not read again. ``save`` must keep what it is given
+    whose stat did not change is not read again. ``store`` must keep what it is given
     before the scan returns (it is the before image of the next command)."""
 
-    def __init__(self, root: Path, save: Save, *, limit: int = SAVE_LIMIT) -> None:
+    def __init__(self, root: Path, store: Store, *, limit: int = SAVE_LIMIT) -> None:
         self.root = root.resolve()
-        self.save = save
+        self.store = store
+        self.save: Save = store.put
         self.limit = limit
         self._known: dict[str, FileState] = {}
 
@@ -123,7 +134,12 @@ class Scanner:
     def scan(self) -> Snapshot:
         """Every file of the workspace (see the module docstring for what is one entry)."""
         found: Snapshot = {}
-        self._walk(self.root, "", [], found)
+        with self.store.batch() as save:
+            self.save = save
+            try:
+                self._walk(self.root, "", [], found)
+            finally:
+                self.save = self.store.put
         self._known = dict(found)
         return found
 
@@ -151,28 +167,41 @@ class Scanner:
                 entries = list(scan)
         except OSError:
             return
+        known = self._known
         for entry in entries:
             relative = prefix + entry.name
             try:
                 is_dir = entry.is_dir(follow_symlinks=False)
-                info = entry.stat(follow_symlinks=False)
+                if not is_dir:  # the hot path: one lstat, one look-up
+                    info = entry.stat(follow_symlinks=False)
+                    seen = known.get(relative)
+                    if seen is not None and seen.key == (
+                        info.st_size,
+                        info.st_mtime_ns,
+                        info.st_ctime_ns,
+                        info.st_ino,
+                        False,
+                    ):
+                        found[relative] = seen
+                        continue
+                    found[relative] = self._state(relative, info, layers)
+                    continue
             except OSError:
                 continue
-            if is_dir:
-                if entry.name in ALWAYS_SKIPPED and entry.name not in NOT_WALKED:
-                    continue
-                path = directory / entry.name
-                if entry.name in NOT_WALKED or ignored(path, True, layers):
-                    why = "an ignored folder (not recorded file by file)"
-                    found[relative + "/"] = FileState(
-                        0, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, why=why, folder=True
-                    )
-                    continue
-                self._walk(path, relative + "/", layers, found)
+            if entry.name in ALWAYS_SKIPPED and entry.name not in NOT_WALKED:
                 continue
-            state = self._state(relative, info, layers)
-            if state is not None:
-                found[relative] = state
+            path = directory / entry.name
+            if entry.name in NOT_WALKED or ignored(path, True, layers):
+                try:
+                    info = entry.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                why = "an ignored folder (not recorded file by file)"
+                found[relative + "/"] = FileState(
+                    0, info.st_mtime_ns, info.st_ctime_ns, info.st_ino, why=why, folder=True
+                )
+                continue
+            self._walk(path, relative + "/", layers, found)
 
     def _state(self, relative: str, info: os.stat_result, layers: list[Layer] | None) -> FileState:
         plain = _stat_of(info)

@@ -204,15 +204,15 @@ class RunChanges:
         self.limit = limit
         self._scanner: Scanner | None = None
         self._folder: Path | None = None
+        self._store: fileblobs.FileStore | None = None
 
     def scanner(self, session: SessionLog) -> Scanner:
         """The scanner saving into ``session``'s content store (a new session starts
         a new one: what the old one remembers is in the old session's folder)."""
         folder = session.blobs
         if self._scanner is None or self._folder != folder:
-            self._scanner = Scanner(
-                self.root, lambda data: fileblobs.put(folder, data), limit=self.limit
-            )
+            self._store = fileblobs.FileStore(folder)
+            self._scanner = Scanner(self.root, self._store, limit=self.limit)
             self._folder = folder
         return self._scanner
 
@@ -272,10 +272,23 @@ class RunChanges:
             return
         fields = {"runId": run, "toolCallId": call_id, "files": [_file_json(c) for c in found]}
         try:
-            await anyio.to_thread.run_sync(_make_durable, session.blobs, found)
+            await anyio.to_thread.run_sync(self._make_durable, session, found)
             await session.append("fileChanges", fields)
         except Exception as exc:
             self._note(f"Crank: the run's changes could not be recorded: {exc}")
+
+    def _make_durable(self, session: SessionLog, found: list[Change]) -> None:
+        """The contents the entry about to be appended names, synced first."""
+        hashes = [
+            state.sha256
+            for change in found
+            for state in (change.before, change.after)
+            if state is not None and state.saved and state.sha256 is not None
+        ]
+        if hashes:
+            self.scanner(session)
+            assert self._store is not None
+            self._store.make_durable(hashes)
 
     # -- listing -------------------------------------------------------------------------
 
@@ -348,7 +361,7 @@ class RunChanges:
             "reverted": reverted,
             "conflicts": conflicts,
         }
-        await anyio.to_thread.run_sync(_make_durable, session.blobs, found)
+        await anyio.to_thread.run_sync(self._make_durable, session, found)
         await session.append("revert", fields)
         return {"reverted": reverted, "conflicts": conflicts, "revertId": revert_id}
 
@@ -386,7 +399,9 @@ class RunChanges:
         if not net.existed:
             return (None,)
         assert net.before is not None
-        data = fileblobs.get(session.blobs, str(net.before.get("sha256")))
+        self.scanner(session)
+        assert self._store is not None
+        data = self._store.get(str(net.before.get("sha256")))
         if isinstance(data, str):
             return f"its content before the run cannot be had: {data}"
         return (data,)
@@ -432,14 +447,3 @@ class RunChanges:
         except OSError as exc:
             return f"could not be written ({exc.strerror or exc}); the file is as it was"
         return None
-
-
-def _make_durable(folder: Path, found: list[Change]) -> None:
-    hashes = [
-        state.sha256
-        for change in found
-        for state in (change.before, change.after)
-        if state is not None and state.saved and state.sha256 is not None
-    ]
-    if hashes:
-        fileblobs.make_durable(folder, hashes)
