@@ -300,10 +300,23 @@ class RunChanges:
         return {"files": [net.to_json() for net in nets.values()]}
 
     def last_run(self, session: SessionLog | None) -> str | None:
-        """The newest run (or revert) that changed a file: what ``/undo`` takes back."""
+        """What ``/undo`` takes back: the newest run that changed a file and that no
+        revert has taken back yet (a revert is not a run: ``/undo`` twice goes further
+        back instead of redoing)."""
         if session is None:
             return None
-        runs = run_ids(session.entries())
+        entries = session.entries()
+        taken = {
+            run
+            for entry in entries
+            if entry.get("type") == "revert"
+            for run in entry.get("reverts") or ()
+        }
+        runs = [
+            run
+            for run in run_ids(entries)
+            if not run.startswith(REVERT_PREFIX) and run not in taken
+        ]
         return runs[-1] if runs else None
 
     # -- taking back ---------------------------------------------------------------------

@@ -449,6 +449,14 @@ class WorkspaceHost:
         require_idle(self.harness, "crank/revert")
         return await self.changes.revert(self.session.log, runs, paths, force)
 
+    async def undo(self) -> dict[str, Any]:
+        """``/undo``: revert the last run not taken back yet; ``runId`` null when none."""
+        require_idle(self.harness, "/undo")
+        run = self.changes.last_run(self.session.log)
+        if run is None:
+            return {"runId": None, "reverted": [], "conflicts": []}
+        return {"runId": run, **await self.revert([run], None, False)}
+
     async def models(self) -> dict[str, Any]:
         return await self.model_config.models_json(self.harness.model)
 
