@@ -76,6 +76,9 @@ class CrankServer(LanguageServer):
         self.save_documents = False
         """The client declared ``experimental.crank.saveDocuments``: it answers
         ``crank/saveDocument`` (see landing.py)."""
+        self.diagnostics = False
+        """The client declared ``experimental.crank.diagnostics``: it answers
+        ``crank/diagnostics`` (crank.workspace.diagnostics)."""
         self._tasks: set[asyncio.Task[Any]] = set()
         self._register()
 
@@ -184,6 +187,9 @@ class CrankServer(LanguageServer):
         )
         self.save_documents = bool(
             isinstance(crank_caps, dict) and crank_caps.get("saveDocuments") is True
+        )
+        self.diagnostics = bool(
+            isinstance(crank_caps, dict) and crank_caps.get("diagnostics") is True
         )
 
     def _folders(self) -> list[str]:

@@ -45,6 +45,7 @@ from .changes import RunChanges
 from .client import EditorClient
 from .commands import BUILTIN_NAMES, CommandCatalog, parse_command, perform
 from .daily import DailyRefresh
+from .diagnostics import EditorDiagnostics
 from .errors import RUN_IN_PROGRESS, CrankError, invalid_params
 from .images import image_json, with_stored_images
 from .permissions import PERMISSION_MODES, PermissionMode, Permissions
@@ -114,6 +115,12 @@ class WorkspaceHost:
             self.ctx, lambda: self.session.log, lambda: self.run_id, client.log
         )
         """What each run changed in the workspace (``changes.py``)."""
+        self.diagnostics = EditorDiagnostics(
+            self.root,
+            lambda: getattr(client, "diagnostics", None),  # optional: only LSP editors offer it
+            lambda: self.settings.diagnostics,
+            self.ctx.display,
+        )
         self.notes = Notes(lambda: notes_path(self.session.file))
         """The active session's notes (the note tools follow the session)."""
         self.tools = self._tool_set(log=None)
@@ -217,7 +224,7 @@ class WorkspaceHost:
             notes=self.notes,
             trimmed=lambda: self.session.trimmed(),  # the slot is made after the tools
         )
-        return self.changes.wrap(tools)
+        return self.changes.wrap(self.diagnostics.wrap(tools))
 
     async def _refresh_tools(self) -> None:
         """``recall`` is offered while something on the active branch has been compacted
