@@ -180,3 +180,17 @@ async def test_the_changes_outlive_the_server(tmp_path: Path) -> None:
             answer = await crank.request("crank/revert", {"runId": run_id})
             assert len(answer["reverted"]) == 4 and answer["conflicts"] == []
             assert (folder / "d.py").read_text() == D and (folder / "c.txt").read_text() == C
+
+
+async def test_a_kept_before_image_is_served_for_a_diff_view(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    with ModelServer(FOUR) as model:
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            run_id = await run(crank)
+            files = by_path(await crank.request("crank/changes", {"runId": run_id}))
+            before = files["d.py"]["before"]
+            answer = await crank.request("crank/fileContent", {"sha256": before})
+            assert answer == {"sha256": before, "text": D}
+            with pytest.raises(JsonRpcException) as raised:
+                await crank.request("crank/fileContent", {"sha256": "0" * 64})
+            assert "no kept file content of this session has this hash" in str(raised.value)

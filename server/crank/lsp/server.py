@@ -529,6 +529,11 @@ async def _changes(ls: CrankServer, params: Params) -> Any:
     return (await ls.session_host(params)).file_changes(params.text("runId"))
 
 
+@handles("crank/fileContent")
+async def _file_content(ls: CrankServer, params: Params) -> Any:
+    return (await ls.session_host(params)).file_content(params.raw.get("sha256"))
+
+
 @handles("crank/revert")
 async def _revert(ls: CrankServer, params: Params) -> Any:
     runs = params.strings("runId", one=True)

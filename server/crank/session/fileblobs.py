@@ -26,6 +26,8 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from .blobs import BLOB_MISSING, BlobProblem, is_hash
+
+__all__ = ["FileStore", "get", "is_hash", "make_durable", "put"]
 from .durable import fsync_dir
 
 SUFFIX = ".file"

@@ -299,6 +299,27 @@ class RunChanges:
         nets = net_changes(session.entries(), None if run is None else [run])
         return {"files": [net.to_json() for net in nets.values()]}
 
+    def content(self, session: SessionLog | None, sha256: object) -> dict[str, Any]:
+        """``crank/fileContent``: a kept before or after image, as text, for a client's
+        diff view. Only a hash this session's change entries name is ever read."""
+        if not isinstance(sha256, str) or not fileblobs.is_hash(sha256):
+            raise invalid_params("sha256", "expected 64 lowercase hex digits")
+        named = session is not None and any(
+            isinstance(state, dict) and state.get("sha256") == sha256 and state.get("saved")
+            for entry in session.entries()
+            if entry.get("type") in ("fileChanges", "revert")
+            for record in entry.get("files") or ()
+            for state in (record.get("before"), record.get("after"))
+        )
+        if session is None or not named:
+            raise invalid_params("sha256", "no kept file content of this session has this hash")
+        self.scanner(session)
+        assert self._store is not None
+        data = self._store.get(sha256)
+        if isinstance(data, str):
+            raise invalid_params("sha256", f"the content cannot be had: {data}")
+        return {"sha256": sha256, "text": data.decode("utf-8", "replace")}
+
     def last_run(self, session: SessionLog | None) -> str | None:
         """What ``/undo`` takes back: the newest run that changed a file and that no
         revert has taken back yet (a revert is not a run: ``/undo`` twice goes further

@@ -456,6 +456,10 @@ class WorkspaceHost:
         require_idle(self.harness, "crank/revert")
         return await self.changes.revert(self.session.log, runs, paths, force)
 
+    def file_content(self, sha256: object) -> dict[str, Any]:
+        """``crank/fileContent``: a before/after image of this session's changes."""
+        return self.changes.content(self.session.log, sha256)
+
     async def undo(self) -> dict[str, Any]:
         """``/undo``: revert the last run not taken back yet; ``runId`` null when none."""
         require_idle(self.harness, "/undo")
