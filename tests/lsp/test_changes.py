@@ -194,3 +194,18 @@ async def test_a_kept_before_image_is_served_for_a_diff_view(tmp_path: Path) -> 
             with pytest.raises(JsonRpcException) as raised:
                 await crank.request("crank/fileContent", {"sha256": "0" * 64})
             assert "no kept file content of this session has this hash" in str(raised.value)
+
+
+async def test_a_deleted_file_still_open_in_the_editor_is_written_back_to_disk(
+    tmp_path: Path,
+) -> None:
+    folder = project(tmp_path)
+    c = folder / "c.txt"
+    with ModelServer(FOUR) as model:
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            crank.open(c, C)  # the buffer still shows the old text after rm
+            await crank.request("crank/state", {})
+            run_id = await run(crank)
+            assert not c.exists()
+            answer = await crank.request("crank/revert", {"runId": run_id, "paths": ["c.txt"]})
+            assert answer["reverted"] == ["c.txt"] and c.read_text() == C

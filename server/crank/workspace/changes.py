@@ -469,15 +469,26 @@ class RunChanges:
                 return (
                     "open in the editor, and its old content is not UTF-8 text; nothing was changed"
                 )
-            if buffer == text:
-                return None
+            if buffer == text:  # the editor already shows it: the disk must hold it too
+                return await self._write(path, data)
             try:
                 await self.ctx.apply_edit(path, buffer, text)
             except (EditRefused, EditNotSaved) as exc:
                 return f"the editor did not take the change back: {exc}"
             return None
+        return await self._write(path, data)
+
+    async def _write(self, path: Path, data: bytes) -> str | None:
+        """Replace the file on disk (temporary file, rename) unless it already holds ``data``."""
+
+        def write() -> None:
+            with contextlib.suppress(OSError):
+                if path.read_bytes() == data:
+                    return
+            write_atomic(path, data)
+
         try:
-            await anyio.to_thread.run_sync(lambda: write_atomic(path, data))
+            await anyio.to_thread.run_sync(write)
         except OSError as exc:
             return f"could not be written ({exc.strerror or exc}); the file is as it was"
         return None
