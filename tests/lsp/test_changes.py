@@ -209,3 +209,42 @@ async def test_a_deleted_file_still_open_in_the_editor_is_written_back_to_disk(
             assert not c.exists()
             answer = await crank.request("crank/revert", {"runId": run_id, "paths": ["c.txt"]})
             assert answer["reverted"] == ["c.txt"] and c.read_text() == C
+
+
+async def test_binary_and_oversized_files_are_listed_but_refused_by_name(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    (folder / "image.bin").write_bytes(b"\0\1\2")
+    (folder / "big.txt").write_bytes(b"x" * (1 << 20) + b"more")
+    change = script(
+        {"tool": "bash", "command": "printf '\\0\\3' > image.bin && echo y >> big.txt"},
+    )
+    with ModelServer(change) as model:
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            answer = await crank.request("crank/prompt", {"text": "touch them"})
+            await crank.settled(answer["runId"], within=60)
+            files = by_path(await crank.request("crank/changes", {"runId": answer["runId"]}))
+            assert files["image.bin"]["restorable"] is False
+            assert files["image.bin"]["reason"] == "a binary file: not restorable"
+            assert files["big.txt"]["reason"] == "larger than 1048576 bytes: not restorable"
+            reverted = await crank.request("crank/revert", {"runId": answer["runId"]})
+            assert reverted["reverted"] == []
+            reasons = {c["path"]: c["reason"] for c in reverted["conflicts"]}
+            assert reasons == {
+                "big.txt": "larger than 1048576 bytes: not restorable",
+                "image.bin": "a binary file: not restorable",
+            }
+            assert (folder / "image.bin").read_bytes() == b"\0\3"  # untouched
+
+
+async def test_the_next_prompt_tells_the_model_what_was_taken_back(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    with ModelServer(FOUR) as model:
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            run_id = await run(crank)
+            await crank.request("crank/revert", {"runId": run_id, "paths": ["a.py"]})
+            model.add({"text": "noted"})
+            answer = await crank.request("crank/prompt", {"text": "what now?"})
+            await crank.settled(answer["runId"], within=60)
+            sent = model.requests[-1]["body"]["messages"][-1]["content"]
+            assert sent.startswith("what now?\n\n[The user took back what run-1-")
+            assert "changed in a.py: those files are as they were before it." in sent

@@ -205,6 +205,7 @@ class RunChanges:
         self._scanner: Scanner | None = None
         self._folder: Path | None = None
         self._store: fileblobs.FileStore | None = None
+        self._notes: list[str] = []
 
     def scanner(self, session: SessionLog) -> Scanner:
         """The scanner saving into ``session``'s content store (a new session starts
@@ -397,7 +398,19 @@ class RunChanges:
         }
         await anyio.to_thread.run_sync(self._make_durable, session, found)
         await session.append("revert", fields)
+        if reverted:
+            self._notes.append(
+                f"[The user took back what {', '.join(runs)} changed in {', '.join(reverted)}: "
+                "those files are as they were before it. Read them again before relying on "
+                "them.]"
+            )
         return {"reverted": reverted, "conflicts": conflicts, "revertId": revert_id}
+
+    def take_notes(self) -> str:
+        """What the model is told with the next prompt about reverts since the last one
+        (so it does not build on changes that were taken back); empty when none."""
+        notes, self._notes = self._notes, []
+        return "\n".join(notes)
 
     def _judge(self, session: SessionLog, net: Net, force: bool) -> tuple[bytes | None] | str:
         """The bytes ``net.path`` goes back to (None: it is deleted), or why not."""

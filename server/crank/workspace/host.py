@@ -350,6 +350,8 @@ class WorkspaceHost:
         context, attached = context_images(context)
         images = [*images, *attached]
         full = text + context_text(self.root, self.client.documents, context)
+        if not self.harness.is_running and (reverted := self.changes.take_notes()):
+            full += f"\n\n{reverted}"
         if self.harness.is_running:
             if while_running == "steer":
                 self.harness.steer(full, images, typed=typed)
