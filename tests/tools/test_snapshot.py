@@ -6,8 +6,10 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from crank.session.fileblobs import FileStore
-from crank.tools.snapshot import Scanner, changes
+from crank.tools.snapshot import Scanner, TooLarge, changes
 
 
 def test_an_unchanged_file_is_not_read_again_and_a_change_is_found(tmp_path: Path) -> None:
@@ -72,3 +74,16 @@ def test_a_pack_is_read_back_after_the_store_is_reopened(tmp_path: Path) -> None
     assert sha is not None
     assert FileStore(tmp_path / "blobs").get(sha) == b"alpha\n"
     assert FileStore(tmp_path / "blobs").get("0" * 64) == "the blob is missing"
+
+
+def test_a_workspace_past_the_bound_is_refused_not_walked_for_minutes(tmp_path: Path) -> None:
+    root = tmp_path / "w"
+    root.mkdir()
+    for n in range(5):
+        (root / f"f{n}.txt").write_text(str(n))
+    scanner = Scanner(root, FileStore(tmp_path / "blobs"), max_entries=4)
+    with pytest.raises(TooLarge):
+        scanner.scan()
+    assert set(Scanner(root, FileStore(tmp_path / "b2"), max_entries=5).scan()) == {
+        f"f{n}.txt" for n in range(5)
+    }

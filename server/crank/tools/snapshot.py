@@ -35,6 +35,9 @@ from .walk import ALWAYS_SKIPPED, GITIGNORE_BYTES, Layer, Rule, ignored, parse_g
 
 SAVE_LIMIT = 1 << 20
 """Files up to this many bytes are hashed and saved; larger ones are watched by stat."""
+MAX_ENTRIES = 300_000
+"""A workspace with more entries than this is not snapshot for commands at all
+(``TooLarge``): each command would cost seconds of ``lstat``s (bench/changes.py)."""
 NOT_WALKED = frozenset({"node_modules"})
 """Folders seen as one entry (their own stat), never walked, like ignored folders."""
 
@@ -53,6 +56,10 @@ class Store(Protocol):
     def batch(self) -> AbstractContextManager[Save]:
         """A ``put`` for many contents at once (a whole scan), kept when it ends."""
         ...
+
+
+class TooLarge(Exception):
+    """The workspace has more than ``Scanner.max_entries`` entries: no snapshot."""
 
 
 @dataclass(frozen=True)
@@ -122,17 +129,21 @@ class Scanner:
     whose stat did not change is not read again. ``store`` must keep what it is given
     before the scan returns (it is the before image of the next command)."""
 
-    def __init__(self, root: Path, store: Store, *, limit: int = SAVE_LIMIT) -> None:
+    def __init__(
+        self, root: Path, store: Store, *, limit: int = SAVE_LIMIT, max_entries: int = MAX_ENTRIES
+    ) -> None:
         self.root = root.resolve()
         self.store = store
         self.save: Save = store.put
         self.limit = limit
+        self.max_entries = max_entries
         self._known: dict[str, FileState] = {}
 
     # -- the two scans -------------------------------------------------------------------
 
     def scan(self) -> Snapshot:
-        """Every file of the workspace (see the module docstring for what is one entry)."""
+        """Every file of the workspace (see the module docstring for what is one entry);
+        ``TooLarge`` past ``max_entries``."""
         found: Snapshot = {}
         with self.store.batch() as save:
             self.save = save
@@ -168,6 +179,8 @@ class Scanner:
         except OSError:
             return
         known = self._known
+        if len(found) + len(entries) > self.max_entries:
+            raise TooLarge(f"the workspace has more than {self.max_entries} files")
         for entry in entries:
             relative = prefix + entry.name
             try:

@@ -45,6 +45,7 @@ from crank.tools.snapshot import (
     FileState,
     Scanner,
     Snapshot,
+    TooLarge,
     sha256_hex,
 )
 from crank.tools.snapshot import changes as diff_snapshots
@@ -206,6 +207,7 @@ class RunChanges:
         self._folder: Path | None = None
         self._store: fileblobs.FileStore | None = None
         self._notes: list[str] = []
+        self._too_large_said = False
 
     def scanner(self, session: SessionLog) -> Scanner:
         """The scanner saving into ``session``'s content store (a new session starts
@@ -262,6 +264,11 @@ class RunChanges:
             if targets is None:
                 return await anyio.to_thread.run_sync(scanner.scan)
             return await anyio.to_thread.run_sync(scanner.scan_paths, targets)
+        except TooLarge as exc:
+            if not self._too_large_said:
+                self._too_large_said = True
+                self._note(f"Crank: {exc}, so what commands change is not recorded (edits are)")
+            return None
         except Exception as exc:  # recording must never fail the tool
             self._note(f"Crank: the workspace could not be snapshot for the run's changes: {exc}")
             return None
