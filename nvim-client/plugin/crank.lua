@@ -79,6 +79,22 @@ end, {
   desc = "Set the permission mode",
 })
 
+command("CrankChanges", function(o)
+  require("crank").ensure_setup()
+  require("crank.review").changes(o.args)
+end, { nargs = "?", desc = "List the files the last run (a runId, or all) changed, in quickfix" })
+
+command("CrankChangeDiff", function()
+  require("crank").ensure_setup()
+  local index = vim.fn.getqflist({ idx = 0 }).idx
+  require("crank.review").diff_entry(index)
+end, { desc = "Diff the current Crank change (quickfix entry) against the file now" })
+
+command("CrankRevert", function(o)
+  require("crank").ensure_setup()
+  require("crank.review").revert(o.args, o.bang)
+end, { nargs = "*", bang = true, complete = "file", desc = "Put back the files the last run (or runId) changed; ! forces" })
+
 -- Mappings to bind (none is bound by default; see :help crank-mappings).
 local plug = function(modes, name, rhs, desc)
   vim.keymap.set(modes, "<Plug>(" .. name .. ")", rhs, { desc = desc, silent = true })

@@ -41,10 +41,10 @@ async def test_commands_are_advertised_and_a_skill_prompt_runs(tmp_path: Path) -
         await client.wait_for(
             lambda: client.of("available_commands_update"), "available_commands_update"
         )
-        assert names(client) == ["compact", "model", "skill:review"]
+        assert names(client) == ["compact", "model", "undo", "skill:review"]
         first = client.of("available_commands_update")[0].available_commands
         assert first[0].input is not None and first[0].input.root.hint == "[instructions]"
-        assert first[2].description == "Review a change"
+        assert first[3].description == "Review a change"
 
         answer = await conn.prompt(
             session_id=session.session_id, prompt=[acp.text_block("/skill:review calc.py")]
@@ -73,7 +73,7 @@ async def test_commands_are_advertised_and_a_skill_prompt_runs(tmp_path: Path) -
         prompts.mkdir()
         (prompts / "fix.md").write_text("Fix $1 now.\n", "utf-8")
         await client.wait_for(lambda: "fix" in names(client), "the template in the list")
-        assert names(client) == ["compact", "model", "skill:review", "fix"]
+        assert names(client) == ["compact", "model", "undo", "skill:review", "fix"]
         answer = await conn.prompt(
             session_id=session.session_id, prompt=[acp.text_block("/fix calc.py")]
         )
@@ -93,4 +93,39 @@ async def test_commands_are_advertised_and_a_skill_prompt_runs(tmp_path: Path) -
         )
         users = [u.content.text for u in loaded.of("user_message_chunk")]
         assert users == ["/skill:review calc.py", "/fix calc.py"]
-        assert names(loaded) == ["compact", "model", "skill:review", "fix"]
+        assert names(loaded) == ["compact", "model", "undo", "skill:review", "fix"]
+
+
+async def test_undo_takes_back_the_last_run_files_its_commands_changed_included(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "d.py").write_text("y = 2\n", "utf-8")
+    (folder / "c.txt").write_text("keep me\n", "utf-8")
+    calls = [
+        {"id": "c1", "name": "bash", "arguments": {"command": "sed -i 's/2/3/' d.py"}},
+        {"id": "c2", "name": "bash", "arguments": {"command": "rm c.txt && echo new > b.txt"}},
+    ]
+    script = {"replies": [{"toolCalls": [call]} for call in calls] + [{"text": "done"}]}
+    client = RecordingClient()
+    async with (
+        ModelServer(script) as model,
+        crank_acp(model, tmp_path, client, "--permission-mode", "auto") as conn,
+    ):
+        session = await conn.new_session(cwd=str(folder))
+        await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("change")])
+        assert (folder / "d.py").read_text("utf-8") == "y = 3\n"
+        before = len(client.of("agent_message_chunk"))
+        answer = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("/undo")])
+        assert answer.stop_reason == "end_turn"
+        [said] = client.of("agent_message_chunk")[before:]
+        assert said.content.text.startswith("Took back run run-1-")
+        assert "3 file(s) restored" in said.content.text
+        assert (folder / "d.py").read_text("utf-8") == "y = 2\n"
+        assert (folder / "c.txt").read_text("utf-8") == "keep me\n"
+        assert not (folder / "b.txt").exists()
+        again = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("/undo")])
+        assert again.stop_reason == "end_turn"
+        assert client.of("agent_message_chunk")[-1].content.text.startswith("Nothing to undo")
+        assert len(model.requests) == 3  # /undo never reached the model

@@ -80,6 +80,10 @@ class Crank:
         """Rewrite the buffer as it is saved (a formatter run by the editor on save)."""
         self.commands_changed: list[dict[str, Any]] = []
         """``crank/commandsChanged`` notifications received."""
+        self.diagnostics_asked: list[dict[str, Any]] = []
+        """``crank/diagnostics`` requests received (only with ``diagnostics``)."""
+        self.answer_diagnostics: Callable[[dict[str, Any]], Any] = lambda p: {"items": []}
+        """The answer (or a coroutine giving it) to a ``crank/diagnostics`` request."""
         self._changed = asyncio.Event()
 
     def open(self, path: Path, text: str) -> None:
@@ -163,6 +167,7 @@ async def running_server(
     progress: bool = False,
     configuration: bool = False,
     save_documents: bool = False,
+    diagnostics: bool = False,
     section: dict[str, Any] | None = None,
     extra_env: dict[str, str] | None = None,
     env: dict[str, str] | None = None,
@@ -243,6 +248,15 @@ async def running_server(
         )
         return {"saved": True}
 
+    @client.feature("crank/diagnostics")
+    async def on_diagnostics(params: Any) -> Any:
+        asked = plain(params)
+        crank.diagnostics_asked.append(asked)
+        answer = crank.answer_diagnostics(asked)
+        if asyncio.iscoroutine(answer):
+            answer = await answer
+        return answer
+
     env = {**(env if env is not None else server_env(tmp_path)), **(extra_env or {})}
     await client.start_io(
         sys.executable, "-m", "crank.lsp", *server_args, env=env, cwd=str(tmp_path)
@@ -252,6 +266,8 @@ async def running_server(
     }
     if save_documents:
         experimental["crank"]["saveDocuments"] = True
+    if diagnostics:
+        experimental["crank"]["diagnostics"] = True
     capabilities = types.ClientCapabilities(
         experimental=experimental,
         window=types.WindowClientCapabilities(work_done_progress=progress),

@@ -73,10 +73,11 @@ async def test_a_skill_command_sends_the_body_and_the_transcript_keeps_what_was_
             ("compact", "builtin"),
             ("model", "builtin"),
             ("new", "builtin"),
+            ("undo", "builtin"),
             ("skill:review", "skill"),
         ]
         assert listed[0]["argumentHint"] == "[instructions]"
-        assert listed[3]["description"] == "Review a change for bugs"
+        assert listed[4]["description"] == "Review a change for bugs"
 
         answer = await crank.request("crank/prompt", {"text": "/skill:review src/"})
         await crank.settled(answer["runId"])
@@ -131,7 +132,7 @@ async def test_built_ins_are_performed_and_unknown_commands_refused(tmp_path: Pa
         assert refused.value.code == 1008
         message = str(refused.value.message)
         assert "unknown command /reveiw" in message
-        assert "/compact, /model, /new, /skill:review" in message
+        assert "/compact, /model, /new, /undo, /skill:review" in message
         assert "//reveiw" in message
         assert not model.requests  # nothing reached the model
 

@@ -66,6 +66,7 @@ def test_the_list_is_builtins_skills_templates_each_by_name(tmp_path: Path) -> N
         ("compact", "builtin"),
         ("model", "builtin"),
         ("new", "builtin"),
+        ("undo", "builtin"),
         ("skill:alpha", "skill"),
         ("skill:zeta", "skill"),
         ("a", "template"),
@@ -107,7 +108,7 @@ def test_unknown_names_are_refused_with_the_list(tmp_path: Path) -> None:
             catalog.expand(Invocation(name, "", "/" + name))
         assert refused.value.kind == "unknown_command" and CODES["unknown_command"] == 1008
         assert f"unknown command /{name};" in refused.value.message
-        assert "/compact, /model, /new, /skill:review, /fix" in refused.value.message
+        assert "/compact, /model, /new, /undo, /skill:review, /fix" in refused.value.message
         assert f"//{name} sends /{name}" in refused.value.message
 
 

@@ -245,7 +245,7 @@ async def test_project_templates_wait_for_trust_and_the_change_is_announced(
     await host.start()
     try:
         names = [c["name"] for c in host.commands()["commands"]]
-        assert names == ["compact", "model", "new", "mine"]
+        assert names == ["compact", "model", "new", "undo", "mine"]
         with pytest.raises(CrankError) as refused:
             await host.submit("/deploy prod")
         assert refused.value.kind == "unknown_command"
@@ -253,7 +253,7 @@ async def test_project_templates_wait_for_trust_and_the_change_is_announced(
         await host.reconfigure(dataclasses.replace(settings, trusted=True))
         assert f"commands changed: {root.as_uri()}" in editor.lines
         names = [c["name"] for c in host.commands()["commands"]]
-        assert names == ["compact", "model", "new", "deploy", "mine"]
+        assert names == ["compact", "model", "new", "undo", "deploy", "mine"]
     finally:
         await host.close()
 

@@ -6,6 +6,7 @@
  * crank.newSession), which vscode-languageclient registers itself for code actions.
  */
 import * as vscode from "vscode";
+import { ChangesReview } from "./review";
 import { ChatViewProvider, showInstallHelp } from "./chatView";
 import { ServerManager } from "./server";
 import { RunTracker, statusBarView } from "./chat/status";
@@ -105,6 +106,9 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     if (u) chat.addFile(u);
   });
   register("crank.chat.stop", () => chat.stop());
+  const review = new ChangesReview(server, workspace);
+  context.subscriptions.push(review);
+  register("crank.reviewChanges", () => review.review());
   register("crank.chat.newSession", async () => {
     const c = await needClient();
     if (!c) return;

@@ -22,6 +22,7 @@ import {
 import { CrankClient, experimentalCapabilities } from "./protocol/client";
 import { findExecutable, initOptions, platformNote, redacted, serverCommand, settingsFrom, type CrankSettings } from "./protocol/launch";
 import { redactingChannel } from "./protocol/redact";
+import { answerDiagnostics } from "./protocol/diagnostics";
 import { answerSave, type SaveHost } from "./protocol/save";
 import { errorCodesFrom, type ErrorCodeName, type EventParams, type PermissionRequest, type PermissionResponse } from "./protocol/types";
 import type { BarServerStatus } from "./chat/status";
@@ -188,6 +189,7 @@ export class ServerManager implements vscode.Disposable {
       this.crank.onCommandsChanged((p) => this.commandsEmitter.fire(p)),
       this.crank.onPermissionRequest((p, cancelled) => (this.permissionHandler ? this.permissionHandler(p, cancelled) : Promise.resolve({ decision: "reject", reason: "no chat view to ask in" }))),
       this.crank.onSaveDocument((p) => answerSave(p, vscodeSaveHost)),
+      this.crank.onDiagnostics((p) => answerDiagnostics(p, (uri) => vscode.languages.getDiagnostics(vscode.Uri.parse(uri)))),
     );
     this.setStatus("starting");
     try {

@@ -125,6 +125,7 @@ function Workspace:note_event(params)
     self.run_id = params.runId
   elseif t == "agent_settled" then
     self.running = false
+    self.last_run_id = params.runId or self.run_id
     self.run_id = nil
   elseif t == "usage_update" then
     self.usage = event
@@ -207,7 +208,8 @@ end
 
 local function capabilities()
   local caps = vim.lsp.protocol.make_client_capabilities()
-  caps.experimental = { crank = { events = true, permissionRequests = true, saveDocuments = true } }
+  caps.experimental =
+    { crank = { events = true, permissionRequests = true, saveDocuments = true, diagnostics = true } }
   caps.window = caps.window or {}
   caps.window.workDoneProgress = true
   return caps
@@ -283,6 +285,9 @@ function M.ensure(root)
       end,
       ["crank/saveDocument"] = function(_, params)
         return require("crank.save").handle(params)
+      end,
+      ["crank/diagnostics"] = function(_, params)
+        return require("crank.review").diagnostics(params)
       end,
     },
     on_init = function(client, result)

@@ -33,6 +33,10 @@ M.defaults = {
   --- Compaction settings sent as initializationOptions.crank.context (policy,
   --- reserveTokens, keepRecentTokens, clearAtTokens). nil: the server's defaults.
   context = nil,
+  --- The editor's diagnostics after each agent edit, sent as
+  --- initializationOptions.crank.diagnostics: { enabled = true, settleMs = 1000 }.
+  --- nil: the server's defaults (on, 1000 ms).
+  diagnostics = nil,
   --- Files or folders that mark a project root.
   root_markers = { ".git", ".hg", "pyproject.toml", "package.json", "Cargo.toml", "go.mod" },
   --- Attach to file buffers inside a root automatically (so code actions and
@@ -112,6 +116,9 @@ local function check(cfg)
       fail("sandbox.network", "true or false", cfg.sandbox.network)
     end
   end
+  if cfg.diagnostics ~= nil and type(cfg.diagnostics) ~= "table" then
+    fail("diagnostics", "a table", cfg.diagnostics)
+  end
   if cfg.context ~= nil and type(cfg.context) ~= "table" then
     fail("context", "a table", cfg.context)
   end
@@ -163,6 +170,7 @@ local INIT_KEYS = {
   trusted = "trusted",
   context = "context",
   sandbox = "sandbox",
+  diagnostics = "diagnostics",
 }
 
 --- The API key as the server gets it. `provider.apiKey` may be the key, a function

@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -155,6 +155,19 @@ class LspEditor:
 
     async def apply_edit(self, path: Path, old_text: str, new_text: str) -> str | None:
         return await self.landing.apply(path, old_text, new_text)
+
+    @property
+    def diagnostics(self) -> Callable[[list[str]], Awaitable[list[dict[str, Any]]]] | None:
+        """How the workspace asks for the editor's diagnostics (``crank/diagnostics``),
+        or None when the client did not declare ``experimental.crank.diagnostics``."""
+        return self._ask_diagnostics if self._server.diagnostics else None
+
+    async def _ask_diagnostics(self, uris: list[str]) -> list[dict[str, Any]]:
+        answer = await self.request("crank/diagnostics", {"uris": uris})
+        items = answer.get("items") if isinstance(answer, dict) else None
+        if not isinstance(items, list) or not all(isinstance(item, dict) for item in items):
+            raise ValueError("the answer to crank/diagnostics has no list of objects 'items'")
+        return items
 
     async def _send_edit(self, doc: TextDocument, old_text: str, new_text: str) -> None:
         edit = types.WorkspaceEdit(

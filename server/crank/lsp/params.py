@@ -64,6 +64,19 @@ class Params:
             raise invalid_params(name, "must be a whole number, 0 or more")
         return value
 
+    def strings(self, name: str, *, one: bool = False) -> list[str] | None:
+        """A list of strings (``one``: a single string is taken as a list of one), or
+        None when absent."""
+        value = self.raw.get(name)
+        if value is None:
+            return None
+        if one and isinstance(value, str):
+            value = [value]
+        if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+            kind = "a string or a list of strings" if one else "a list of strings"
+            raise invalid_params(name, f"must be {kind}")
+        return value
+
     def objects(self, name: str) -> list[dict[str, Any]]:
         value = self.raw.get(name)
         if value is None:

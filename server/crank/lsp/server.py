@@ -77,6 +77,9 @@ class CrankServer(LanguageServer):
         self.save_documents = False
         """The client declared ``experimental.crank.saveDocuments``: it answers
         ``crank/saveDocument`` (see landing.py)."""
+        self.diagnostics = False
+        """The client declared ``experimental.crank.diagnostics``: it answers
+        ``crank/diagnostics`` (crank.workspace.diagnostics)."""
         self._tasks = Tasks()
         """Background work the server started (hosts starting, handlers' follow-ups)."""
         self._register()
@@ -184,6 +187,9 @@ class CrankServer(LanguageServer):
         )
         self.save_documents = bool(
             isinstance(crank_caps, dict) and crank_caps.get("saveDocuments") is True
+        )
+        self.diagnostics = bool(
+            isinstance(crank_caps, dict) and crank_caps.get("diagnostics") is True
         )
 
     def _folders(self) -> list[str]:
@@ -520,6 +526,25 @@ async def _open_session(ls: CrankServer, params: Params) -> Any:
 @handles("crank/tree")
 async def _tree(ls: CrankServer, params: Params) -> Any:
     return (await ls.session_host(params)).tree()
+
+
+@handles("crank/changes")
+async def _changes(ls: CrankServer, params: Params) -> Any:
+    return (await ls.session_host(params)).file_changes(params.text("runId"))
+
+
+@handles("crank/fileContent")
+async def _file_content(ls: CrankServer, params: Params) -> Any:
+    return (await ls.session_host(params)).file_content(params.raw.get("sha256"))
+
+
+@handles("crank/revert")
+async def _revert(ls: CrankServer, params: Params) -> Any:
+    runs = params.strings("runId", one=True)
+    if not runs:
+        raise invalid_params("runId", "is required (a run id, or a list of them)")
+    host = await ls.session_host(params)
+    return await host.revert(runs, params.strings("paths"), params.flag("force"))
 
 
 @handles("crank/branch")

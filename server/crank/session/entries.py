@@ -28,6 +28,8 @@ ENTRY_TYPES = (
     "modelChange",
     "label",
     "sessionInfo",
+    "fileChanges",
+    "revert",
 )
 MESSAGE_ROLES = ("user", "assistant", "toolResult")
 MESSAGE_LINE_PREFIX = b'{"type":"message",'

@@ -296,8 +296,8 @@ def _create_temp(folder: int, name: str) -> tuple[int, str]:
             continue
 
 
-def write_atomic(path: Path, text: str, *, exact: bool = False) -> None:
-    """Replace ``path`` with ``text`` (UTF-8) so readers see the old or the new file,
+def write_atomic(path: Path, text: str | bytes, *, exact: bool = False) -> None:
+    """Replace ``path`` with ``text`` (UTF-8; bytes as they are) so readers see the old or the new file,
     never a half-written one. Creates missing parent directories. The temp file is
     made, and renamed over ``path``, inside the folder opened once; ``exact``: that
     folder must be the checked path's own (ToolError otherwise, nothing written)."""
@@ -315,7 +315,7 @@ def write_atomic(path: Path, text: str, *, exact: bool = False) -> None:
         fd, temp = _create_temp(folder, path.name)
         try:
             with os.fdopen(fd, "wb") as handle:
-                handle.write(text.encode("utf-8"))
+                handle.write(text if isinstance(text, bytes) else text.encode("utf-8"))
                 handle.flush()
                 os.fsync(handle.fileno())
             if mode is not None:

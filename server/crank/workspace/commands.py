@@ -72,6 +72,7 @@ BUILTINS: tuple[Command, ...] = (
     ),
     Command("model", "List the models, or switch to one", "builtin", "[api/id]"),
     Command("new", "Start a new, empty session", "builtin"),
+    Command("undo", "Put back the files the last run changed (crank/revert)", "builtin"),
 )
 BUILTIN_NAMES = frozenset(command.name for command in BUILTINS)
 
@@ -219,6 +220,8 @@ class Builtins(Protocol):
 
     def current_api(self) -> str: ...
 
+    async def undo(self) -> dict[str, Any]: ...
+
 
 async def perform(target: Builtins, invocation: Invocation) -> dict[str, Any]:
     """Perform a built-in as its method would, and return that method's answer."""
@@ -238,6 +241,10 @@ async def perform(target: Builtins, invocation: Invocation) -> dict[str, Any]:
         if not api or not model_id:
             raise invalid_params("text", f"/model {args}: give api/id, e.g. openai/gpt-4o")
         return await target.set_model(api, model_id)
+    if name == "undo":
+        if args:
+            raise invalid_params("text", "/undo takes no arguments")
+        return await target.undo()
     raise AssertionError(f"not a built-in: {name}")
 
 
@@ -258,5 +265,16 @@ def describe(command: str, result: dict[str, Any]) -> str:
             return f"The model is now {model['id']} ({model['api']})."
         lines = ["Models (switch with /model api/id):"]
         lines += [f"- {m['api']}/{m['id']}" for m in result.get("models", [])]
+        return "\n".join(lines)
+    if command == "undo":
+        if not result.get("runId"):
+            return (
+                "Nothing to undo: no run of this session changed a file that is not taken back yet."
+            )
+        lines = [f"Took back run {result['runId']}: {len(result['reverted'])} file(s) restored."]
+        lines += [f"- {path}" for path in result["reverted"]]
+        if result["conflicts"]:
+            lines.append("Not restored:")
+            lines += [f"- {c['path']}: {c['reason']}" for c in result["conflicts"]]
         return "\n".join(lines)
     return f"/{command} done."

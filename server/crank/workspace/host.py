@@ -42,15 +42,17 @@ from crank.vendors.config import default_config_file
 
 from .approvals import ApprovalRouter
 from .attachments import context_images
+from .changes import RunChanges
 from .client import EditorClient
 from .commands import BUILTIN_NAMES, CommandCatalog, parse_command, perform
 from .daily import DailyRefresh
+from .diagnostics import EditorDiagnostics
 from .errors import RUN_IN_PROGRESS, CrankError, invalid_params
 from .images import image_json, with_stored_images
 from .permissions import PERMISSION_MODES, PermissionMode, Permissions
 from .prompts import context_text
 from .provider import ModelConfig
-from .session_slot import SessionSlot
+from .session_slot import SessionSlot, require_idle
 from .settings import Settings
 from .stream import EventStream, SystemPromptChanged
 from .toolset import session_tools
@@ -110,6 +112,16 @@ class WorkspaceHost:
             protected=protected_paths(
                 [Path(settings.session_dir).expanduser()] if settings.session_dir else []
             ),
+        )
+        self.changes = RunChanges(
+            self.ctx, lambda: self.session.log, lambda: self.run_id, client.log
+        )
+        """What each run changed in the workspace (``changes.py``)."""
+        self.diagnostics = EditorDiagnostics(
+            self.root,
+            lambda: getattr(client, "diagnostics", None),  # optional: only LSP editors offer it
+            lambda: self.settings.diagnostics,
+            self.ctx.display,
         )
         self.notes = Notes(lambda: notes_path(self.session.file))
         """The active session's notes (the note tools follow the session)."""
@@ -224,13 +236,14 @@ class WorkspaceHost:
         the active one) has something compacted away or trimmed out of view."""
         session_log = self.session.log if log is True else log or None
         read_only = (mode or self.permissions.mode) == "readOnly"
-        return session_tools(
+        tools = session_tools(
             self.ctx,
             session_log,
             read_only=read_only,
             notes=self.notes,
             trimmed=lambda: self.session.trimmed(),  # the slot is made after the tools
         )
+        return self.changes.wrap(self.diagnostics.wrap(tools))
 
     async def _refresh_tools(self) -> None:
         """``recall`` is offered while something on the active branch has been compacted
@@ -356,6 +369,8 @@ class WorkspaceHost:
         context, attached = context_images(context)
         images = [*images, *attached]
         full = text + context_text(self.root, self.client.documents, context)
+        if not self.harness.is_running and (reverted := self.changes.take_notes()):
+            full += f"\n\n{reverted}"
         if self.harness.is_running:
             if while_running == "steer":
                 self.harness.steer(full, images, typed=typed)
@@ -450,6 +465,29 @@ class WorkspaceHost:
 
     def tree(self) -> dict[str, Any]:
         return self.session.tree()
+
+    def file_changes(self, run_id: str | None) -> dict[str, Any]:
+        """``crank/changes``: what one run (or the whole session) changed."""
+        return self.changes.list(self.session.log, run_id)
+
+    async def revert(
+        self, runs: Sequence[str], paths: Sequence[str] | None, force: bool
+    ) -> dict[str, Any]:
+        """``crank/revert``: refused while a run is active (it could be changing them)."""
+        require_idle(self.harness, "crank/revert")
+        return await self.changes.revert(self.session.log, runs, paths, force)
+
+    def file_content(self, sha256: object) -> dict[str, Any]:
+        """``crank/fileContent``: a before/after image of this session's changes."""
+        return self.changes.content(self.session.log, sha256)
+
+    async def undo(self) -> dict[str, Any]:
+        """``/undo``: revert the last run not taken back yet; ``runId`` null when none."""
+        require_idle(self.harness, "/undo")
+        run = self.changes.last_run(self.session.log)
+        if run is None:
+            return {"runId": None, "reverted": [], "conflicts": []}
+        return {"runId": run, **await self.revert([run], None, False)}
 
     async def models(self) -> dict[str, Any]:
         return await self.model_config.models_json(self.harness.model)

@@ -26,10 +26,19 @@ from crank.tools.limits import Limits
 from crank.tools.sandbox import SANDBOX_MODES, SandboxSettings
 from crank.vendors.config import default_config_file
 
+from .diagnostics import DiagnosticsSettings, diagnostics_settings
 from .errors import invalid_params
 from .permissions import PERMISSION_MODES, PermissionMode
 
-_KEYS = {"provider", "sessionDir", "trusted", "permissionMode", "context", "sandbox"}
+_KEYS = {
+    "provider",
+    "sessionDir",
+    "trusted",
+    "permissionMode",
+    "context",
+    "sandbox",
+    "diagnostics",
+}
 _CONTEXT_KEYS = {
     "policy": "policy",
     "reserveTokens": "reserve_tokens",
@@ -65,6 +74,8 @@ class Settings:
     """How commands are confined (``sandbox: {mode, network}``; crank.tools.sandbox)."""
     problems: tuple[str, ...] = field(default=())
     """Settings that were refused, one sentence each, for the log."""
+    diagnostics: DiagnosticsSettings = field(default_factory=DiagnosticsSettings)
+    """The editor's diagnostics after an edit (``diagnostics: {enabled, settleMs}``)."""
 
 
 def _checked(layer: Any, where: str) -> dict[str, Any]:
@@ -89,6 +100,8 @@ def _checked(layer: Any, where: str) -> dict[str, Any]:
             value = _context(value, name)
         if key == "sandbox" and value is not None:
             value = _sandbox(value, name)
+        if key == "diagnostics" and value is not None:
+            value = diagnostics_settings(value, name)
         if value is not None:
             out[key] = dict(value) if key == "provider" else value
     return out
@@ -267,4 +280,5 @@ def merge_layers(
         context=first("context") or ContextSettings(),
         problems=tuple(problems),
         sandbox=first("sandbox") or SandboxSettings(),
+        diagnostics=first("diagnostics") or DiagnosticsSettings(),
     )

@@ -7,8 +7,11 @@
  * server through this same code. It does not import `vscode`.
  */
 import type {
+  ChangesResult,
   CommandInfo,
   ContextItem,
+  DiagnosticsParams,
+  DiagnosticsResult,
   EventParams,
   ImageResult,
   ModelInfo,
@@ -20,6 +23,7 @@ import type {
   PromptImage,
   PromptResult,
   Queue,
+  RevertResult,
   SaveDocumentParams,
   SaveDocumentResult,
   SessionInfo,
@@ -71,6 +75,10 @@ export const Methods = {
   commands: "crank/commands",
   commandsChanged: "crank/commandsChanged",
   image: "crank/image",
+  changes: "crank/changes",
+  revert: "crank/revert",
+  fileContent: "crank/fileContent",
+  diagnostics: "crank/diagnostics",
 } as const;
 
 /** Drop undefined fields so the wire carries only what the caller said. */
@@ -157,6 +165,18 @@ export class CrankClient {
   image(t: Target & { sha256: string }): Promise<ImageResult> {
     return this.rpc.sendRequest(Methods.image, params({ ...t }));
   }
+  /** What one run (or, without runId, the whole session) changed in the workspace. */
+  changes(t: Target & { runId?: string }): Promise<ChangesResult> {
+    return this.rpc.sendRequest(Methods.changes, params({ ...t }));
+  }
+  /** Put the run's files (or `paths`) back as they were before it; a file changed since is a conflict unless `force`. */
+  revert(t: Target & { runId: string | string[]; paths?: string[]; force?: boolean }): Promise<RevertResult> {
+    return this.rpc.sendRequest(Methods.revert, params({ ...t }));
+  }
+  /** A kept before/after content of the session's changes, for a diff view. */
+  fileContent(t: Target & { sha256: string }): Promise<{ sha256: string; text: string }> {
+    return this.rpc.sendRequest(Methods.fileContent, params({ ...t }));
+  }
   /** crank/commandsChanged: the list for `workspace` changed (a skill or template was added, removed, trust granted). */
   onCommandsChanged(handler: (p: { workspace: string }) => void): Disposable {
     return this.rpc.onNotification(Methods.commandsChanged, handler);
@@ -181,6 +201,11 @@ export class CrankClient {
     );
   }
 
+  /** Install the one handler that answers crank/diagnostics (see diagnostics.ts). */
+  onDiagnostics(handler: (p: DiagnosticsParams) => DiagnosticsResult | Promise<DiagnosticsResult>): Disposable {
+    return this.rpc.onRequest(Methods.diagnostics, (p: DiagnosticsParams) => handler(p));
+  }
+
   /** Install the one handler that answers crank/saveDocument (see save.ts). */
   onSaveDocument(handler: (p: SaveDocumentParams) => Promise<SaveDocumentResult>): Disposable {
     return this.rpc.onRequest(Methods.saveDocument, (p: SaveDocumentParams) => handler(p));
@@ -192,4 +217,4 @@ export class CrankClient {
  * requests, and to be asked to save the documents the agent changed (saveDocuments:
  * only a client that installs `onSaveDocument` may declare it).
  */
-export const experimentalCapabilities = { crank: { events: true, permissionRequests: true, saveDocuments: true } };
+export const experimentalCapabilities = { crank: { events: true, permissionRequests: true, saveDocuments: true, diagnostics: true } };

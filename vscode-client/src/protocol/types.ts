@@ -182,6 +182,29 @@ export interface PermissionResponse { decision: PermissionDecision; reason?: str
 export interface SaveDocumentParams { uri: string; unsavedChanges?: boolean }
 export interface SaveDocumentResult { saved: boolean; reason?: string }
 
+/** One file a run changed (crank/changes). `before`/`after`: content hashes; `reason`: why not restorable. */
+export interface ChangedFile {
+  path: string;
+  status: "added" | "modified" | "deleted";
+  byTool: string[];
+  restorable: boolean;
+  before?: string;
+  after?: string;
+  reason?: string;
+}
+export interface ChangesResult { files: ChangedFile[] }
+export interface RevertResult { reverted: string[]; conflicts: { path: string; reason: string }[]; revertId?: string }
+/** crank/diagnostics (server to client, only when the client declared `experimental.crank.diagnostics`). */
+export interface DiagnosticsParams { uris: string[] }
+export interface LspDiagnostic {
+  range: { start: { line: number; character: number }; end: { line: number; character: number } };
+  severity?: number;
+  message: string;
+  source?: string;
+  code?: string | number;
+}
+export interface DiagnosticsResult { items: { uri: string; diagnostics: LspDiagnostic[] }[] }
+
 export interface FixFileArgs { uri: string; diagnostics?: unknown[]; range?: Range; instruction?: string }
 
 /** Crank's own refusals, by name: the numbers are the server's (docs/protocol.md). */

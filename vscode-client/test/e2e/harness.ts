@@ -115,6 +115,7 @@ export function startCrankServe(cwd: string, log: (text: string) => void): Messa
 export function answerServerRequests(conn: MessageConnection): void {
   conn.onRequest("window/workDoneProgress/create", () => null);
   conn.onRequest("workspace/configuration", (p: { items: unknown[] }) => p.items.map(() => null));
+  conn.onRequest("crank/diagnostics", (p: { uris?: string[] }) => ({ items: (p.uris ?? []).map((uri) => ({ uri, diagnostics: [] })) }));
 }
 
 /** Crank's init options for the loopback model server on `port`, sessions under `tmp`, plus `extra`. */

@@ -150,7 +150,7 @@ test("abort stops a long command and answers only after agent_settled", async ()
 test("crank/commands lists the built-ins; /model answers {command, result} with no run; an unknown /name is refused with the list", async () => {
   const { commands } = await crank.commands({ workspace });
   const builtins = commands.filter((c) => c.kind === "builtin").map((c) => c.name);
-  assert.deepEqual(builtins, ["compact", "model", "new"]);
+  assert.deepEqual(builtins, ["compact", "model", "new", "undo"]);
   assert.ok(commands.every((c) => !c.name.startsWith("/") && typeof c.description === "string"), JSON.stringify(commands));
   const from = events.length;
   const res = await crank.prompt({ workspace, text: "/model" });

@@ -1,0 +1,514 @@
+"""A run's changes to the workspace, recorded per tool call, listed and taken back.
+
+``RunChanges.wrap`` puts a hook around every tool that changes files (``mutates``):
+before the call, a snapshot of what it may touch (``edit``/``write``: the file they
+name; a command, or any other mutating tool: the whole workspace, see
+``crank.tools.snapshot``), the before images kept in the session's content store
+(``crank.session.fileblobs``); after the call, a second snapshot, and what differs is
+appended to the session as one ``fileChanges`` entry (``runId``, ``toolCallId``,
+``files``). The log is the record: ``changes`` and ``revert`` read it, so a run's
+changes can be listed and taken back after a restart too. Recording never fails a
+tool: a recording problem is logged and the tool's result goes on.
+
+``revert`` puts files back as they were before a run (or before the earliest of
+several): a file that is no longer what the run left is a conflict unless ``force``;
+an open buffer is changed through the editor (``apply_edit``, saved like any agent
+edit, so the editor's undo works); a closed file is replaced atomically (temporary
+file, rename). Each file is judged and applied alone, and every refusal is a
+per-file conflict with its reason. The revert is itself a ``revert`` entry, with its
+own id (``revert-<hex>``) and its own before/after images, so it can be reverted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import secrets
+import stat
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import anyio.to_thread
+
+from crank.agent.model import AbortSignal
+from crank.agent.tools import OnUpdate, Tool, ToolCall, ToolOutput
+from crank.session import SessionLog, fileblobs
+from crank.tools import ToolContext
+from crank.tools.context import EditNotSaved, EditRefused, absolute
+from crank.tools.snapshot import (
+    SAVE_LIMIT,
+    Change,
+    ChangeStatus,
+    FileState,
+    Scanner,
+    Snapshot,
+    TooLarge,
+    sha256_hex,
+)
+from crank.tools.snapshot import changes as diff_snapshots
+from crank.tools.textfile import write_atomic
+
+from .errors import invalid_params
+
+log = logging.getLogger(__name__)
+
+NAMED_TARGET = {"edit": "path", "write": "path"}
+"""Tools that change exactly the file their argument names: only it is snapshot."""
+REVERT_PREFIX = "revert-"
+
+
+def new_revert_id() -> str:
+    """A revert's id, the ``runId`` of its own changes (so it can be reverted too)."""
+    return f"{REVERT_PREFIX}{secrets.token_hex(4)}"
+
+
+# -- the entries ---------------------------------------------------------------------------
+
+
+def _state_json(state: FileState | None) -> dict[str, Any] | None:
+    if state is None:
+        return None
+    out: dict[str, Any] = {"saved": state.saved}
+    if state.sha256 is not None:
+        out["sha256"] = state.sha256
+    if state.why is not None:
+        out["why"] = state.why
+    if state.folder:
+        out["folder"] = True
+    return out
+
+
+def _file_json(change: Change) -> dict[str, Any]:
+    return {
+        "path": change.path,
+        "status": change.status,
+        "before": _state_json(change.before),
+        "after": _state_json(change.after),
+    }
+
+
+@dataclass
+class Net:
+    """One path over a run (or several): its state before the first change, after the
+    last, and the tool calls that changed it."""
+
+    path: str
+    existed: bool
+    before: dict[str, Any] | None
+    exists: bool = False
+    after: dict[str, Any] | None = None
+    by_tool: list[str] = field(default_factory=list)
+
+    @property
+    def status(self) -> ChangeStatus | None:
+        if self.existed and self.exists:
+            same = self.before and self.after and self.before.get("sha256")
+            if same and self.before and self.after and same == self.after.get("sha256"):
+                return None  # changed and changed back
+            return "modified"
+        if self.exists:
+            return "added"
+        return "deleted" if self.existed else None
+
+    def problem(self) -> str | None:
+        """Why this path cannot be put back, or None."""
+        for side, state, needed in (
+            ("before", self.before, self.existed),
+            ("after", self.after, self.exists),
+        ):
+            if not needed or state is None:
+                continue
+            if state.get("folder"):
+                return f"{state.get('why') or 'a folder'}: not restorable"
+            if side == "before" and not state.get("saved"):
+                return f"{state.get('why') or 'its content was not kept'}: not restorable"
+            if side == "after" and "sha256" not in state:
+                return f"{state.get('why') or 'its content was not hashed'}: not restorable"
+        return None
+
+    def to_json(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "path": self.path,
+            "status": self.status,
+            "byTool": self.by_tool,
+            "restorable": self.problem() is None,
+        }
+        if self.existed and self.before and "sha256" in self.before:
+            out["before"] = self.before["sha256"]
+        if self.exists and self.after and "sha256" in self.after:
+            out["after"] = self.after["sha256"]
+        problem = self.problem()
+        if problem is not None:
+            out["reason"] = problem
+        return out
+
+
+def net_changes(entries: Iterable[dict[str, Any]], runs: Sequence[str] | None) -> dict[str, Net]:
+    """Every path the runs (all of them: ``None``) changed, in the log's order: the
+    state before the earliest change and after the latest."""
+    wanted = None if runs is None else set(runs)
+    found: dict[str, Net] = {}
+    for entry in entries:
+        if entry.get("type") not in ("fileChanges", "revert"):
+            continue
+        if wanted is not None and entry.get("runId") not in wanted:
+            continue
+        call = entry.get("toolCallId")
+        for record in entry.get("files") or ():
+            path = record["path"]
+            net = found.get(path)
+            if net is None:
+                net = found[path] = Net(path, record["status"] != "added", record.get("before"))
+            net.exists = record["status"] != "deleted"
+            net.after = record.get("after")
+            if isinstance(call, str) and call not in net.by_tool:
+                net.by_tool.append(call)
+    return {path: net for path, net in found.items() if net.status is not None}
+
+
+def run_ids(entries: Iterable[dict[str, Any]]) -> list[str]:
+    """The runs (and reverts) that changed something, oldest first."""
+    seen: list[str] = []
+    for entry in entries:
+        run = entry.get("runId")
+        kind = entry.get("type")
+        if kind in ("fileChanges", "revert") and isinstance(run, str) and run not in seen:
+            seen.append(run)
+    return seen
+
+
+# -- recording -----------------------------------------------------------------------------
+
+
+class RunChanges:
+    """The recorder and the revert for one workspace. ``session_log`` and ``run_id``
+    say where a change is recorded (no log or no run: nothing is recorded); ``note``
+    takes a line for the user's log."""
+
+    def __init__(
+        self,
+        ctx: ToolContext,
+        session_log: Callable[[], SessionLog | None],
+        run_id: Callable[[], str | None],
+        note: Callable[[str], None],
+        *,
+        limit: int = SAVE_LIMIT,
+    ) -> None:
+        self.ctx = ctx
+        self.root = ctx.root
+        self._log = session_log
+        self._run_id = run_id
+        self._note = note
+        self.limit = limit
+        self._scanner: Scanner | None = None
+        self._folder: Path | None = None
+        self._store: fileblobs.FileStore | None = None
+        self._notes: list[str] = []
+        self._too_large_said = False
+
+    def scanner(self, session: SessionLog) -> Scanner:
+        """The scanner saving into ``session``'s content store (a new session starts
+        a new one: what the old one remembers is in the old session's folder)."""
+        folder = session.blobs
+        if self._scanner is None or self._folder != folder:
+            self._store = fileblobs.FileStore(folder)
+            self._scanner = Scanner(self.root, self._store, limit=self.limit)
+            self._folder = folder
+        return self._scanner
+
+    def wrap(self, tools: Sequence[Tool]) -> list[Tool]:
+        """The tools, each that changes files recorded around its execution."""
+        return [
+            replace(tool, execute=self._recorded(tool)) if tool.mutates else tool for tool in tools
+        ]
+
+    def _targets(self, tool: Tool, call: ToolCall) -> list[str] | None:
+        key = NAMED_TARGET.get(tool.name)
+        if key is None:
+            return None
+        raw = call.arguments.get(key)
+        if not isinstance(raw, str) or not raw.strip():
+            return []
+        path = absolute(self.root, raw)
+        if not path.is_relative_to(self.root) or path == self.root:
+            return []  # outside the workspace: not the workspace's change to record
+        return [path.relative_to(self.root).as_posix()]
+
+    def _recorded(self, tool: Tool) -> Any:
+        inner = tool.execute
+
+        async def execute(
+            call: ToolCall, signal: AbortSignal, on_update: OnUpdate
+        ) -> ToolOutput | str:
+            session, run = self._log(), self._run_id()
+            if session is None or run is None:
+                return await inner(call, signal, on_update)
+            targets = self._targets(tool, call)
+            scanner = self.scanner(session)
+            before = await self._scan(scanner, targets)
+            try:
+                return await inner(call, signal, on_update)
+            finally:
+                if before is not None:
+                    after = await self._scan(scanner, targets)
+                    if after is not None:
+                        await self._record(session, run, call.id, diff_snapshots(before, after))
+
+        return execute
+
+    async def _scan(self, scanner: Scanner, targets: list[str] | None) -> Snapshot | None:
+        try:
+            if targets is None:
+                return await anyio.to_thread.run_sync(scanner.scan)
+            return await anyio.to_thread.run_sync(scanner.scan_paths, targets)
+        except TooLarge as exc:
+            if not self._too_large_said:
+                self._too_large_said = True
+                self._note(f"Crank: {exc}, so what commands change is not recorded (edits are)")
+            return None
+        except Exception as exc:  # recording must never fail the tool
+            self._note(f"Crank: the workspace could not be snapshot for the run's changes: {exc}")
+            return None
+
+    async def _record(
+        self, session: SessionLog, run: str, call_id: str | None, found: list[Change]
+    ) -> None:
+        if not found:
+            return
+        fields = {"runId": run, "toolCallId": call_id, "files": [_file_json(c) for c in found]}
+        try:
+            await anyio.to_thread.run_sync(self._make_durable, session, found)
+            await session.append("fileChanges", fields)
+        except Exception as exc:
+            self._note(f"Crank: the run's changes could not be recorded: {exc}")
+
+    def _make_durable(self, session: SessionLog, found: list[Change]) -> None:
+        """The contents the entry about to be appended names, synced first."""
+        hashes = [
+            state.sha256
+            for change in found
+            for state in (change.before, change.after)
+            if state is not None and state.saved and state.sha256 is not None
+        ]
+        if hashes:
+            self.scanner(session)
+            assert self._store is not None
+            self._store.make_durable(hashes)
+
+    # -- listing -------------------------------------------------------------------------
+
+    def list(self, session: SessionLog | None, run: str | None) -> dict[str, Any]:
+        """``crank/changes``: one run's files, or the whole session's."""
+        if session is None:
+            return {"files": []}
+        nets = net_changes(session.entries(), None if run is None else [run])
+        return {"files": [net.to_json() for net in nets.values()]}
+
+    def content(self, session: SessionLog | None, sha256: object) -> dict[str, Any]:
+        """``crank/fileContent``: a kept before or after image, as text, for a client's
+        diff view. Only a hash this session's change entries name is ever read."""
+        if not isinstance(sha256, str) or not fileblobs.is_hash(sha256):
+            raise invalid_params("sha256", "expected 64 lowercase hex digits")
+        named = session is not None and any(
+            isinstance(state, dict) and state.get("sha256") == sha256 and state.get("saved")
+            for entry in session.entries()
+            if entry.get("type") in ("fileChanges", "revert")
+            for record in entry.get("files") or ()
+            for state in (record.get("before"), record.get("after"))
+        )
+        if session is None or not named:
+            raise invalid_params("sha256", "no kept file content of this session has this hash")
+        self.scanner(session)
+        assert self._store is not None
+        data = self._store.get(sha256)
+        if isinstance(data, str):
+            raise invalid_params("sha256", f"the content cannot be had: {data}")
+        return {"sha256": sha256, "text": data.decode("utf-8", "replace")}
+
+    def last_run(self, session: SessionLog | None) -> str | None:
+        """What ``/undo`` takes back: the newest run that changed a file and that no
+        revert has taken back yet (a revert is not a run: ``/undo`` twice goes further
+        back instead of redoing)."""
+        if session is None:
+            return None
+        entries = session.entries()
+        taken = {
+            run
+            for entry in entries
+            if entry.get("type") == "revert"
+            for run in entry.get("reverts") or ()
+        }
+        runs = [
+            run
+            for run in run_ids(entries)
+            if not run.startswith(REVERT_PREFIX) and run not in taken
+        ]
+        return runs[-1] if runs else None
+
+    # -- taking back ---------------------------------------------------------------------
+
+    async def revert(
+        self,
+        session: SessionLog | None,
+        runs: Sequence[str],
+        paths: Sequence[str] | None,
+        force: bool,
+    ) -> dict[str, Any]:
+        """``crank/revert``: see the module docstring."""
+        if session is None:
+            raise invalid_params("runId", "this session has no log yet: nothing to revert")
+        entries = session.entries()
+        known = run_ids(entries)
+        for run in runs:
+            if run not in known:
+                raise invalid_params(
+                    "runId", f"no changes of run {run} are recorded in session {session.session_id}"
+                )
+        nets = net_changes(entries, runs)
+        conflicts: list[dict[str, str]] = []
+        chosen: list[Net] = []
+        for path in paths if paths is not None else list(nets):
+            net = nets.get(path)
+            if net is None:
+                conflicts.append({"path": path, "reason": "not changed by this run"})
+            else:
+                chosen.append(net)
+        scanner = self.scanner(session)
+        plans: list[tuple[Net, bytes | None]] = []
+        for net in chosen:
+            outcome = await anyio.to_thread.run_sync(self._judge, session, net, force)
+            if isinstance(outcome, str):
+                conflicts.append({"path": net.path, "reason": outcome})
+            else:
+                plans.append((net, outcome[0]))
+        files = [net.path for net, _ in plans if not net.path.endswith("/")]
+        before = await anyio.to_thread.run_sync(scanner.scan_paths, files)
+        reverted: list[str] = []
+        for net, data in plans:
+            problem = await self._apply(net.path, data)
+            if problem is None:
+                reverted.append(net.path)
+            else:
+                conflicts.append({"path": net.path, "reason": problem})
+        after = await anyio.to_thread.run_sync(scanner.scan_paths, files)
+        found = diff_snapshots(before, after)
+        revert_id = new_revert_id()
+        fields = {
+            "runId": revert_id,
+            "reverts": list(runs),
+            "files": [_file_json(change) for change in found],
+            "reverted": reverted,
+            "conflicts": conflicts,
+        }
+        await anyio.to_thread.run_sync(self._make_durable, session, found)
+        await session.append("revert", fields)
+        if reverted:
+            self._notes.append(
+                f"[The user took back what {', '.join(runs)} changed in {', '.join(reverted)}: "
+                "those files are as they were before it. Read them again before relying on "
+                "them.]"
+            )
+        return {"reverted": reverted, "conflicts": conflicts, "revertId": revert_id}
+
+    def take_notes(self) -> str:
+        """What the model is told with the next prompt about reverts since the last one
+        (so it does not build on changes that were taken back); empty when none."""
+        notes, self._notes = self._notes, []
+        return "\n".join(notes)
+
+    def _judge(self, session: SessionLog, net: Net, force: bool) -> tuple[bytes | None] | str:
+        """The bytes ``net.path`` goes back to (None: it is deleted), or why not."""
+        problem = self._outside(net.path)
+        if problem is not None:
+            return problem
+        problem = net.problem()
+        if problem is not None:
+            return problem
+        target = self.root / net.path
+        try:
+            info: os.stat_result | None = os.lstat(target)
+        except FileNotFoundError:
+            info = None
+        except OSError as exc:
+            return f"cannot be read ({exc.strerror or exc})"
+        current: str | None = None
+        if info is not None:
+            if stat.S_ISDIR(info.st_mode):
+                return "is now a folder; nothing was changed"
+            if not stat.S_ISREG(info.st_mode):
+                return "is now not a regular file (a link or a device); nothing was changed"
+            if info.st_size > self.limit:
+                return f"is now larger than {self.limit} bytes; nothing was changed"
+            try:
+                current = sha256_hex(target.read_bytes())
+            except OSError as exc:
+                return f"cannot be read ({exc.strerror or exc})"
+        expected = net.after.get("sha256") if net.exists and net.after else None
+        if current != expected and not force:
+            now = "is gone" if current is None else "now differs from what the run left"
+            return f"changed since the run ({now}); not overwritten (force: true overwrites it)"
+        if not net.existed:
+            return (None,)
+        assert net.before is not None
+        self.scanner(session)
+        assert self._store is not None
+        data = self._store.get(str(net.before.get("sha256")))
+        if isinstance(data, str):
+            return f"its content before the run cannot be had: {data}"
+        return (data,)
+
+    def _outside(self, relative: str) -> str | None:
+        if relative.startswith("/") or ".." in Path(relative).parts:
+            return "outside the workspace; nothing was changed"
+        parent = (self.root / relative).parent
+        with contextlib.suppress(OSError):
+            parent = parent.resolve()
+        if parent != self.root and not parent.is_relative_to(self.root):
+            return "outside the workspace (a folder on its way is a link out); nothing was changed"
+        return None
+
+    async def _apply(self, relative: str, data: bytes | None) -> str | None:
+        """Put one file back; None when done, else why nothing was changed."""
+        path = self.root / relative
+        buffer = await self.ctx.files.read(path)
+        if data is None:
+            try:
+                await anyio.to_thread.run_sync(os.unlink, path)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                return f"could not be deleted ({exc.strerror or exc})"
+            return None
+        if buffer is not None:
+            try:
+                text = data.decode("utf-8")
+            except UnicodeDecodeError:
+                return (
+                    "open in the editor, and its old content is not UTF-8 text; nothing was changed"
+                )
+            if buffer == text:  # the editor already shows it: the disk must hold it too
+                return await self._write(path, data)
+            try:
+                await self.ctx.apply_edit(path, buffer, text)
+            except (EditRefused, EditNotSaved) as exc:
+                return f"the editor did not take the change back: {exc}"
+            return None
+        return await self._write(path, data)
+
+    async def _write(self, path: Path, data: bytes) -> str | None:
+        """Replace the file on disk (temporary file, rename) unless it already holds ``data``."""
+
+        def write() -> None:
+            with contextlib.suppress(OSError):
+                if path.read_bytes() == data:
+                    return
+            write_atomic(path, data)
+
+        try:
+            await anyio.to_thread.run_sync(write)
+        except OSError as exc:
+            return f"could not be written ({exc.strerror or exc}); the file is as it was"
+        return None

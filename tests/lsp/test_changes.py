@@ -1,0 +1,250 @@
+"""A run's changes, listed and taken back (issue 30), against the real server over stdio.
+
+The scripted loopback model drives one run that edits ``a.py`` with the edit tool,
+creates ``b.txt`` and deletes ``c.txt`` with commands and rewrites ``d.py`` with
+``sed -i``. ``crank/changes`` must list all four with their status, and
+``crank/revert`` must put every one back byte for byte (hashes compared), refuse a
+file the user changed since, and record itself so that it can be reverted too.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from pathlib import Path
+from typing import Any
+
+import pytest
+from pygls.exceptions import JsonRpcException
+
+from tests.support.model_server import ModelServer
+
+from .helpers import Crank, running_server
+from .test_one_truth import options, script
+
+A = "def add(a, b):\n    return a - b\n"
+C = "to be deleted\n"
+D = "x = 1\ny = 2\n"
+
+
+def sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()
+
+
+def project(tmp_path: Path) -> Path:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "a.py").write_text(A)
+    (folder / "c.txt").write_text(C)
+    (folder / "d.py").write_text(D)
+    (folder / "untouched.txt").write_text("same\n")
+    return folder
+
+
+FOUR = script(
+    {"tool": "edit", "path": "a.py", "oldText": "a - b", "newText": "a + b"},
+    {"tool": "bash", "command": "printf 'made\\n' > b.txt"},
+    {"tool": "bash", "command": "rm c.txt"},
+    {"tool": "bash", "command": "sed -i 's/y = 2/y = 3/' d.py"},
+)
+
+
+async def run(crank: Crank) -> str:
+    answer = await crank.request("crank/prompt", {"text": "change four files"})
+    events = await crank.settled(answer["runId"], within=60)
+    ends = [e["event"] for e in events if e["event"]["type"] == "tool_execution_end"]
+    assert [end["result"]["isError"] for end in ends] == [False] * 4, ends
+    return str(answer["runId"])
+
+
+def by_path(answer: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    return {item["path"]: item for item in answer["files"]}
+
+
+async def test_a_run_of_edits_and_commands_is_listed_and_reverted_exactly(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    before = {name: sha(folder / name) for name in ("a.py", "c.txt", "d.py")}
+    with ModelServer(FOUR) as model:
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            run_id = await run(crank)
+            files = by_path(await crank.request("crank/changes", {"runId": run_id}))
+            assert {path: item["status"] for path, item in files.items()} == {
+                "a.py": "modified",
+                "b.txt": "added",
+                "c.txt": "deleted",
+                "d.py": "modified",
+            }
+            assert files["a.py"]["byTool"] == ["c1"] and files["d.py"]["byTool"] == ["c4"]
+            assert files["b.txt"]["byTool"] == ["c2"] and files["c.txt"]["byTool"] == ["c3"]
+            assert all(item["restorable"] for item in files.values())
+            assert files["a.py"]["before"] == before["a.py"]
+            assert files["a.py"]["after"] == sha(folder / "a.py")
+            assert files["c.txt"]["before"] == before["c.txt"] and "after" not in files["c.txt"]
+            assert "before" not in files["b.txt"] and files["b.txt"]["after"] == sha(
+                folder / "b.txt"
+            )
+            whole = by_path(await crank.request("crank/changes", {}))
+            assert whole.keys() == files.keys()
+
+            answer = await crank.request("crank/revert", {"runId": run_id})
+            assert sorted(answer["reverted"]) == ["a.py", "b.txt", "c.txt", "d.py"]
+            assert answer["conflicts"] == []
+            assert {name: sha(folder / name) for name in before} == before
+            assert not (folder / "b.txt").exists()
+
+            # The revert is recorded with its own id, and can itself be reverted.
+            undone = by_path(await crank.request("crank/changes", {"runId": answer["revertId"]}))
+            assert {p: i["status"] for p, i in undone.items()} == {
+                "a.py": "modified",
+                "b.txt": "deleted",
+                "c.txt": "added",
+                "d.py": "modified",
+            }
+            again = await crank.request("crank/revert", {"runId": answer["revertId"]})
+            assert again["conflicts"] == [] and len(again["reverted"]) == 4
+            assert (folder / "b.txt").read_text() == "made\n"
+            assert not (folder / "c.txt").exists()
+            assert (folder / "d.py").read_text() == "x = 1\ny = 3\n"
+
+
+async def test_a_file_the_user_changed_since_is_a_conflict_unless_forced(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    with ModelServer(FOUR) as model:
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            run_id = await run(crank)
+            (folder / "d.py").write_text("mine\n")
+            answer = await crank.request("crank/revert", {"runId": run_id})
+            assert sorted(answer["reverted"]) == ["a.py", "b.txt", "c.txt"]
+            [conflict] = answer["conflicts"]
+            assert conflict["path"] == "d.py"
+            assert "changed since the run" in conflict["reason"]
+            assert (folder / "d.py").read_text() == "mine\n"  # never overwritten
+            assert (folder / "a.py").read_text() == A
+
+            forced = await crank.request(
+                "crank/revert", {"runId": run_id, "paths": ["d.py"], "force": True}
+            )
+            assert forced == {"reverted": ["d.py"], "conflicts": [], "revertId": forced["revertId"]}
+            assert (folder / "d.py").read_text() == D
+            # The user's text overwritten by force is kept: reverting the revert brings it back.
+            back = await crank.request("crank/revert", {"runId": forced["revertId"]})
+            assert back["reverted"] == ["d.py"] and (folder / "d.py").read_text() == "mine\n"
+
+
+async def test_bad_input_is_a_per_file_conflict_and_nothing_is_half_written(
+    tmp_path: Path,
+) -> None:
+    folder = project(tmp_path)
+    with ModelServer(FOUR) as model:
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            run_id = await run(crank)
+            (folder / "b.txt").unlink()
+            (folder / "b.txt").mkdir()  # the created file is now a folder
+            answer = await crank.request(
+                "crank/revert",
+                {"runId": run_id, "paths": ["b.txt", "../outside.txt", "nothing.py"]},
+            )
+            assert answer["reverted"] == []
+            reasons = {c["path"]: c["reason"] for c in answer["conflicts"]}
+            assert reasons["b.txt"].startswith("is now a folder")
+            assert reasons["../outside.txt"] == "not changed by this run"
+            assert reasons["nothing.py"] == "not changed by this run"
+            assert (folder / "b.txt").is_dir()
+            with pytest.raises(JsonRpcException) as raised:
+                await crank.request("crank/revert", {"runId": "run-9-00000000"})
+            assert "no changes of run run-9-00000000 are recorded" in str(raised.value)
+
+
+async def test_an_open_buffer_is_reverted_through_the_editor(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    a = folder / "a.py"
+    with ModelServer(FOUR) as model:
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            crank.open(a, A)
+            await crank.request("crank/state", {})
+            run_id = await run(crank)
+            assert len(crank.edits) == 1 and crank.buffer(a) != A
+            answer = await crank.request("crank/revert", {"runId": run_id, "paths": ["a.py"]})
+            assert answer["reverted"] == ["a.py"], answer
+            assert len(crank.edits) == 2  # through workspace/applyEdit: the editor can undo it
+            assert crank.buffer(a) == A == a.read_text()
+
+
+async def test_the_changes_outlive_the_server(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    with ModelServer(FOUR) as model:
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            run_id = await run(crank)
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            files = by_path(await crank.request("crank/changes", {"runId": run_id}))
+            assert len(files) == 4
+            answer = await crank.request("crank/revert", {"runId": run_id})
+            assert len(answer["reverted"]) == 4 and answer["conflicts"] == []
+            assert (folder / "d.py").read_text() == D and (folder / "c.txt").read_text() == C
+
+
+async def test_a_kept_before_image_is_served_for_a_diff_view(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    with ModelServer(FOUR) as model:
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            run_id = await run(crank)
+            files = by_path(await crank.request("crank/changes", {"runId": run_id}))
+            before = files["d.py"]["before"]
+            answer = await crank.request("crank/fileContent", {"sha256": before})
+            assert answer == {"sha256": before, "text": D}
+            with pytest.raises(JsonRpcException) as raised:
+                await crank.request("crank/fileContent", {"sha256": "0" * 64})
+            assert "no kept file content of this session has this hash" in str(raised.value)
+
+
+async def test_a_deleted_file_still_open_in_the_editor_is_written_back_to_disk(
+    tmp_path: Path,
+) -> None:
+    folder = project(tmp_path)
+    c = folder / "c.txt"
+    with ModelServer(FOUR) as model:
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            crank.open(c, C)  # the buffer still shows the old text after rm
+            await crank.request("crank/state", {})
+            run_id = await run(crank)
+            assert not c.exists()
+            answer = await crank.request("crank/revert", {"runId": run_id, "paths": ["c.txt"]})
+            assert answer["reverted"] == ["c.txt"] and c.read_text() == C
+
+
+async def test_binary_and_oversized_files_are_listed_but_refused_by_name(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    (folder / "image.bin").write_bytes(b"\0\1\2")
+    (folder / "big.txt").write_bytes(b"x" * (1 << 20) + b"more")
+    change = script(
+        {"tool": "bash", "command": "printf '\\0\\3' > image.bin && echo y >> big.txt"},
+    )
+    with ModelServer(change) as model:
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            answer = await crank.request("crank/prompt", {"text": "touch them"})
+            await crank.settled(answer["runId"], within=60)
+            files = by_path(await crank.request("crank/changes", {"runId": answer["runId"]}))
+            assert files["image.bin"]["restorable"] is False
+            assert files["image.bin"]["reason"] == "a binary file: not restorable"
+            assert files["big.txt"]["reason"] == "larger than 1048576 bytes: not restorable"
+            reverted = await crank.request("crank/revert", {"runId": answer["runId"]})
+            assert reverted["reverted"] == []
+            reasons = {c["path"]: c["reason"] for c in reverted["conflicts"]}
+            assert reasons == {
+                "big.txt": "larger than 1048576 bytes: not restorable",
+                "image.bin": "a binary file: not restorable",
+            }
+            assert (folder / "image.bin").read_bytes() == b"\0\3"  # untouched
+
+
+async def test_the_next_prompt_tells_the_model_what_was_taken_back(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    with ModelServer(FOUR) as model:
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            run_id = await run(crank)
+            await crank.request("crank/revert", {"runId": run_id, "paths": ["a.py"]})
+            model.add({"text": "noted"})
+            answer = await crank.request("crank/prompt", {"text": "what now?"})
+            await crank.settled(answer["runId"], within=60)
+            sent = model.requests[-1]["body"]["messages"][-1]["content"]
+            assert sent.startswith("what now?\n\n[The user took back what run-1-")
+            assert "changed in a.py: those files are as they were before it." in sent
