@@ -27,7 +27,9 @@ from crank.tools import ApprovalRequest
 
 log = logging.getLogger(__name__)
 EDIT_TOOLS = ("write", "edit")
-DECISIONS = ("allow", "allowSession", "allowAlways", "reject")
+PermissionDecision = Literal["allow", "allowSession", "allowAlways", "reject"]
+"""The user's answer to a permission question (``crank/requestPermission``'s result)."""
+DECISIONS: tuple[PermissionDecision, ...] = get_args(PermissionDecision)
 PermissionMode = Literal["ask", "autoEdit", "auto", "readOnly"]
 """Who is asked before a change (the module docstring says what each mode means)."""
 PERMISSION_MODES: tuple[PermissionMode, ...] = get_args(PermissionMode)

@@ -6,9 +6,9 @@
  * It does not import `vscode` (it runs inside the webview and under node --test).
  */
 import type {
-  AssistantBlock,
+  ContentBlock,
   EventParams,
-  ImageBlock,
+  ShownImage,
   Message,
   ModelInfo,
   ModelRef,
@@ -20,17 +20,17 @@ import type {
   SessionInfo,
   StateResult,
   ToolResultMessage,
-  UsageUpdate,
+  ContextUsage,
   UserMessage,
 } from "../protocol/types";
 import { editOf, type EditInfo } from "./edits";
 
 /** A user message; `images` as the server sent them (inline ones carry their data). */
-export interface UserItem { kind: "user"; id: string; text: string; images?: ImageBlock[] }
+export interface UserItem { kind: "user"; id: string; text: string; images?: ShownImage[] }
 export interface AssistantItem {
   kind: "assistant";
   id: string;
-  blocks: AssistantBlock[];
+  blocks: ContentBlock[];
   streaming: boolean;
   stopReason?: string;
   errorMessage?: string;
@@ -47,7 +47,7 @@ export interface ToolItem {
   /** An open permission card asks about this call: the card shows the diff, so this one does not. */
   asked?: boolean;
   /** The images the tool returned (its toolResult message's `images`), shown on the card. */
-  images?: ImageBlock[];
+  images?: ShownImage[];
 }
 export interface PermissionItem {
   kind: "permission";
@@ -70,7 +70,7 @@ export interface ChatState {
   running: boolean;
   items: ChatItem[];
   queue: Queue;
-  usage?: UsageUpdate;
+  usage?: ContextUsage;
   lastSeq: number;
   /** True when an event was missed; the host should re-read the transcript. */
   gap: boolean;
@@ -138,7 +138,7 @@ function findLast<T>(xs: T[], p: (x: T) => boolean): number {
   return -1;
 }
 
-function blockText(b: AssistantBlock): string {
+function blockText(b: ContentBlock): string {
   return b.type === "text" ? b.text : b.type === "thinking" ? b.thinking : "";
 }
 
@@ -459,11 +459,11 @@ export function persistable(s: ChatState): ChatState {
   return { ...s, items };
 }
 
-function hasImageData(it: ChatItem): it is (UserItem | ToolItem) & { images: ImageBlock[] } {
+function hasImageData(it: ChatItem): it is (UserItem | ToolItem) & { images: ShownImage[] } {
   return (it.kind === "user" || it.kind === "tool") && !!it.images?.some((i) => i.data !== undefined);
 }
 
-function withoutData(i: ImageBlock): ImageBlock {
+function withoutData(i: ShownImage): ShownImage {
   if (i.data === undefined) return i;
   const { data: _bytes, ...rest } = i;
   return { ...rest, restored: true };

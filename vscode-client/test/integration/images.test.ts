@@ -15,7 +15,7 @@ import { pathToFileURL } from "node:url";
 import type { MessageConnection } from "vscode-jsonrpc/node";
 import { CrankClient } from "../../src/protocol/client";
 import { answerServerRequests, initializeCrank, loopbackOptions, startCrankServe, startModelServer, stopServers } from "../e2e/harness";
-import { errorCodesFrom, type EventParams, type ImageBlock, type Message } from "../../src/protocol/types";
+import { errorCodesFrom, type EventParams, type ShownImage, type Message } from "../../src/protocol/types";
 import { noisePng } from "../fixtures/png";
 
 const PNG = noisePng(96);
@@ -64,7 +64,7 @@ function settled(): Promise<void> {
   });
 }
 
-const toolImages = (m: Message | undefined): ImageBlock[] => (m && m.role === "toolResult" ? (m.images ?? []) : []);
+const toolImages = (m: Message | undefined): ShownImage[] => (m && m.role === "toolResult" ? (m.images ?? []) : []);
 
 test("a read PNG comes live inline on the tool result, replayed by hash only, and crank/image gives back its exact bytes", async () => {
   const { sessionId } = await crank.prompt({ workspace, text: "look at pixels.png" });
