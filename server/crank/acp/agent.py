@@ -9,7 +9,8 @@ Methods: ``initialize`` (version negotiation, honest capabilities), ``authentica
 ``session/new``, ``session/load`` (replays a Crank session file, whoever wrote it),
 ``session/prompt``, ``session/cancel``, ``session/set_mode`` (Crank's permission
 modes) and ``session/set_config_option`` (the model). A request before
-``initialize`` is refused with -32002, as LSP does.
+``initialize`` is refused with -32600 (ACP's -32002 means "resource not found"; the
+codes are ``crank.workspace.errors.ACP_CODES``).
 """
 
 from __future__ import annotations
@@ -26,7 +27,8 @@ from crank.agent.messages import ImageBlock
 from crank.session import SessionError
 from crank.vendors import ConfigError, known_models
 from crank.workspace import PERMISSION_MODES, CrankError, Settings, WorkspaceHost
-from crank.workspace.errors import code_of
+from crank.workspace.errors import ACP_CODES, code_of
+from crank.workspace.errors import NOT_INITIALIZED as NOT_INITIALIZED_KIND
 
 from .session import AcpEditor, AcpSession
 from .wire import INTERNAL_ERROR, INVALID_PARAMS, Peer, RpcError
@@ -34,7 +36,7 @@ from .wire import INTERNAL_ERROR, INVALID_PARAMS, Peer, RpcError
 log = logging.getLogger("crank.acp")
 
 PROTOCOL_VERSION = 1
-NOT_INITIALIZED = -32002
+NOT_INITIALIZED = ACP_CODES[NOT_INITIALIZED_KIND]
 MODE_NAMES = {
     "ask": ("Ask", "Ask before every change and command"),
     "autoEdit": ("Auto edit", "Edit files without asking; ask before commands"),
@@ -133,7 +135,7 @@ class CrankAgent:
             try:
                 return await handler(params)
             except (CrankError, SessionError, ConfigError) as exc:
-                raise RpcError(code_of(exc) or INTERNAL_ERROR, str(exc)) from exc
+                raise RpcError(code_of(exc, "acp") or INTERNAL_ERROR, str(exc)) from exc
 
         return run
 

@@ -14,6 +14,8 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from crank.workspace.errors import RPC_INTERNAL_ERROR
+
 Handler = Callable[[str, Any], Awaitable[Any]]
 Listener = Callable[[str, Any], None]
 
@@ -117,7 +119,7 @@ class LspClient:
             reply = {
                 "jsonrpc": "2.0",
                 "id": message["id"],
-                "error": {"code": -32603, "message": str(exc)},
+                "error": {"code": RPC_INTERNAL_ERROR, "message": str(exc)},
             }
         with contextlib.suppress(ConnectionError):
             await self._send(reply)

@@ -32,7 +32,7 @@ from crank.agent.images import sniff_mime
 from crank.session import SessionLog
 from crank.session.blobs import is_hash, read_blob, referenced
 
-from .errors import NO_SUCH_IMAGE, CrankError, invalid_params
+from .errors import NoSuchImage, invalid_params
 
 log = logging.getLogger(__name__)
 SHOWN_CHARS = 80
@@ -48,8 +48,8 @@ def check_hash(value: object) -> str:
 
 
 def _serve(log: SessionLog | None, session_id: str, sha256: str) -> dict[str, Any]:
-    def missing(why: str) -> CrankError:
-        return CrankError(NO_SUCH_IMAGE, f"no image {sha256[:12]}… in session {session_id}: {why}")
+    def missing(why: str) -> NoSuchImage:
+        return NoSuchImage(f"no image {sha256[:12]}… in session {session_id}: {why}")
 
     entries = list(log.tree.entries) if log is not None else []  # a snapshot: runs append
     block = referenced(entries, sha256)
