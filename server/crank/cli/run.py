@@ -41,6 +41,7 @@ from crank.tools import (
     Decision,
     ToolContext,
 )
+from crank.tools.info import tool_info
 from crank.tools.sandbox import SandboxSettings, SandboxStatus, probe, protected_paths
 from crank.vendors import ConfigError, create_model, resolve_provider
 from crank.vendors.secrets import provider_env
@@ -148,7 +149,11 @@ def command_gate(status: SandboxStatus, settings: SandboxSettings) -> Approve:
     said ``--no-sandbox``; otherwise it is refused with a message saying how."""
 
     async def gate(request: ApprovalRequest) -> Decision:
-        if request["toolName"] != "bash" or settings.mode == "off" or status.available:
+        if (
+            not tool_info(request["toolName"]).runs_commands
+            or settings.mode == "off"
+            or status.available
+        ):
             return Decision.allow()
         return Decision.reject(
             f"crank run does not run commands without a sandbox, and there is none here "

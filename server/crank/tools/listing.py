@@ -15,11 +15,23 @@ from pathlib import Path
 
 import anyio
 
-from crank.agent.tools import MAX_LINES, NOTE_ROOM_LINES, Tool, ToolCall, ToolError, ToolOutput
+from crank.agent.tools import (
+    MAX_LINES,
+    NOTE_ROOM_LINES,
+    Tool,
+    ToolCall,
+    ToolError,
+    ToolInfo,
+    ToolOutput,
+)
 
 from .context import ToolContext
 from .globs import matches_path
 from .walk import crowded_note, walk_files
+
+LS_INFO = ToolInfo("ls", kind="read", label="List", shows="path", result="joined")
+FIND_INFO = ToolInfo("find", kind="search", label="Find", shows="pattern", result="joined")
+"""What ls and find say about themselves (``ToolInfo``)."""
 
 MOST_SHOWN = MAX_LINES - NOTE_ROOM_LINES
 LS_LIMIT = 500
@@ -80,6 +92,7 @@ def make_ls(ctx: ToolContext) -> Tool:
         return ToolOutput(capped(names, total, limit, note))
 
     return Tool(
+        info=LS_INFO,
         name="ls",
         description=(
             "List a directory's entries (including dotfiles), sorted by name; directories end "
@@ -135,6 +148,7 @@ def make_find(ctx: ToolContext) -> Tool:
         return ToolOutput(capped(found, len(found), limit, cut) + note)
 
     return Tool(
+        info=FIND_INFO,
         name="find",
         description=(
             "Find files by glob pattern under a directory (default the workspace root). A "

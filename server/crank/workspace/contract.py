@@ -21,9 +21,11 @@ from typing import Any, Literal, NotRequired, TypedDict
 from crank.agent.events import ContextUsage, QueueState
 from crank.agent.harness import QueueKind
 from crank.agent.messages import ImageBlock, Message
+from crank.agent.tools import ResultShown, ToolKind
 from crank.prompt.builder import Source
 from crank.session.index import SessionInfo
 from crank.tools.context import CommandPreview, DiffPreview, PathPreview
+from crank.tools.details import CommandDetails, DeclinedDetails, FileChangeDetails, ReadDetails
 from crank.tools.sandbox import SandboxMode
 
 from .commands import CommandKind
@@ -130,6 +132,21 @@ class TreeEntry(TypedDict):
     role: NotRequired[str]
     preview: NotRequired[str]
     label: NotRequired[str]
+
+
+class ToolInfoJson(TypedDict):
+    """What a tool says about itself (``crank.agent.tools.ToolInfo``), so a client never
+    matches tool names: its kind (ACP's vocabulary), a label, which argument says what a
+    call does, how its result is summed up, whether it changes files through the edit
+    path, and the name of its ``details`` type in this schema."""
+
+    name: str
+    kind: ToolKind
+    label: str
+    shows: NotRequired[str]
+    result: ResultShown
+    editsFiles: bool
+    details: NotRequired[str]
 
 
 # -- params ----------------------------------------------------------------------------
@@ -246,6 +263,8 @@ class StateResult(TypedDict):
     configError: NotRequired[str]
     """Only while no provider is configured: what to set."""
     viewRepairs: NotRequired[ViewRepairs]
+    tools: NotRequired[list[ToolInfoJson]]
+    """The tools the next run offers, each as it describes itself."""
 
 
 class MessagesResult(TypedDict):
@@ -383,3 +402,6 @@ EVENT_UNION: Any = WireEvent
 
 PROMPT_IMAGE: Any = ImageBlock
 """An image on a message (``images``): listed so the schema names it."""
+
+TOOL_DETAILS: tuple[type, ...] = (FileChangeDetails, ReadDetails, CommandDetails, DeclinedDetails)
+"""Every tool's ``details`` type (``ToolInfo.details`` names one), so the schema has them."""

@@ -35,6 +35,7 @@ from crank.prompt import PromptLocations, PromptWatcher, SystemPrompt, compute_p
 from crank.session import SessionLog, SessionStore
 from crank.session.notes import Notes, notes_path
 from crank.tools import ApprovalRequest, ToolContext
+from crank.tools.info import tool_info
 from crank.tools.sandbox import SandboxStatus, probe, protected_paths
 from crank.vendors import discover
 from crank.vendors.config import default_config_file
@@ -44,7 +45,7 @@ from .attachments import context_images
 from .client import EditorClient
 from .commands import BUILTIN_NAMES, CommandCatalog, parse_command, perform
 from .daily import DailyRefresh
-from .errors import RUN_IN_PROGRESS, CrankError, invalid_params
+from .errors import RunInProgress, invalid_params
 from .images import image_json, with_stored_images
 from .permissions import PERMISSION_MODES, PermissionMode, Permissions
 from .prompts import context_text
@@ -151,7 +152,7 @@ class WorkspaceHost:
         return self.settings.sandbox.mode != "off" and not self.sandbox_status.available
 
     def _unconfined_warning(self, request: ApprovalRequest) -> str | None:
-        if request["toolName"] != "bash" or not self.unconfined():
+        if not tool_info(request["toolName"]).runs_commands or not self.unconfined():
             return None
         return (
             f"No sandbox: {self.sandbox_status.detail}. This command would run unconfined, as you."
@@ -345,8 +346,7 @@ class WorkspaceHost:
                 self.harness.follow_up(full, images, typed=typed)
                 answer = {"sessionId": self.session_id, "queued": "followUp"}
                 return self._images_note(images, answer)
-            raise CrankError(
-                RUN_IN_PROGRESS,
+            raise RunInProgress(
                 "a run is already active in this workspace; send whileRunning "
                 '"steer" or "followUp", or abort it',
             )
@@ -354,7 +354,7 @@ class WorkspaceHost:
         try:
             run = self.harness.prompt(full, images, typed=typed)
         except HarnessBusy as exc:
-            raise CrankError(RUN_IN_PROGRESS, str(exc)) from exc
+            raise RunInProgress(str(exc)) from exc
         self._run = run
         return self._images_note(images, {"sessionId": self.session_id, "runId": run.id})
 
@@ -411,6 +411,7 @@ class WorkspaceHost:
             seq=self.stream.last_seq(self.session_id),
             config_error=self.model_config.error,
             repairs=self.session.repairs,
+            tools=self.tools,
         )
 
     def messages(self) -> dict[str, Any]:

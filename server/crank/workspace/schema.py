@@ -35,7 +35,7 @@ JSON = dict[str, Any]
 
 def _aliases() -> dict[str, Any]:
     """Unions and Literals that have a name in the code, so the schema names them too."""
-    from crank.agent import events, messages
+    from crank.agent import events, messages, tools
     from crank.agent.harness import QueueKind
     from crank.prompt.builder import SourceKind
     from crank.session.index import SessionEnd
@@ -65,6 +65,8 @@ def _aliases() -> dict[str, Any]:
         "CommandKind": CommandKind,
         "SourceKind": SourceKind,
         "SessionEnd": SessionEnd,
+        "ToolKind": tools.ToolKind,
+        "ResultShown": tools.ResultShown,
     }
 
 
@@ -199,6 +201,8 @@ def build() -> JSON:
     notifications = {m: {"params": t.of(tp)} for m, tp in contract.NOTIFICATIONS.items()}
     t.of(contract.EVENT_UNION)
     t.of(ImageBlock)
+    for details in contract.TOOL_DETAILS:
+        t.of(details)
     events: JSON = {}
     for event in get_args(contract.EVENT_UNION):
         (kind,) = get_args(typing.get_type_hints(event)["type"])

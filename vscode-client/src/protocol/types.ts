@@ -51,6 +51,13 @@ export interface BranchResult {
   tip: string | null;
 }
 
+/** ``bash``: how the command ended, and where its whole output was saved. */
+export interface CommandDetails {
+  exitCode: number | null;
+  timedOut: boolean;
+  fullOutputPath: string | null;
+}
+
 /** One entry of ``crank/commands``: typed as ``/name args``; ``name`` has no slash. */
 export interface CommandInfo {
   name: string;
@@ -127,6 +134,12 @@ export interface CurrentModel {
   contextWindow?: number;
 }
 
+/** Any changing tool whose call the user declined. */
+export interface DeclinedDetails {
+  declined: boolean;
+  reason: string | null;
+}
+
 /** New text of one block. Concatenating the deltas of a ``contentIndex`` gives the block's text in its ``message_end``; a tool call's first delta names the call. */
 export interface Delta {
   kind: DeltaKind;
@@ -158,6 +171,16 @@ export interface EventParams {
   runId?: string;
   seq: number;
   event: CrankEvent;
+}
+
+/** ``edit`` and ``write``: the whole file before and after, and the diff shown. */
+export interface FileChangeDetails {
+  path: string;
+  oldText: string;
+  newText: string;
+  diff: string;
+  /** The old file's size in bytes when it was too large or not text to load: ``oldText`` is then empty and is NOT the old content. */
+  oldTextOmitted?: number;
 }
 
 /** An image on a user message or a tool result (``images``). Exactly one of ``data`` (the bytes, base64, inline) and ``sha256`` (a blob stored beside the session file, docs/session.md) says where its bytes are; a request is always built with them inline (or with a placeholder when they cannot be had). */
@@ -343,6 +366,14 @@ export interface Range {
   end: Position;
 }
 
+/** ``read``: which file, and whether the text came from an open editor buffer. */
+export interface ReadDetails {
+  path: string;
+  openInEditor: boolean;
+  /** The buffer holds text the disk does not (the user's unsaved edits). */
+  unsaved: boolean;
+}
+
 export interface RemoveQueuedParams {
   workspace?: string;
   sessionId?: string;
@@ -357,6 +388,8 @@ export interface RemoveQueuedResult {
   /** The text taken out, or null when it was already gone (taken by the run). */
   removed: string | null;
 }
+
+export type ResultShown = "first_line" | "last_lines" | "line_count" | "joined";
 
 export interface RetryEnd {
   type: "retry_end";
@@ -479,6 +512,8 @@ export interface StateResult {
   /** Only while no provider is configured: what to set. */
   configError?: string;
   viewRepairs?: ViewRepairs;
+  /** The tools the next run offers, each as it describes itself. */
+  tools?: ToolInfoJson[];
 }
 
 export type StopReason = "stop" | "toolUse" | "length" | "error" | "aborted";
@@ -536,6 +571,19 @@ export interface ToolExecutionUpdate {
   /** Only what is new since the last update. */
   output: string;
 }
+
+/** What a tool says about itself (``crank.agent.tools.ToolInfo``), so a client never matches tool names: its kind (ACP's vocabulary), a label, which argument says what a call does, how its result is summed up, whether it changes files through the edit path, and the name of its ``details`` type in this schema. */
+export interface ToolInfoJson {
+  name: string;
+  kind: ToolKind;
+  label: string;
+  shows?: string;
+  result: ResultShown;
+  editsFiles: boolean;
+  details?: string;
+}
+
+export type ToolKind = "read" | "edit" | "delete" | "move" | "search" | "execute" | "think" | "fetch" | "other";
 
 export interface ToolOutcome {
   content: string;
