@@ -112,9 +112,9 @@ class WorkspaceHost:
         )
         self.notes = Notes(lambda: notes_path(self.session.file))
         """The active session's notes (the note tools follow the session)."""
-        self.tools = self._tool_set(log=None)
+        tools = self._tool_set(log=None)
         self.model_config = ModelConfig(settings, self.root, env, client.log)
-        self.harness = Harness(system="", tools=self.tools, model=self.model_config.configure())
+        self.harness = Harness(system="", tools=tools, model=self.model_config.configure())
         self.session = SessionSlot(uri, self.root, self.store, self.harness, settings.context)
         self.harness.build_request = self.session.build_request
         self.harness.before_request = self._before_request
@@ -138,6 +138,24 @@ class WorkspaceHost:
     def run_id(self) -> str | None:
         """The active run's id on the wire, or None when idle."""
         return self._run.id if self._run is not None else None
+
+    @property
+    def tools(self) -> list[Tool]:
+        """The tools the next run offers: the Harness's list, the one owner (a run keeps
+        the tools it started with). Setting it hands the Harness the new list."""
+        return self.harness.tools
+
+    @tools.setter
+    def tools(self, tools: list[Tool]) -> None:
+        self.harness.set_tools(tools)
+
+    @property
+    def active_run_id(self) -> str | None:
+        """The id of the run the Harness is running, or None when idle (``crank/state``).
+        ``run_id`` is the run being announced, which the host lets go of only after its
+        ``agent_settled`` is sent, so that event's envelope still names it."""
+        run = self.harness.current_run
+        return run.id if run is not None else None
 
     @property
     def config_error(self) -> str | None:
@@ -169,10 +187,8 @@ class WorkspaceHost:
                 if problem is not None:
                     self.client.log(f"Crank: the last session was not resumed: {problem}")
                 self.tools = self._tool_set()  # a resumed session may offer recall
-                self.harness.set_tools(self.tools)
             first = await self._rebuild()
-            self.prompt = first
-            self.harness.set_system(first.text)
+            self._use_prompt(first)
             watcher = PromptWatcher(
                 self._locations(),
                 self._rebuild,
@@ -222,7 +238,6 @@ class WorkspaceHost:
         if [tool.name for tool in tools] == [tool.name for tool in self.tools]:
             return
         self.tools = tools
-        self.harness.set_tools(tools)
         if self.watcher is not None:
             await self.watcher.refresh()
 
@@ -241,9 +256,14 @@ class WorkspaceHost:
             self.client.commands_changed(self.uri)
         return build.prompt
 
-    async def _on_prompt_change(self, prompt: SystemPrompt) -> None:
+    def _use_prompt(self, prompt: SystemPrompt) -> None:
+        """The one place the prompt changes: ``self.prompt`` (its text, hash and sources,
+        what ``crank/systemPrompt`` reads) and the Harness's copy of its text, together."""
         self.prompt = prompt
         self.harness.set_system(prompt.text)
+
+    async def _on_prompt_change(self, prompt: SystemPrompt) -> None:
+        self._use_prompt(prompt)
         event: SystemPromptChanged = {
             "type": "system_prompt_changed",
             "hash": prompt.hash,
@@ -402,7 +422,7 @@ class WorkspaceHost:
         return state_json(
             session_id=self.session_id,
             harness=self.harness,
-            run_id=self.run_id,
+            run_id=self.active_run_id,
             permission_mode=self.permissions.mode,
             trusted=self.settings.trusted,
             sandbox=self.sandbox_status.to_json(self.settings.sandbox),
@@ -451,7 +471,6 @@ class WorkspaceHost:
         self.session.new()
         if any(tool.name == "recall" for tool in self.tools):  # nothing is compacted yet
             self.tools = self._tool_set()
-            self.harness.set_tools(self.tools)
             if self.watcher is not None:  # the prompt follows; held so it is not collected
                 self._prompt_refresh = asyncio.create_task(self.watcher.refresh())
         return self._session_changed()
@@ -485,7 +504,6 @@ class WorkspaceHost:
             # The tool set and the prompt change first; the mode is published (in
             # crank/state) only once the prompt that goes with it is built.
             self.tools = self._tool_set(mode)
-            self.harness.set_tools(self.tools)
             if self.watcher is not None:
                 await self.watcher.refresh()
         self.permissions.mode = mode
