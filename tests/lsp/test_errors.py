@@ -160,6 +160,8 @@ def test_each_refusal_is_a_class_that_can_be_caught_by_type() -> None:
     assert caught.value.message == "busy" and caught.value.CODE == 1001
     assert isinstance(invalid_params("text", "must be a string"), refusals.InvalidParams)
     assert not isinstance(refusals.NoSuchWorkspace("x"), refusals.RunInProgress)
+    locked = CrankError("session_locked", "held elsewhere")  # a kind with no class here
+    assert locked.kind == "session_locked" and refusals.code_of(locked) == 1007
 
 
 def test_acp_has_its_own_codes_where_acp_gives_the_number_a_meaning() -> None:

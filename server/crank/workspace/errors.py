@@ -142,7 +142,12 @@ class CrankError(Exception):
 
     def __new__(cls, *args: Any) -> CrankError:
         if cls is CrankError and len(args) == 2:
-            return Exception.__new__(_BY_KIND[args[0]])
+            registered = _BY_KIND.get(args[0])
+            if registered is not None:
+                return Exception.__new__(registered)
+            made = Exception.__new__(CrankError)
+            made.__dict__["kind"] = args[0]  # a kind only the layers below raise
+            return made
         return Exception.__new__(cls)
 
     def __init__(self, *args: Any) -> None:
