@@ -33,7 +33,8 @@ def state_json(
     tools: Sequence[Tool] = (),
 ) -> dict[str, Any]:
     """``crank/state``: ``runId`` only while a run is active, ``configError`` only while
-    no provider is configured, ``viewRepairs`` only when the view repaired something."""
+    no provider is configured, ``viewRepairs`` only when the view repaired something,
+    ``tools`` (what each tool says about itself) when there are tools."""
     model = harness.model
     state: dict[str, Any] = {"sessionId": session_id, "running": harness.is_running}
     if run_id is not None:
@@ -54,7 +55,8 @@ def state_json(
         state["configError"] = config_error
     if repairs:
         state["viewRepairs"] = repairs.to_json()
-    state["tools"] = [(tool.info or ToolInfo(tool.name)).to_json() for tool in tools]
+    if tools:
+        state["tools"] = [(tool.info or ToolInfo(tool.name)).to_json() for tool in tools]
     return state
 
 
