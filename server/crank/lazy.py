@@ -8,25 +8,44 @@ httpx, the tools, the session log, the prompt watcher and yaml.
 
 What is promised: ``from crank.pkg import Name`` and ``crank.pkg.Name`` give the very
 object the eager import gave, importing the module that defines it on first use (and
-caching it in the package). Each lazy package also imports its names under
-``TYPE_CHECKING``, for the type checker and readers; ``tests/lsp/test_startup.py``
-checks that the two lists agree and that every name resolves.
+caching it in the package). Each name is listed once: a lazy package imports its names
+under ``TYPE_CHECKING`` as ``from .module import Name as Name`` (for the type checker,
+which reads the alias as an export, and for readers), and ``exports`` reads that block
+from the package's own source for the map from name to module and for ``__all__``.
+``tests/lsp/test_startup.py`` checks that every name resolves to its module's object.
 """
 
 from __future__ import annotations
 
+import ast
 import importlib
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 
+def declared(source: str) -> dict[str, str]:
+    """Name to relative module (``".host"``) for each ``from .module import Name`` under
+    the top-level ``if TYPE_CHECKING:`` of a package's source. Absolute imports there
+    are for annotations only and export nothing."""
+    owner: dict[str, str] = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
+            for sub in node.body:
+                if isinstance(sub, ast.ImportFrom) and sub.level >= 1:
+                    module = "." * sub.level + (sub.module or "")
+                    owner.update({alias.asname or alias.name: module for alias in sub.names})
+    return owner
+
+
 def exports(
-    package: str, modules: Mapping[str, Sequence[str]]
-) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """The ``__getattr__`` and ``__dir__`` of ``package``; ``modules`` maps each
-    relative module (``".host"``) to the public names it defines."""
-    owner = {name: module for module, names in modules.items() for name in names}
+    package: str, init_file: str, *local: str
+) -> tuple[Callable[[str], Any], Callable[[], list[str]], list[str]]:
+    """The ``__getattr__``, ``__dir__`` and ``__all__`` of ``package``, whose
+    ``__init__.py`` is ``init_file``: the names its ``TYPE_CHECKING`` block imports
+    relatively, plus ``local`` (names the ``__init__`` defines itself)."""
+    owner = declared(Path(init_file).read_text(encoding="utf-8"))
 
     def __getattr__(name: str) -> Any:
         module = owner.get(name)
@@ -39,4 +58,4 @@ def exports(
     def __dir__() -> list[str]:
         return sorted(set(owner) | set(vars(sys.modules[package])))
 
-    return __getattr__, __dir__
+    return __getattr__, __dir__, sorted([*owner, *local])

@@ -159,3 +159,43 @@ async def test_a_context_entry_that_is_an_image_goes_as_an_image(tmp_path: Path)
     assert '<context path="notes.txt">\nplain notes' in user["content"][0]["text"]
     assert "ui.png" not in user["content"][0]["text"]
     assert user["content"][1]["image_url"]["url"] == f"data:image/png;base64,{b64(PNG)}"
+
+
+async def test_a_tools_large_image_is_shown_live_as_a_replay_shows_it(tmp_path: Path) -> None:
+    """Issue 34.7: live events carried a tool's large image inline while a replay carries
+    its reference, so "stored" showed only after a reload. The tool result's
+    ``message_end`` now carries the message as the session keeps it (after its blob is
+    on disk): the same block ``crank/messages`` gives, fetched with ``crank/image``."""
+    folder = project(tmp_path)
+    big = png(100, 100, noise=True)
+    (folder / "shot.png").write_bytes(big)
+    replies = [
+        {"toolCalls": [{"id": "r1", "name": "read", "arguments": {"path": "shot.png"}}]},
+        {"text": "A picture."},
+    ]
+    async with ModelServer({"replies": replies}) as model:
+        opts = options(model, tmp_path, images=True)
+        async with running_server(tmp_path, [folder], opts) as crank:
+            answer = await crank.request("crank/prompt", {"text": "look"})
+            await crank.settled(answer["runId"])
+            live = [
+                e["event"]["message"]
+                for e in crank.events
+                if e["event"]["type"] == "message_end"
+                and e["event"]["message"]["role"] == "toolResult"
+            ]
+            session = Path((await crank.request("crank/state", {}))["sessionFile"])
+            (image,) = live[0]["images"]
+            fetched = await crank.request("crank/image", {"sha256": image.get("sha256")})
+    assert "data" not in image and image["bytes"] == len(big)
+    entries = [json.loads(line) for line in session.read_text().splitlines()]  # noqa: ASYNC240
+    (kept,) = [
+        e["message"]
+        for e in entries
+        if e.get("type") == "message" and e["message"]["role"] == "toolResult"
+    ]
+    assert kept["images"] == live[0]["images"]  # what a reload replays
+    assert base64.b64decode(fetched["data"]) == big
+    # The model was still sent the bytes.
+    sent = json.dumps(model.requests[1]["body"])
+    assert b64(big) in sent

@@ -362,10 +362,14 @@ async def test_two_workspaces_run_at_once(tmp_path: Path) -> None:
                     )
                 )
             )
-            await asyncio.sleep(0.3)
-            assert (await crank.request("crank/state", {"workspace": three.as_uri()}))[
-                "running"
-            ] is False
+            state: dict[str, Any] | None = None
+            for _ in range(500):  # until the server has taken the change (an answer)
+                try:
+                    state = await crank.request("crank/state", {"workspace": three.as_uri()})
+                    break
+                except Exception:
+                    await asyncio.sleep(0.01)
+            assert state is not None and state["running"] is False
             try:
                 await crank.request("crank/state", {"workspace": two.as_uri()})
             except Exception as exc:

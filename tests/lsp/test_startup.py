@@ -154,37 +154,43 @@ def test_initialize_is_answered_before_the_heavy_modules_are_imported(
     assert later == [], f"the host runs without {later}: the spy saw the wrong moment"
 
 
-def _declared(package: str) -> tuple[dict[str, str], dict[str, str], list[str]]:
+def _declared(package: str) -> tuple[dict[str, str], str]:
     """From the package's ``__init__.py``: name -> module as imported under
-    ``TYPE_CHECKING``, name -> module as given to ``exports``, and ``__all__``."""
-    path = REPO / "server" / "crank" / package / "__init__.py"
-    tree = ast.parse(path.read_text("utf-8"))
-    typed: dict[str, str] = {}
-    lazy: dict[str, str] = {}
-    names: list[str] = []
-    for node in tree.body:
-        if isinstance(node, ast.If) and ast.unparse(node.test) == "TYPE_CHECKING":
-            for sub in node.body:
-                if isinstance(sub, ast.ImportFrom) and sub.level == 1:
-                    typed.update({a.name: f".{sub.module}" for a in sub.names})
-        if isinstance(node, ast.Assign) and ast.unparse(node.targets[0]) == "__all__":
-            names = list(ast.literal_eval(node.value))
-        call = node.value if isinstance(node, ast.Assign) else None
-        if isinstance(call, ast.Call) and ast.unparse(call.func) == "exports":
-            mapping = ast.literal_eval(call.args[1])
-            lazy.update({n: module for module, listed in mapping.items() for n in listed})
-    return typed, lazy, names
+    ``TYPE_CHECKING`` (what ``crank.lazy.exports`` reads), and the source."""
+    from crank.lazy import declared
+
+    source = (REPO / "server" / "crank" / package / "__init__.py").read_text("utf-8")
+    return declared(source), source
 
 
 @pytest.mark.parametrize("package", LAZY_PACKAGES)
 def test_a_lazy_package_exports_what_it_declares(package: str) -> None:
-    typed, lazy, names = _declared(package)
-    assert typed == lazy, "the TYPE_CHECKING imports and the lazy map must agree"
+    lazy, source = _declared(package)
+    # Issue 34.9: each export is written once (it was written three times: the
+    # TYPE_CHECKING import, __all__, and the map given to exports).
+    tree = ast.parse(source)
+    literals = [
+        node.value
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in lazy
+    ]
+    assert literals == [], f"listed again as strings (an __all__ or a map): {literals}"
+    imported = [
+        alias.asname or alias.name
+        for block in tree.body
+        if isinstance(block, ast.If) and ast.unparse(block.test) == "TYPE_CHECKING"
+        for node in block.body
+        if isinstance(node, ast.ImportFrom) and node.level >= 1
+        for alias in node.names
+    ]
+    assert sorted(imported) == sorted(lazy), "each export is imported once"
     # A name spelled like its module is shadowed by the module once anything imports
     # that module (the import system sets the attribute): crank.session.repair was.
     clashes = [name for name, module in lazy.items() if module == f".{name}"]
     assert clashes == [], f"import these from their module instead: {clashes}"
     module = importlib.import_module(f"crank.{package}")
+    names = module.__all__
+    assert set(lazy) <= set(names)
     for name in names:
         value = getattr(module, name)
         owner = lazy.get(name)

@@ -138,13 +138,22 @@ async def test_the_watcher_over_the_wire(tmp_path: Path) -> None:
             assert RULE in now["text"]
 
 
+async def logged_line(crank: Any, words: str) -> None:
+    """Until the client's log holds a line with ``words`` (an event, not a duration)."""
+    for _ in range(1500):
+        if any(words in m.message for m in crank.client.log_messages):
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"no log line says {words!r}")
+
+
 async def test_a_malformed_change_is_logged_and_changes_nothing(tmp_path: Path) -> None:
     folder = project(tmp_path)
     with ModelServer({"replies": []}) as model:
         opts = options(model, tmp_path, trusted=True, permissionMode="autoEdit")
         async with running_server(tmp_path, [folder], opts) as crank:
             push(crank, {"trusted": "yes please"})
-            await asyncio.sleep(0.2)
+            await logged_line(crank, "settings.crank.trusted")  # the change was handled
             state = await crank.request("crank/state", {})
             assert state["trusted"] is True and state["permissionMode"] == "autoEdit"
             assert (state["model"]["api"], state["model"]["id"]) == ("openai", "test")

@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 
-from crank.tools.sandbox import probe
 from crank.tools.search import RG_MEMORY
 from tests.lsp.helpers import folder, running_server
 from tests.support.model_server import ModelServer
@@ -33,9 +32,7 @@ from .world import SEED, World, chaos_calls, leaks, leaks_in_files, make_world, 
 REPO = Path(__file__).resolve().parents[2]
 RUN_SECONDS = 120
 
-pytestmark = pytest.mark.skipif(
-    not probe().available, reason=f"the chaos suite needs the sandbox: {probe().detail}"
-)
+pytestmark = pytest.mark.requires("sandbox")  # the chaos suite: failed without it in CI
 
 
 def check_after(world: World, before: Any, texts: dict[str, str], model: ModelServer) -> None:

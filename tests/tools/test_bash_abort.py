@@ -19,7 +19,7 @@ import pytest
 
 from crank.agent.model import AbortSignal
 from crank.tools import ToolContext, standard_tools
-from crank.tools.sandbox import SandboxSettings, probe
+from crank.tools.sandbox import SandboxSettings
 from tests.support.processes import holder, marker, survivors
 
 from .conftest import call
@@ -42,15 +42,13 @@ def cpu_hogs(count: int = 2) -> Iterator[None]:
             hog.wait()
 
 
-MODES = ["off", "workspace-write"]
+MODES = ["off", pytest.param("workspace-write", marks=pytest.mark.requires("sandbox"))]
 
 
 @pytest.mark.parametrize("mode", MODES)
 async def test_an_abort_anywhere_in_the_start_leaves_no_survivor(
     root: Path, tmp_path: Path, mode: str
 ) -> None:
-    if mode != "off" and not probe().available:
-        pytest.skip(f"no sandbox here: {probe().detail}")
     settings = SandboxSettings(mode="off" if mode == "off" else "workspace-write")
     tools = standard_tools(ToolContext(root, output_dir=tmp_path / "out", sandbox=lambda: settings))
     rng = random.Random(1234)

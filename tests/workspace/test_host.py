@@ -56,7 +56,13 @@ async def test_the_prompt_is_rebuilt_when_the_day_changes(
 ) -> None:
     days = [datetime.date(2026, 11, 29)]
     folder = resolved(tmp_path)
-    monkeypatch.setattr(daily_module, "seconds_until_tomorrow", lambda: 0.05)
+    looked = asyncio.Semaphore(0)
+
+    def seconds_until_tomorrow() -> float:
+        looked.release()  # one more look at the date (the first is at start)
+        return 0.01
+
+    monkeypatch.setattr(daily_module, "seconds_until_tomorrow", seconds_until_tomorrow)
     editor = RecordingEditor()
     host = WorkspaceHost(
         tmp_path.as_uri(),
@@ -71,7 +77,8 @@ async def test_the_prompt_is_rebuilt_when_the_day_changes(
     await host.start()
     try:
         assert "Current date: 2026-11-29" in host.system_prompt()["text"]
-        await asyncio.sleep(0.2)
+        for _ in range(4):  # three midnights passed on the same date: nothing changed
+            await looked.acquire()
         assert not [e for e in editor.events if e["event"]["type"] == "system_prompt_changed"]
         days.append(datetime.date(2026, 11, 30))
         for _ in range(100):

@@ -201,19 +201,27 @@ async def test_the_daily_refresh_fires_once_per_new_day() -> None:
         refreshed.append(days[-1])
         woke.set()
 
+    looked = asyncio.Semaphore(0)
+
     def wait() -> float:
+        looked.release()  # one more look at the date
         return 0.001
+
+    async def midnights_pass(count: int) -> None:
+        """Until ``count`` more midnights have been looked at (events, not a duration:
+        on a loaded machine a fixed sleep may see none and pass for the wrong reason)."""
+        for _ in range(count):
+            await looked.acquire()
 
     daily = DailyRefresh(refresh, lambda: days[-1], wait=wait)
     daily.start()
     try:
-        for _ in range(20):
-            await asyncio.sleep(0.002)  # many midnights pass on the same date: nothing
+        await midnights_pass(5)  # many midnights pass on the same date: nothing
         assert refreshed == []
         days.append(datetime.date(2026, 1, 2))
         await woke.wait()
-        for _ in range(20):
-            await asyncio.sleep(0.002)
+        looked = asyncio.Semaphore(0)  # count only the midnights after the refresh
+        await midnights_pass(5)
         assert refreshed == [datetime.date(2026, 1, 2)]
     finally:
         daily.stop()

@@ -32,6 +32,44 @@ async def test_coalesced_deltas_concatenate_exactly_and_keep_order() -> None:
     assert [e["seq"] for e in sent] == [1, 2, 3]
 
 
+async def test_a_coalesced_tool_call_delta_keeps_the_call_id_and_name() -> None:
+    """Issue 34.1: the first delta of a tool call names it; joined with the deltas after
+    it, the call's id and tool name still go out (a client draws the card from it)."""
+    sent: list[dict[str, Any]] = []
+    stream = EventStream("file:///w", sent.append, coalesce_ms=50)
+    first: Any = {
+        "kind": "toolCall",
+        "contentIndex": 0,
+        "text": '{"pa',
+        "toolCallId": "call_1",
+        "toolName": "read",
+    }
+    stream.emit("s", "r", {"type": "message_update", "delta": first})
+    for piece in ['th": ', '"a.py"}']:
+        delta: Any = {"kind": "toolCall", "contentIndex": 0, "text": piece}
+        stream.emit("s", "r", {"type": "message_update", "delta": delta})
+    second: Any = {**first, "text": "{}", "toolCallId": "call_2", "toolName": "ls"}
+    stream.emit("s", "r", {"type": "message_update", "delta": second})
+    stream.emit("s", "r", {"type": "message_end", "message": {}})  # flushes, no timer
+    deltas = [e["event"]["delta"] for e in sent if e["event"]["type"] == "message_update"]
+    assert deltas == [
+        {
+            "kind": "toolCall",
+            "contentIndex": 0,
+            "text": '{"path": "a.py"}',
+            "toolCallId": "call_1",
+            "toolName": "read",
+        },
+        {
+            "kind": "toolCall",
+            "contentIndex": 0,
+            "text": "{}",
+            "toolCallId": "call_2",
+            "toolName": "ls",
+        },
+    ]
+
+
 def test_rules_remember_prefixes_and_persist(tmp_path: Path) -> None:
     rules = tmp_path / "rules.json"
     perms = Permissions(tmp_path, "ask", rules)

@@ -10,7 +10,7 @@ import { parseViewMessage, type HostMessage, type ViewMessage } from "./chat/pro
 import type { ChatAction } from "./chat/state";
 import { chatPageHtml, makeNonce } from "./chat/html";
 import { diffSides, editOf, planUndo, previousFileOf, type EditInfo } from "./chat/edits";
-import { IMAGE_MIME_TYPES, type ContextItem, type EventParams, type ModelInfo, type PermissionRequest, type PermissionResponse, type PromptImage, type PromptResult, type Queue } from "./protocol/types";
+import { IMAGE_MIME_TYPES, type ContextItem, type EventParams, type ModelInfo, type PermissionRequest, type PermissionResponse, type PromptImage, type PromptResult, type Queue, type ToolInfoJson } from "./protocol/types";
 import { imageOfBytes } from "./chat/images";
 import type { ServerManager } from "./server";
 import { ErrorCodes } from "vscode-languageclient/node";
@@ -35,6 +35,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
   private readonly edits = new Map<string, TrackedEdit>();
   private readonly diffDocs = new Map<string, string>();
   private context: { label: string; item: ContextItem }[] = [];
+  /** What each tool says about itself, from the last `crank/state` (for `editOf`). */
+  private tools: ToolInfoJson[] | undefined;
   private nextPermissionId = 1;
   /** Permission ids are unique across reloads, so a card restored from an old page state never answers a new question. */
   private readonly permissionPrefix = `perm-${Date.now().toString(36)}`;
@@ -130,6 +132,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     void this.view?.webview.postMessage(m);
   }
   private dispatch(action: ChatAction): void {
+    if (action.type === "state" && action.state.tools) this.tools = action.state.tools;
     this.post({ type: "action", action });
   }
   private notice(level: "info" | "warning" | "error", text: string): void {
@@ -257,7 +260,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
   private onEvent(p: EventParams): void {
     const ev = p.event;
     if (ev.type === "tool_execution_start") {
-      const edit = editOf(ev.toolName, ev.arguments ?? {});
+      const edit = editOf(ev.toolName, ev.arguments ?? {}, this.tools);
       if (edit) this.edits.set(ev.toolCallId, { ...this.edits.get(ev.toolCallId), edit, workspace: p.workspace });
     }
     if (ev.type === "agent_settled") {
@@ -281,7 +284,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     const id = `${this.permissionPrefix}-${this.nextPermissionId++}`;
     if (request.preview?.kind === "diff") {
       // Remember the file's previous text: it is what "Undo this edit" restores after a write.
-      const edit = editOf(request.toolName, request.arguments) ?? {
+      const edit = editOf(request.toolName, request.arguments, this.tools) ?? {
         path: request.preview.path,
         mode: "write" as const,
         oldText: request.preview.oldText,

@@ -10,7 +10,8 @@ Methods: ``initialize`` (version negotiation: ``negotiated``; honest capabilitie
 another process holds is refused with a message saying so), ``session/list``,
 ``session/prompt``, ``session/cancel``, ``session/set_mode`` (Crank's permission
 modes) and ``session/set_config_option`` (the model). A request before
-``initialize`` is refused with -32002, as LSP does.
+``initialize`` is refused with -32600 (ACP's -32002 means "resource not found"; the
+codes are ``crank.workspace.errors.ACP_CODES``).
 """
 
 from __future__ import annotations
@@ -27,7 +28,8 @@ from crank.agent.messages import ImageBlock
 from crank.session import SessionError, SessionLocked
 from crank.vendors import ConfigError
 from crank.workspace import PERMISSION_MODES, CrankError, Settings, Workspace, WorkspaceHost
-from crank.workspace.errors import code_of
+from crank.workspace.errors import ACP_CODES, code_of
+from crank.workspace.errors import NOT_INITIALIZED as NOT_INITIALIZED_KIND
 from crank.workspace.folder_sessions import every_session, folder_sessions
 
 from .session import AcpEditor, AcpSession, HostFactory
@@ -38,7 +40,7 @@ log = logging.getLogger("crank.acp")
 
 PROTOCOL_VERSION = 1
 SUPPORTED_VERSIONS = frozenset({PROTOCOL_VERSION})
-NOT_INITIALIZED = -32002
+NOT_INITIALIZED = ACP_CODES[NOT_INITIALIZED_KIND]
 MODE_NAMES = {
     "ask": ("Ask", "Ask before every change and command"),
     "autoEdit": ("Auto edit", "Edit files without asking; ask before commands"),
@@ -181,7 +183,7 @@ class CrankAgent:
             try:
                 return await handler(params)
             except (CrankError, SessionError, ConfigError) as exc:
-                raise RpcError(code_of(exc) or INTERNAL_ERROR, str(exc)) from exc
+                raise RpcError(code_of(exc, "acp") or INTERNAL_ERROR, str(exc)) from exc
 
         return run
 

@@ -28,19 +28,12 @@ import uuid
 from pathlib import Path
 from typing import Any, Literal
 
-ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
+from crank.agent.tools import ToolKind
+from crank.tools.info import tool_info
+
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
 ToolStatus = Literal["pending", "in_progress", "completed", "failed"]
 
-TOOL_KINDS: dict[str, ToolKind] = {
-    "read": "read",
-    "ls": "read",
-    "write": "edit",
-    "edit": "edit",
-    "bash": "execute",
-    "grep": "search",
-    "find": "search",
-}
 MAY_ASK: frozenset[ToolKind] = frozenset({"edit", "execute"})
 """Kinds whose calls may wait for the user's answer: they start ``pending`` and turn
 ``in_progress`` once known to run. The others start ``in_progress`` (they ask only
@@ -53,13 +46,15 @@ Update = dict[str, Any]
 
 
 def tool_kind(name: str) -> ToolKind:
-    return TOOL_KINDS.get(name, "other")
+    return tool_info(name).acp_kind
 
 
 def tool_title(name: str, arguments: dict[str, Any]) -> str:
     """What the call does, in a few words: ``bash: make test``, ``edit src/a.py``."""
-    if name == "bash" and isinstance(arguments.get("command"), str):
-        return f"bash: {arguments['command'].splitlines()[0][:120]}"
+    info = tool_info(name)
+    shown = arguments.get(info.shows) if info.shows is not None else None
+    if info.runs_commands and isinstance(shown, str):
+        return f"{name}: {shown.splitlines()[0][:120]}"
     for key in ("path", "pattern"):
         if isinstance(arguments.get(key), str):
             return f"{name} {arguments[key]}"

@@ -24,14 +24,21 @@ from collections.abc import Awaitable, Callable
 from typing import Any, BinaryIO
 
 from crank.agent import wiretext
+from crank.workspace.errors import (
+    RPC_INTERNAL_ERROR,
+    RPC_INVALID_PARAMS,
+    RPC_INVALID_REQUEST,
+    RPC_METHOD_NOT_FOUND,
+    RPC_PARSE_ERROR,
+)
 
 log = logging.getLogger("crank.acp")
 
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
+PARSE_ERROR = RPC_PARSE_ERROR
+INVALID_REQUEST = RPC_INVALID_REQUEST
+METHOD_NOT_FOUND = RPC_METHOD_NOT_FOUND
+INVALID_PARAMS = RPC_INVALID_PARAMS
+INTERNAL_ERROR = RPC_INTERNAL_ERROR
 MAX_LINE_BYTES = 64 * 1024 * 1024
 """A longer line is refused (-32600) rather than held in memory."""
 

@@ -62,6 +62,51 @@ class ToolError(Exception):
 
 Execute = Callable[[ToolCall, AbortSignal, OnUpdate], Awaitable["ToolOutput | str"]]
 
+ToolKind = Literal["read", "edit", "delete", "move", "search", "execute", "think", "fetch", "other"]
+"""What a tool does, in ACP's vocabulary (its ``ToolKind``), which every frontend uses."""
+
+ResultShown = Literal["first_line", "last_lines", "line_count", "joined"]
+"""How a result is summed up in a line or two: its first line, its last two lines (a
+command's output ends with what matters), how many lines it has (a file read), or its
+lines joined by commas (a listing)."""
+
+
+@dataclass(frozen=True)
+class ToolInfo:
+    """What a tool says about itself to the frontends and clients, so none of them
+    matches tool names: its kind, a label, which argument says what a call does, how a
+    result is summed up, whether it changes files through the edit path (``autoEdit``
+    allows it without asking), and the TypedDict of its ``details``, if any."""
+
+    name: str
+    kind: ToolKind = "other"
+    label: str = ""
+    shows: str | None = None
+    """The argument that says what a call does (``path``, ``command``, ``pattern``)."""
+    result: ResultShown = "first_line"
+    edits_files: bool = False
+    details: type | None = None
+
+    @property
+    def acp_kind(self) -> ToolKind:
+        """ACP's ``ToolKind`` for the call (the same vocabulary)."""
+        return self.kind
+
+    @property
+    def runs_commands(self) -> bool:
+        return self.kind == "execute"
+
+    def to_json(self) -> dict[str, Any]:
+        """The tool's entry in ``crank/state`` ``tools`` (``ToolInfoJson``)."""
+        out: dict[str, Any] = {"name": self.name, "kind": self.kind, "label": self.label}
+        if self.shows is not None:
+            out["shows"] = self.shows
+        out["result"] = self.result
+        out["editsFiles"] = self.edits_files
+        if self.details is not None:
+            out["details"] = self.details.__name__
+        return out
+
 
 @dataclass(frozen=True)
 class Tool:
@@ -77,6 +122,9 @@ class Tool:
     """Which end of an over-budget output survives: the start of a file, the end of a log."""
     mutates: bool = False
     """Writes files or runs commands: left out entirely in read-only mode."""
+    info: ToolInfo | None = None
+    """What the tool says about itself (``ToolInfo``); None for a tool with nothing to say
+    (a test's or a script's), which frontends treat as kind ``other``."""
     _validator: Draft202012Validator | None = field(default=None, compare=False, repr=False)
     """Built on first use: jsonschema is imported then, not when the server starts."""
 

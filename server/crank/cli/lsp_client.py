@@ -18,6 +18,7 @@ from typing import Any
 
 from crank.lsp.bodies import Undecodable, decode
 from crank.lsp.framing import Event, Frame, FrameParser, Refused, frame
+from crank.workspace.errors import RPC_INTERNAL_ERROR
 
 log = logging.getLogger(__name__)
 READ_SIZE = 64 * 1024
@@ -131,7 +132,7 @@ class LspClient:
             reply = {
                 "jsonrpc": "2.0",
                 "id": message["id"],
-                "error": {"code": -32603, "message": str(exc)},
+                "error": {"code": RPC_INTERNAL_ERROR, "message": str(exc)},
             }
         with contextlib.suppress(ConnectionError):
             await self._send(reply)

@@ -19,9 +19,10 @@ from typing import Any, Protocol, TextIO, cast
 
 from crank.agent import wiretext
 from crank.agent.messages import AssistantMessage, text_of
+from crank.tools.info import tool_info
 from crank.workspace.stream import EventParams
 
-from .render import ARGUMENT_SHOWN, summarize
+from .render import summarize
 
 ARGUMENT_CHARS = 80
 """How much of a tool's main argument its line shows."""
@@ -90,7 +91,7 @@ class PlainText:
             self._end_tool_line()
             name = event["toolName"]
             self._tools[event["toolCallId"]] = name
-            argument = event["arguments"].get(ARGUMENT_SHOWN.get(name, ""), "")
+            argument = event["arguments"].get(tool_info(name).shows or "", "")
             shown = f" {_clip(str(argument), ARGUMENT_CHARS)}" if argument else ""
             self._write(self._err, f"▸ {name}{shown}")
             self._open_line = True

@@ -13,15 +13,7 @@ from rich.console import Console
 from rich.syntax import Syntax
 from rich.text import Text
 
-ARGUMENT_SHOWN = {
-    "read": "path",
-    "write": "path",
-    "edit": "path",
-    "ls": "path",
-    "bash": "command",
-    "grep": "pattern",
-    "find": "pattern",
-}
+from crank.tools.info import tool_info
 
 
 def _clip(line: str, width: int = 100) -> str:
@@ -33,11 +25,12 @@ def summarize(tool: str, content: str) -> list[str]:
     lines = [line for line in content.splitlines() if line.strip()]
     if not lines:
         return ["(no output)"]
-    if tool == "bash":
+    shown = tool_info(tool).result
+    if shown == "last_lines":
         return [_clip(line) for line in lines[-2:]]
-    if tool == "read":
+    if shown == "line_count":
         return [f"{len(content.splitlines())} lines"]
-    if tool in ("ls", "find", "grep") and len(lines) > 1:
+    if shown == "joined" and len(lines) > 1:
         return [_clip(", ".join(lines))]
     return [_clip(lines[0])]
 
@@ -78,7 +71,7 @@ class EventPrinter:
             self._end_stream()
             name = event["toolName"]
             self._tool_names[event["toolCallId"]] = name
-            argument = event["arguments"].get(ARGUMENT_SHOWN.get(name, ""), "")
+            argument = event["arguments"].get(tool_info(name).shows or "", "")
             self.console.print(Text.assemble(("▶ ", "cyan"), (name, "bold cyan"), f" {argument}"))
         elif kind == "tool_execution_end":
             result = event["result"]

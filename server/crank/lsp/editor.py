@@ -119,7 +119,9 @@ class LspEditor:
         )
 
     def send_event(self, params: EventParams) -> None:
-        self.send_notification("crank/event", params)
+        from crank.workspace.images import as_replayed  # lazy: not on the initialize path
+
+        self.send_notification("crank/event", as_replayed(params))
         self._on_event(params)
 
     def commands_changed(self, workspace: str) -> None:

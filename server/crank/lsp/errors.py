@@ -1,32 +1,12 @@
 """Crank's error codes on the LSP wire.
 
-The session and vendor layers raise typed exceptions that carry a *kind* and know no
-numbers; ``crank.workspace.errors.CODES`` is the one table from kind to the JSON-RPC
-code protocol.md fixes (extend, never renumber), kept in the API both frontends
-translate so ``crank.acp`` does not copy it. This module turns a refusal into pygls's
-``JsonRpcException`` and holds the JSON-RPC and LSP codes of the framing and message
-layer. The exceptions a handler can meet, and their codes::
-
-    Exception
-    ├── crank.workspace.CrankError            .kind is per instance:
-    │                                          run_in_progress 1001, no_such_session 1002,
-    │                                          no_such_workspace 1003, no_provider 1004,
-    │                                          refused_while_running 1006, unknown_command 1008,
-    │                                          no_such_image 1009,
-    │                                          invalid_params -32602
-    ├── crank.vendors.ConfigError             no_provider             1004
-    └── crank.session.SessionError            (by class)
-        ├── SessionUnreadable                 session_unreadable      1005
-        │   └── TornSession                   session_unreadable      1005
-        ├── SessionClosed                     session_unreadable      1005
-        ├── NoSuchSession                     no_such_session         1002
-        ├── SessionBusy                       refused_while_running   1006
-        ├── SessionLocked                     session_locked          1007
-        ├── UnknownEntry                      invalid_params        -32602
-        └── SummaryFailed                     internal_error        -32603
-
-Clients read the Crank codes by name from ``initialize``'s
-``capabilities.experimental.crank.errorCodes`` instead of copying the numbers.
+The refusals, their classes and the tree of them are drawn in
+``crank.workspace.errors`` beside the classes; ``LSP_CODES`` there is this wire's table
+(Crank's own numbers, as protocol.md fixes them). This module turns a refusal into
+pygls's ``JsonRpcException`` and names the JSON-RPC and LSP codes of the framing and
+message layer, read from that same module. Clients read the Crank codes by name from
+``initialize``'s ``capabilities.experimental.crank.errorCodes`` instead of copying the
+numbers.
 """
 
 from __future__ import annotations
@@ -34,7 +14,19 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Final, get_args
 
 from crank.workspace import CrankError
-from crank.workspace.errors import CODES, ErrorKind, code_of
+from crank.workspace.errors import (
+    CODES,
+    LSP_CODES,
+    NOT_INITIALIZED,
+    RPC_INTERNAL_ERROR,
+    RPC_INVALID_PARAMS,
+    RPC_INVALID_REQUEST,
+    RPC_METHOD_NOT_FOUND,
+    RPC_PARSE_ERROR,
+    RPC_REQUEST_CANCELLED,
+    RefusalKind,
+    code_of,
+)
 
 if TYPE_CHECKING:
     # Imported where used: the constants and ``wire_codes`` are on the path to the
@@ -56,19 +48,19 @@ __all__ = [
     "wire_codes",
 ]
 
-PARSE_ERROR: Final = -32700
-INVALID_REQUEST: Final = -32600
-METHOD_NOT_FOUND: Final = -32601
-INVALID_PARAMS: Final = CODES["invalid_params"]
-INTERNAL_ERROR: Final = CODES["internal_error"]
-SERVER_NOT_INITIALIZED: Final = -32002
-REQUEST_CANCELLED: Final = -32800
+PARSE_ERROR: Final = RPC_PARSE_ERROR
+INVALID_REQUEST: Final = RPC_INVALID_REQUEST
+METHOD_NOT_FOUND: Final = RPC_METHOD_NOT_FOUND
+INVALID_PARAMS: Final = RPC_INVALID_PARAMS
+INTERNAL_ERROR: Final = RPC_INTERNAL_ERROR
+SERVER_NOT_INITIALIZED: Final = LSP_CODES[NOT_INITIALIZED]
+REQUEST_CANCELLED: Final = RPC_REQUEST_CANCELLED
 
 
 def all_kinds() -> set[str]:
-    """Every member of ``ErrorKind`` (a union of Literals), for the table's own test."""
+    """Every member of ``RefusalKind`` (a union of Literals), for the table's own test."""
     found: set[str] = set()
-    pending: list[Any] = [ErrorKind]
+    pending: list[Any] = [RefusalKind]
     while pending:
         for arg in get_args(pending.pop()):
             if isinstance(arg, str):
@@ -83,7 +75,7 @@ def rpc_error(exc: BaseException) -> JsonRpcException | None:
     exception is not a refusal (a bug: pygls answers it with -32603)."""
     from pygls.exceptions import JsonRpcException
 
-    code = code_of(exc)
+    code = code_of(exc, "lsp")
     if code is None:
         return None
     message = exc.message if isinstance(exc, CrankError) else str(exc)
@@ -92,7 +84,7 @@ def rpc_error(exc: BaseException) -> JsonRpcException | None:
 
 def wire_codes() -> dict[str, int]:
     """The Crank codes by camelCase name, as ``initialize`` advertises them."""
-    return {camel_case(kind): code for kind, code in CODES.items() if code > 0}
+    return {camel_case(kind): code for kind, code in LSP_CODES.items() if code > 0}
 
 
 def camel_case(name: str) -> str:

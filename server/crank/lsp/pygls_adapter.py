@@ -19,6 +19,8 @@ import attrs
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCProtocol
 
+from .errors import INTERNAL_ERROR
+
 PRIVATE_NAMES = (
     "_send_data",
     "_request_futures",
@@ -81,7 +83,7 @@ def fail_request(protocol: JsonRPCProtocol, msg_id: Any, message: str) -> None:
     future = protocol._request_futures.pop(msg_id, None)
     protocol._result_types.pop(msg_id, None)
     if future is not None and not future.done():
-        future.set_exception(JsonRpcException(message, -32603))
+        future.set_exception(JsonRpcException(message, INTERNAL_ERROR))
 
 
 def take_plain_result(protocol: JsonRPCProtocol, msg_id: Any) -> bool:

@@ -21,7 +21,7 @@ from pygls.lsp.server import LanguageServer
 from crank import __version__
 from crank.agent.tasks import Tasks
 from crank.vendors.secrets import provider_env
-from crank.workspace.errors import NO_SUCH_WORKSPACE, CrankError, invalid_params
+from crank.workspace.errors import CrankError, NoSuchWorkspace, invalid_params
 from crank.workspace.stream import EventParams
 
 from . import pygls_adapter
@@ -308,9 +308,7 @@ class CrankServer(LanguageServer):
             if len(self.hosts) == 1:
                 host = next(iter(self.hosts.values()))
             elif not self.hosts:
-                raise CrankError(
-                    NO_SUCH_WORKSPACE, "no workspace folder is open; open a folder first"
-                )
+                raise NoSuchWorkspace("no workspace folder is open; open a folder first")
             else:
                 raise invalid_params(
                     "workspace", "is required when several workspace folders are open"
@@ -319,7 +317,7 @@ class CrankServer(LanguageServer):
             found = self.hosts.get(uri)
             if found is None:
                 known = ", ".join(self.hosts) or "none"
-                raise CrankError(NO_SUCH_WORKSPACE, f"no workspace {uri} (open: {known})")
+                raise NoSuchWorkspace(f"no workspace {uri} (open: {known})")
             host = found
         await host.ready.wait()
         return host
@@ -347,7 +345,7 @@ class CrankServer(LanguageServer):
         path = path_of_uri(uri)
         host = self.host_of_path(path) if path is not None else None
         if path is None or host is None:
-            raise CrankError(NO_SUCH_WORKSPACE, f"{uri} is not inside an open workspace folder")
+            raise NoSuchWorkspace(f"{uri} is not inside an open workspace folder")
         await host.ready.wait()
         diagnostics = check_diagnostics(params.raw.get("diagnostics"), "diagnostics")
         range_ = check_range(params.raw.get("range"), "range")

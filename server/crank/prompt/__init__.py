@@ -14,8 +14,14 @@ from typing import TYPE_CHECKING
 from crank.lazy import exports
 
 if TYPE_CHECKING:
-    from .builder import ContextFile, Skill, Source, SystemPrompt, build_system_prompt
-    from .loader import (
+    from .builder import (  # noqa: F401  (re-exported: crank.lazy)
+        ContextFile,
+        Skill,
+        Source,
+        SystemPrompt,
+        build_system_prompt,
+    )
+    from .loader import (  # noqa: F401  (re-exported: crank.lazy)
         LoadedInputs,
         PromptBuild,
         PromptLocations,
@@ -23,39 +29,11 @@ if TYPE_CHECKING:
         load_inputs,
         skill_body,
     )
-    from .templates import PromptTemplate, expand_template
-    from .watcher import PromptWatcher
+    from .templates import (  # noqa: F401  (re-exported: crank.lazy)
+        PromptTemplate,
+        expand_template,
+    )
+    from .watcher import PromptWatcher  # noqa: F401
 
-__all__ = [
-    "ContextFile",
-    "LoadedInputs",
-    "PromptBuild",
-    "PromptLocations",
-    "PromptTemplate",
-    "PromptWatcher",
-    "Skill",
-    "Source",
-    "SystemPrompt",
-    "build_system_prompt",
-    "compute_prompt",
-    "expand_template",
-    "load_inputs",
-    "skill_body",
-]
 
-__getattr__, __dir__ = exports(
-    __name__,
-    {
-        ".builder": ["ContextFile", "Skill", "Source", "SystemPrompt", "build_system_prompt"],
-        ".loader": [
-            "LoadedInputs",
-            "PromptBuild",
-            "PromptLocations",
-            "compute_prompt",
-            "load_inputs",
-            "skill_body",
-        ],
-        ".templates": ["PromptTemplate", "expand_template"],
-        ".watcher": ["PromptWatcher"],
-    },
-)
+__getattr__, __dir__, __all__ = exports(__name__, __file__)

@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 
     from crank.agent.messages import Message
 
-    from .errors import (
+    from .errors import (  # noqa: F401  (re-exported: crank.lazy)
         AmbiguousSession,
         NoSuchSession,
         SessionBusy,
@@ -29,70 +29,37 @@ if TYPE_CHECKING:
         TornSession,
         UnknownEntry,
     )
-    from .housekeeping import ContextSettings, Housekeeper
-    from .index import SessionInfo, list_sessions
-    from .log import SessionLog, read_tree
-    from .policies import POLICY_NAMES, PolicyName
-    from .repair import RepairResult
-    from .replay import BRANCH_SUMMARY_PREFIX, COMPACTION_PREFIX, transcript
-    from .store import SessionStore, default_root, workspace_key
-    from .tree import SessionTree
+    from .housekeeping import (  # noqa: F401  (re-exported: crank.lazy)
+        ContextSettings,
+        Housekeeper,
+    )
+    from .index import (  # noqa: F401  (re-exported: crank.lazy)
+        SessionInfo,
+        list_sessions,
+    )
+    from .log import (  # noqa: F401  (re-exported: crank.lazy)
+        SessionLog,
+        read_tree,
+    )
+    from .policies import (  # noqa: F401  (re-exported: crank.lazy)
+        POLICY_NAMES,
+        PolicyName,
+    )
+    from .repair import RepairResult  # noqa: F401
+    from .replay import (  # noqa: F401  (re-exported: crank.lazy)
+        BRANCH_SUMMARY_PREFIX,
+        COMPACTION_PREFIX,
+        transcript,
+    )
+    from .store import (  # noqa: F401  (re-exported: crank.lazy)
+        SessionStore,
+        default_root,
+        workspace_key,
+    )
+    from .tree import SessionTree  # noqa: F401
 
-__all__ = [
-    "BRANCH_SUMMARY_PREFIX",
-    "COMPACTION_PREFIX",
-    "POLICY_NAMES",
-    "AmbiguousSession",
-    "ContextSettings",
-    "Housekeeper",
-    "NoSuchSession",
-    "PolicyName",
-    "RepairResult",
-    "SessionBusy",
-    "SessionClosed",
-    "SessionError",
-    "SessionInfo",
-    "SessionLocked",
-    "SessionLog",
-    "SessionStore",
-    "SessionTree",
-    "SessionUnreadable",
-    "SummaryFailed",
-    "TornSession",
-    "UnknownEntry",
-    "default_root",
-    "list_sessions",
-    "read_tree",
-    "resume",
-    "transcript",
-    "workspace_key",
-]
 
-__getattr__, __dir__ = exports(
-    __name__,
-    {
-        ".errors": [
-            "AmbiguousSession",
-            "NoSuchSession",
-            "SessionBusy",
-            "SessionClosed",
-            "SessionError",
-            "SessionLocked",
-            "SessionUnreadable",
-            "SummaryFailed",
-            "TornSession",
-            "UnknownEntry",
-        ],
-        ".housekeeping": ["ContextSettings", "Housekeeper"],
-        ".index": ["SessionInfo", "list_sessions"],
-        ".log": ["SessionLog", "read_tree"],
-        ".policies": ["POLICY_NAMES", "PolicyName"],
-        ".repair": ["RepairResult"],
-        ".replay": ["BRANCH_SUMMARY_PREFIX", "COMPACTION_PREFIX", "transcript"],
-        ".store": ["SessionStore", "default_root", "workspace_key"],
-        ".tree": ["SessionTree"],
-    },
-)
+__getattr__, __dir__, __all__ = exports(__name__, __file__, "resume")
 
 
 def resume(path: Path | str) -> list[Message]:

@@ -43,15 +43,34 @@ def blob_path(directory: Path, block: ImageBlock) -> Path:
     return directory / f"{block['sha256']}.{extension}"
 
 
-def store(directory: Path, block: ImageBlock) -> ImageBlock:
-    """The block as its entry keeps it: unchanged when small or already a reference,
-    else a reference to a blob written (and synced) here first."""
+def as_kept(block: ImageBlock) -> tuple[ImageBlock, bytes | None]:
+    """The block as its entry keeps it, writing nothing: unchanged when small or already
+    a reference, else the reference to its blob (and the bytes that blob holds)."""
     if "data" not in block or block["bytes"] <= INLINE_LIMIT:
-        return block
+        return block, None
     raw = base64.b64decode(block["data"])
     reference: ImageBlock = {key: value for key, value in block.items() if key != "data"}  # type: ignore[assignment]
     reference["sha256"] = sha256_of(raw)
     reference["bytes"] = len(raw)
+    return reference, raw
+
+
+def kept_message(message: Message) -> Message:
+    """The message as its entry keeps it (``stored_message``), writing nothing: what a
+    replay of it gives."""
+    if message["role"] == "assistant" or not message.get("images"):
+        return message
+    copy = dict(message)
+    copy["images"] = [as_kept(block)[0] for block in message["images"]]
+    return copy  # type: ignore[return-value]
+
+
+def store(directory: Path, block: ImageBlock) -> ImageBlock:
+    """The block as its entry keeps it: unchanged when small or already a reference,
+    else a reference to a blob written (and synced) here first."""
+    reference, raw = as_kept(block)
+    if raw is None:
+        return block
     target = blob_path(directory, reference)
     if target.is_file() and target.stat().st_size == len(raw):
         return reference

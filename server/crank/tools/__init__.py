@@ -14,7 +14,7 @@ from crank.lazy import exports
 if TYPE_CHECKING:
     from crank.agent.tools import Tool
 
-    from .context import (
+    from .context import (  # noqa: F401  (re-exported: crank.lazy)
         ApplyEdit,
         ApprovalRequest,
         Approve,
@@ -36,56 +36,8 @@ if TYPE_CHECKING:
         approval_request,
     )
 
-__all__ = [
-    "ApplyEdit",
-    "ApprovalRequest",
-    "Approve",
-    "CommandPreview",
-    "Decision",
-    "DiffPreview",
-    "Documents",
-    "EditNotSaved",
-    "EditRefused",
-    "EditorFiles",
-    "EditorTerminal",
-    "MemoryDocuments",
-    "NoDocuments",
-    "OpenDocuments",
-    "Outside",
-    "PathPreview",
-    "TerminalRun",
-    "ToolContext",
-    "approval_request",
-    "read_only_tools",
-    "standard_tools",
-]
 
-__getattr__, __dir__ = exports(
-    __name__,
-    {
-        ".context": [
-            "ApplyEdit",
-            "ApprovalRequest",
-            "Approve",
-            "CommandPreview",
-            "Decision",
-            "DiffPreview",
-            "Documents",
-            "EditNotSaved",
-            "EditorFiles",
-            "EditorTerminal",
-            "EditRefused",
-            "MemoryDocuments",
-            "NoDocuments",
-            "OpenDocuments",
-            "Outside",
-            "PathPreview",
-            "TerminalRun",
-            "ToolContext",
-            "approval_request",
-        ],
-    },
-)
+__getattr__, __dir__, __all__ = exports(__name__, __file__, "read_only_tools", "standard_tools")
 
 
 def read_only_tools(ctx: ToolContext) -> list[Tool]:

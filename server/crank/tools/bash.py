@@ -23,12 +23,22 @@ from dataclasses import dataclass
 from typing import Any
 
 from crank.agent import wiretext
-from crank.agent.tools import MAX_BYTES, MAX_LINES, OnUpdate, Tool, ToolCall, ToolOutput, truncate
+from crank.agent.tools import (
+    MAX_BYTES,
+    MAX_LINES,
+    OnUpdate,
+    Tool,
+    ToolCall,
+    ToolInfo,
+    ToolOutput,
+    truncate,
+)
 
 from .agreement import command_note, with_note
 from .capture import Capture
 from .change import declined
 from .context import CommandPreview, EditorTerminal, TerminalRun, ToolContext, approval_request
+from .details import CommandDetails
 from .limits import Cage, limit_note
 from .process import (
     CONFINED_GRACE_SECONDS,
@@ -39,6 +49,16 @@ from .process import (
     start,
 )
 from .sandbox import probe
+
+INFO = ToolInfo(
+    "bash",
+    kind="execute",
+    label="Run command",
+    shows="command",
+    result="last_lines",
+    details=CommandDetails,
+)
+"""What bash says about itself to frontends and clients (``ToolInfo``)."""
 
 DEFAULT_TIMEOUT = 120.0
 DRAIN_SECONDS = 0.5
@@ -284,6 +304,7 @@ def make_bash(ctx: ToolContext) -> Tool:
         return with_note(output, await command_note(ctx))
 
     return Tool(
+        info=INFO,
         name="bash",
         description=(
             "Run a shell command (bash -c) in the workspace folder. stdout and stderr are merged; "

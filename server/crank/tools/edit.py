@@ -14,12 +14,18 @@ from typing import Any
 
 import anyio
 
-from crank.agent.tools import Tool, ToolCall, ToolError, ToolOutput
+from crank.agent.tools import Tool, ToolCall, ToolError, ToolInfo, ToolOutput
 
 from .change import apply_change, declined, unified_diff
 from .context import ToolContext
+from .details import FileChangeDetails
 from .matching import MatchError, Span, find_once
 from .textfile import load_text
+
+INFO = ToolInfo(
+    "edit", kind="edit", label="Edit", shows="path", edits_files=True, details=FileChangeDetails
+)
+"""What edit says about itself to frontends and clients (``ToolInfo``)."""
 
 TOO_LARGE = (
     "edit loads the whole file, so it refuses one this large. Change it with bash instead "
@@ -122,6 +128,7 @@ def make_edit(ctx: ToolContext) -> Tool:
         )
 
     return Tool(
+        info=INFO,
         name="edit",
         description=(
             "Replace exact text in a file. Each edits[i].oldText must match the current file "

@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 
-from crank.agent.tools import Tool, ToolCall, ToolError, ToolOutput
+from crank.agent.tools import Tool, ToolCall, ToolError, ToolInfo, ToolOutput
 
 from .agreement import differing, searched_note
 from .context import ToolContext
@@ -32,6 +32,9 @@ from .search import (
 )
 from .textfile import SNIFF_BYTES, looks_binary, open_regular
 from .walk import crowded_note
+
+INFO = ToolInfo("grep", kind="search", label="Search", shows="pattern", result="joined")
+"""What grep says about itself to frontends and clients (``ToolInfo``)."""
 
 GREP_LIMIT = 100
 
@@ -181,6 +184,7 @@ def make_grep(ctx: ToolContext, engine: str | None = None) -> Tool:
         return ToolOutput(text + note)
 
     return Tool(
+        info=INFO,
         name="grep",
         description=(
             "Search file contents with a regular expression. Returns 'path:line: text' lines "

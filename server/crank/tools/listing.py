@@ -15,12 +15,24 @@ from pathlib import Path
 
 import anyio
 
-from crank.agent.tools import MAX_LINES, NOTE_ROOM_LINES, Tool, ToolCall, ToolError, ToolOutput
+from crank.agent.tools import (
+    MAX_LINES,
+    NOTE_ROOM_LINES,
+    Tool,
+    ToolCall,
+    ToolError,
+    ToolInfo,
+    ToolOutput,
+)
 
 from .context import ToolContext
 from .globs import compile_glob, matches_path
 from .names import shown
 from .walk import crowded_note, open_folder, walk_batches
+
+LS_INFO = ToolInfo("ls", kind="read", label="List", shows="path", result="joined")
+FIND_INFO = ToolInfo("find", kind="search", label="Find", shows="pattern", result="joined")
+"""What ls and find say about themselves (``ToolInfo``)."""
 
 MOST_SHOWN = MAX_LINES - NOTE_ROOM_LINES
 LS_LIMIT = 500
@@ -91,6 +103,7 @@ def make_ls(ctx: ToolContext) -> Tool:
         return ToolOutput(capped(names, total, limit, note))
 
     return Tool(
+        info=LS_INFO,
         name="ls",
         description=(
             "List a directory's entries (including dotfiles), sorted by name; directories end "
@@ -159,6 +172,7 @@ def make_find(ctx: ToolContext) -> Tool:
         return ToolOutput(capped(found, len(found), limit, cut) + note)
 
     return Tool(
+        info=FIND_INFO,
         name="find",
         description=(
             "Find files by glob pattern under a directory (default the workspace root). A "

@@ -16,7 +16,11 @@ from typing import Protocol
 
 import anyio.to_thread
 
-from crank.agent.tools import Tool, ToolCall, ToolError, ToolOutput
+from crank.agent.tools import Tool, ToolCall, ToolError, ToolInfo, ToolOutput
+
+SAVE_INFO = ToolInfo("note_save", label="Save note")
+READ_INFO = ToolInfo("note_read", label="Read note")
+"""What the note tools say about themselves (``ToolInfo``)."""
 
 
 class NoteSource(Protocol):
@@ -83,6 +87,7 @@ def make_note_tools(source: NoteSource) -> list[Tool]:
 
     return [
         Tool(
+            info=SAVE_INFO,
             name="note_save",
             description=(
                 "Save a short note under a key for the rest of this session (saving the "
@@ -101,6 +106,7 @@ def make_note_tools(source: NoteSource) -> list[Tool]:
             ),
         ),
         Tool(
+            info=READ_INFO,
             name="note_read",
             description=(
                 "Read one saved note by key, or every note when no key is given. Reads "

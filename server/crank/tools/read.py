@@ -32,11 +32,13 @@ from crank.agent.tools import (
     Tool,
     ToolCall,
     ToolError,
+    ToolInfo,
     ToolOutput,
 )
 
 from .agreement import agrees, read_note
 from .context import ToolContext
+from .details import ReadDetails
 from .lines import LineReader, text_of_line
 from .textfile import (
     BOM,
@@ -49,6 +51,11 @@ from .textfile import (
     sized,
     utf8_error,
 )
+
+INFO = ToolInfo(
+    "read", kind="read", label="Read", shows="path", result="line_count", details=ReadDetails
+)
+"""What read says about itself to frontends and clients (``ToolInfo``)."""
 
 NOTE_ROOM_BYTES = 512
 IMAGE_SNIFF_BYTES = 32
@@ -234,6 +241,7 @@ def make_read(ctx: ToolContext) -> Tool:
         return ToolOutput(content, details=details)
 
     return Tool(
+        info=INFO,
         name="read",
         description=(
             "Read a UTF-8 text file. Returns its lines exactly as written (no line numbers), "

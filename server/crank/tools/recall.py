@@ -13,7 +13,10 @@ import re
 from collections.abc import Sequence
 from typing import Protocol
 
-from crank.agent.tools import Tool, ToolCall, ToolError, ToolOutput
+from crank.agent.tools import Tool, ToolCall, ToolError, ToolInfo, ToolOutput
+
+INFO = ToolInfo("recall", label="Recall")
+"""What recall says about itself to frontends and clients (``ToolInfo``)."""
 
 
 class RecalledPassage(Protocol):
@@ -72,6 +75,7 @@ def make_recall(source: RecallSource) -> Tool:
         )
 
     return Tool(
+        info=INFO,
         name="recall",
         description=(
             "Read back, word for word, parts of this conversation that were compacted "

@@ -14,11 +14,17 @@ from typing import Any
 
 import anyio
 
-from crank.agent.tools import Tool, ToolCall, ToolError, ToolOutput
+from crank.agent.tools import Tool, ToolCall, ToolError, ToolInfo, ToolOutput
 
 from .change import apply_change, declined, unified_diff
 from .context import ToolContext
+from .details import FileChangeDetails
 from .textfile import MAX_TEXT_BYTES, human_size, load_previous, sized
+
+INFO = ToolInfo(
+    "write", kind="edit", label="Write", shows="path", edits_files=True, details=FileChangeDetails
+)
+"""What write says about itself to frontends and clients (``ToolInfo``)."""
 
 
 def omitted_note(size: int) -> str:
@@ -86,6 +92,7 @@ def make_write(ctx: ToolContext) -> Tool:
         )
 
     return Tool(
+        info=INFO,
         name="write",
         description=(
             "Write a file with the given content, creating parent directories. Replaces the "

@@ -12,9 +12,14 @@ from typing import TYPE_CHECKING
 from crank.lazy import exports
 
 if TYPE_CHECKING:
-    from .anthropic import AnthropicModel
-    from .catalog import ModelInfo, cost_of, known_models, lookup
-    from .config import (
+    from .anthropic import AnthropicModel  # noqa: F401
+    from .catalog import (  # noqa: F401  (re-exported: crank.lazy)
+        ModelInfo,
+        cost_of,
+        known_models,
+        lookup,
+    )
+    from .config import (  # noqa: F401  (re-exported: crank.lazy)
         NO_PROVIDER,
         ConfigError,
         ConfigErrorKind,
@@ -24,51 +29,16 @@ if TYPE_CHECKING:
         redact,
         resolve_provider,
     )
-    from .errors import ProviderError, classify
-    from .factory import create_model, discover
-    from .openai import OpenAIModel
-    from .served import ServedModel
+    from .errors import (  # noqa: F401  (re-exported: crank.lazy)
+        ProviderError,
+        classify,
+    )
+    from .factory import (  # noqa: F401  (re-exported: crank.lazy)
+        create_model,
+        discover,
+    )
+    from .openai import OpenAIModel  # noqa: F401
+    from .served import ServedModel  # noqa: F401
 
-__all__ = [
-    "NO_PROVIDER",
-    "AnthropicModel",
-    "ConfigError",
-    "ConfigErrorKind",
-    "ModelInfo",
-    "OpenAIModel",
-    "ProviderConfig",
-    "ProviderError",
-    "RedactingFormatter",
-    "Secret",
-    "ServedModel",
-    "classify",
-    "cost_of",
-    "create_model",
-    "discover",
-    "known_models",
-    "lookup",
-    "redact",
-    "resolve_provider",
-]
 
-__getattr__, __dir__ = exports(
-    __name__,
-    {
-        ".anthropic": ["AnthropicModel"],
-        ".catalog": ["ModelInfo", "cost_of", "known_models", "lookup"],
-        ".config": [
-            "NO_PROVIDER",
-            "ConfigError",
-            "ConfigErrorKind",
-            "ProviderConfig",
-            "RedactingFormatter",
-            "Secret",
-            "redact",
-            "resolve_provider",
-        ],
-        ".errors": ["ProviderError", "classify"],
-        ".factory": ["create_model", "discover"],
-        ".openai": ["OpenAIModel"],
-        ".served": ["ServedModel"],
-    },
-)
+__getattr__, __dir__, __all__ = exports(__name__, __file__)

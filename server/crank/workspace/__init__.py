@@ -12,45 +12,33 @@ from typing import TYPE_CHECKING
 from crank.lazy import exports
 
 if TYPE_CHECKING:
-    from .client import EditorClient
-    from .errors import CrankError, invalid_params
-    from .frontend import Workspace
-    from .host import WHILE_RUNNING, WhileRunning, WorkspaceHost
-    from .permissions import PERMISSION_MODES, PermissionMode, Permissions, command_prefix
-    from .prompts import context_text, fix_file_text
-    from .settings import Settings, merge_layers, merge_settings
-    from .stream import EventStream
+    from .client import EditorClient  # noqa: F401
+    from .errors import (  # noqa: F401  (re-exported: crank.lazy)
+        CrankError,
+        invalid_params,
+    )
+    from .frontend import Workspace  # noqa: F401
+    from .host import (  # noqa: F401  (re-exported: crank.lazy)
+        WHILE_RUNNING,
+        WhileRunning,
+        WorkspaceHost,
+    )
+    from .permissions import (  # noqa: F401  (re-exported: crank.lazy)
+        PERMISSION_MODES,
+        PermissionMode,
+        Permissions,
+        command_prefix,
+    )
+    from .prompts import (  # noqa: F401  (re-exported: crank.lazy)
+        context_text,
+        fix_file_text,
+    )
+    from .settings import (  # noqa: F401  (re-exported: crank.lazy)
+        Settings,
+        merge_layers,
+        merge_settings,
+    )
+    from .stream import EventStream  # noqa: F401
 
-__all__ = [
-    "PERMISSION_MODES",
-    "WHILE_RUNNING",
-    "CrankError",
-    "EditorClient",
-    "EventStream",
-    "PermissionMode",
-    "Permissions",
-    "Settings",
-    "WhileRunning",
-    "Workspace",
-    "WorkspaceHost",
-    "command_prefix",
-    "context_text",
-    "fix_file_text",
-    "invalid_params",
-    "merge_layers",
-    "merge_settings",
-]
 
-__getattr__, __dir__ = exports(
-    __name__,
-    {
-        ".client": ["EditorClient"],
-        ".errors": ["CrankError", "invalid_params"],
-        ".frontend": ["Workspace"],
-        ".host": ["WHILE_RUNNING", "WhileRunning", "WorkspaceHost"],
-        ".permissions": ["PERMISSION_MODES", "PermissionMode", "Permissions", "command_prefix"],
-        ".prompts": ["context_text", "fix_file_text"],
-        ".settings": ["Settings", "merge_layers", "merge_settings"],
-        ".stream": ["EventStream"],
-    },
-)
+__getattr__, __dir__, __all__ = exports(__name__, __file__)

@@ -20,7 +20,7 @@ from crank.agent.messages import ImageBlock
 from crank.agent.tools import ToolError
 from crank.tools.read import load_image_file
 
-from .errors import CrankError, invalid_params
+from .errors import InvalidParams, invalid_params
 
 
 def image_of_file(path: Path, where: str) -> ImageBlock:
@@ -58,7 +58,7 @@ def prompt_images(items: Sequence[Any], field: str = "images") -> list[ImageBloc
         try:
             blocks.append(check_input(ImageInput(mime, data, name), where))
         except ImageError as error:
-            raise CrankError(invalid_params(where, "").kind, f"invalid params: {error}") from None
+            raise InvalidParams(f"invalid params: {error}") from None
     return blocks
 
 

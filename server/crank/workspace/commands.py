@@ -31,7 +31,7 @@ from typing import Any, Literal, Protocol
 
 from crank.prompt import PromptTemplate, Skill, expand_template, skill_body
 
-from .errors import REFUSED_WHILE_RUNNING, UNKNOWN_COMMAND, CrankError, invalid_params
+from .errors import CrankError, RefusedWhileRunning, UnknownCommand, invalid_params
 
 CommandKind = Literal["builtin", "skill", "template"]
 """What a command is: performed by Crank, a skill's body, or a prompt template."""
@@ -160,8 +160,7 @@ class CommandCatalog:
 
     def unknown(self, name: str) -> CrankError:
         available = ", ".join("/" + command.name for command in self.commands())
-        return CrankError(
-            UNKNOWN_COMMAND,
+        return UnknownCommand(
             f"unknown command /{name}; the commands are: {available}. To send a message "
             f"that starts with '/', begin it with '//' (//{name} sends /{name}).",
         )
@@ -179,8 +178,7 @@ class CommandCatalog:
                 "command is performed, not sent to the model"
             )
             if running:
-                raise CrankError(
-                    REFUSED_WHILE_RUNNING,
+                raise RefusedWhileRunning(
                     f"{why}; send it with crank/prompt when the run has ended, or abort it first",
                 )
             raise invalid_params("text", f"{why}; send it with crank/prompt")
@@ -197,8 +195,8 @@ class CommandCatalog:
             try:
                 body = skill_body(skill)
             except (OSError, UnicodeDecodeError, ValueError) as exc:
-                raise CrankError(
-                    UNKNOWN_COMMAND, f"/{name} cannot be used: its file {skill.path}: {exc}"
+                raise UnknownCommand(
+                    f"/{name} cannot be used: its file {skill.path}: {exc}"
                 ) from exc
             return Expansion(skill_text(skill, body, invocation.args), invocation.typed)
         template = self.templates.get(name)

@@ -36,6 +36,7 @@ from crank.prompt import PromptLocations, PromptWatcher, SystemPrompt, compute_p
 from crank.session import SessionLog, SessionStore
 from crank.session.notes import Notes, notes_path
 from crank.tools import ApprovalRequest, ToolContext
+from crank.tools.info import tool_info
 from crank.tools.sandbox import SandboxStatus, probe, protected_paths
 from crank.vendors import discover
 from crank.vendors.config import default_config_file
@@ -47,7 +48,7 @@ from .client import EditorClient
 from .commands import BUILTIN_NAMES, CommandCatalog, parse_command, perform
 from .daily import DailyRefresh
 from .diagnostics import EditorDiagnostics
-from .errors import RUN_IN_PROGRESS, CrankError, invalid_params
+from .errors import RunInProgress, invalid_params
 from .images import image_json, with_stored_images
 from .permissions import PERMISSION_MODES, PermissionMode, Permissions
 from .prompts import context_text
@@ -125,10 +126,10 @@ class WorkspaceHost:
         )
         self.notes = Notes(lambda: notes_path(self.session.file))
         """The active session's notes (the note tools follow the session)."""
-        self.tools = self._tool_set(log=None)
+        tools = self._tool_set(log=None)
         self.model_config = ModelConfig(settings, self.root, env, client.log)
         self.harness = Harness(
-            system="", tools=self.tools, model=self.model_config.configure(), max_turns=max_turns
+            system="", tools=tools, model=self.model_config.configure(), max_turns=max_turns
         )
         self.session = SessionSlot(uri, self.root, self.store, self.harness, settings.context)
         self.harness.build_request = self.session.build_request
@@ -169,6 +170,24 @@ class WorkspaceHost:
         return self.harness.model.api, self.harness.model.id
 
     @property
+    def tools(self) -> list[Tool]:
+        """The tools the next run offers: the Harness's list, the one owner (a run keeps
+        the tools it started with). Setting it hands the Harness the new list."""
+        return self.harness.tools
+
+    @tools.setter
+    def tools(self, tools: list[Tool]) -> None:
+        self.harness.set_tools(tools)
+
+    @property
+    def active_run_id(self) -> str | None:
+        """The id of the run the Harness is running, or None when idle (``crank/state``).
+        ``run_id`` is the run being announced, which the host lets go of only after its
+        ``agent_settled`` is sent, so that event's envelope still names it."""
+        run = self.harness.current_run
+        return run.id if run is not None else None
+
+    @property
     def config_error(self) -> str | None:
         return self.model_config.error
 
@@ -181,7 +200,7 @@ class WorkspaceHost:
         return self.settings.sandbox.mode != "off" and not self.sandbox_status.available
 
     def _unconfined_warning(self, request: ApprovalRequest) -> str | None:
-        if request["toolName"] != "bash" or not self.unconfined():
+        if not tool_info(request["toolName"]).runs_commands or not self.unconfined():
             return None
         return (
             f"No sandbox: {self.sandbox_status.detail}. This command would run unconfined, as you."
@@ -198,10 +217,8 @@ class WorkspaceHost:
                 if problem is not None:
                     self.client.log(f"Crank: the last session was not resumed: {problem}")
                 self.tools = self._tool_set()  # a resumed session may offer recall
-                self.harness.set_tools(self.tools)
             first = await self._rebuild()
-            self.prompt = first
-            self.harness.set_system(first.text)
+            self._use_prompt(first)
             watcher = PromptWatcher(
                 self._locations(),
                 self._rebuild,
@@ -253,7 +270,6 @@ class WorkspaceHost:
         if [tool.name for tool in tools] == [tool.name for tool in self.tools]:
             return
         self.tools = tools
-        self.harness.set_tools(tools)
         if self.watcher is not None:
             await self.watcher.refresh()
 
@@ -272,9 +288,14 @@ class WorkspaceHost:
             self.client.commands_changed(self.uri)
         return build.prompt
 
-    async def _on_prompt_change(self, prompt: SystemPrompt) -> None:
+    def _use_prompt(self, prompt: SystemPrompt) -> None:
+        """The one place the prompt changes: ``self.prompt`` (its text, hash and sources,
+        what ``crank/systemPrompt`` reads) and the Harness's copy of its text, together."""
         self.prompt = prompt
         self.harness.set_system(prompt.text)
+
+    async def _on_prompt_change(self, prompt: SystemPrompt) -> None:
+        self._use_prompt(prompt)
         event: SystemPromptChanged = {
             "type": "system_prompt_changed",
             "hash": prompt.hash,
@@ -379,8 +400,7 @@ class WorkspaceHost:
                 self.harness.follow_up(full, images, typed=typed)
                 answer = {"sessionId": self.session_id, "queued": "followUp"}
                 return self._images_note(images, answer)
-            raise CrankError(
-                RUN_IN_PROGRESS,
+            raise RunInProgress(
                 "a run is already active in this workspace; send whileRunning "
                 '"steer" or "followUp", or abort it',
             )
@@ -388,7 +408,7 @@ class WorkspaceHost:
         try:
             run = self.harness.prompt(full, images, typed=typed)
         except HarnessBusy as exc:
-            raise CrankError(RUN_IN_PROGRESS, str(exc)) from exc
+            raise RunInProgress(str(exc)) from exc
         self._run = run
         return self._images_note(images, {"sessionId": self.session_id, "runId": run.id})
 
@@ -436,7 +456,7 @@ class WorkspaceHost:
         return state_json(
             session_id=self.session_id,
             harness=self.harness,
-            run_id=self.run_id,
+            run_id=self.active_run_id,
             permission_mode=self.permissions.mode,
             trusted=self.settings.trusted,
             sandbox=self.sandbox_status.to_json(self.settings.sandbox),
@@ -445,6 +465,7 @@ class WorkspaceHost:
             seq=self.stream.last_seq(self.session_id),
             config_error=self.model_config.error,
             repairs=self.session.repairs,
+            tools=self.tools,
         )
 
     def messages(self) -> dict[str, Any]:
@@ -507,7 +528,6 @@ class WorkspaceHost:
         self.session.new()
         if any(tool.name == "recall" for tool in self.tools):  # nothing is compacted yet
             self.tools = self._tool_set()
-            self.harness.set_tools(self.tools)
             if self.watcher is not None:  # the prompt follows, in the background
                 self._tasks.start(self.watcher.refresh())
         return self._session_changed()
@@ -558,7 +578,6 @@ class WorkspaceHost:
             # The tool set and the prompt change first; the mode is published (in
             # crank/state) only once the prompt that goes with it is built.
             self.tools = self._tool_set(mode)
-            self.harness.set_tools(self.tools)
             if self.watcher is not None:
                 await self.watcher.refresh()
         self.permissions.mode = mode

@@ -30,13 +30,29 @@ import anyio.to_thread
 
 from crank.agent.images import sniff_mime
 from crank.session import SessionLog
-from crank.session.blobs import is_hash, read_blob, referenced
+from crank.session.blobs import is_hash, kept_message, read_blob, referenced
 
-from .errors import NO_SUCH_IMAGE, CrankError, invalid_params
+from .errors import NoSuchImage, invalid_params
+from .stream import EventParams
 
 log = logging.getLogger(__name__)
 SHOWN_CHARS = 80
 """How much of a bad hash the refusal quotes."""
+
+
+def as_replayed(params: EventParams) -> EventParams:
+    """The envelope with a ``message_end``'s message as the session keeps it, so a live
+    message shows its images exactly as a replay of it will (a large one by its
+    ``sha256``, fetched with ``crank/image``: "stored" from the start, not only after a
+    reload). Only ``message_end``: it is sent after its entry and blobs are on disk, so
+    the image can already be fetched. Other envelopes are returned as they are."""
+    event = params["event"]
+    if event["type"] != "message_end":
+        return params
+    kept = kept_message(event["message"])
+    if kept is event["message"]:
+        return params
+    return {**params, "event": {**event, "message": kept}}
 
 
 def check_hash(value: object) -> str:
@@ -48,8 +64,8 @@ def check_hash(value: object) -> str:
 
 
 def _serve(log: SessionLog | None, session_id: str, sha256: str) -> dict[str, Any]:
-    def missing(why: str) -> CrankError:
-        return CrankError(NO_SUCH_IMAGE, f"no image {sha256[:12]}… in session {session_id}: {why}")
+    def missing(why: str) -> NoSuchImage:
+        return NoSuchImage(f"no image {sha256[:12]}… in session {session_id}: {why}")
 
     entries = list(log.tree.entries) if log is not None else []  # a snapshot: runs append
     block = referenced(entries, sha256)

@@ -27,12 +27,14 @@ import platformdirs
 
 from crank.session import workspace_key
 from crank.tools import ApprovalRequest
+from crank.tools.info import tool_info
 
 from .shell_shape import simple_words
 
 log = logging.getLogger(__name__)
-EDIT_TOOLS = ("write", "edit")
-DECISIONS = ("allow", "allowSession", "allowAlways", "reject")
+PermissionDecision = Literal["allow", "allowSession", "allowAlways", "reject"]
+"""The user's answer to a permission question (``crank/requestPermission``'s result)."""
+DECISIONS: tuple[PermissionDecision, ...] = get_args(PermissionDecision)
 PermissionMode = Literal["ask", "autoEdit", "auto", "readOnly"]
 """Who is asked before a change (the module docstring says what each mode means)."""
 PERMISSION_MODES: tuple[PermissionMode, ...] = get_args(PermissionMode)
@@ -112,7 +114,7 @@ class Permissions:
     def needs_asking(self, request: ApprovalRequest) -> bool:
         """False when the mode or a remembered rule already says yes."""
         tool = request["toolName"]
-        if self.mode == "auto" or (self.mode == "autoEdit" and tool in EDIT_TOOLS):
+        if self.mode == "auto" or (self.mode == "autoEdit" and tool_info(tool).edits_files):
             return False
         return not any(_matches(rule, request) for rule in self.session_rules + self.always_rules)
 

@@ -16,7 +16,7 @@ from typing import Any
 from crank.agent.model import Model
 from crank.vendors import ConfigError, ProviderConfig, discover, known_models, lookup
 
-from .errors import NO_PROVIDER, CrankError
+from .errors import NoProvider
 from .models import Unconfigured, build_model
 from .settings import Settings
 
@@ -67,7 +67,7 @@ class ModelConfig:
     def require(self) -> None:
         """Refuse (``no_provider``, saying what to set) while no provider is configured."""
         if self.error is not None:
-            raise CrankError(NO_PROVIDER, self.error)
+            raise NoProvider(self.error)
 
     async def models_json(self, model: Model) -> dict[str, Any]:
         """``crank/models``: what the configured server serves (``source: "server"``,

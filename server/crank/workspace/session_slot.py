@@ -36,7 +36,7 @@ from crank.session import (
 )
 from crank.session.log import Listener, new_session_id
 
-from .errors import NO_SUCH_SESSION, REFUSED_WHILE_RUNNING, CrankError, invalid_params
+from .errors import NotActiveSession, RefusedWhileRunning, invalid_params
 from .sessions import tree_json
 
 
@@ -53,9 +53,7 @@ def open_and_replay(path: Path) -> tuple[SessionLog, list[Message]]:
 def require_idle(harness: Harness, what: str) -> None:
     """Refuse ``what`` (``refused_while_running``) while a run is active: abort it first."""
     if harness.is_running:
-        raise CrankError(
-            REFUSED_WHILE_RUNNING, f"{what} is refused while a run is active; abort it first"
-        )
+        raise RefusedWhileRunning(f"{what} is refused while a run is active; abort it first")
 
 
 class SessionSlot:
@@ -144,8 +142,7 @@ class SessionSlot:
     def check(self, session_id: str | None) -> None:
         """Refuse (``no_such_session``) a request naming a session that is not the active one."""
         if session_id is not None and session_id != self.session_id:
-            raise CrankError(
-                NO_SUCH_SESSION,
+            raise NotActiveSession(
                 f"session {session_id} is not the active session of {self.uri} "
                 f"(that is {self.session_id}); open it with crank/openSession first",
             )

@@ -14,7 +14,7 @@ import asyncio
 from collections.abc import Callable
 from typing import Any, Literal, NotRequired, TypedDict
 
-from crank.agent.events import Delta, DeltaKind, Event
+from crank.agent.events import Delta, Event
 
 
 class SystemPromptChanged(TypedDict):
@@ -55,7 +55,10 @@ class EventStream:
         self._send = send
         self._delay = coalesce_ms / 1000
         self._seq: dict[str, int] = {}
-        self._held: list[tuple[str, str | None, DeltaKind, int, list[str]]] = []
+        self._held: list[tuple[str, str | None, Delta, list[str]]] = []
+        """Held deltas: where they go, the first delta of the run (whose other fields,
+        a tool call's ``toolCallId`` and ``toolName``, go out with the joined text), and
+        the texts."""
         self._timer: asyncio.TimerHandle | None = None
 
     def last_seq(self, session_id: str) -> int:
@@ -69,13 +72,17 @@ class EventStream:
         self._deliver(session_id, run_id, event)
 
     def _hold(self, session_id: str, run_id: str | None, delta: Delta) -> None:
-        kind, index, text = delta["kind"], delta["contentIndex"], delta["text"]
-        if self._held:
-            last = self._held[-1]
-            if last[0] == session_id and last[1] == run_id and last[2] == kind and last[3] == index:
-                last[4].append(text)
+        if self._held and "toolCallId" not in delta:  # a delta naming a call starts one
+            where, run, first, parts = self._held[-1]
+            if (
+                where == session_id
+                and run == run_id
+                and first["kind"] == delta["kind"]
+                and first["contentIndex"] == delta["contentIndex"]
+            ):
+                parts.append(delta["text"])
                 return
-        self._held.append((session_id, run_id, kind, index, [text]))
+        self._held.append((session_id, run_id, delta, [delta["text"]]))
         if self._timer is None:
             self._timer = asyncio.get_running_loop().call_later(self._delay, self.flush)
 
@@ -85,8 +92,16 @@ class EventStream:
             self._timer.cancel()
             self._timer = None
         held, self._held = self._held, []
-        for session_id, run_id, kind, index, parts in held:
-            delta: Delta = {"kind": kind, "contentIndex": index, "text": "".join(parts)}
+        for session_id, run_id, first, parts in held:
+            delta: Delta = {
+                "kind": first["kind"],
+                "contentIndex": first["contentIndex"],
+                "text": "".join(parts),
+            }
+            if "toolCallId" in first:
+                delta["toolCallId"] = first["toolCallId"]
+            if "toolName" in first:
+                delta["toolName"] = first["toolName"]
             self._deliver(session_id, run_id, {"type": "message_update", "delta": delta})
 
     def _deliver(self, session_id: str, run_id: str | None, event: WireEvent) -> None:

@@ -4,11 +4,13 @@ protocol promises can be read (and tested) in one place; key order is the wire's
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from crank.agent.events import ContextUsage
 from crank.agent.harness import Harness
+from crank.agent.tools import Tool, ToolInfo
 from crank.agent.view import Repairs
 from crank.prompt import SystemPrompt
 
@@ -28,9 +30,11 @@ def state_json(
     seq: int,
     config_error: str | None,
     repairs: Repairs,
+    tools: Sequence[Tool] = (),
 ) -> dict[str, Any]:
     """``crank/state``: ``runId`` only while a run is active, ``configError`` only while
-    no provider is configured, ``viewRepairs`` only when the view repaired something."""
+    no provider is configured, ``viewRepairs`` only when the view repaired something,
+    ``tools`` (what each tool says about itself) when there are tools."""
     model = harness.model
     state: dict[str, Any] = {"sessionId": session_id, "running": harness.is_running}
     if run_id is not None:
@@ -51,6 +55,8 @@ def state_json(
         state["configError"] = config_error
     if repairs:
         state["viewRepairs"] = repairs.to_json()
+    if tools:
+        state["tools"] = [(tool.info or ToolInfo(tool.name)).to_json() for tool in tools]
     return state
 
 

@@ -4,6 +4,7 @@
  * Pure string work, no `vscode`: the extension feeds it the document's current text and
  * applies the answer as a WorkspaceEdit, so undo touches only the lines this call wrote.
  */
+import type { ToolInfoJson } from "../protocol/types";
 
 export interface EditInfo {
   path: string;
@@ -22,15 +23,21 @@ export function pathArg(args: Record<string, unknown>): string | undefined {
   return str(args.path) ?? str(args.file_path) ?? str(args.filePath) ?? str(args.file);
 }
 
-/** Recognise an edit or write call from its name and arguments; undefined for other tools. */
-export function editOf(name: string, args: Record<string, unknown>): EditInfo | undefined {
+/**
+ * Recognise an edit or write call from its arguments and what the tool says about itself
+ * (`crank/state` `tools`: `editsFiles`); undefined for other tools. Only a server too old
+ * to list its tools leaves the name to go by.
+ */
+export function editOf(name: string, args: Record<string, unknown>, tools?: readonly ToolInfoJson[]): EditInfo | undefined {
   const path = pathArg(args);
   if (!path) return undefined;
   const oldText = str(args.oldText) ?? str(args.old_string) ?? str(args.oldString);
   const newText = str(args.newText) ?? str(args.new_string) ?? str(args.newString);
   if (oldText !== undefined && newText !== undefined) return { path, mode: "replace", oldText, newText };
   const content = str(args.content);
-  if (/^(write|create)/i.test(name) && content !== undefined) return { path, mode: "write", oldText: "", newText: content };
+  const info = tools?.find((t) => t.name === name);
+  const writes = info ? info.editsFiles : /^(write|create)/i.test(name);
+  if (writes && content !== undefined) return { path, mode: "write", oldText: "", newText: content };
   return undefined;
 }
 

@@ -4,7 +4,7 @@
  * against the server's limit, and the label the composer and transcript show.
  * No `vscode` import: the host, the webview and the unit tests share it.
  */
-import { IMAGE_MIME_TYPES, MAX_IMAGE_BYTES, type ImageBlock, type PromptImage } from "../protocol/types";
+import { IMAGE_MIME_TYPES, MAX_IMAGE_BYTES, type ShownImage, type PromptImage } from "../protocol/types";
 
 export function sniffImage(b: Uint8Array): string | undefined {
   const starts = (...xs: number[]) => xs.every((x, i) => b[i] === x);
@@ -30,7 +30,7 @@ export function imageOfBytes(bytes: Uint8Array, name: string): PromptImage | str
   return { mimeType, data: toBase64(bytes), name };
 }
 
-export function imageLabel(i: Pick<ImageBlock, "name" | "mimeType">): string {
+export function imageLabel(i: Pick<ShownImage, "name" | "mimeType">): string {
   return `[image: ${i.name || i.mimeType}]`;
 }
 
@@ -55,7 +55,7 @@ function humanBytes(n: number): string {
  * measured it), e.g. `chart.png · PNG · 12.4 KB · 64×64`. A size the block does not
  * carry is told from the inline data's length.
  */
-export function imageCaption(i: Pick<ImageBlock, "name" | "mimeType" | "bytes" | "width" | "height" | "data">): string {
+export function imageCaption(i: Pick<ShownImage, "name" | "mimeType" | "bytes" | "width" | "height" | "data">): string {
   const parts: string[] = [];
   if (i.name) parts.push(i.name);
   parts.push(i.mimeType.replace(/^image\//, "").toUpperCase());
@@ -119,7 +119,7 @@ export class ImageCache {
  * say with its name, or nothing yet (a stored image still on its way; `fetch` is true
  * the first time, when the caller must ask for it).
  */
-export function imageView(i: ImageBlock, cache: ImageCache): { src: string; fetched: boolean } | { error: string } | { pending: true; fetch: boolean } {
+export function imageView(i: ShownImage, cache: ImageCache): { src: string; fetched: boolean } | { error: string } | { pending: true; fetch: boolean } {
   const inline = imageSrc(i);
   if (inline) return { src: inline, fetched: false };
   if (i.restored && !isSha256(i.sha256)) return { pending: true, fetch: false }; // until the transcript is read again

@@ -6,9 +6,10 @@
  * It does not import `vscode` (it runs inside the webview and under node --test).
  */
 import type {
-  AssistantBlock,
+  ToolInfoJson,
+  ContentBlock,
   EventParams,
-  ImageBlock,
+  ShownImage,
   Message,
   ModelInfo,
   ModelRef,
@@ -20,17 +21,17 @@ import type {
   SessionInfo,
   StateResult,
   ToolResultMessage,
-  UsageUpdate,
+  ContextUsage,
   UserMessage,
 } from "../protocol/types";
 import { editOf, type EditInfo } from "./edits";
 
 /** A user message; `images` as the server sent them (inline ones carry their data). */
-export interface UserItem { kind: "user"; id: string; text: string; images?: ImageBlock[] }
+export interface UserItem { kind: "user"; id: string; text: string; images?: ShownImage[] }
 export interface AssistantItem {
   kind: "assistant";
   id: string;
-  blocks: AssistantBlock[];
+  blocks: ContentBlock[];
   streaming: boolean;
   stopReason?: string;
   errorMessage?: string;
@@ -47,7 +48,7 @@ export interface ToolItem {
   /** An open permission card asks about this call: the card shows the diff, so this one does not. */
   asked?: boolean;
   /** The images the tool returned (its toolResult message's `images`), shown on the card. */
-  images?: ImageBlock[];
+  images?: ShownImage[];
 }
 export interface PermissionItem {
   kind: "permission";
@@ -70,7 +71,7 @@ export interface ChatState {
   running: boolean;
   items: ChatItem[];
   queue: Queue;
-  usage?: UsageUpdate;
+  usage?: ContextUsage;
   lastSeq: number;
   /** True when an event was missed; the host should re-read the transcript. */
   gap: boolean;
@@ -80,6 +81,8 @@ export interface ChatState {
   permissionMode?: PermissionMode;
   trusted?: boolean;
   sandbox?: SandboxState;
+  /** What each tool says about itself (`crank/state` `tools`), so no card matches names. */
+  tools?: ToolInfoJson[];
   sessions: SessionInfo[];
   compacting: boolean;
   retry?: { attempt: number; delayMs: number; error: string };
@@ -138,18 +141,18 @@ function findLast<T>(xs: T[], p: (x: T) => boolean): number {
   return -1;
 }
 
-function blockText(b: AssistantBlock): string {
+function blockText(b: ContentBlock): string {
   return b.type === "text" ? b.text : b.type === "thinking" ? b.thinking : "";
 }
 
 /** Tool cards for the calls in a finished assistant message, skipping ones already shown. */
-function toolCardsFor(items: ChatItem[], m: Message): ChatItem[] {
+function toolCardsFor(items: ChatItem[], m: Message, tools?: readonly ToolInfoJson[]): ChatItem[] {
   if (m.role !== "assistant") return items;
   let out = items;
   for (const b of m.content) {
     if (b.type !== "toolCall") continue;
     if (out.some((it) => it.kind === "tool" && it.id === b.id)) continue;
-    out = [...out, toolItem(b.id, b.name, b.arguments)];
+    out = [...out, toolItem(b.id, b.name, b.arguments, tools)];
   }
   return out;
 }
@@ -159,8 +162,8 @@ function userItem(id: string, m: UserMessage): UserItem {
   return m.images && m.images.length ? { kind: "user", id, text, images: m.images } : { kind: "user", id, text };
 }
 
-function toolItem(id: string, name: string, args: Record<string, unknown>): ToolItem {
-  return { kind: "tool", id, name, args: args ?? {}, output: "", status: "pending", edit: editOf(name, args ?? {}) };
+function toolItem(id: string, name: string, args: Record<string, unknown>, tools?: readonly ToolInfoJson[]): ToolItem {
+  return { kind: "tool", id, name, args: args ?? {}, output: "", status: "pending", edit: editOf(name, args ?? {}, tools) };
 }
 
 function assistantFinal(id: string, m: Extract<Message, { role: "assistant" }>): AssistantItem {
@@ -173,11 +176,11 @@ function userText(m: Extract<Message, { role: "user" }>): string {
 }
 
 /** Rebuild the items from a transcript (resume, session switch, or after a gap). */
-export function itemsFromMessages(messages: Message[]): ChatItem[] {
+export function itemsFromMessages(messages: Message[], tools?: readonly ToolInfoJson[]): ChatItem[] {
   let items: ChatItem[] = [];
   messages.forEach((m, i) => {
     if (m.role === "user") items = [...items, userItem(`m${i}`, m)];
-    else if (m.role === "assistant") items = toolCardsFor([...items, assistantFinal(`m${i}`, m)], m);
+    else if (m.role === "assistant") items = toolCardsFor([...items, assistantFinal(`m${i}`, m)], m, tools);
     else
       items = replaceItem(items, m.toolCallId, "tool", (t: ToolItem) => ({
         ...withToolImages(t, m),
@@ -242,7 +245,7 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
         const copy = items.slice();
         if (i >= 0) copy[i] = assistantFinal(copy[i].id, m);
         else copy.push(assistantFinal(`a${p.seq}`, m));
-        return { ...s, items: toolCardsFor(copy, m) };
+        return { ...s, items: toolCardsFor(copy, m, s.tools) };
       }
       if (m.role === "user") {
         // Already shown by its message_start, perhaps with a notice after it (images left out, a retry).
@@ -257,14 +260,14 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
     }
     case "tool_execution_start": {
       const exists = items.some((it) => it.kind === "tool" && it.id === ev.toolCallId);
-      const base = exists ? items : [...items, toolItem(ev.toolCallId, ev.toolName, ev.arguments)];
+      const base = exists ? items : [...items, toolItem(ev.toolCallId, ev.toolName, ev.arguments, s.tools)];
       return {
         ...s,
         items: replaceItem(base, ev.toolCallId, "tool", (t: ToolItem) => ({
           ...t,
           name: ev.toolName,
           args: ev.arguments ?? t.args,
-          edit: editOf(ev.toolName, ev.arguments ?? t.args) ?? t.edit,
+          edit: editOf(ev.toolName, ev.arguments ?? t.args, s.tools) ?? t.edit,
           status: "running",
         })),
       };
@@ -372,7 +375,7 @@ function reduceAction(s: ChatState, a: ChatAction): ChatState {
       return {
         ...s,
         // An open question is not in any transcript: keep its card, or it could not be answered.
-        items: [...itemsFromMessages(a.messages), ...pendingPermissions(s)],
+        items: [...itemsFromMessages(a.messages, s.tools), ...pendingPermissions(s)],
         sessionId: a.sessionId ?? s.sessionId,
         workspace: a.workspace ?? s.workspace,
         gap: false,
@@ -396,6 +399,7 @@ function reduceAction(s: ChatState, a: ChatAction): ChatState {
         permissionMode: st.permissionMode,
         trusted: st.trusted,
         sandbox: st.sandbox ?? s.sandbox,
+        tools: st.tools ?? s.tools,
         queue: stale ? s.queue : st.queue,
         usage: stale ? s.usage : st.usage,
         items: changed ? [] : s.items,
@@ -459,11 +463,11 @@ export function persistable(s: ChatState): ChatState {
   return { ...s, items };
 }
 
-function hasImageData(it: ChatItem): it is (UserItem | ToolItem) & { images: ImageBlock[] } {
+function hasImageData(it: ChatItem): it is (UserItem | ToolItem) & { images: ShownImage[] } {
   return (it.kind === "user" || it.kind === "tool") && !!it.images?.some((i) => i.data !== undefined);
 }
 
-function withoutData(i: ImageBlock): ImageBlock {
+function withoutData(i: ShownImage): ShownImage {
   if (i.data === undefined) return i;
   const { data: _bytes, ...rest } = i;
   return { ...rest, restored: true };

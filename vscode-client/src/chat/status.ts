@@ -4,7 +4,7 @@
  * The tracker also answers "is anything running?" for the `crank.running` context key
  * that Stop's keybinding and menu entries are bound to.
  */
-import type { EventParams, UsageUpdate } from "../protocol/types";
+import type { EventParams, ContextUsage } from "../protocol/types";
 import type { ServerStatus } from "./state";
 
 /** The server's status as the status bar sees it: "idle" is "not started yet" (it starts when first needed). */
@@ -15,7 +15,7 @@ export interface BarInput {
   /** Workspaces (folder URIs) with a run going. */
   running: number;
   /** The chat's workspace's last usage report. */
-  usage?: Pick<UsageUpdate, "contextTokens" | "contextWindow">;
+  usage?: Pick<ContextUsage, "contextTokens" | "contextWindow">;
 }
 
 export interface BarView {
@@ -52,7 +52,7 @@ export function statusBarView(s: BarInput): BarView {
 /** Which workspaces are running, and each workspace's last usage, from the event stream. */
 export class RunTracker {
   private readonly running = new Set<string>();
-  private readonly usage = new Map<string, UsageUpdate>();
+  private readonly usage = new Map<string, ContextUsage>();
 
   /** Feeds one event; true when what the status bar shows may have changed. */
   onEvent(p: EventParams): boolean {
@@ -71,7 +71,7 @@ export class RunTracker {
   }
 
   /** Set from crank/state (e.g. after a reload, when a run may already be going). */
-  setRunning(workspace: string, running: boolean, usage?: UsageUpdate): void {
+  setRunning(workspace: string, running: boolean, usage?: ContextUsage): void {
     if (running) this.running.add(workspace);
     else this.running.delete(workspace);
     if (usage) this.usage.set(workspace, usage);
@@ -88,7 +88,7 @@ export class RunTracker {
   get runningCount(): number {
     return this.running.size;
   }
-  usageOf(workspace: string | undefined): UsageUpdate | undefined {
+  usageOf(workspace: string | undefined): ContextUsage | undefined {
     return workspace ? this.usage.get(workspace) : undefined;
   }
 }

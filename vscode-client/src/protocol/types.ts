@@ -1,60 +1,132 @@
 /**
  * The Crank wire contract (protocol version 1) as TypeScript types.
  *
- * Mirrors ../shared/protocol.md: names and shapes are fixed there, so this file only
- * ever grows. Nothing here imports `vscode`; the webview, the extension and the
- * integration test all share it.
+ * GENERATED from docs/protocol.schema.json by `python -m crank.workspace.schema`
+ * (server/crank/workspace/contract.py is the source): do not edit; `./dev test` fails
+ * when this file is stale. The client's own declarations are in ./local.ts.
  */
 
-export type PermissionMode = "ask" | "autoEdit" | "auto" | "readOnly";
-export type WhileRunning = "steer" | "followUp" | "reject";
-export type StopReason = "stop" | "toolUse" | "length" | "error" | "aborted";
+export const PROTOCOL_VERSION = 1;
 
-export interface TextBlock { type: "text"; text: string }
-export interface ThinkingBlock { type: "thinking"; thinking: string }
-export interface ToolCallBlock { type: "toolCall"; id: string; name: string; arguments: Record<string, unknown> }
-export type AssistantBlock = TextBlock | ThinkingBlock | ToolCallBlock;
+export interface AbortResult {
+  stopReason: "aborted" | "idle";
+}
 
-export interface Usage { input: number; output: number; cacheRead: number; cacheWrite: number }
+export interface AgentEnd {
+  type: "agent_end";
+  stopReason: StopReason;
+}
 
-/**
- * An image on a user message or tool result (docs/protocol.md, "Messages"): `data`
- * (base64) when it is inline, else only `sha256` (stored beside the session file),
- * when a client can show it by name only.
- */
-export interface ImageBlock { type: "image"; mimeType: string; bytes?: number; name?: string; width?: number; height?: number; data?: string; sha256?: string; /** The page's own mark (never on the wire): saved without its bytes, which the transcript read after a reload brings back. */ restored?: boolean }
-/** What crank/image answers: the blob's bytes in base64 and their count. */
-export interface ImageResult { mimeType: string; data: string; bytes: number }
-/** An image the user attaches to a prompt (`crank/prompt` `images`). */
-export interface PromptImage { mimeType: string; data: string; name?: string }
-export const IMAGE_MIME_TYPES: readonly string[] = ["image/png", "image/jpeg", "image/gif", "image/webp"];
-/** The server's limit per image (5 MB), checked here too so the user hears at once. */
-export const MAX_IMAGE_BYTES = 5 * 1024 * 1024;
-/** `typed`: what the user typed when `content` is its expansion (a `/command`); the chat shows it, the model was sent `content`. */
-export interface UserMessage { role: "user"; content: string; timestamp?: number | string; typed?: string; images?: ImageBlock[] }
+/** The last event of every run, exactly once. */
+export interface AgentSettled {
+  type: "agent_settled";
+}
+
+export interface AgentStart {
+  type: "agent_start";
+}
+
 export interface AssistantMessage {
   role: "assistant";
-  content: AssistantBlock[];
-  stopReason?: StopReason;
+  content: ContentBlock[];
+  stopReason: StopReason;
+  usage: Usage;
+  model: string;
+  timestamp: number;
   errorMessage?: string;
-  usage?: Usage;
-  model?: string;
-  timestamp?: number | string;
+  api?: string;
+  errorKind?: ErrorKind;
 }
-export interface ToolResultMessage {
-  role: "toolResult";
-  toolCallId: string;
-  toolName: string;
-  content: string;
-  isError: boolean;
-  timestamp?: number | string;
-  images?: ImageBlock[];
+
+export type AttachedImage = InlineImage | PathImage;
+
+export interface BranchParams {
+  workspace?: string;
+  sessionId?: string;
+  entryId: string;
+  summarize?: boolean;
 }
-export type Message = UserMessage | AssistantMessage | ToolResultMessage;
 
-export interface Queue { steering: string[]; followUp: string[] }
+export interface BranchResult {
+  tip: string | null;
+}
 
-export interface UsageUpdate {
+export interface ChangesParams {
+  workspace?: string;
+  sessionId?: string;
+  runId?: string;
+}
+
+export interface ChangesResult {
+  files: FileChange[];
+}
+
+/** ``bash``: how the command ended, and where its whole output was saved. */
+export interface CommandDetails {
+  exitCode: number | null;
+  timedOut: boolean;
+  fullOutputPath: string | null;
+}
+
+/** One entry of ``crank/commands``: typed as ``/name args``; ``name`` has no slash. */
+export interface CommandInfo {
+  name: string;
+  description: string;
+  kind: CommandKind;
+  argumentHint?: string;
+}
+
+export type CommandKind = "builtin" | "skill" | "template";
+
+export interface CommandPreview {
+  kind: "command";
+  command: string;
+}
+
+export interface CommandsChangedParams {
+  workspace: string;
+}
+
+export interface CommandsResult {
+  commands: CommandInfo[];
+}
+
+export interface CompactParams {
+  workspace?: string;
+  sessionId?: string;
+  instructions?: string;
+}
+
+export interface CompactResult {
+  compacted: boolean;
+  tokensBefore?: number;
+  tokensAfter?: number;
+  reason?: string;
+}
+
+export interface CompactionEnd {
+  type: "compaction_end";
+  compacted: boolean;
+  error?: string;
+}
+
+export type CompactionReason = "threshold" | "overflow" | "manual";
+
+export interface CompactionStart {
+  type: "compaction_start";
+  reason: CompactionReason;
+}
+
+export type ContentBlock = TextBlock | ThinkingBlock | ToolCallBlock;
+
+/** A file (or a range of one) the prompt points at. */
+export interface ContextItem {
+  uri: string;
+  range?: Range;
+}
+
+/** The context meter and the session's spend: what ``crank/state`` reports as ``usage`` and what a ``usage_update`` event carries. Defined once here, the lowest layer that uses it. */
+export interface ContextUsage {
   contextTokens: number;
   contextWindow: number;
   input: number;
@@ -64,30 +136,55 @@ export interface UsageUpdate {
   cost: number;
 }
 
+export type CrankEvent = AgentStart | TurnStart | MessageStart | MessageUpdate | MessageEnd | ToolExecutionStart | ToolExecutionUpdate | ToolExecutionEnd | TurnEnd | AgentEnd | AgentSettled | QueueUpdate | CompactionStart | CompactionEnd | RetryStart | RetryEnd | UsageUpdate | ImagesOmitted | SystemPromptChanged | SessionChanged;
+
+export interface CurrentModel {
+  api: string;
+  id: string;
+  contextWindow?: number;
+}
+
+/** Any changing tool whose call the user declined. */
+export interface DeclinedDetails {
+  declined: boolean;
+  reason: string | null;
+}
+
+/** New text of one block. Concatenating the deltas of a ``contentIndex`` gives the block's text in its ``message_end``; a tool call's first delta names the call. */
+export interface Delta {
+  kind: DeltaKind;
+  contentIndex: number;
+  text: string;
+  toolCallId?: string;
+  toolName?: string;
+}
+
 export type DeltaKind = "text" | "thinking" | "toolCall";
 
-export type CrankEvent =
-  | { type: "agent_start" }
-  | { type: "turn_start"; turn: number }
-  | { type: "message_start"; message: Message }
-  | { type: "message_update"; delta: { kind: DeltaKind; contentIndex: number; text: string } }
-  | { type: "message_end"; message: Message; entryId?: string }
-  | { type: "tool_execution_start"; toolCallId: string; toolName: string; arguments: Record<string, unknown> }
-  | { type: "tool_execution_update"; toolCallId: string; output: string }
-  | { type: "tool_execution_end"; toolCallId: string; result: { content: string; isError: boolean } }
-  | { type: "turn_end"; message?: Message }
-  | { type: "agent_end"; stopReason?: string }
-  | { type: "agent_settled" }
-  | ({ type: "queue_update" } & Queue)
-  | { type: "compaction_start"; reason: "threshold" | "overflow" | "manual" }
-  | { type: "compaction_end"; compacted: boolean; error?: string }
-  | { type: "retry_start"; attempt: number; delayMs: number; error: string }
-  | { type: "retry_end"; attempt: number; success: boolean }
-  | ({ type: "usage_update" } & UsageUpdate)
-  | { type: "images_omitted"; count: number; message: string }
-  | { type: "system_prompt_changed"; hash: string; sources: PromptSource[] }
-  | { type: "session_changed"; sessionId: string };
+export interface DiagnosticsParams {
+  uris: string[];
+}
 
+export interface DiagnosticsResult {
+  items: FileDiagnostics[];
+}
+
+export interface DiffPreview {
+  kind: "diff";
+  path: string;
+  oldText: string;
+  newText: string;
+  /** The file is open with text the disk does not hold (the user's unsaved edits): the change is saved together with them, so the question says so. */
+  unsavedChanges?: boolean;
+  /** Set (to the old file's size in bytes) when the old file was too large or not text, so it was not loaded: ``oldText`` is then empty and is NOT the old content (a client must not offer to restore it). */
+  oldTextOmitted?: number;
+  /** True when the file does not exist yet: ``oldText`` is empty because there is no old file (ACP's diff then says ``oldText: null``). */
+  created?: boolean;
+}
+
+export type ErrorKind = "rate_limit" | "overloaded" | "server" | "auth" | "invalid_request" | "overflow" | "network" | "timeout";
+
+/** ``crank/event`` params: the event and where it belongs. */
 export interface EventParams {
   workspace: string;
   sessionId: string;
@@ -96,94 +193,8 @@ export interface EventParams {
   event: CrankEvent;
 }
 
-export interface PromptSource { kind: string; path?: string }
-
-export interface ContextItem { uri: string; range?: Range }
-export interface Range { start: { line: number; character: number }; end: { line: number; character: number } }
-
-/**
- * What crank/prompt answers: a run started (`runId`), a message queued, or, for a
- * built-in command the text named (`/new`, `/compact`, `/model`), `command` (its name)
- * and `result` (what that command's own request would have answered) with no run.
- */
-export interface PromptResult { sessionId: string; runId?: string; queued?: "steer" | "followUp"; command?: string; result?: unknown; imagesOmitted?: string }
-
-/** Where a command comes from: one of the server's built-ins, a skill, or a prompt template. */
-export type CommandKind = "builtin" | "skill" | "template";
-/** One entry of crank/commands: typed as `/name args`; `name` has no slash. */
-export interface CommandInfo { name: string; description: string; kind: CommandKind; argumentHint?: string }
-export interface ModelRef { api: string; id: string }
-/** `source`: "server" (the configured server serves it), "catalog" (a known cloud model), "config". */
-export interface ModelInfo extends ModelRef { contextWindow?: number; source?: "server" | "catalog" | "config" }
-
-export interface StateResult {
-  sessionId: string;
-  running: boolean;
-  runId?: string;
-  model: ModelRef;
-  permissionMode: PermissionMode;
-  trusted: boolean;
-  /** How the agent's commands are confined (docs/protocol.md "Sandbox"). */
-  sandbox?: SandboxState;
-  queue: Queue;
-  usage: UsageUpdate;
-  sessionFile?: string;
-  /** The last seq the server sent for the session (it counts from 0 again in a new server process). */
-  seq?: number;
-}
-
-export type SandboxMode = "workspace-write" | "read-only" | "off";
-export interface SandboxState { mode: SandboxMode; network: boolean; available: boolean; confined: boolean; detail: string }
-
-/** One entry of crank/tree: the session file's tree, in file order. */
-export interface TreeEntry { id: string; parentId: string | null; type: string; role?: string; preview?: string; label?: string }
-export interface TreeResult { tip: string | null; entries: TreeEntry[] }
-
-export interface SessionInfo {
-  sessionId: string;
-  title?: string;
-  created?: string | number;
-  modified?: string | number;
-  messageCount?: number;
-  firstMessage?: string;
-}
-
-export interface SystemPromptResult { text: string; hash: string; sources: PromptSource[] }
-
-/**
- * `oldTextOmitted` (the old file's size in bytes) is set when the old file was too large or
- * not text, so the server never loaded it: `oldText` is then empty and is NOT its content.
- * `unsavedChanges`: the file holds the user's unsaved edits, which are saved with the change.
- */
-export type DiffPreview = { kind: "diff"; path: string; oldText: string; newText: string; oldTextOmitted?: number; unsavedChanges?: boolean };
-export type CommandPreview = { kind: "command"; command: string };
-
-export interface PermissionRequest {
-  workspace: string;
-  sessionId: string;
-  runId: string;
-  toolCallId: string;
-  toolName: string;
-  arguments: Record<string, unknown>;
-  preview?: DiffPreview | CommandPreview;
-  /** Set when the command would run unconfined (no sandbox on this machine). */
-  warning?: string;
-}
-
-export type PermissionDecision = "allow" | "allowSession" | "allowAlways" | "reject";
-export interface PermissionResponse { decision: PermissionDecision; reason?: string }
-
-/**
- * crank/saveDocument (server to client, only when the client declared
- * `experimental.crank.saveDocuments`): save this open document now, so the agent's
- * next command sees the change it just applied. `unsavedChanges`: the document also
- * held the user's unsaved edits, which are saved with it (tell the user).
- */
-export interface SaveDocumentParams { uri: string; unsavedChanges?: boolean }
-export interface SaveDocumentResult { saved: boolean; reason?: string }
-
-/** One file a run changed (crank/changes). `before`/`after`: content hashes; `reason`: why not restorable. */
-export interface ChangedFile {
+export interface FileChange {
+  /** Workspace-relative; an ignored folder ends in ``/``. */
   path: string;
   status: "added" | "modified" | "deleted";
   byTool: string[];
@@ -192,40 +203,585 @@ export interface ChangedFile {
   after?: string;
   reason?: string;
 }
-export interface ChangesResult { files: ChangedFile[] }
-export interface RevertResult { reverted: string[]; conflicts: { path: string; reason: string }[]; revertId?: string }
-/** crank/diagnostics (server to client, only when the client declared `experimental.crank.diagnostics`). */
-export interface DiagnosticsParams { uris: string[] }
-export interface LspDiagnostic {
-  range: { start: { line: number; character: number }; end: { line: number; character: number } };
-  severity?: number;
+
+/** ``edit`` and ``write``: the whole file before and after, and the diff shown. */
+export interface FileChangeDetails {
+  path: string;
+  oldText: string;
+  newText: string;
+  diff: string;
+  /** The old file's size in bytes when it was too large or not text to load: ``oldText`` is then empty and is NOT the old content. */
+  oldTextOmitted?: number;
+}
+
+export interface FileContentParams {
+  workspace?: string;
+  sessionId?: string;
+  sha256: string;
+}
+
+export interface FileContentResult {
+  sha256: string;
+  text: string;
+}
+
+export interface FileDiagnostics {
+  uri: string;
+  /** LSP ``Diagnostic``s as the editor reports them. */
+  diagnostics: Array<Record<string, unknown>>;
+}
+
+/** An image on a user message or a tool result (``images``). Exactly one of ``data`` (the bytes, base64, inline) and ``sha256`` (a blob stored beside the session file, docs/session.md) says where its bytes are; a request is always built with them inline (or with a placeholder when they cannot be had). */
+export interface ImageBlock {
+  type: "image";
+  /** ``image/png`` | ``image/jpeg`` | ``image/gif`` | ``image/webp`` (agent.images). */
+  mimeType: string;
+  /** The size of the image itself (decoded), for placeholders and the transcript. */
+  bytes: number;
+  /** A file name to show (``screenshot.png``); never a path the model can use. */
+  name?: string;
+  width?: number;
+  height?: number;
+  data?: string;
+  sha256?: string;
+}
+
+export interface ImageParams {
+  workspace?: string;
+  sessionId?: string;
+  sha256: string;
+}
+
+export interface ImageResult {
+  mimeType: string;
+  data: string;
+  bytes: number;
+}
+
+/** Said once per session and model: a request left images out (placeholders stand in for them), because the model takes none or a stored copy is missing. */
+export interface ImagesOmitted {
+  type: "images_omitted";
+  count: number;
   message: string;
-  source?: string;
-  code?: string | number;
-}
-export interface DiagnosticsResult { items: { uri: string; diagnostics: LspDiagnostic[] }[] }
-
-export interface FixFileArgs { uri: string; diagnostics?: unknown[]; range?: Range; instruction?: string }
-
-/** Crank's own refusals, by name: the numbers are the server's (docs/protocol.md). */
-export type ErrorCodeName = "runInProgress" | "noSuchSession" | "noSuchWorkspace" | "noProvider" | "sessionUnreadable" | "refusedWhileRunning" | "sessionLocked" | "noSuchImage";
-
-/**
- * The codes the server advertises in its `initialize` result
- * (`capabilities.experimental.crank.errorCodes`), so the client never copies the
- * numbers; anything malformed is left out.
- */
-export function errorCodesFrom(initializeResult: unknown): Partial<Record<ErrorCodeName, number>> {
-  const codes = (initializeResult as { capabilities?: { experimental?: { crank?: { errorCodes?: unknown } } } } | undefined)?.capabilities?.experimental?.crank?.errorCodes;
-  if (!codes || typeof codes !== "object") return {};
-  return Object.fromEntries(Object.entries(codes).filter(([, code]) => Number.isInteger(code))) as Partial<Record<ErrorCodeName, number>>;
 }
 
-/** Options the extension puts under initializationOptions.crank. */
-export interface CrankInitOptions {
-  provider?: { api?: string; baseUrl?: string; model?: string; apiKey?: string; contextWindow?: number; maxOutputTokens?: number };
-  sessionDir?: string;
-  trusted?: boolean;
-  permissionMode?: PermissionMode;
-  sandbox?: { mode: SandboxMode; network: boolean };
+/** An image attached by value: base64 ``data``. */
+export interface InlineImage {
+  mimeType: string;
+  data: string;
+  name?: string;
 }
+
+export type Message = UserMessage | AssistantMessage | ToolResultMessage;
+
+export interface MessageEnd {
+  type: "message_end";
+  message: Message;
+  /** The message's id in the session file, set by the log's listener. */
+  entryId?: string;
+}
+
+export interface MessageStart {
+  type: "message_start";
+  message: Message;
+}
+
+export interface MessageUpdate {
+  type: "message_update";
+  delta: Delta;
+}
+
+export interface MessagesResult {
+  messages: Message[];
+}
+
+/** One entry of ``crank/models``: who lists it, and the window Crank uses for it. */
+export interface ModelInfo {
+  api: string;
+  id: string;
+  contextWindow: number;
+  source: "server" | "catalog" | "config";
+}
+
+export interface ModelRef {
+  api: string;
+  id: string;
+}
+
+export interface ModelsResult {
+  models: ModelInfo[];
+}
+
+export interface OpenSessionParams {
+  workspace?: string;
+  sessionId: string;
+}
+
+/** An image attached by a path the server reads (inside the workspace). */
+export interface PathImage {
+  path: string;
+  name?: string;
+}
+
+export interface PathPreview {
+  kind: "path";
+  path: string;
+}
+
+export type PermissionDecision = "allow" | "allowSession" | "allowAlways" | "reject";
+
+export type PermissionMode = "ask" | "autoEdit" | "auto" | "readOnly";
+
+/** ``crank/requestPermission`` params: one tool call the user is asked about. */
+export interface PermissionRequest {
+  workspace: string;
+  sessionId: string;
+  runId: string;
+  toolCallId: string;
+  /** The tool, or the pseudo tool ``outside`` for a path outside the workspace. */
+  toolName: string;
+  arguments: Record<string, unknown>;
+  preview?: Preview;
+  /** Set when the command would run unconfined (the sandbox is wanted but missing). */
+  warning?: string;
+}
+
+/** ``crank/requestPermission`` result. */
+export interface PermissionResponse {
+  decision: PermissionDecision;
+  reason?: string;
+}
+
+export interface Position {
+  line: number;
+  character: number;
+}
+
+export type Preview = DiffPreview | CommandPreview | PathPreview;
+
+export interface PromptParams {
+  workspace?: string;
+  sessionId?: string;
+  text: string;
+  context?: ContextItem[];
+  images?: AttachedImage[];
+  whileRunning?: WhileRunning;
+}
+
+/** A run started (``runId``), a message queued (``queued``), or a built-in command performed (``command`` and ``result``, what that command's own request answers). */
+export interface PromptResult {
+  sessionId: string;
+  runId?: string;
+  queued?: "steer" | "followUp";
+  command?: string;
+  result?: unknown;
+  /** A sentence: the model takes no images, so the prompt's were left out. */
+  imagesOmitted?: string;
+}
+
+export type QueueKind = "steering" | "followUp";
+
+/** ``crank/steer`` and ``crank/followUp``. */
+export interface QueueParams {
+  workspace?: string;
+  sessionId?: string;
+  text: string;
+  images?: AttachedImage[];
+}
+
+/** The queues after ``crank/steer`` or ``crank/followUp``. */
+export interface QueueResult {
+  steering: string[];
+  followUp: string[];
+  imagesOmitted?: string;
+}
+
+/** Both queues as the wire shows them (``queue_update``, ``crank/state`` queue). */
+export interface QueueState {
+  steering: string[];
+  followUp: string[];
+}
+
+export interface QueueUpdate {
+  steering: string[];
+  followUp: string[];
+  type: "queue_update";
+}
+
+/** An LSP range (UTF-16 positions). */
+export interface Range {
+  start: Position;
+  end: Position;
+}
+
+/** ``read``: which file, and whether the text came from an open editor buffer. */
+export interface ReadDetails {
+  path: string;
+  openInEditor: boolean;
+  /** The buffer holds text the disk does not (the user's unsaved edits). */
+  unsaved: boolean;
+}
+
+export interface RemoveQueuedParams {
+  workspace?: string;
+  sessionId?: string;
+  queue: QueueKind;
+  index: number;
+  text?: string;
+}
+
+export interface RemoveQueuedResult {
+  steering: string[];
+  followUp: string[];
+  /** The text taken out, or null when it was already gone (taken by the run). */
+  removed: string | null;
+}
+
+export type ResultShown = "first_line" | "last_lines" | "line_count" | "joined";
+
+export interface RetryEnd {
+  type: "retry_end";
+  attempt: number;
+  success: boolean;
+}
+
+/** The vendor is about to wait ``delayMs`` and try again (nothing streamed yet). */
+export interface RetryStart {
+  type: "retry_start";
+  attempt: number;
+  delayMs: number;
+  error: string;
+}
+
+export interface RevertConflict {
+  path: string;
+  reason: string;
+}
+
+export interface RevertParams {
+  workspace?: string;
+  sessionId?: string;
+  runId: string | string[];
+  paths?: string[];
+  force?: boolean;
+}
+
+export interface RevertResult {
+  reverted: string[];
+  conflicts: RevertConflict[];
+  revertId?: string;
+}
+
+export type SandboxMode = "read-only" | "workspace-write" | "off";
+
+/** How the agent's commands are confined (docs/protocol.md "Sandbox"). */
+export interface SandboxState {
+  mode: SandboxMode;
+  network: boolean;
+  available: boolean;
+  confined: boolean;
+  detail: string;
+}
+
+export interface SaveDocumentParams {
+  uri: string;
+  /** The document also held the user's unsaved edits, which this save writes too. */
+  unsavedChanges?: boolean;
+}
+
+export interface SaveDocumentResult {
+  saved: boolean;
+  reason?: string;
+}
+
+/** The workspace's active session is another one now (new, opened). */
+export interface SessionChanged {
+  type: "session_changed";
+  sessionId: string;
+}
+
+export type SessionEnd = "error" | "aborted";
+
+/** One line of the session list (``crank/sessions``, ``crank sessions list``): what a picker shows, read without parsing the whole file. Not a summary of the content. */
+export interface SessionInfo {
+  sessionId: string;
+  title: string;
+  created: string;
+  modified: string;
+  messageCount: number;
+  firstMessage: string;
+  /** The last line is incomplete; ``crank sessions repair`` the file before writing. */
+  torn?: boolean;
+  /** The file cannot be listed (bad header); it is shown, never silently left out. */
+  error?: string;
+  ended?: SessionEnd;
+}
+
+/** A request about the active session may name it; another id is refused (1002). */
+export interface SessionParams {
+  workspace?: string;
+  sessionId?: string;
+}
+
+/** ``crank/newSession`` and ``crank/openSession``. */
+export interface SessionResult {
+  sessionId: string;
+}
+
+export interface SessionsResult {
+  sessions: SessionInfo[];
+}
+
+export interface SetModelParams {
+  workspace?: string;
+  sessionId?: string;
+  api: string;
+  id: string;
+}
+
+export interface SetModelResult {
+  model: ModelRef;
+}
+
+export interface SetPermissionModeParams {
+  workspace?: string;
+  mode: PermissionMode;
+}
+
+export interface SetPermissionModeResult {
+  mode: PermissionMode;
+}
+
+/** One entry of the source map, as ``crank/systemPrompt`` returns it. */
+export interface Source {
+  kind: SourceKind;
+  path?: string;
+  name?: string;
+  reason?: string;
+}
+
+export type SourceKind = "tool" | "contextFile" | "skill" | "setting" | "skipped";
+
+export interface StateResult {
+  sessionId: string;
+  running: boolean;
+  /** Only while a run is active. */
+  runId?: string;
+  model: CurrentModel;
+  permissionMode: PermissionMode;
+  trusted: boolean;
+  sandbox: SandboxState;
+  queue: QueueState;
+  usage: ContextUsage;
+  sessionFile: string;
+  /** The last seq the server sent for the session (from 0 again in a new process). */
+  seq: number;
+  /** Only while no provider is configured: what to set. */
+  configError?: string;
+  viewRepairs?: ViewRepairs;
+  /** The tools the next run offers, each as it describes itself. */
+  tools?: ToolInfoJson[];
+}
+
+export type StopReason = "stop" | "toolUse" | "length" | "error" | "aborted";
+
+/** The prompt for the next run was rebuilt (its bytes changed). */
+export interface SystemPromptChanged {
+  type: "system_prompt_changed";
+  hash: string;
+  sources: Array<Record<string, unknown>>;
+}
+
+export interface SystemPromptResult {
+  text: string;
+  hash: string;
+  sources: Source[];
+}
+
+export interface TextBlock {
+  type: "text";
+  text: string;
+}
+
+export interface ThinkingBlock {
+  type: "thinking";
+  thinking: string;
+  /** Opaque provider token; Anthropic needs it sent back unchanged. */
+  signature?: string;
+  /** Reasoning the provider encrypted (Anthropic ``redacted_thinking``): opaque data, never shown, sent back unchanged; ``thinking`` is then empty. */
+  redacted?: string;
+}
+
+export interface ToolCallBlock {
+  type: "toolCall";
+  id: string;
+  name: string;
+  arguments: Record<string, unknown>;
+}
+
+export interface ToolExecutionEnd {
+  type: "tool_execution_end";
+  toolCallId: string;
+  result: ToolOutcome;
+}
+
+export interface ToolExecutionStart {
+  type: "tool_execution_start";
+  toolCallId: string;
+  toolName: string;
+  arguments: Record<string, unknown>;
+}
+
+export interface ToolExecutionUpdate {
+  type: "tool_execution_update";
+  toolCallId: string;
+  /** Only what is new since the last update. */
+  output: string;
+}
+
+/** What a tool says about itself (``crank.agent.tools.ToolInfo``), so a client never matches tool names: its kind (ACP's vocabulary), a label, which argument says what a call does, how its result is summed up, whether it changes files through the edit path, and the name of its ``details`` type in this schema. */
+export interface ToolInfoJson {
+  name: string;
+  kind: ToolKind;
+  label: string;
+  shows?: string;
+  result: ResultShown;
+  editsFiles: boolean;
+  details?: string;
+}
+
+export type ToolKind = "read" | "edit" | "delete" | "move" | "search" | "execute" | "think" | "fetch" | "other";
+
+export interface ToolOutcome {
+  content: string;
+  isError: boolean;
+  /** For clients (a diff, a saved-output path); never sent to the model. */
+  details?: Record<string, unknown>;
+}
+
+export interface ToolResultMessage {
+  role: "toolResult";
+  toolCallId: string;
+  toolName: string;
+  content: string;
+  isError: boolean;
+  timestamp: number;
+  /** Images the tool returned (``read`` of an image file), after the text. */
+  images?: ImageBlock[];
+}
+
+/** One entry of the session file's tree, in file order. */
+export interface TreeEntry {
+  id: string;
+  parentId: string | null;
+  type: string;
+  role?: string;
+  preview?: string;
+  label?: string;
+}
+
+export interface TreeResult {
+  tip: string | null;
+  entries: TreeEntry[];
+}
+
+export interface TurnEnd {
+  type: "turn_end";
+  message: AssistantMessage;
+}
+
+export interface TurnStart {
+  type: "turn_start";
+  /** 1-based within the run. */
+  turn: number;
+}
+
+export interface Usage {
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  /** US dollars for this one reply, when the model's prices are known. */
+  cost?: number;
+}
+
+export interface UsageUpdate {
+  contextTokens: number;
+  contextWindow: number;
+  input: number;
+  output: number;
+  cacheRead: number;
+  cacheWrite: number;
+  cost: number;
+  type: "usage_update";
+}
+
+export interface UserMessage {
+  role: "user";
+  content: string;
+  timestamp: number;
+  /** Images sent with the text, after it, in order. */
+  images?: ImageBlock[];
+  /** What the user typed when ``content`` is its expansion (a ``/command``): clients show this, the model is sent ``content``. */
+  typed?: string;
+}
+
+/** What the view repaired on the way from the record to the model's request. */
+export interface ViewRepairs {
+  interruptedResults: number;
+  droppedOrphanResults: number;
+  droppedDuplicateResults: number;
+  droppedEmptyReplies: number;
+}
+
+export type WhileRunning = "steer" | "followUp" | "reject";
+
+/** Every ``crank/*`` request may name its workspace folder (its URI); it may be left out when only one folder is open. */
+export interface WorkspaceParams {
+  workspace?: string;
+}
+
+/** Every request a client sends: its params and its result. */
+export interface Requests {
+  "crank/prompt": { params: PromptParams; result: PromptResult };
+  "crank/commands": { params: WorkspaceParams; result: CommandsResult };
+  "crank/steer": { params: QueueParams; result: QueueResult };
+  "crank/followUp": { params: QueueParams; result: QueueResult };
+  "crank/clearQueue": { params: SessionParams; result: QueueState };
+  "crank/removeQueued": { params: RemoveQueuedParams; result: RemoveQueuedResult };
+  "crank/abort": { params: SessionParams; result: AbortResult };
+  "crank/state": { params: SessionParams; result: StateResult };
+  "crank/messages": { params: SessionParams; result: MessagesResult };
+  "crank/image": { params: ImageParams; result: ImageResult };
+  "crank/sessions": { params: WorkspaceParams; result: SessionsResult };
+  "crank/newSession": { params: WorkspaceParams; result: SessionResult };
+  "crank/openSession": { params: OpenSessionParams; result: SessionResult };
+  "crank/tree": { params: SessionParams; result: TreeResult };
+  "crank/branch": { params: BranchParams; result: BranchResult };
+  "crank/compact": { params: CompactParams; result: CompactResult };
+  "crank/models": { params: WorkspaceParams; result: ModelsResult };
+  "crank/setModel": { params: SetModelParams; result: SetModelResult };
+  "crank/systemPrompt": { params: WorkspaceParams; result: SystemPromptResult };
+  "crank/setPermissionMode": { params: SetPermissionModeParams; result: SetPermissionModeResult };
+  "crank/changes": { params: ChangesParams; result: ChangesResult };
+  "crank/revert": { params: RevertParams; result: RevertResult };
+  "crank/fileContent": { params: FileContentParams; result: FileContentResult };
+}
+
+/** Every request the server sends the client: its params and the answer it expects. */
+export interface ServerRequests {
+  "crank/requestPermission": { params: PermissionRequest; result: PermissionResponse };
+  "crank/saveDocument": { params: SaveDocumentParams; result: SaveDocumentResult };
+  "crank/diagnostics": { params: DiagnosticsParams; result: DiagnosticsResult };
+}
+
+/** Every notification the server sends: its params. */
+export interface Notifications {
+  "crank/event": { params: EventParams };
+  "crank/commandsChanged": { params: CommandsChangedParams };
+}
+
+/** Every event's `type`, as `crank/event` carries it. */
+export type EventType = CrankEvent["type"];
+
+export * from "./local";

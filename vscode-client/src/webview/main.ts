@@ -12,7 +12,7 @@ import { pathArg, snippetDiff } from "../chat/edits";
 import type { BranchInfo } from "../chat/branches";
 import { button, h } from "./dom";
 import { ImageCache, imageCaption, imageLabel, imageOfBytes, imageView } from "../chat/images";
-import type { ImageBlock, PromptImage } from "../protocol/types";
+import type { ShownImage, PromptImage } from "../protocol/types";
 import { renderMarkdown } from "./markdown";
 
 interface VsCodeApi {
@@ -310,8 +310,8 @@ composer.addEventListener("drop", (e) => {
  * shown), or its name and why it cannot be shown; never a broken picture. `captioned`
  * adds its name, type and size as text.
  */
-function thumbnail(image: ImageBlock | PromptImage, opts: { extra?: Node; captioned?: boolean } = {}): HTMLElement {
-  const block: ImageBlock = { type: "image", ...image };
+function thumbnail(image: ShownImage | PromptImage, opts: { extra?: Node; captioned?: boolean } = {}): HTMLElement {
+  const block: ShownImage = { type: "image", ...image };
   const label = imageLabel(block);
   const view = imageView(block, imageCache);
   if ("pending" in view && view.fetch && block.sha256) post({ type: "image", sha256: block.sha256, ...(state.sessionId ? { sessionId: state.sessionId } : {}) });
@@ -332,7 +332,7 @@ function thumbnail(image: ImageBlock | PromptImage, opts: { extra?: Node; captio
 }
 
 /** The images a message or a tool returned, each with its caption. */
-function imageList(images: ImageBlock[] | undefined): HTMLElement | null {
+function imageList(images: ShownImage[] | undefined): HTMLElement | null {
   if (!images?.length) return null;
   return h("div", { class: "thumbs sent" }, ...images.map((image) => thumbnail(image, { captioned: true })));
 }

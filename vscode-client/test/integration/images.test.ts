@@ -15,7 +15,7 @@ import { pathToFileURL } from "node:url";
 import type { MessageConnection } from "vscode-jsonrpc/node";
 import { CrankClient } from "../../src/protocol/client";
 import { answerServerRequests, initializeCrank, loopbackOptions, startCrankServe, startModelServer, stopServers } from "../e2e/harness";
-import { errorCodesFrom, type EventParams, type ImageBlock, type Message } from "../../src/protocol/types";
+import { errorCodesFrom, type EventParams, type ShownImage, type Message } from "../../src/protocol/types";
 import { noisePng } from "../fixtures/png";
 
 const PNG = noisePng(96);
@@ -64,16 +64,16 @@ function settled(): Promise<void> {
   });
 }
 
-const toolImages = (m: Message | undefined): ImageBlock[] => (m && m.role === "toolResult" ? (m.images ?? []) : []);
+const toolImages = (m: Message | undefined): ShownImage[] => (m && m.role === "toolResult" ? (m.images ?? []) : []);
 
-test("a read PNG comes live inline on the tool result, replayed by hash only, and crank/image gives back its exact bytes", async () => {
+test("a read PNG comes on the tool result by hash, live as replayed, and crank/image gives back its exact bytes", async () => {
   const { sessionId } = await crank.prompt({ workspace, text: "look at pixels.png" });
   await settled();
   const sha = createHash("sha256").update(PNG).digest("hex");
   const live = events.map((p) => p.event).find((e) => e.type === "message_end" && e.message.role === "toolResult");
   assert.ok(live && live.type === "message_end");
   const [inline] = toolImages(live.message);
-  assert.ok(inline?.data === PNG.toString("base64"), "live, the image is inline");
+  assert.ok(inline && inline.data === undefined && inline.sha256 === sha, "live, the reference a replay gives (issue 34.7)");
   assert.equal(inline?.name, "pixels.png");
 
   // Read back from the session file, as after a reload: another session, then this one again.

@@ -10,6 +10,15 @@ test("editOf recognises edit and write calls under common argument names, and no
   assert.equal(editOf("read", { path: "a.py" }), undefined);
 });
 
+test("editOf reads what the server says each tool is, not its name", () => {
+  const tools = [
+    { name: "save_file", kind: "edit" as const, label: "Save", shows: "path", result: "first_line" as const, editsFiles: true },
+    { name: "write_notes", kind: "other" as const, label: "Notes", result: "first_line" as const, editsFiles: false },
+  ];
+  assert.equal(editOf("save_file", { path: "c.py", content: "z" }, tools)?.mode, "write");
+  assert.equal(editOf("write_notes", { path: "n.md", content: "z" }, tools), undefined);
+});
+
 test("undo puts the old text back at the one place the new text is", () => {
   const e = editOf("edit", { path: "a.py", oldText: "a - b", newText: "a + b" })!;
   const current = "def add(a, b):\n    return a + b\n";

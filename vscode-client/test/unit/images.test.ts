@@ -30,7 +30,7 @@ test("a send with images passes; images of a wrong type or shape are refused, no
 });
 
 test("user messages keep their images; images_omitted becomes a warning notice", () => {
-  const message = { role: "user" as const, content: "look", images: [{ type: "image" as const, mimeType: "image/png", name: "dot.png", data: PNG_B64 }] };
+  const message = { role: "user" as const, timestamp: 0, content: "look", images: [{ type: "image" as const, mimeType: "image/png", bytes: 70, name: "dot.png", data: PNG_B64 }] };
   let s = reduce(initialState(), { type: "event", params: { workspace: "w", sessionId: "s", seq: 0, event: { type: "message_start", message } } });
   const user = s.items.at(-1);
   assert.ok(user && user.kind === "user");
@@ -46,10 +46,10 @@ test("user messages keep their images; images_omitted becomes a warning notice",
 const SHA = "ab".repeat(32);
 
 test("a tool result's images go on its tool card, live (message_end) and replayed (the transcript)", () => {
-  const call = { role: "assistant" as const, content: [{ type: "toolCall" as const, id: "read-1", name: "read", arguments: { path: "shot.png" } }], stopReason: "toolUse" as const };
+  const call = { role: "assistant" as const, timestamp: 0, model: "m", usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, content: [{ type: "toolCall" as const, id: "read-1", name: "read", arguments: { path: "shot.png" } }], stopReason: "toolUse" as const };
   const stored = { type: "image" as const, mimeType: "image/png", bytes: 12345, name: "shot.png", width: 64, height: 64, sha256: SHA };
   const inline = { ...stored, sha256: undefined, data: PNG_B64 };
-  const result = (images: (typeof stored | typeof inline)[]) => ({ role: "toolResult" as const, toolCallId: "read-1", toolName: "read", content: "Image file shot.png, attached below.", isError: false, images });
+  const result = (images: (typeof stored | typeof inline)[]) => ({ role: "toolResult" as const, timestamp: 0, toolCallId: "read-1", toolName: "read", content: "Image file shot.png, attached below.", isError: false, images });
   const ev = (seq: number, event: any) => ({ type: "event" as const, params: { workspace: "w", sessionId: "s", seq, event } });
   let s = reduce(initialState(), ev(0, { type: "message_end", message: call }));
   s = reduce(s, ev(1, { type: "tool_execution_start", toolCallId: "read-1", toolName: "read", arguments: { path: "shot.png" } }));
@@ -64,7 +64,7 @@ test("a tool result's images go on its tool card, live (message_end) and replaye
   const same = reduce(s, ev(4, { type: "message_end", message: { ...result([]), images: undefined } }));
   assert.equal(same.items.find((it) => it.kind === "tool"), live);
 
-  const replayed = reduce(initialState(), { type: "transcript", messages: [{ role: "user", content: "look" }, call, result([stored])], sessionId: "s" });
+  const replayed = reduce(initialState(), { type: "transcript", messages: [{ role: "user", timestamp: 0, content: "look" }, call, result([stored])], sessionId: "s" });
   const card = replayed.items.find((it) => it.kind === "tool");
   assert.ok(card && card.kind === "tool" && card.status === "done" && card.result?.startsWith("Image file"));
   assert.deepEqual(card.images, [stored]);
@@ -124,14 +124,14 @@ test("a draft from the page (or kept by the host) is its text and well-formed im
 });
 
 test("a notice between a user message's start and end (images left out) does not show the message twice", () => {
-  const message = { role: "user" as const, content: "look", images: [{ type: "image" as const, mimeType: "image/png", name: "dot.png", data: PNG_B64 }] };
+  const message = { role: "user" as const, timestamp: 0, content: "look", images: [{ type: "image" as const, mimeType: "image/png", bytes: 70, name: "dot.png", data: PNG_B64 }] };
   const ev = (seq: number, event: any) => ({ type: "event" as const, params: { workspace: "w", sessionId: "s", seq, event } });
   let s = reduce(initialState(), ev(0, { type: "message_start", message }));
   s = reduce(s, { type: "notice", level: "warning", text: "loopback does not accept images" });
   s = reduce(s, ev(1, { type: "message_end", message }));
   assert.deepEqual(s.items.map((it) => it.kind), ["user", "notice"]);
   // The same words sent again after a reply are a new message.
-  s = reduce(s, ev(2, { type: "message_end", message: { role: "assistant", content: [{ type: "text", text: "ok" }], stopReason: "stop" } }));
+  s = reduce(s, ev(2, { type: "message_end", message: { role: "assistant", timestamp: 0, model: "m", usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, content: [{ type: "text", text: "ok" }], stopReason: "stop" } }));
   s = reduce(s, ev(3, { type: "message_end", message }));
   assert.deepEqual(s.items.map((it) => it.kind), ["user", "notice", "assistant", "user"]);
 });
@@ -139,7 +139,7 @@ test("a notice between a user message's start and end (images left out) does not
 test("the saved chat keeps no image bytes; a restored page shows them waiting, not broken", () => {
   let s = initialState();
   const image = { type: "image" as const, mimeType: "image/png", bytes: 69, name: "dot.png", data: PNG_B64 };
-  s = reduce(s, { type: "event", params: { workspace: "w", sessionId: "s", seq: 0, event: { type: "message_start", message: { role: "user", content: "see", images: [image] } } } });
+  s = reduce(s, { type: "event", params: { workspace: "w", sessionId: "s", seq: 0, event: { type: "message_start", message: { role: "user", timestamp: 0, content: "see", images: [image] } } } });
   assert.ok(JSON.stringify(s).includes(PNG_B64), "the live chat shows the bytes");
   const saved = persistable(s);
   assert.ok(!JSON.stringify(saved).includes(PNG_B64), "the saved chat has none");
@@ -149,6 +149,6 @@ test("the saved chat keeps no image bytes; a restored page shows them waiting, n
   assert.ok(shown && shown.kind === "user" && shown.images);
   assert.deepEqual(imageView(shown.images[0], new ImageCache()), { pending: true, fetch: false });
   assert.equal(shown.images[0].name, "dot.png");
-  const plain = reduce(initialState(), { type: "event", params: { workspace: "w", sessionId: "s", seq: 0, event: { type: "message_start", message: { role: "user", content: "hi" } } } });
+  const plain = reduce(initialState(), { type: "event", params: { workspace: "w", sessionId: "s", seq: 0, event: { type: "message_start", message: { role: "user", timestamp: 0, content: "hi" } } } });
   assert.equal(persistable(plain), plain, "a chat without image bytes is saved as it is");
 });

@@ -60,17 +60,17 @@ test("a duplicate seq is ignored and a skipped seq raises the gap flag", () => {
 
 test("events of another session do not leak into the chat", () => {
   const s1 = feed(initialState(), [at(0, { type: "agent_start" })]);
-  const s2 = reduce(s1, { type: "event", params: at(1, { type: "message_start", message: { role: "user", content: "other" } }, "s-other") });
+  const s2 = reduce(s1, { type: "event", params: at(1, { type: "message_start", message: { role: "user", timestamp: 0, content: "other" } }, "s-other") });
   assert.equal(s2, s1);
 });
 
 test("a /command's user message shows what was typed, not its expansion, streamed and replayed", () => {
-  const message = { role: "user" as const, content: '<skill name="review">SKILL BODY</skill>\n\nsrc/', typed: "/skill:review src/" };
+  const message = { role: "user" as const, timestamp: 0, content: '<skill name="review">SKILL BODY</skill>\n\nsrc/', typed: "/skill:review src/" };
   const s = feed(initialState(), [at(0, { type: "agent_start" }), at(1, { type: "message_start", message }), at(2, { type: "message_end", message })]);
   const users = s.items.filter((i) => i.kind === "user");
   assert.deepEqual(users.map((u) => (u as { text: string }).text), ["/skill:review src/"], "one bubble, as typed");
   assert.deepEqual(itemsFromMessages([message]).map((i) => (i as { text: string }).text), ["/skill:review src/"]);
-  assert.deepEqual(itemsFromMessages([{ role: "user", content: "plain" }]).map((i) => (i as { text: string }).text), ["plain"]);
+  assert.deepEqual(itemsFromMessages([{ role: "user", timestamp: 0, content: "plain" }]).map((i) => (i as { text: string }).text), ["plain"]);
 });
 
 test("agent_settled ends the run and marks a tool that never finished as interrupted", () => {
@@ -96,10 +96,10 @@ test("compaction and a failed compaction are both shown", () => {
 
 test("a transcript from crank/messages pairs each tool result with its card and keeps the stop reason", () => {
   const messages: Message[] = [
-    { role: "user", content: "hi" },
-    { role: "assistant", content: [{ type: "text", text: "Reading." }, { type: "toolCall", id: "c1", name: "read", arguments: { path: "a.py" } }], stopReason: "toolUse" },
-    { role: "toolResult", toolCallId: "c1", toolName: "read", content: "print(1)", isError: false },
-    { role: "assistant", content: [{ type: "text", text: "Long answer" }], stopReason: "length" },
+    { role: "user", timestamp: 0, content: "hi" },
+    { role: "assistant", timestamp: 0, model: "m", usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, content: [{ type: "text", text: "Reading." }, { type: "toolCall", id: "c1", name: "read", arguments: { path: "a.py" } }], stopReason: "toolUse" },
+    { role: "toolResult", timestamp: 0, toolCallId: "c1", toolName: "read", content: "print(1)", isError: false },
+    { role: "assistant", timestamp: 0, model: "m", usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, content: [{ type: "text", text: "Long answer" }], stopReason: "length" },
   ];
   const items = itemsFromMessages(messages);
   assert.deepEqual(items.map((i) => i.kind), ["user", "assistant", "tool", "assistant"]);
@@ -178,7 +178,7 @@ test("the sandbox line says plainly whether commands are confined", () => {
   assert.deepEqual(sandboxLine(none), { text: "No sandbox: every command asks first", level: "warning", title: none.detail });
   assert.equal(sandboxLine({ ...sb, mode: "off", confined: false })?.level, "warning");
   assert.equal(sandboxLine(undefined), undefined);
-  const s = reduce(initialState(), { type: "state", state: { sessionId: "s", running: false, model: { api: "a", id: "m" }, permissionMode: "ask", trusted: true, sandbox: none, queue: { steering: [], followUp: [] }, usage: { contextTokens: 0, contextWindow: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 } } });
+  const s = reduce(initialState(), { type: "state", state: { sessionId: "s", running: false, model: { api: "a", id: "m" }, permissionMode: "ask", trusted: true, sandbox: none, queue: { steering: [], followUp: [] }, usage: { contextTokens: 0, contextWindow: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 }, sessionFile: "/s.jsonl", seq: 0 } });
   assert.deepEqual(s.sandbox, none);
 });
 
@@ -218,8 +218,8 @@ test("a crank/state answer read before events the page applied since neither low
   // events (seq 1-3) came first, then this answer, read at seq 0.
   let s = reduce(initialState(), { type: "server", status: "running" });
   s = reduce(s, { type: "event", params: at(1, { type: "agent_start" }) });
-  s = reduce(s, { type: "event", params: at(2, { type: "message_start", message: { role: "user", content: "hi" } }) });
-  s = reduce(s, { type: "event", params: at(3, { type: "message_end", message: { role: "user", content: "hi" } }) });
+  s = reduce(s, { type: "event", params: at(2, { type: "message_start", message: { role: "user", timestamp: 0, content: "hi" } }) });
+  s = reduce(s, { type: "event", params: at(3, { type: "message_end", message: { role: "user", timestamp: 0, content: "hi" } }) });
   const st = {
     sessionId: run.sessionId,
     running: false,
@@ -229,6 +229,8 @@ test("a crank/state answer read before events the page applied since neither low
     queue: { steering: [], followUp: [] },
     usage: { contextTokens: 0, contextWindow: 1, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 },
     seq: 0,
+    sandbox: { mode: "workspace-write" as const, network: false, available: true, confined: true, detail: "" },
+    sessionFile: "/s.jsonl",
   };
   s = reduce(s, { type: "state", state: st });
   assert.equal(s.lastSeq, 3);
@@ -236,7 +238,7 @@ test("a crank/state answer read before events the page applied since neither low
   assert.equal(s.model?.id, "m2", "what no event tells still comes from the answer");
   assert.equal(s.permissionMode, "auto");
   s = reduce(s, { type: "event", params: at(4, { type: "turn_start", turn: 1 }) });
-  s = reduce(s, { type: "event", params: at(5, { type: "message_start", message: { role: "assistant", content: [] } }) });
+  s = reduce(s, { type: "event", params: at(5, { type: "message_start", message: { role: "assistant", timestamp: 0, model: "m", usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, content: [], stopReason: "stop" } }) });
   s = reduce(s, { type: "event", params: at(6, { type: "message_update", delta: { kind: "text", contentIndex: 0, text: "Hel" } }) });
   assert.equal(s.gap, false, "no gap: the page does not re-read the transcript (which would drop the streaming reply)");
   const streaming = s.items.at(-1);

@@ -109,7 +109,7 @@ test("the page says ready and starts without CSP violations", async () => {
   await host(
     { type: "workspace", name: "calc", folders: 2 },
     { type: "action", action: { type: "server", status: "running" } },
-    { type: "action", action: { type: "models", models: [{ api: "anthropic", id: "claude-sonnet-4-5", contextWindow: 200000 }, { api: "openai", id: "qwen2.5-coder", contextWindow: 32768 }] } },
+    { type: "action", action: { type: "models", models: [{ api: "anthropic", id: "claude-sonnet-4-5", contextWindow: 200000, source: "catalog" }, { api: "openai", id: "qwen2.5-coder", contextWindow: 32768, source: "server" }] } },
     {
       type: "action",
       action: {
@@ -117,6 +117,7 @@ test("the page says ready and starts without CSP violations", async () => {
         state: {
           sessionId: run.sessionId, running: false, model: { api: "anthropic", id: "claude-sonnet-4-5" }, permissionMode: "ask", trusted: true,
           queue: { steering: [], followUp: [] }, usage: { contextTokens: 0, contextWindow: 200000, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 },
+          sandbox: { mode: "workspace-write", network: false, available: true, confined: true, detail: "" }, sessionFile: "/s.jsonl", seq: 0,
         },
         workspace: run.workspace,
       },
