@@ -365,7 +365,7 @@ class ChangesParams(SessionParams):
     runId: NotRequired[str]
 
 
-class FileChange(TypedDict):
+class ChangedFile(TypedDict):
     path: str
     """Workspace-relative; an ignored folder ends in ``/``."""
     status: Literal["added", "modified", "deleted"]
@@ -377,7 +377,7 @@ class FileChange(TypedDict):
 
 
 class ChangesResult(TypedDict):
-    files: list[FileChange]
+    files: list[ChangedFile]
 
 
 class RevertParams(SessionParams):
@@ -410,10 +410,19 @@ class DiagnosticsParams(TypedDict):
     uris: list[str]
 
 
+class LspDiagnostic(TypedDict):
+    """An LSP ``Diagnostic`` as the editor reports it (the fields Crank reads)."""
+
+    range: Range
+    severity: NotRequired[int]
+    message: str
+    source: NotRequired[str]
+    code: NotRequired[str | int]
+
+
 class FileDiagnostics(TypedDict):
     uri: str
-    diagnostics: list[dict[str, Any]]
-    """LSP ``Diagnostic``s as the editor reports them."""
+    diagnostics: list[LspDiagnostic]
 
 
 class DiagnosticsResult(TypedDict):

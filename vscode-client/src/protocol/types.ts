@@ -51,6 +51,17 @@ export interface BranchResult {
   tip: string | null;
 }
 
+export interface ChangedFile {
+  /** Workspace-relative; an ignored folder ends in ``/``. */
+  path: string;
+  status: "added" | "modified" | "deleted";
+  byTool: string[];
+  restorable: boolean;
+  before?: string;
+  after?: string;
+  reason?: string;
+}
+
 export interface ChangesParams {
   workspace?: string;
   sessionId?: string;
@@ -58,7 +69,7 @@ export interface ChangesParams {
 }
 
 export interface ChangesResult {
-  files: FileChange[];
+  files: ChangedFile[];
 }
 
 /** ``bash``: how the command ended, and where its whole output was saved. */
@@ -193,17 +204,6 @@ export interface EventParams {
   event: CrankEvent;
 }
 
-export interface FileChange {
-  /** Workspace-relative; an ignored folder ends in ``/``. */
-  path: string;
-  status: "added" | "modified" | "deleted";
-  byTool: string[];
-  restorable: boolean;
-  before?: string;
-  after?: string;
-  reason?: string;
-}
-
 /** ``edit`` and ``write``: the whole file before and after, and the diff shown. */
 export interface FileChangeDetails {
   path: string;
@@ -227,8 +227,7 @@ export interface FileContentResult {
 
 export interface FileDiagnostics {
   uri: string;
-  /** LSP ``Diagnostic``s as the editor reports them. */
-  diagnostics: Array<Record<string, unknown>>;
+  diagnostics: LspDiagnostic[];
 }
 
 /** An image on a user message or a tool result (``images``). Exactly one of ``data`` (the bytes, base64, inline) and ``sha256`` (a blob stored beside the session file, docs/session.md) says where its bytes are; a request is always built with them inline (or with a placeholder when they cannot be had). */
@@ -270,6 +269,15 @@ export interface InlineImage {
   mimeType: string;
   data: string;
   name?: string;
+}
+
+/** An LSP ``Diagnostic`` as the editor reports it (the fields Crank reads). */
+export interface LspDiagnostic {
+  range: Range;
+  severity?: number;
+  message: string;
+  source?: string;
+  code?: string | number;
 }
 
 export type Message = UserMessage | AssistantMessage | ToolResultMessage;
