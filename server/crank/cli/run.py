@@ -47,6 +47,7 @@ from crank.vendors.secrets import provider_env
 from crank.workspace import CrankError
 from crank.workspace.attachments import prompt_images
 from crank.workspace.commands import BUILTIN_NAMES, CommandCatalog, parse_command
+from crank.workspace.mcp import start_for_run
 from crank.workspace.settings import merge_layers
 from crank.workspace.toolset import session_tools
 
@@ -213,10 +214,12 @@ async def run_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
     locations = PromptLocations(cwd, cwd, args.trust)
     text, typed = await expand_prompt(" ".join(args.prompt), locations)
     log = open_session(args, cwd)
+    mcp = await start_for_run(cwd, args.trust, lambda line: print(line, file=err))
     try:
         # a continued session that was compacted is offered recall, as in the editor
         notes = Notes(notes_path(log.path))
-        tools = session_tools(context, log, read_only=args.read_only, notes=notes)
+        extra = mcp.tools(context.approve)
+        tools = session_tools(context, log, read_only=args.read_only, notes=notes, extra=extra)
         build = await compute_prompt(tools, locations, datetime.date.today())
         for problem in build.problems:
             print(f"crank: {problem}", file=err)
@@ -256,6 +259,7 @@ async def run_prompt(args: argparse.Namespace, out: TextIO, err: TextIO) -> int:
         finally:
             loop.remove_signal_handler(signal.SIGINT)
     finally:
+        await mcp.close()
         log.close()
     if interrupted:
         print("crank: aborted; the session is saved", file=err)

@@ -46,6 +46,7 @@ from .commands import BUILTIN_NAMES, CommandCatalog, parse_command, perform
 from .daily import DailyRefresh
 from .errors import RUN_IN_PROGRESS, CrankError, invalid_params
 from .images import image_json, with_stored_images
+from .mcp import WorkspaceMcp
 from .permissions import PERMISSION_MODES, PermissionMode, Permissions
 from .prompts import context_text
 from .provider import ModelConfig
@@ -111,6 +112,10 @@ class WorkspaceHost:
         )
         self.notes = Notes(lambda: notes_path(self.session.file))
         """The active session's notes (the note tools follow the session)."""
+        self._mcp_seen: list[dict[str, Any]] = []
+        self.mcp = WorkspaceMcp(
+            self.root, uri, client.log, client.ask_permission, self._where, self._mcp_changed
+        )
         self.tools = self._tool_set(log=None)
         self.model_config = ModelConfig(settings, self.root, env, client.log)
         self.harness = Harness(system="", tools=self.tools, model=self.model_config.configure())
@@ -160,8 +165,10 @@ class WorkspaceHost:
     # -- lifetime ---------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Resume the newest session, build the prompt, arm the watcher."""
+        """Start the MCP servers (in the background), resume the newest session,
+        build the prompt, arm the watcher."""
         try:
+            self._configure_mcp()
             self.sandbox_status = await anyio.to_thread.run_sync(probe)
             if self._resume_last:
                 problem = await self.session.resume_newest()
@@ -191,6 +198,7 @@ class WorkspaceHost:
         if self._daily is not None:
             self._daily.stop()
         await self.harness.abort()
+        await self.mcp.close()
         self.stream.flush()
         if self.watcher is not None:
             await self.watcher.stop()
@@ -211,7 +219,30 @@ class WorkspaceHost:
             read_only=read_only,
             notes=self.notes,
             trimmed=lambda: self.session.trimmed(),  # the slot is made after the tools
+            extra=self.mcp.tools(self.approvals.approve),
         )
+
+    def _configure_mcp(self) -> None:
+        settings = self.settings
+        self.mcp.configure(settings.mcp_servers, settings.trusted, settings.mcp_trust_read_only)
+
+    def _mcp_changed(self) -> None:
+        """A server came up, failed or changed its tools: the next run gets the new
+        list (a run under way keeps the one it started with)."""
+        if not hasattr(self, "session"):
+            return  # still being built: the first tool set is made after
+        tools = self._tool_set()
+        if [t.name for t in tools] != [t.name for t in self.tools] or any(
+            a.parameters != b.parameters for a, b in zip(tools, self.tools, strict=True)
+        ):
+            self.tools = tools
+            self.harness.set_tools(tools)
+        servers = self.mcp.state()
+        if servers != self._mcp_seen:
+            self._mcp_seen = servers
+            self.stream.emit(
+                self.session_id, self.run_id, {"type": "mcp_changed", "servers": servers}
+            )
 
     async def _refresh_tools(self) -> None:
         """``recall`` is offered while something on the active branch has been compacted
@@ -262,6 +293,12 @@ class WorkspaceHost:
             self.session.set_model(self.harness.model)
         if settings.trusted != old.trusted and self.watcher is not None:
             await self.watcher.set_locations(self._locations())
+        if (settings.mcp_servers, settings.trusted, settings.mcp_trust_read_only) != (
+            old.mcp_servers,
+            old.trusted,
+            old.mcp_trust_read_only,
+        ):
+            self._configure_mcp()
 
     # -- events -----------------------------------------------------------------------
 
@@ -298,6 +335,8 @@ class WorkspaceHost:
         (or is queued) like ``prompt_run``, the transcript keeping what was typed.
         Images go with a plain prompt or an expanded one, never with a built-in."""
         parsed = parse_command(text)
+        if not self.harness.is_running:
+            await self.mcp.settle()  # bounded: a server still starting delays a prompt a little
         if isinstance(parsed, str):
             return self.prompt_run(parsed, context, while_running, images)
         if parsed.name in BUILTIN_NAMES:
@@ -411,6 +450,7 @@ class WorkspaceHost:
             seq=self.stream.last_seq(self.session_id),
             config_error=self.model_config.error,
             repairs=self.session.repairs,
+            mcp=self.mcp.state(),
         )
 
     def messages(self) -> dict[str, Any]:

@@ -32,7 +32,14 @@ class SessionChanged(TypedDict):
     sessionId: str
 
 
-WireEvent = Event | SystemPromptChanged | SessionChanged
+class McpChanged(TypedDict):
+    """A server started, failed, stopped or changed its tools (``crank/state`` ``mcp``)."""
+
+    type: Literal["mcp_changed"]
+    servers: list[dict[str, Any]]
+
+
+WireEvent = Event | SystemPromptChanged | SessionChanged | McpChanged
 """Every event a client hears: a run's (``crank.agent.events``) and the workspace's own."""
 
 

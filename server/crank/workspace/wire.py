@@ -28,9 +28,11 @@ def state_json(
     seq: int,
     config_error: str | None,
     repairs: Repairs,
+    mcp: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
     """``crank/state``: ``runId`` only while a run is active, ``configError`` only while
-    no provider is configured, ``viewRepairs`` only when the view repaired something."""
+    no provider is configured, ``viewRepairs`` only when the view repaired something,
+    ``mcp`` only when an MCP server is configured (one object per server)."""
     model = harness.model
     state: dict[str, Any] = {"sessionId": session_id, "running": harness.is_running}
     if run_id is not None:
@@ -51,6 +53,8 @@ def state_json(
         state["configError"] = config_error
     if repairs:
         state["viewRepairs"] = repairs.to_json()
+    if mcp:
+        state["mcp"] = mcp
     return state
 
 

@@ -1,0 +1,113 @@
+"""``mcp__everything__echo`` through each frontend, the model being the loopback model
+server scripted to call it: ``crank serve`` (the LSP server, ``crank.mcpServers`` in
+``initializationOptions``), ``crank run`` (the user config file's ``mcpServers``) and
+``crank acp`` (the ACP SDK client, ``mcpServers`` in ``session/new``). After each
+shutdown the server's process is gone (checked by pid)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import acp
+from acp import schema
+
+from tests.acp.helpers import RecordingClient, crank_acp
+from tests.cli.test_run import loopback_env
+from tests.lsp.helpers import running_server
+from tests.lsp.test_runs import options, project, tool_ends
+from tests.support.model_server import ModelServer
+
+from .servers import alive, everything
+
+GUARD_S = 120
+"""Not a timed assertion: how long a broken test may hang (the machine is loaded)."""
+ECHO = {"name": "mcp__everything__echo", "arguments": {"message": "plover"}}
+
+
+def echo_script() -> dict[str, Any]:
+    """Call the tool; once its result is in the request, say what it returned."""
+    return {
+        "rules": [{"lastMessageContains": "Echo: plover", "reply": {"text": "It said plover."}}],
+        "replies": [{"toolCalls": [ECHO]}],
+    }
+
+
+def offered(model: ModelServer) -> list[str]:
+    return [tool["function"]["name"] for tool in model.requests[0]["body"].get("tools", [])]
+
+
+async def test_crank_serve_offers_asks_and_calls_the_echo_tool(tmp_path: Path) -> None:
+    with ModelServer(echo_script()) as model:
+        init = options(model, tmp_path, mcpServers={"everything": everything()})
+        async with running_server(tmp_path, [project(tmp_path)], init) as crank:
+            await crank.wait_for(
+                lambda e: (
+                    e["event"]["type"] == "mcp_changed"
+                    and e["event"]["servers"][0]["state"] == "ready"
+                ),
+                within=GUARD_S,
+            )
+            state = await crank.request("crank/state", {})
+            [server] = state["mcp"]
+            assert server["name"] == "everything" and server["source"] == "editor"
+            assert "mcp__everything__echo" in server["tools"]
+            answer = await crank.request("crank/prompt", {"text": "use the echo tool"})
+            await crank.settled(answer["runId"], within=GUARD_S)
+            [end] = tool_ends(crank.events)
+            assert end["result"]["content"] == "Echo: plover" and not end["result"]["isError"]
+            [question] = crank.permission_requests
+            assert question["toolName"] == "mcp__everything__echo"
+            assert question["preview"]["command"].startswith("mcp__everything__echo {")
+            names = offered(model)
+            mcp_names = [n for n in names if n.startswith("mcp__")]
+            assert mcp_names == sorted(mcp_names) and names[-len(mcp_names) :] == mcp_names
+            pid = server["pid"]
+        assert not alive(pid)
+
+
+def test_crank_run_calls_the_echo_tool_from_the_user_config(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    config = tmp_path / "config"
+    (config / "crank").mkdir(parents=True)
+    servers = {"mcpServers": {"everything": everything()}}
+    (config / "crank" / "config.json").write_text(json.dumps(servers))
+    with ModelServer(echo_script()) as model:
+        env = loopback_env(model)
+        env["XDG_CONFIG_HOME"] = str(config)
+        done = subprocess.run(
+            [sys.executable, "-m", "crank.cli", "run", "--json", "--session-dir",
+             str(tmp_path / "sessions"), "use the echo tool"],
+            cwd=folder, env=env, capture_output=True, text=True, timeout=180,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line)["event"] for line in done.stdout.splitlines()]
+    [end] = [e for e in events if e["type"] == "tool_execution_end"]
+    assert end["result"]["content"] == "Echo: plover"
+    assert "It said plover." in done.stdout
+
+
+async def test_crank_acp_connects_the_session_new_mcp_servers(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    raw = everything()
+    server = schema.McpServerStdio(
+        name="everything", command=raw["command"], args=raw["args"], env=[]
+    )
+    client = RecordingClient(answers=["allow"])
+    answers: list[Any] = []
+    with ModelServer(echo_script()) as model:
+        async with crank_acp(model, tmp_path, client, answers=answers) as conn:
+            caps = answers[0].agent_capabilities.mcp_capabilities
+            assert caps.http is True
+            session = await conn.new_session(cwd=str(folder), mcp_servers=[server])
+            answer = await conn.prompt(
+                session_id=session.session_id, prompt=[acp.text_block("use the echo tool")]
+            )
+            assert answer.stop_reason == "end_turn"
+            assert client.text().endswith("It said plover.")
+            assert "mcp__everything__echo" in offered(model)
+            sent = json.dumps(model.requests[-1]["body"]["messages"])
+            assert "Echo: plover" in sent
