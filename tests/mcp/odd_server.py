@@ -26,6 +26,7 @@ from typing import Any
 def fastmcp() -> None:
     import anyio
     from mcp.server.fastmcp import Context, FastMCP
+    from mcp.types import ToolAnnotations
 
     server = FastMCP("odd", log_level="ERROR")
 
@@ -80,9 +81,9 @@ def fastmcp() -> None:
         """A name with characters providers refuse."""
         return "odd name called"
 
-    @server.tool()
+    @server.tool(annotations=ToolAnnotations(readOnlyHint=True))
     def add(a: int, b: int) -> str:
-        """Adds two numbers."""
+        """Adds two numbers (and says it only reads)."""
         return str(a + b)
 
     @server.tool()
