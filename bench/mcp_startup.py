@@ -3,8 +3,9 @@
     .venv/bin/python bench/mcp_startup.py
 
 Spawns ``crank serve`` with one workspace folder and measures wall ms from the spawn to
-the ``initialize`` answer and to the answer of ``shutdown`` sent right after
-``initialized`` (the full server's first answer), with no MCP server configured and
+the ``initialize`` answer, to the answer of a ``crank/state`` sent right after
+``initialized`` (the workspace's first answer), and to the ``shutdown`` answer sent
+after that (every server stopped), with no MCP server configured and
 with three (``@modelcontextprotocol/server-everything`` over stdio, three times, in the
 user config file), alternating, 9 runs each; prints the medians and the load average
 before and after. The servers start in the background, so both figures should match.
@@ -45,7 +46,7 @@ def read_message(proc: subprocess.Popen[bytes]) -> dict[str, Any]:
     return message
 
 
-def timed(env: dict[str, str], folder: Path) -> tuple[float, float]:
+def timed(env: dict[str, str], folder: Path) -> tuple[float, float, float]:
     command = [sys.executable, "-m", "crank.cli", "serve"]
     began = time.perf_counter()
     proc = subprocess.Popen(
@@ -71,14 +72,18 @@ def timed(env: dict[str, str], folder: Path) -> tuple[float, float]:
     read_message(proc)
     first = (time.perf_counter() - began) * 1e3
     send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
-    send({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
+    send({"jsonrpc": "2.0", "id": 2, "method": "crank/state", "params": {}})
     while read_message(proc).get("id") != 2:
+        pass
+    state = (time.perf_counter() - began) * 1e3
+    send({"jsonrpc": "2.0", "id": 3, "method": "shutdown"})
+    while read_message(proc).get("id") != 3:
         pass
     ready = (time.perf_counter() - began) * 1e3
     send({"jsonrpc": "2.0", "method": "exit"})
     proc.stdin.close()
     proc.wait(timeout=60)
-    return first, ready
+    return first, state, ready
 
 
 def main() -> None:
@@ -98,17 +103,16 @@ def main() -> None:
         for env in envs.values():
             timed(env, folder)  # warm the bytecode and the disk cache
         before = load()
-        results: dict[str, list[tuple[float, float]]] = {label: [] for label in envs}
+        results: dict[str, list[tuple[float, float, float]]] = {label: [] for label in envs}
         for _ in range(RUNS):
             for label, env in envs.items():
                 results[label].append(timed(env, folder))
         after = load()
     for label, runs in results.items():
-        first = statistics.median(r[0] for r in runs)
-        ready = statistics.median(r[1] for r in runs)
+        first, state, ready = (statistics.median(r[i] for r in runs) for i in range(3))
         print(
-            f"{label}: initialize answer median {first:.0f} ms, "
-            f"first answer after initialized (shutdown) median {ready:.0f} ms ({RUNS} runs)"
+            f"{label}: medians of {RUNS} runs: initialize answer {first:.0f} ms, "
+            f"first crank/state answer {state:.0f} ms, shutdown answer {ready:.0f} ms"
         )
     print(f"load average before {before}, after {after}")
 

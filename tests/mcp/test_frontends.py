@@ -111,3 +111,28 @@ async def test_crank_acp_connects_the_session_new_mcp_servers(tmp_path: Path) ->
             assert "mcp__everything__echo" in offered(model)
             sent = json.dumps(model.requests[-1]["body"]["messages"])
             assert "Echo: plover" in sent
+
+
+async def test_crank_mcp_server_disables_and_restarts_a_server(tmp_path: Path) -> None:
+    with ModelServer({"replies": [{"text": "hi"}]}) as model:
+        init = options(model, tmp_path, mcpServers={"everything": everything()})
+        async with running_server(tmp_path, [project(tmp_path)], init) as crank:
+
+            def ready(not_pid: int | None = None) -> Any:
+                return lambda e: (
+                    e["event"]["type"] == "mcp_changed"
+                    and [(s["state"], s.get("pid") != not_pid) for s in e["event"]["servers"]]
+                    == [("ready", True)]
+                )
+
+            await crank.wait_for(ready(), within=GUARD_S)
+            first = (await crank.request("crank/state", {}))["mcp"][0]["pid"]
+            answer = await crank.request(
+                "crank/mcpServer", {"name": "everything", "action": "disable"}
+            )
+            assert [(s["state"], s["tools"]) for s in answer["servers"]] == [("disabled", [])]
+            assert not alive(first)
+            await crank.request("crank/mcpServer", {"name": "everything", "action": "enable"})
+            await crank.wait_for(ready(not_pid=first), within=GUARD_S)
+            again = (await crank.request("crank/state", {}))["mcp"][0]
+            assert again["pid"] != first and "mcp__everything__echo" in again["tools"]

@@ -132,6 +132,8 @@ function Workspace:note_event(params)
     self.queue = { steering = event.steering or {}, followUp = event.followUp or {} }
   elseif t == "session_changed" then
     self.session_id = event.sessionId
+  elseif t == "mcp_changed" then
+    self.mcp = event.servers
   end
 end
 
@@ -154,6 +156,7 @@ function Workspace:refresh_state(callback)
       self.queue = result.queue or self.queue
       self.permission_mode = result.permissionMode
       self.sandbox = result.sandbox
+      self.mcp = result.mcp
     end
     if callback then
       callback(err, result)

@@ -90,11 +90,15 @@ class ServerConnection:
             self._task = asyncio.get_running_loop().create_task(self._supervise())
 
     async def stop(self) -> None:
+        """End the server now: a start under way is cancelled (its process group
+        still ends: the transport's own ``finally``), a running one is closed."""
         self._stop.set()
         task, self._task = self._task, None
         if task is not None:
+            if self.state != "ready":
+                task.cancel()
             await asyncio.gather(task, return_exceptions=True)
-        self._link = None
+        self._link, self.pid = None, None
 
     async def restart(self) -> None:
         await self.stop()

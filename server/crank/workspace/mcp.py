@@ -25,7 +25,7 @@ import os
 import tempfile
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, get_args
 
 import platformdirs
 
@@ -36,6 +36,7 @@ from crank.session import workspace_key
 from crank.tools import Approve, CommandPreview, approval_request
 from crank.tools.change import declined
 
+from .errors import invalid_params
 from .settings import merge_layers
 
 log = logging.getLogger(__name__)
@@ -46,6 +47,9 @@ STARTUP_WAIT_S = 5.0
 """The longest an editor's prompt waits for servers still starting (the chat is told)."""
 RUN_WAIT_S = 30.0
 """``crank run``'s wait: a script wants the tools it was configured with."""
+McpAction = Literal["restart", "disable", "enable"]
+"""What ``crank/mcpServer`` does to one server (the clients' restart and disable actions)."""
+MCP_ACTIONS: tuple[McpAction, ...] = get_args(McpAction)
 Ask = Callable[[dict[str, Any]], Awaitable[dict[str, Any]]]
 """``crank/requestPermission``: the editor's question (``EditorClient.ask_permission``)."""
 
@@ -222,6 +226,18 @@ class WorkspaceMcp:
         for task in list(self._asking.values()):
             task.cancel()
         await self.servers.close()
+
+    async def act(self, name: str, action: McpAction) -> dict[str, Any]:
+        """``crank/mcpServer``: restart, disable or enable (start again) one server."""
+        connection = self.servers.connections.get(name)
+        if connection is None:
+            known = ", ".join(sorted(self.servers.connections)) or "(none)"
+            raise invalid_params("name", f"no MCP server {name!r} here; known: {known}")
+        if action == "disable":
+            await connection.disable()
+        else:
+            await connection.restart()
+        return {"servers": self.state()}
 
     # -- offered --------------------------------------------------------------------
 
