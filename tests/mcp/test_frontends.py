@@ -136,3 +136,28 @@ async def test_crank_mcp_server_disables_and_restarts_a_server(tmp_path: Path) -
             await crank.wait_for(ready(not_pid=first), within=GUARD_S)
             again = (await crank.request("crank/state", {}))["mcp"][0]
             assert again["pid"] != first and "mcp__everything__echo" in again["tools"]
+
+
+async def test_mcp_prompts_are_slash_commands(tmp_path: Path) -> None:
+    with ModelServer({"replies": [{"text": "sunny"}]}) as model:
+        init = options(model, tmp_path, mcpServers={"everything": everything()})
+        async with running_server(tmp_path, [project(tmp_path)], init) as crank:
+            await crank.wait_for(
+                lambda e: (
+                    e["event"]["type"] == "mcp_changed"
+                    and e["event"]["servers"][0]["state"] == "ready"
+                ),
+                within=GUARD_S,
+            )
+            commands = (await crank.request("crank/commands", {}))["commands"]
+            mine = {c["name"]: c for c in commands if c["kind"] == "mcp"}
+            assert "mcp__everything__args-prompt" in mine
+            assert mine["mcp__everything__args-prompt"]["argumentHint"] == "city=... state=..."
+            answer = await crank.request(
+                "crank/prompt", {"text": "/mcp__everything__args-prompt city=Lyon"}
+            )
+            await crank.settled(answer["runId"], within=GUARD_S)
+            sent = json.dumps(model.requests[-1]["body"]["messages"][-1])
+            assert "What's weather in Lyon?" in sent
+            messages = (await crank.request("crank/messages", {}))["messages"]
+            assert messages[0]["typed"] == "/mcp__everything__args-prompt city=Lyon"

@@ -237,6 +237,10 @@ class WorkspaceHost:
         ):
             self.tools = tools
             self.harness.set_tools(tools)
+        commands = self.mcp.commands()
+        if commands != list(self.catalog.mcp):
+            self.catalog.mcp = tuple(commands)
+            self.client.commands_changed(self.uri)
         servers = self.mcp.state()
         if servers != self._mcp_seen:
             self._mcp_seen = servers
@@ -263,7 +267,7 @@ class WorkspaceHost:
 
     async def _rebuild(self) -> SystemPrompt:
         build = await compute_prompt(self.tools, self._locations(), self._today())
-        catalog = CommandCatalog(build.skills, build.templates)
+        catalog = CommandCatalog(build.skills, build.templates, self.mcp.commands())
         for problem in (*build.problems, *catalog.problems):
             self.client.log(f"Crank: {problem}")
         old, self.catalog = self.catalog, catalog
@@ -346,6 +350,10 @@ class WorkspaceHost:
                 raise invalid_params("images", f"/{parsed.name} takes no images")
             result = await perform(self, parsed)
             return {"sessionId": self.session_id, "command": parsed.name, "result": result}
+        offered = self.mcp.prompt(parsed.name)
+        if offered is not None:
+            text = await self.mcp.expand(offered, parsed.args)
+            return self.prompt_run(text, context, while_running, images, typed=parsed.typed)
         expansion = self.catalog.expand(parsed)
         return self.prompt_run(
             expansion.text, context, while_running, images, typed=expansion.typed

@@ -22,6 +22,7 @@ import asyncio
 import json
 import logging
 import os
+import shlex
 import tempfile
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
@@ -29,13 +30,14 @@ from typing import Any, Literal, get_args
 
 import platformdirs
 
-from crank.agent.tools import OnUpdate, Tool, ToolCall, ToolOutput
+from crank.agent.tools import OnUpdate, Tool, ToolCall, ToolError, ToolOutput
 from crank.mcp.config import WORKSPACE_FILE, ServerConfig, choose, read_workspace_file
-from crank.mcp.manager import McpServers, Offered
+from crank.mcp.manager import McpServers, Offered, OfferedPrompt
 from crank.session import workspace_key
 from crank.tools import Approve, CommandPreview, approval_request
 from crank.tools.change import declined
 
+from .commands import Command
 from .errors import invalid_params
 from .settings import merge_layers
 
@@ -273,6 +275,51 @@ class WorkspaceMcp:
 
     def state(self) -> list[dict[str, Any]]:
         return self.servers.state_json()
+
+    # -- prompts as slash commands --------------------------------------------------
+
+    def commands(self) -> list[Command]:
+        """The ready servers' prompts, as ``crank/commands`` entries (kind ``mcp``)."""
+        return [
+            Command(
+                item.name,
+                item.prompt.description
+                or f"Prompt {item.prompt.name!r} of MCP server {item.server.config.name!r}",
+                "mcp",
+                " ".join(f"{a}=..." for a in item.prompt.arguments) or None,
+            )
+            for item in self.servers.prompts()
+        ]
+
+    def prompt(self, name: str) -> OfferedPrompt | None:
+        return next((p for p in self.servers.prompts() if p.name == name), None)
+
+    async def expand(self, item: OfferedPrompt, args: str) -> str:
+        """``/mcp__server__prompt ARGS``: the server's prompt text. ``ARGS`` are
+        ``name=value`` pairs (shell quoting), or the one argument's whole value when
+        the prompt takes exactly one."""
+        wanted = item.prompt.arguments
+        values: dict[str, str] = {}
+        if args:
+            try:
+                words = shlex.split(args)
+            except ValueError as exc:
+                raise invalid_params("text", f"/{item.name}: {exc}") from None
+            if all("=" in word for word in words):
+                values = dict(word.split("=", 1) for word in words)
+            elif len(wanted) == 1:
+                values = {wanted[0]: args}
+            else:
+                raise invalid_params(
+                    "text", f"/{item.name} takes name=value arguments: {', '.join(wanted)}"
+                )
+        missing = [a for a in item.prompt.required if a not in values]
+        if missing:
+            raise invalid_params("text", f"/{item.name} needs {', '.join(missing)}")
+        try:
+            return await item.server.get_prompt(item.prompt.name, values)
+        except ToolError as exc:
+            raise invalid_params("text", f"/{item.name}: {exc}") from None
 
 
 async def start_for_run(root: Path, trusted: bool, say: Callable[[str], None]) -> WorkspaceMcp:

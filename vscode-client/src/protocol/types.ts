@@ -86,6 +86,7 @@ export type CrankEvent =
   | ({ type: "usage_update" } & UsageUpdate)
   | { type: "images_omitted"; count: number; message: string }
   | { type: "system_prompt_changed"; hash: string; sources: PromptSource[] }
+  | { type: "mcp_changed"; servers: McpServerState[] }
   | { type: "session_changed"; sessionId: string };
 
 export interface EventParams {
@@ -109,7 +110,7 @@ export interface Range { start: { line: number; character: number }; end: { line
 export interface PromptResult { sessionId: string; runId?: string; queued?: "steer" | "followUp"; command?: string; result?: unknown; imagesOmitted?: string }
 
 /** Where a command comes from: one of the server's built-ins, a skill, or a prompt template. */
-export type CommandKind = "builtin" | "skill" | "template";
+export type CommandKind = "builtin" | "skill" | "template" | "mcp";
 /** One entry of crank/commands: typed as `/name args`; `name` has no slash. */
 export interface CommandInfo { name: string; description: string; kind: CommandKind; argumentHint?: string }
 export interface ModelRef { api: string; id: string }
@@ -130,6 +131,20 @@ export interface StateResult {
   sessionFile?: string;
   /** The last seq the server sent for the session (it counts from 0 again in a new server process). */
   seq?: number;
+  /** The MCP servers, when one is configured (docs/mcp.md). */
+  mcp?: McpServerState[];
+}
+
+/** One MCP server as `crank/state` `mcp` and the `mcp_changed` event list it. */
+export interface McpServerState {
+  name: string;
+  source: "user" | "editor" | "workspace" | "acp";
+  transport: "stdio" | "http" | "sse";
+  state: "starting" | "ready" | "failed" | "disabled";
+  tools: string[];
+  error?: string;
+  pid?: number;
+  problems?: string[];
 }
 
 export type SandboxMode = "workspace-write" | "read-only" | "off";
@@ -205,4 +220,5 @@ export interface CrankInitOptions {
   trusted?: boolean;
   permissionMode?: PermissionMode;
   sandbox?: { mode: SandboxMode; network: boolean };
+  mcpServers?: Record<string, unknown>;
 }
