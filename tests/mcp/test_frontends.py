@@ -92,6 +92,10 @@ def test_crank_run_calls_the_echo_tool_from_the_user_config(tmp_path: Path) -> N
 
 async def test_crank_acp_connects_the_session_new_mcp_servers(tmp_path: Path) -> None:
     folder = project(tmp_path)
+    config = tmp_path / "home" / ".config" / "crank"  # crank_acp's XDG_CONFIG_HOME
+    config.mkdir(parents=True)
+    # a loaded machine may take more than the default 5 s to start node: wait for it
+    (config / "config.json").write_text(json.dumps({"mcpStartupWaitMs": GUARD_S * 1000}))
     raw = everything()
     server = schema.McpServerStdio(
         name="everything", command=raw["command"], args=raw["args"], env=[]

@@ -340,7 +340,8 @@ class WorkspaceHost:
         Images go with a plain prompt or an expanded one, never with a built-in."""
         parsed = parse_command(text)
         if not self.harness.is_running:
-            await self.mcp.settle()  # bounded: a server still starting delays a prompt a little
+            # bounded: a server still starting delays a prompt a little (and says so)
+            await self.mcp.settle(self.settings.mcp_startup_wait_ms / 1000)
         if isinstance(parsed, str):
             return self.prompt_run(parsed, context, while_running, images)
         if parsed.name in BUILTIN_NAMES:

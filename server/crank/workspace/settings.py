@@ -38,6 +38,7 @@ _KEYS = {
     "sandbox",
     "mcpServers",
     "mcpTrustReadOnlyHints",
+    "mcpStartupWaitMs",
 }
 _CONTEXT_KEYS = {
     "policy": "policy",
@@ -80,6 +81,8 @@ class Settings:
     mcp_trust_read_only: bool = False
     """``mcpTrustReadOnlyHints``: a tool whose server says ``readOnlyHint`` runs without
     asking (and is offered in read-only mode). Off unless the user says so."""
+    mcp_startup_wait_ms: int = 5000
+    """``mcpStartupWaitMs``: the longest a prompt waits for MCP servers still starting."""
     problems: tuple[str, ...] = field(default=())
     """Settings that were refused, one sentence each, for the log."""
 
@@ -110,6 +113,12 @@ def _checked(layer: Any, where: str) -> dict[str, Any]:
             raise invalid_params(name, "must be an object of servers by name")
         if key == "mcpTrustReadOnlyHints" and value is not None and not isinstance(value, bool):
             raise invalid_params(name, "must be true or false")
+        if (
+            key == "mcpStartupWaitMs"
+            and value is not None
+            and (not isinstance(value, int) or isinstance(value, bool) or value < 0)
+        ):
+            raise invalid_params(name, "must be a whole number of milliseconds")
         if value is not None:
             out[key] = dict(value) if key == "provider" else value
     return out
@@ -272,4 +281,7 @@ def merge_layers(
         sandbox=first("sandbox") or SandboxSettings(),
         mcp_servers=tuple(servers),
         mcp_trust_read_only=bool(trust_hints),
+        mcp_startup_wait_ms=first("mcpStartupWaitMs")
+        if first("mcpStartupWaitMs") is not None
+        else 5000,
     )
