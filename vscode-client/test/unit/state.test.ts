@@ -262,7 +262,7 @@ test("mcp_changed: a chat line per server whose state changed, none while starti
 
 function baseState() {
   return {
-    sessionId: "s1",
+    sessionId: run.sessionId,
     running: false,
     model: { api: "openai", id: "m" },
     permissionMode: "ask" as const,
