@@ -209,3 +209,31 @@ async def test_a_server_gets_no_provider_key(watched: Watched, monkeypatch: Any)
     env = await watched.servers.connections["everything"].call("get-env", {})
     assert "NAMED" in env.content and "PATH" in env.content
     assert "sk-should-never" not in env.content and "ghp-neither" not in env.content
+
+
+async def test_an_http_server_that_answers_401_is_a_clear_error(watched: Watched) -> None:
+    """A loopback HTTP server that refuses every request with 401, as a server wanting
+    OAuth does (written here: no real server refuses on purpose)."""
+
+    async def refuse(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        body = b'{"error": "unauthorized"}'
+        writer.write(
+            b"HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\n"
+            b'WWW-Authenticate: Bearer realm="mcp"\r\n'
+            b"Content-Length: %d\r\nConnection: close\r\n\r\n%s" % (len(body), body)
+        )
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(refuse, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        watched.start({"locked": {"type": "http", "url": f"http://127.0.0.1:{port}/mcp"}})
+        await watched.until(lambda: watched.state("locked") == "failed")
+        error = watched.servers.connections["locked"].error or ""
+        assert "'locked'" in error and "401 Unauthorized" in error and "headers" in error
+        assert "restarting" not in error  # the same headers would be refused again
+    finally:
+        server.close()
+        await server.wait_closed()

@@ -131,11 +131,11 @@ class ServerConnection:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # a server's failure is reported, never raised
-                leaf = _leaf(exc)
+                leaf = exc if type(exc).__name__ == "Refused" else _leaf(exc)
                 reason = str(leaf) or type(leaf).__name__
                 if not reason.startswith("MCP server"):
                     reason = f"MCP server {self.config.name!r} failed: {reason}"
-                final = type(leaf).__name__ == "NotStartable"
+                final = type(leaf).__name__ in ("NotStartable", "Refused")
             if self._stop.is_set():
                 return
             extra = tail.report()

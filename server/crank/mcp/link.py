@@ -176,6 +176,10 @@ class Link:
         task.add_done_callback(self._pending.discard)
 
 
+class Refused(ConnectionError):
+    """The server answered 401/403: trying again with the same headers would not help."""
+
+
 def _http_client(config: ServerConfig, refused: list[int]) -> httpx.AsyncClient:
     async def hook(response: httpx.Response) -> None:
         if response.status_code in (401, 403):
@@ -222,6 +226,25 @@ async def open_link(
             on_list_changed()
 
     refused: list[int] = []
+    try:
+        async with _connected(config, root, tail, handler, refused, started, init_timeout) as link:
+            yield link
+    except Exception:
+        if refused:  # however the SDK's transport reported it (an HTTPStatusError group)
+            raise Refused(refusal(config, refused[-1])) from None
+        raise
+
+
+@asynccontextmanager
+async def _connected(
+    config: ServerConfig,
+    root: Path,
+    tail: StderrTail,
+    handler: Any,
+    refused: list[int],
+    started: Callable[[int], None] | None,
+    init_timeout: float,
+) -> AsyncIterator[Link]:
     async with AsyncExitStack() as stack:
         process: StdioProcess | None = None
         if config.transport == "stdio":
