@@ -21,7 +21,7 @@ from tests.lsp.helpers import running_server
 from tests.lsp.test_runs import options, project, tool_ends
 from tests.support.model_server import ModelServer
 
-from .servers import alive, everything
+from .servers import alive, everything, odd
 
 GUARD_S = 120
 """Not a timed assertion: how long a broken test may hang (the machine is loaded)."""
@@ -165,3 +165,38 @@ async def test_mcp_prompts_are_slash_commands(tmp_path: Path) -> None:
             assert "What's weather in Lyon?" in sent
             messages = (await crank.request("crank/messages", {}))["messages"]
             assert messages[0]["typed"] == "/mcp__everything__args-prompt city=Lyon"
+
+
+async def test_list_changed_reaches_the_next_run_never_the_current_one(tmp_path: Path) -> None:
+    script = {
+        "rules": [{"lastUserContains": "second", "reply": {"text": "two"}}],
+        "replies": [
+            {"toolCalls": [{"name": "mcp__odd__grow", "arguments": {}}]},
+            {"text": "grown"},
+        ],
+    }
+    with ModelServer(script) as model:
+        init = options(model, tmp_path, mcpServers={"odd": odd("fastmcp")})
+        async with running_server(tmp_path, [project(tmp_path)], init) as crank:
+            await crank.wait_for(
+                lambda e: (
+                    e["event"]["type"] == "mcp_changed"
+                    and e["event"]["servers"][0]["state"] == "ready"
+                ),
+                within=GUARD_S,
+            )
+            first = await crank.request("crank/prompt", {"text": "first"})
+            await crank.wait_for(
+                lambda e: (
+                    e["event"]["type"] == "mcp_changed"
+                    and "mcp__odd__add2" in e["event"]["servers"][0]["tools"]
+                ),
+                within=GUARD_S,
+            )
+            await crank.settled(first["runId"], within=GUARD_S)
+            second = await crank.request("crank/prompt", {"text": "second"})
+            await crank.settled(second["runId"], within=GUARD_S)
+    names = [[t["function"]["name"] for t in r["body"]["tools"]] for r in model.requests]
+    assert len(names) == 3
+    assert "mcp__odd__add2" not in names[0] and "mcp__odd__add2" not in names[1]  # run 1
+    assert "mcp__odd__add2" in names[2]  # the next run
