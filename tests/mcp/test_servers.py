@@ -237,3 +237,21 @@ async def test_an_http_server_that_answers_401_is_a_clear_error(watched: Watched
     finally:
         server.close()
         await server.wait_closed()
+
+
+async def test_the_filesystem_server_reads_inside_its_root_only(
+    watched: Watched, tmp_path: Path
+) -> None:
+    root = tmp_path / "shared"
+    root.mkdir()
+    (root / "notes.txt").write_text("plover\n")
+    watched.start({"fs": {"command": npm_bin("mcp-server-filesystem"), "args": [str(root)]}})
+    await watched.until(lambda: watched.state("fs") != "starting")
+    connection = watched.servers.connections["fs"]
+    assert connection.state == "ready", connection.error
+    names = [o.name for o in watched.servers.catalog()]
+    assert "mcp__fs__read_text_file" in names and "mcp__fs__list_directory" in names
+    read = await connection.call("read_text_file", {"path": str(root / "notes.txt")})
+    assert read.content.strip() == "plover" and not read.is_error
+    outside = await connection.call("read_text_file", {"path": "/etc/hostname"})
+    assert outside.is_error  # the server's own refusal, passed on as a tool error
