@@ -72,11 +72,17 @@ async def test_everything_over_stdio_echoes_adds_and_sends_an_image(watched: Wat
     assert "[resource link " in links.content
 
 
-async def test_everything_over_streamable_http(watched: Watched, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("mode", "kind", "path", "ready_line"),
+    [("streamableHttp", "http", "/mcp", b"listening"), ("sse", "sse", "/sse", b"running on port")],
+)
+async def test_everything_over_http(
+    watched: Watched, mode: str, kind: str, path: str, ready_line: bytes
+) -> None:
     port = free_port()
     server = await asyncio.create_subprocess_exec(
         npm_bin("mcp-server-everything"),
-        "streamableHttp",
+        mode,
         env={**os.environ, "PORT": str(port)},
         stdout=asyncio.subprocess.DEVNULL,
         stderr=asyncio.subprocess.PIPE,
@@ -84,9 +90,9 @@ async def test_everything_over_streamable_http(watched: Watched, tmp_path: Path)
     try:
         assert server.stderr is not None
         async with asyncio.timeout(GUARD_S):
-            while b"listening" not in (await server.stderr.readline()).lower():
+            while ready_line not in (await server.stderr.readline()).lower():
                 pass  # an event: the server says it listens
-        watched.start({"web": {"type": "http", "url": f"http://127.0.0.1:{port}/mcp"}})
+        watched.start({"web": {"type": kind, "url": f"http://127.0.0.1:{port}{path}"}})
         await watched.until(lambda: watched.state("web") != "starting")
         assert watched.state("web") == "ready", watched.servers.connections["web"].error
         echo = watched.offered("mcp__web__echo")
