@@ -261,3 +261,15 @@ async def test_the_filesystem_server_reads_inside_its_root_only(
     assert read.content.strip() == "plover" and not read.is_error
     outside = await connection.call("read_text_file", {"path": "/etc/hostname"})
     assert outside.is_error  # the server's own refusal, passed on as a tool error
+
+
+async def test_a_disabled_server_is_listed_not_started_and_can_be_enabled(
+    watched: Watched,
+) -> None:
+    raw = everything()
+    raw["disabled"] = True
+    watched.start({"later": raw})
+    connection = watched.servers.connections["later"]
+    assert (connection.state, connection.pid) == ("disabled", None)
+    await connection.restart()  # crank/mcpServer "enable"
+    await watched.until(lambda: watched.state("later") == "ready")

@@ -81,8 +81,9 @@ class ServerConnection:
 
     # -- lifetime -------------------------------------------------------------------
 
-    def start(self) -> None:
-        if self.config.disabled:
+    def start(self, *, force: bool = False) -> None:
+        """Start in the background (``force``: even when configured ``disabled``)."""
+        if self.config.disabled and not force:
             self._settled.set()
             return
         if self._task is None or self._task.done():
@@ -106,7 +107,7 @@ class ServerConnection:
         self.state, self.error = "starting", None
         self._settled = asyncio.Event()
         self._on_change()
-        self.start()
+        self.start(force=True)
 
     async def disable(self) -> None:
         await self.stop()
