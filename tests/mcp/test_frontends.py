@@ -16,6 +16,7 @@ import acp
 from acp import schema
 
 from tests.acp.helpers import RecordingClient, crank_acp
+from tests.acp.test_acp_wire import request, run_agent
 from tests.cli.test_run import loopback_env
 from tests.lsp.helpers import running_server
 from tests.lsp.test_runs import options, project, tool_ends
@@ -200,3 +201,23 @@ async def test_list_changed_reaches_the_next_run_never_the_current_one(tmp_path:
     assert len(names) == 3
     assert "mcp__odd__add2" not in names[0] and "mcp__odd__add2" not in names[1]  # run 1
     assert "mcp__odd__add2" in names[2]  # the next run
+
+
+def test_a_codecompanion_style_session_new_with_mcp_servers(tmp_path: Path) -> None:
+    """Raw ACP lines as codecompanion.nvim sends them (``mcpServers`` with ``env: []``):
+    the session opens (it was -32602 before); a malformed entry is -32602 naming it."""
+    raw = everything()
+    good = {"name": "everything", "command": raw["command"], "args": raw["args"], "env": []}
+    bad = {"name": "broken", "command": 5, "args": [], "env": []}
+    lines = [
+        request(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}}),
+        request(2, "session/new", {"cwd": str(tmp_path), "mcpServers": [good]}),
+        request(3, "session/new", {"cwd": str(tmp_path), "mcpServers": [bad]}),
+    ]
+    with ModelServer({"replies": []}) as model:
+        out = [json.loads(line) for line in run_agent(lines, model, tmp_path)]
+    by_id = {m["id"]: m for m in out if "id" in m and "method" not in m}
+    assert by_id[1]["result"]["agentCapabilities"]["mcpCapabilities"]["http"] is True
+    assert "sessionId" in by_id[2]["result"]
+    assert by_id[3]["error"]["code"] == -32602
+    assert "broken" in by_id[3]["error"]["message"] and "command" in by_id[3]["error"]["message"]
