@@ -69,6 +69,10 @@ command("CrankPrompt", function()
   actions().system_prompt()
 end, { desc = "Show Crank's system prompt and its sources" })
 
+command("CrankMcp", function()
+  actions().mcp()
+end, { desc = "Show Crank's MCP servers and their tools" })
+
 command("CrankMode", function(o)
   actions().permission_mode(o.args)
 end, {

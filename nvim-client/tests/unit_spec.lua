@@ -31,6 +31,33 @@ H.test("init options carry the provider, session dir, mode and context in camelC
   config.apply({})
 end)
 
+H.test("mcp_servers goes to the server as mcpServers; :CrankMcp's lines name state and error", function()
+  local servers = { everything = { command = "npx", args = { "-y", "@modelcontextprotocol/server-everything" } } }
+  config.apply({ mcp_servers = servers })
+  H.eq(servers, config.init_options().crank.mcpServers)
+  local ok, err = pcall(config.apply, { mcp_servers = "npx" })
+  H.ok(not ok, "mcp_servers that is not a table is refused")
+  H.contains(err, "mcp_servers")
+  config.apply({})
+  H.eq({ "No MCP servers are configured (see docs/mcp.md)." }, format.mcp_lines(nil))
+  local lines = format.mcp_lines({
+    { name = "everything", source = "editor", transport = "stdio", state = "ready", tools = { "mcp__everything__echo" } },
+    { name = "ghost", source = "user", transport = "stdio", state = "failed", tools = {}, error = "not found\nstderr tail" },
+  })
+  H.eq({
+    "everything (editor, stdio): ready, 1 tool",
+    "    mcp__everything__echo",
+    "ghost (user, stdio): failed, 0 tools",
+    "  ! not found",
+    "  ! stderr tail",
+  }, lines)
+  local ws = setmetatable({}, { __index = require("crank.client").Workspace })
+  if ws.note_event then
+    ws:note_event({ sessionId = "s", event = { type = "mcp_changed", servers = { { name = "x" } } } })
+    H.eq("x", ws.mcp[1].name)
+  end
+end)
+
 H.test("crank/saveDocument writes the buffer named by its uri, and refuses what is not open", function()
   local save = require("crank.save")
   local dir = H.tmpdir("save")

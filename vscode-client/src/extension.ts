@@ -133,6 +133,22 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   register("crank.showLog", () => server.output.show(true));
   register("crank.installHelp", () => showInstallHelp());
   register("crank.pickWorkspace", () => chat.pickWorkspace());
+  /** Crank: Restart / Disable MCP Server: pick one of crank/state's `mcp` servers. */
+  const mcpAction = async (action: "restart" | "disable") => {
+    const c = await needClient();
+    if (!c) return;
+    const { mcp = [] } = await c.state({ workspace: workspace() });
+    if (!mcp.length) return void vscode.window.showInformationMessage("Crank: no MCP server is configured (setting crank.mcpServers).");
+    const pick = await vscode.window.showQuickPick(
+      mcp.map((m) => ({ label: m.name, description: `${m.source}, ${m.state}`, detail: m.error })),
+      { title: `Crank: ${action} an MCP server` },
+    );
+    if (!pick) return;
+    await c.mcpServer({ workspace: workspace(), name: pick.label, action: action === "disable" && pick.description?.endsWith("disabled") ? "enable" : action })
+      .catch((e: Error) => vscode.window.showErrorMessage(`Crank: ${e.message}`));
+  };
+  register("crank.mcpRestart", () => mcpAction("restart"));
+  register("crank.mcpDisable", () => mcpAction("disable"));
   register("crank.showSystemPrompt", async () => {
     const c = await needClient();
     if (!c) return;

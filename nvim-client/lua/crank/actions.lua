@@ -457,6 +457,22 @@ function M.system_prompt()
   end)
 end
 
+--- :CrankMcp: the workspace's MCP servers, their state and tools (crank/state `mcp`).
+function M.mcp()
+  call("reading the MCP servers", "crank/state", {}, function(_, result)
+    local buf = vim.api.nvim_create_buf(false, true)
+    local lines = vim.list_extend({ "# Crank MCP servers", "" }, format.mcp_lines(result.mcp))
+    vim.api.nvim_buf_set_lines(buf, 0, -1, false, lines)
+    vim.bo[buf].filetype = "markdown"
+    vim.bo[buf].modifiable = false
+    vim.bo[buf].bufhidden = "wipe"
+    pcall(vim.api.nvim_buf_set_name, buf, "crank://mcp")
+    vim.cmd("botright split")
+    vim.api.nvim_win_set_buf(0, buf)
+    vim.keymap.set("n", "q", "<cmd>close<cr>", { buffer = buf })
+  end)
+end
+
 --- :CrankMode mode
 function M.permission_mode(mode)
   call("setting the permission mode", "crank/setPermissionMode", { mode = mode }, function(ws, result)

@@ -133,6 +133,8 @@ function Workspace:note_event(params)
     self.queue = { steering = event.steering or {}, followUp = event.followUp or {} }
   elseif t == "session_changed" then
     self.session_id = event.sessionId
+  elseif t == "mcp_changed" then
+    self.mcp = event.servers
   end
 end
 
@@ -155,6 +157,7 @@ function Workspace:refresh_state(callback)
       self.queue = result.queue or self.queue
       self.permission_mode = result.permissionMode
       self.sandbox = result.sandbox
+      self.mcp = result.mcp
     end
     if callback then
       callback(err, result)

@@ -37,6 +37,10 @@ M.defaults = {
   --- initializationOptions.crank.diagnostics: { enabled = true, settleMs = 1000 }.
   --- nil: the server's defaults (on, 1000 ms).
   diagnostics = nil,
+  --- MCP servers, sent as initializationOptions.crank.mcpServers, in the format of
+  --- Claude Code's mcpServers: { name = { command = "npx", args = {...}, env = {...} } }
+  --- or { name = { type = "http", url = "...", headers = {...} } } (docs/mcp.md).
+  mcp_servers = nil,
   --- Files or folders that mark a project root.
   root_markers = { ".git", ".hg", "pyproject.toml", "package.json", "Cargo.toml", "go.mod" },
   --- Attach to file buffers inside a root automatically (so code actions and
@@ -122,6 +126,16 @@ local function check(cfg)
   if cfg.context ~= nil and type(cfg.context) ~= "table" then
     fail("context", "a table", cfg.context)
   end
+  if cfg.mcp_servers ~= nil then
+    if type(cfg.mcp_servers) ~= "table" then
+      fail("mcp_servers", "a table of servers by name", cfg.mcp_servers)
+    end
+    for name, server in pairs(cfg.mcp_servers) do
+      if type(name) ~= "string" or type(server) ~= "table" then
+        fail("mcp_servers", "a table of servers by name", cfg.mcp_servers)
+      end
+    end
+  end
   if cfg.permission_mode ~= nil and not MODES[cfg.permission_mode] then
     fail("permission_mode", '"ask", "autoEdit", "auto" or "readOnly"', cfg.permission_mode)
   end
@@ -171,6 +185,7 @@ local INIT_KEYS = {
   context = "context",
   sandbox = "sandbox",
   diagnostics = "diagnostics",
+  mcp_servers = "mcpServers",
 }
 
 --- The API key as the server gets it. `provider.apiKey` may be the key, a function

@@ -267,6 +267,38 @@ function M.sandbox_line(sb)
   return "no sandbox (" .. tostring(sb.detail) .. "): every command asks first", false
 end
 
+--- The lines :CrankMcp and :checkhealth show for crank/state's `mcp` list: a line per
+--- server (name, source, transport, state, tool count), its error's lines under it.
+---@param servers table[]|nil
+---@return string[]
+function M.mcp_lines(servers)
+  if type(servers) ~= "table" or #servers == 0 then
+    return { "No MCP servers are configured (see docs/mcp.md)." }
+  end
+  local lines = {}
+  for _, s in ipairs(servers) do
+    local tools = s.tools or {}
+    lines[#lines + 1] = string.format(
+      "%s (%s, %s): %s, %d tool%s",
+      tostring(s.name),
+      tostring(s.source),
+      tostring(s.transport or "stdio"),
+      tostring(s.state),
+      #tools,
+      #tools == 1 and "" or "s"
+    )
+    if s.error then
+      for _, line in ipairs(M.lines(s.error)) do
+        lines[#lines + 1] = "  ! " .. line
+      end
+    end
+    for _, name in ipairs(tools) do
+      lines[#lines + 1] = "    " .. tostring(name)
+    end
+  end
+  return lines
+end
+
 --- One line per session for a picker.
 function M.session_item(s)
   local title = s.title or s.firstMessage or s.sessionId

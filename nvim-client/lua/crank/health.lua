@@ -97,6 +97,23 @@ local function report_sandbox(sb)
   end
 end
 
+local function report_mcp(servers)
+  if type(servers) ~= "table" or #servers == 0 then
+    health.info("MCP: no server configured (mcp_servers in setup(), or see docs/mcp.md)")
+    return
+  end
+  for _, s in ipairs(servers) do
+    local line = require("crank.format").mcp_lines({ s })[1]
+    if s.state == "failed" then
+      health.warn("MCP " .. line, { tostring(s.error or "") })
+    elseif s.state == "ready" then
+      health.ok("MCP " .. line)
+    else
+      health.info("MCP " .. line .. " (servers start in the background; :CrankMcp shows them later)")
+    end
+  end
+end
+
 local function describe_provider(p)
   if p == nil then
     local env = {}
@@ -152,6 +169,7 @@ function M.check()
   if ws and ws:client() then
     health.ok(string.format("running for %s: %s %s", root, tostring(ws.server_name or "?"), tostring(ws.server_version or "")))
     report_sandbox(ws.sandbox)
+    report_mcp(ws.mcp)
     return
   end
   local result, err, state = M.probe(cmd, { cwd = root, env = cfg.cmd_env, init_options = config.init_options() })
@@ -167,6 +185,7 @@ function M.check()
     health.warn("this plugin speaks Crank protocol 1; the server says " .. tostring(version))
   end
   report_sandbox(state and state.sandbox)
+  report_mcp(state and state.mcp)
 end
 
 return M

@@ -25,6 +25,7 @@ from typing import Any
 from crank import __version__
 from crank.agent.images import ImageError, ImageInput, check_input
 from crank.agent.messages import ImageBlock
+from crank.mcp.config import parse_acp_servers
 from crank.session import SessionError, SessionLocked
 from crank.vendors import ConfigError
 from crank.workspace import PERMISSION_MODES, CrankError, Settings, Workspace, WorkspaceHost
@@ -201,7 +202,7 @@ class CrankAgent:
             "agentCapabilities": {
                 "loadSession": True,
                 "promptCapabilities": {"image": True, "audio": False, "embeddedContext": True},
-                "mcpCapabilities": {"http": False, "sse": False},
+                "mcpCapabilities": {"http": True, "sse": True},
                 "sessionCapabilities": {"list": {}} if self._list_sessions else {},
             },
             "authMethods": [],
@@ -224,12 +225,12 @@ class CrankAgent:
             raise invalid("cwd", "must be an absolute path")
         if not cwd.is_dir():
             raise invalid("cwd", f"{cwd} is not a folder")
-        servers = params.get("mcpServers", [])
-        if servers:
-            raise invalid("mcpServers", "Crank does not connect to MCP servers (mcpCapabilities)")
         return cwd.resolve()
 
-    async def _open(self, cwd: Path) -> AcpSession:
+    async def _open(self, cwd: Path, params: dict[str, Any]) -> AcpSession:
+        servers, problems = parse_acp_servers(params.get("mcpServers", []))
+        if problems:
+            raise invalid("mcpServers", "; ".join(problems))
         session = AcpSession(
             self.peer,
             self._host_factory,
@@ -237,6 +238,7 @@ class CrankAgent:
             self.client_capabilities,
             terminal=self._client_terminal,
         )
+        session.host.connect_mcp_servers(servers)  # started with the host's own, in the background
         await session.host.start()
         return session
 
@@ -254,7 +256,8 @@ class CrankAgent:
         }
 
     async def new_session(self, params: Any) -> dict[str, Any]:
-        session = await self._open(self._cwd(_object(params)))
+        params = _object(params)
+        session = await self._open(self._cwd(params), params)
         self.sessions[session.session_id] = session
         asyncio.get_running_loop().call_soon(session.advertise_commands)  # after the answer
         return {"sessionId": session.session_id, **(await self._setup(session))}
@@ -265,7 +268,7 @@ class CrankAgent:
         cwd = self._cwd(params)
         if session_id in self.sessions:
             raise invalid("sessionId", f"session {session_id} is already open on this connection")
-        session = await self._open(cwd)
+        session = await self._open(cwd, params)
         try:
             await session.host.open_session(session_id)
         except SessionLocked as exc:

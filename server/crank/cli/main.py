@@ -18,6 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     # acp`` are dispatched before any parser is built, so an editor starting the server
     # does not pay for the CLI's renderer (rich) or the demo.
     from .demo import add_demo_parser
+    from .mcp import add_mcp_parser
     from .run import add_run_parser
     from .serve import add_serve_parser
     from .sessions import add_sessions_parser
@@ -31,6 +32,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_sessions_parser(commands)
     add_serve_parser(commands)
     add_demo_parser(commands)
+    add_mcp_parser(commands)
     commands.add_parser(
         "acp", help="serve the Agent Client Protocol on stdio (Zed, JetBrains, ...)", add_help=False
     )

@@ -583,5 +583,14 @@ async def _set_permission_mode(ls: CrankServer, params: Params) -> Any:
     return await (await ls.host_for(params)).set_permission_mode(mode)
 
 
+@handles("crank/mcpServer")
+async def _mcp_server(ls: CrankServer, params: Params) -> Any:
+    from crank.workspace.mcp import MCP_ACTIONS
+
+    name = params.required_text("name")
+    action = params.choice("action", MCP_ACTIONS)
+    return await (await ls.host_for(params)).mcp_server(name, action)
+
+
 def build_server(env: dict[str, str] | None = None) -> CrankServer:
     return CrankServer(env=provider_env() if env is None else env)

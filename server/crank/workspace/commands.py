@@ -33,7 +33,7 @@ from crank.prompt import PromptTemplate, Skill, expand_template, skill_body
 
 from .errors import CrankError, RefusedWhileRunning, UnknownCommand, invalid_params
 
-CommandKind = Literal["builtin", "skill", "template"]
+CommandKind = Literal["builtin", "skill", "template", "mcp"]
 """What a command is: performed by Crank, a skill's body, or a prompt template."""
 COMMAND = re.compile(r"/([A-Za-z0-9_.:-]+)(?=\s|$)")
 """A command at the start of a prompt: its name, followed by whitespace or the end."""
@@ -125,8 +125,13 @@ class CommandCatalog:
     """The commands of one workspace, from the skills and templates last loaded."""
 
     def __init__(
-        self, skills: Sequence[Skill] = (), templates: Sequence[PromptTemplate] = ()
+        self,
+        skills: Sequence[Skill] = (),
+        templates: Sequence[PromptTemplate] = (),
+        mcp: Sequence[Command] = (),
     ) -> None:
+        self.mcp = tuple(mcp)
+        """MCP prompts (``/mcp__<server>__<prompt>``; ``workspace/mcp.py`` runs them)."""
         self.skills = {
             skill.name: skill for skill in skills if NAME.fullmatch(SKILL_PREFIX + skill.name)
         }
@@ -138,7 +143,8 @@ class CommandCatalog:
         )
 
     def commands(self, *, leave_out: frozenset[str] = frozenset()) -> list[Command]:
-        """Built-ins, then the listed skills, then templates, each sorted by name."""
+        """Built-ins, then the listed skills, then templates, then MCP prompts, each
+        sorted by name."""
         builtins = sorted(
             (command for command in BUILTINS if command.name not in leave_out),
             key=lambda c: c.name,
@@ -152,7 +158,7 @@ class CommandCatalog:
             Command(name, template.description, "template", template.argument_hint)
             for name, template in sorted(self.templates.items())
         ]
-        return [*builtins, *skills, *templates]
+        return [*builtins, *skills, *templates, *self.mcp]
 
     def to_json(self) -> dict[str, Any]:
         """The ``crank/commands`` result."""

@@ -22,6 +22,7 @@ from crank.agent.events import ContextUsage, QueueState
 from crank.agent.harness import QueueKind
 from crank.agent.messages import ImageBlock, Message
 from crank.agent.tools import ResultShown, ToolKind
+from crank.mcp.manager import McpServerState
 from crank.prompt.builder import Source
 from crank.session.index import SessionInfo
 from crank.tools.context import CommandPreview, DiffPreview, PathPreview
@@ -30,6 +31,7 @@ from crank.tools.sandbox import SandboxMode
 
 from .commands import CommandKind
 from .host import WhileRunning
+from .mcp import McpAction
 from .permissions import PermissionDecision, PermissionMode
 from .stream import EventParams, WireEvent
 
@@ -265,6 +267,8 @@ class StateResult(TypedDict):
     viewRepairs: NotRequired[ViewRepairs]
     tools: NotRequired[list[ToolInfoJson]]
     """The tools the next run offers, each as it describes itself."""
+    mcp: NotRequired[list[McpServerState]]
+    """Only when an MCP server is configured (docs/mcp.md)."""
 
 
 class MessagesResult(TypedDict):
@@ -361,6 +365,15 @@ class CommandsChangedParams(TypedDict):
     workspace: str
 
 
+class McpServerParams(WorkspaceParams):
+    name: str
+    action: McpAction
+
+
+class McpServerResult(TypedDict):
+    servers: list[McpServerState]
+
+
 class ChangesParams(SessionParams):
     runId: NotRequired[str]
 
@@ -453,6 +466,7 @@ REQUESTS: dict[str, tuple[type, type]] = {
     "crank/changes": (ChangesParams, ChangesResult),
     "crank/revert": (RevertParams, RevertResult),
     "crank/fileContent": (FileContentParams, FileContentResult),
+    "crank/mcpServer": (McpServerParams, McpServerResult),
 }
 """Every request a client sends: method to (params, result)."""
 

@@ -32,6 +32,8 @@ from crank.agent.messages import ImageBlock
 from crank.agent.model import accepts_images
 from crank.agent.tasks import Tasks
 from crank.agent.tools import Tool
+from crank.mcp.config import ServerConfig
+from crank.mcp.manager import McpServerState
 from crank.prompt import PromptLocations, PromptWatcher, SystemPrompt, compute_prompt
 from crank.session import SessionLog, SessionStore
 from crank.session.notes import Notes, notes_path
@@ -50,6 +52,7 @@ from .daily import DailyRefresh
 from .diagnostics import EditorDiagnostics
 from .errors import RunInProgress, invalid_params
 from .images import image_json, with_stored_images
+from .mcp import McpAction, WorkspaceMcp
 from .permissions import PERMISSION_MODES, PermissionMode, Permissions
 from .prompts import context_text
 from .provider import ModelConfig
@@ -126,6 +129,10 @@ class WorkspaceHost:
         )
         self.notes = Notes(lambda: notes_path(self.session.file))
         """The active session's notes (the note tools follow the session)."""
+        self._mcp_seen: list[McpServerState] = []
+        self.mcp = WorkspaceMcp(
+            self.root, uri, client.log, client.ask_permission, self._where, self._mcp_changed
+        )
         tools = self._tool_set(log=None)
         self.model_config = ModelConfig(settings, self.root, env, client.log)
         self.harness = Harness(
@@ -209,8 +216,10 @@ class WorkspaceHost:
     # -- lifetime ---------------------------------------------------------------------
 
     async def start(self) -> None:
-        """Resume the newest session, build the prompt, arm the watcher."""
+        """Start the MCP servers (in the background), resume the newest session,
+        build the prompt, arm the watcher."""
         try:
+            self._configure_mcp()
             self.sandbox_status = await anyio.to_thread.run_sync(probe)
             if self._resume_last:
                 problem = await self.session.resume_newest()
@@ -238,6 +247,7 @@ class WorkspaceHost:
         if self._daily is not None:
             self._daily.stop()
         await self.harness.close()
+        await self.mcp.close()
         await self._tasks.close()
         self.stream.flush()
         if self.watcher is not None:
@@ -259,8 +269,35 @@ class WorkspaceHost:
             read_only=read_only,
             notes=self.notes,
             trimmed=lambda: self.session.trimmed(),  # the slot is made after the tools
+            extra=self.mcp.tools(self.approvals.approve),
         )
         return self.changes.wrap(self.diagnostics.wrap(tools))
+
+    def _configure_mcp(self) -> None:
+        settings = self.settings
+        self.mcp.configure(settings.mcp_servers, settings.trusted, settings.mcp_trust_read_only)
+
+    def _mcp_changed(self) -> None:
+        """A server came up, failed or changed its tools: the next run gets the new
+        list (a run under way keeps the one it started with)."""
+        if not hasattr(self, "session"):
+            return  # still being built: the first tool set is made after
+        tools = self._tool_set()
+        if [t.name for t in tools] != [t.name for t in self.tools] or any(
+            a.parameters != b.parameters for a, b in zip(tools, self.tools, strict=True)
+        ):
+            self.tools = tools
+            self.harness.set_tools(tools)
+        commands = self.mcp.commands()
+        if commands != list(self.catalog.mcp):
+            self.catalog.mcp = tuple(commands)
+            self.client.commands_changed(self.uri)
+        servers = self.mcp.state()
+        if servers != self._mcp_seen:
+            self._mcp_seen = servers
+            self.stream.emit(
+                self.session_id, self.run_id, {"type": "mcp_changed", "servers": servers}
+            )
 
     async def _refresh_tools(self) -> None:
         """``recall`` is offered while something on the active branch has been compacted
@@ -280,7 +317,7 @@ class WorkspaceHost:
 
     async def _rebuild(self) -> SystemPrompt:
         build = await compute_prompt(self.tools, self._locations(), self._today())
-        catalog = CommandCatalog(build.skills, build.templates)
+        catalog = CommandCatalog(build.skills, build.templates, self.mcp.commands())
         for problem in (*build.problems, *catalog.problems):
             self.client.log(f"Crank: {problem}")
         old, self.catalog = self.catalog, catalog
@@ -315,6 +352,12 @@ class WorkspaceHost:
             self.session.set_model(self.harness.model)
         if settings.trusted != old.trusted and self.watcher is not None:
             await self.watcher.set_locations(self._locations())
+        if (settings.mcp_servers, settings.trusted, settings.mcp_trust_read_only) != (
+            old.mcp_servers,
+            old.trusted,
+            old.mcp_trust_read_only,
+        ):
+            self._configure_mcp()
 
     # -- events -----------------------------------------------------------------------
 
@@ -351,6 +394,9 @@ class WorkspaceHost:
         (or is queued) like ``prompt_run``, the transcript keeping what was typed.
         Images go with a plain prompt or an expanded one, never with a built-in."""
         parsed = parse_command(text)
+        if not self.harness.is_running:
+            # bounded: a server still starting delays a prompt a little (and says so)
+            await self.mcp.settle(self.settings.mcp_startup_wait_ms / 1000)
         if isinstance(parsed, str):
             return self.prompt_run(parsed, context, while_running, images)
         if parsed.name in BUILTIN_NAMES:
@@ -360,6 +406,10 @@ class WorkspaceHost:
                 raise invalid_params("images", f"/{parsed.name} takes no images")
             result = await perform(self, parsed)
             return {"sessionId": self.session_id, "command": parsed.name, "result": result}
+        offered = self.mcp.prompt(parsed.name)
+        if offered is not None:
+            text = await self.mcp.expand(offered, parsed.args)
+            return self.prompt_run(text, context, while_running, images, typed=parsed.typed)
         expansion = self.catalog.expand(parsed)
         return self.prompt_run(
             expansion.text, context, while_running, images, typed=expansion.typed
@@ -466,6 +516,7 @@ class WorkspaceHost:
             config_error=self.model_config.error,
             repairs=self.session.repairs,
             tools=self.tools,
+            mcp=self.mcp.state(),
         )
 
     def messages(self) -> dict[str, Any]:
@@ -537,6 +588,15 @@ class WorkspaceHost:
             return {"sessionId": self.session_id}
         await self._refresh_tools()
         return self._session_changed()
+
+    async def mcp_server(self, name: str, action: McpAction) -> dict[str, Any]:
+        """``crank/mcpServer``: restart, disable or enable one MCP server."""
+        return await self.mcp.act(name, action)
+
+    def connect_mcp_servers(self, servers: Sequence[ServerConfig]) -> None:
+        """ACP's ``mcpServers`` for this workspace's session: started with the others
+        (in the background), or at once when the workspace is already running."""
+        self.mcp.set_acp(servers)
 
     async def open_newest_session(self) -> dict[str, Any]:
         """Make the workspace's newest session the active one (``crank run --continue``).

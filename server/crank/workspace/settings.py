@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
+from crank.mcp.config import ServerConfig, parse_servers
 from crank.session import POLICY_NAMES, ContextSettings
 from crank.tools.limits import Limits
 from crank.tools.sandbox import SANDBOX_MODES, SandboxSettings
@@ -38,6 +39,9 @@ _KEYS = {
     "context",
     "sandbox",
     "diagnostics",
+    "mcpServers",
+    "mcpTrustReadOnlyHints",
+    "mcpStartupWaitMs",
 }
 _CONTEXT_KEYS = {
     "policy": "policy",
@@ -54,6 +58,8 @@ RESTRICTED = (
     "provider.baseUrl",
     "provider.apiKey",
     "provider.script",
+    "mcpServers",
+    "mcpTrustReadOnlyHints",
 )
 """Settings that lower safety or send the user's traffic (and key) or transcripts
 somewhere else. ``sandbox`` covers every sandbox setting (``sandbox.mode``, ...)."""
@@ -72,6 +78,14 @@ class Settings:
     """Compaction and request-view policies (``context: {policy, reserveTokens, ...}``)."""
     sandbox: SandboxSettings = field(default_factory=SandboxSettings)
     """How commands are confined (``sandbox: {mode, network}``; crank.tools.sandbox)."""
+    mcp_servers: tuple[ServerConfig, ...] = ()
+    """MCP servers from the editor (``crank.mcpServers``; the first layer naming a
+    server wins) then the user config file's ``mcpServers``, each with its source."""
+    mcp_trust_read_only: bool = False
+    """``mcpTrustReadOnlyHints``: a tool whose server says ``readOnlyHint`` runs without
+    asking (and is offered in read-only mode). Off unless the user says so."""
+    mcp_startup_wait_ms: int = 5000
+    """``mcpStartupWaitMs``: the longest a prompt waits for MCP servers still starting."""
     problems: tuple[str, ...] = field(default=())
     """Settings that were refused, one sentence each, for the log."""
     diagnostics: DiagnosticsSettings = field(default_factory=DiagnosticsSettings)
@@ -102,6 +116,16 @@ def _checked(layer: Any, where: str) -> dict[str, Any]:
             value = _sandbox(value, name)
         if key == "diagnostics" and value is not None:
             value = diagnostics_settings(value, name)
+        if key == "mcpServers" and value is not None and not isinstance(value, Mapping):
+            raise invalid_params(name, "must be an object of servers by name")
+        if key == "mcpTrustReadOnlyHints" and value is not None and not isinstance(value, bool):
+            raise invalid_params(name, "must be true or false")
+        if (
+            key == "mcpStartupWaitMs"
+            and value is not None
+            and (not isinstance(value, int) or isinstance(value, bool) or value < 0)
+        ):
+            raise invalid_params(name, "must be a whole number of milliseconds")
         if value is not None:
             out[key] = dict(value) if key == "provider" else value
     return out
@@ -261,6 +285,17 @@ def merge_layers(
     def first(key: str) -> Any:
         return next((layer[key] for layer in [*layers, file_checked] if key in layer), None)
 
+    servers: list[ServerConfig] = []
+    for (where, _raw), layer in zip(named, layers, strict=True):
+        found, bad = parse_servers(layer.get("mcpServers"), "editor", f"{where}.mcpServers")
+        servers += [s for s in found if all(s.name != old.name for old in servers)]
+        problems += bad
+    where_file = str(config_file or default_config_file())
+    found, bad = parse_servers(file_checked.get("mcpServers"), "user", f"{where_file} mcpServers")
+    servers += found
+    problems += bad
+    trust_hints = first("mcpTrustReadOnlyHints")
+
     providers: list[dict[str, Any]] = []
     script: str | None = None
     for (where, _raw), layer in zip(named, layers, strict=True):
@@ -281,4 +316,9 @@ def merge_layers(
         problems=tuple(problems),
         sandbox=first("sandbox") or SandboxSettings(),
         diagnostics=first("diagnostics") or DiagnosticsSettings(),
+        mcp_servers=tuple(servers),
+        mcp_trust_read_only=bool(trust_hints),
+        mcp_startup_wait_ms=first("mcpStartupWaitMs")
+        if first("mcpStartupWaitMs") is not None
+        else 5000,
     )

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from typing import Any, Literal, NotRequired, TypedDict
 
 from crank.agent.events import Delta, Event
+from crank.mcp.manager import McpServerState
 
 
 class SystemPromptChanged(TypedDict):
@@ -32,7 +33,14 @@ class SessionChanged(TypedDict):
     sessionId: str
 
 
-WireEvent = Event | SystemPromptChanged | SessionChanged
+class McpChanged(TypedDict):
+    """A server started, failed, stopped or changed its tools (``crank/state`` ``mcp``)."""
+
+    type: Literal["mcp_changed"]
+    servers: list[McpServerState]
+
+
+WireEvent = Event | SystemPromptChanged | SessionChanged | McpChanged
 """Every event a client hears: a run's (``crank.agent.events``) and the workspace's own."""
 
 

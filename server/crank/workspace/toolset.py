@@ -10,7 +10,7 @@ both ask here, so a session continued with ``crank run --continue`` can reach wh
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from crank.agent.tools import Tool
 from crank.session import SessionLog
@@ -27,11 +27,15 @@ def session_tools(
     read_only: bool,
     notes: NoteSource | None = None,
     trimmed: Callable[[], bool] | None = None,
+    extra: Sequence[Tool] = (),
 ) -> list[Tool]:
     """The tools for a session on ``log`` (``None``: no session yet, so no ``recall``).
     ``note_save``/``note_read`` come with ``notes`` in every mode, read-only included:
     they write only beside the session, never in the project. ``trimmed`` (the
-    Housekeeper's) says whether the ``trim`` policy leaves turns out of the request."""
+    Housekeeper's) says whether the ``trim`` policy leaves turns out of the request.
+    ``extra`` (the MCP servers' tools, already sorted) come last, so the built-in
+    tools' part of the request stays byte-identical; read-only mode keeps only those
+    that change nothing."""
     tools = read_only_tools(ctx) if read_only else standard_tools(ctx)
     if notes is not None:
         tools.extend(make_note_tools(notes))
@@ -39,4 +43,5 @@ def session_tools(
         recall = Recall(log, trimmed)
         if recall.available():
             tools.append(make_recall(recall))
+    tools.extend(tool for tool in extra if not (read_only and tool.mutates))
     return tools

@@ -12,6 +12,7 @@ from crank.agent.events import ContextUsage
 from crank.agent.harness import Harness
 from crank.agent.tools import Tool, ToolInfo
 from crank.agent.view import Repairs
+from crank.mcp.manager import McpServerState
 from crank.prompt import SystemPrompt
 
 from .permissions import PermissionMode
@@ -31,10 +32,12 @@ def state_json(
     config_error: str | None,
     repairs: Repairs,
     tools: Sequence[Tool] = (),
+    mcp: Sequence[McpServerState] | None = None,
 ) -> dict[str, Any]:
     """``crank/state``: ``runId`` only while a run is active, ``configError`` only while
     no provider is configured, ``viewRepairs`` only when the view repaired something,
-    ``tools`` (what each tool says about itself) when there are tools."""
+    ``tools`` (what each tool says about itself) when there are tools, ``mcp`` only
+    when an MCP server is configured (one object per server)."""
     model = harness.model
     state: dict[str, Any] = {"sessionId": session_id, "running": harness.is_running}
     if run_id is not None:
@@ -57,6 +60,8 @@ def state_json(
         state["viewRepairs"] = repairs.to_json()
     if tools:
         state["tools"] = [(tool.info or ToolInfo(tool.name)).to_json() for tool in tools]
+    if mcp:
+        state["mcp"] = list(mcp)
     return state
 
 

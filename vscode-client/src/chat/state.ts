@@ -10,6 +10,7 @@ import type {
   ContentBlock,
   EventParams,
   ShownImage,
+  McpServerState,
   Message,
   ModelInfo,
   ModelRef,
@@ -83,6 +84,8 @@ export interface ChatState {
   sandbox?: SandboxState;
   /** What each tool says about itself (`crank/state` `tools`), so no card matches names. */
   tools?: ToolInfoJson[];
+  /** The MCP servers (crank/state `mcp`, then `mcp_changed`). */
+  mcp?: McpServerState[];
   sessions: SessionInfo[];
   compacting: boolean;
   retry?: { attempt: number; delayMs: number; error: string };
@@ -339,9 +342,40 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
     }
     case "system_prompt_changed":
       return { ...s, items: [...items, notice("info", "The system prompt changed; the next run uses the new one.")] };
+    case "mcp_changed": {
+      const lines = mcpNotices(s.mcp, ev.servers);
+      return { ...s, mcp: ev.servers, items: lines.length ? [...items, ...lines] : items };
+    }
     default:
       return s;
   }
+}
+
+/** A server's line in the chat: its name, state, tools or error. */
+export function mcpLine(server: McpServerState): { level: NoticeItem["level"]; text: string } {
+  const where = `MCP server ${server.name} (${server.source})`;
+  if (server.state === "ready") {
+    const n = server.tools.length;
+    return { level: "info", text: `${where} is ready: ${n} tool${n === 1 ? "" : "s"}.` };
+  }
+  if (server.state === "failed") return { level: "error", text: `${where} failed: ${server.error ?? "no reason given"}` };
+  if (server.state === "disabled") return { level: "info", text: `${where} is disabled.` };
+  return { level: "info", text: `${where} is starting…` };
+}
+
+/** A notice per server whose state (or tool count, or error) changed; none for "starting". */
+export function mcpNotices(before: McpServerState[] | undefined, after: McpServerState[]): NoticeItem[] {
+  const old = new Map((before ?? []).map((m) => [m.name, m]));
+  return after
+    .filter((m) => {
+      const was = old.get(m.name);
+      if (m.state === "starting") return false;
+      return !was || was.state !== m.state || was.tools.length !== m.tools.length || was.error !== m.error;
+    })
+    .map((m) => {
+      const line = mcpLine(m);
+      return notice(line.level, line.text);
+    });
 }
 
 /**
@@ -400,6 +434,7 @@ function reduceAction(s: ChatState, a: ChatAction): ChatState {
         trusted: st.trusted,
         sandbox: st.sandbox ?? s.sandbox,
         tools: st.tools ?? s.tools,
+        mcp: st.mcp ?? s.mcp,
         queue: stale ? s.queue : st.queue,
         usage: stale ? s.usage : st.usage,
         items: changed ? [] : s.items,

@@ -14,9 +14,10 @@ import type {
   DiagnosticsResult,
   EventParams,
   ImageResult,
+  McpServerState,
+  Message,
   ModelInfo,
   ModelRef,
-  Message,
   PermissionMode,
   PermissionRequest,
   PermissionResponse,
@@ -69,6 +70,7 @@ export const Methods = {
   setModel: "crank/setModel",
   systemPrompt: "crank/systemPrompt",
   setPermissionMode: "crank/setPermissionMode",
+  mcpServer: "crank/mcpServer",
   event: "crank/event",
   requestPermission: "crank/requestPermission",
   saveDocument: "crank/saveDocument",
@@ -139,6 +141,10 @@ export class CrankClient {
   }
   setPermissionMode(t: { workspace?: string; mode: PermissionMode }): Promise<{ mode: PermissionMode }> {
     return this.rpc.sendRequest(Methods.setPermissionMode, params({ ...t }));
+  }
+  /** crank/mcpServer: restart, disable or enable one MCP server (docs/mcp.md). */
+  mcpServer(t: { workspace?: string; name: string; action: "restart" | "disable" | "enable" }): Promise<{ servers: McpServerState[] }> {
+    return this.rpc.sendRequest(Methods.mcpServer, params({ ...t }));
   }
 
   /**

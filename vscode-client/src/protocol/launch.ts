@@ -19,6 +19,8 @@ export interface CrankSettings {
   sessionDir: string;
   sandboxMode?: SandboxMode;
   sandboxNetwork?: boolean;
+  /** `crank.mcpServers`: Claude Code's `mcpServers` object (docs/mcp.md); undefined when unset. */
+  mcpServers?: Record<string, unknown>;
 }
 
 /** The parts of `WorkspaceConfiguration.inspect` used here. */
@@ -44,6 +46,7 @@ export const RESTRICTED_SETTINGS = [
   "sessionDir",
   "sandbox.mode",
   "sandbox.network",
+  "mcpServers",
 ] as const;
 
 /**
@@ -71,7 +74,13 @@ export function settingsFrom(inspect: <T>(key: string) => Inspected<T> | undefin
     sessionDir: get<string>("sessionDir") ?? "",
     contextWindow: get<number>("provider.contextWindow") ?? 0,
     ...sandboxOf(get<SandboxMode>("sandbox.mode"), get<boolean>("sandbox.network")),
+    ...mcpOf(get<Record<string, unknown>>("mcpServers")),
   };
+}
+
+/** `mcpServers`, present only when the user set some. */
+function mcpOf(servers: Record<string, unknown> | undefined): Pick<CrankSettings, "mcpServers"> {
+  return servers && typeof servers === "object" && Object.keys(servers).length ? { mcpServers: servers } : {};
 }
 
 /** The sandbox fields, present only when the user set them. */
@@ -129,6 +138,7 @@ export function initOptions(s: CrankSettings, apiKey: string | undefined, truste
   if ((s.sandboxMode && s.sandboxMode !== "workspace-write") || s.sandboxNetwork) {
     out.sandbox = { mode: s.sandboxMode ?? "workspace-write", network: s.sandboxNetwork ?? false };
   }
+  if (s.mcpServers) out.mcpServers = s.mcpServers;
   return out;
 }
 

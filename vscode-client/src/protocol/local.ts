@@ -41,4 +41,6 @@ export interface CrankInitOptions {
   trusted?: boolean;
   permissionMode?: import("./types").PermissionMode;
   sandbox?: { mode: import("./types").SandboxMode; network: boolean };
+  /** MCP servers by name, in Claude Code's `mcpServers` format (docs/mcp.md). */
+  mcpServers?: Record<string, unknown>;
 }

@@ -87,7 +87,7 @@ export interface CommandInfo {
   argumentHint?: string;
 }
 
-export type CommandKind = "builtin" | "skill" | "template";
+export type CommandKind = "builtin" | "skill" | "template" | "mcp";
 
 export interface CommandPreview {
   kind: "command";
@@ -147,7 +147,7 @@ export interface ContextUsage {
   cost: number;
 }
 
-export type CrankEvent = AgentStart | TurnStart | MessageStart | MessageUpdate | MessageEnd | ToolExecutionStart | ToolExecutionUpdate | ToolExecutionEnd | TurnEnd | AgentEnd | AgentSettled | QueueUpdate | CompactionStart | CompactionEnd | RetryStart | RetryEnd | UsageUpdate | ImagesOmitted | SystemPromptChanged | SessionChanged;
+export type CrankEvent = AgentStart | TurnStart | MessageStart | MessageUpdate | MessageEnd | ToolExecutionStart | ToolExecutionUpdate | ToolExecutionEnd | TurnEnd | AgentEnd | AgentSettled | QueueUpdate | CompactionStart | CompactionEnd | RetryStart | RetryEnd | UsageUpdate | ImagesOmitted | SystemPromptChanged | SessionChanged | McpChanged;
 
 export interface CurrentModel {
   api: string;
@@ -278,6 +278,35 @@ export interface LspDiagnostic {
   message: string;
   source?: string;
   code?: string | number;
+}
+
+/** A server started, failed, stopped or changed its tools (``crank/state`` ``mcp``). */
+export interface McpChanged {
+  type: "mcp_changed";
+  servers: McpServerState[];
+}
+
+export interface McpServerParams {
+  workspace?: string;
+  name: string;
+  action: "restart" | "disable" | "enable";
+}
+
+export interface McpServerResult {
+  servers: McpServerState[];
+}
+
+/** One server as ``crank/state`` ``mcp`` and the ``mcp_changed`` event list it. */
+export interface McpServerState {
+  name: string;
+  source: "user" | "editor" | "workspace" | "acp";
+  transport: "stdio" | "http" | "sse";
+  state: "starting" | "ready" | "failed" | "disabled";
+  /** The names the model sees (``mcp__<server>__<tool>``). */
+  tools: string[];
+  error?: string;
+  pid?: number;
+  problems?: string[];
 }
 
 export type Message = UserMessage | AssistantMessage | ToolResultMessage;
@@ -589,6 +618,8 @@ export interface StateResult {
   viewRepairs?: ViewRepairs;
   /** The tools the next run offers, each as it describes itself. */
   tools?: ToolInfoJson[];
+  /** Only when an MCP server is configured (docs/mcp.md). */
+  mcp?: McpServerState[];
 }
 
 export type StopReason = "stop" | "toolUse" | "length" | "error" | "aborted";
@@ -774,6 +805,7 @@ export interface Requests {
   "crank/changes": { params: ChangesParams; result: ChangesResult };
   "crank/revert": { params: RevertParams; result: RevertResult };
   "crank/fileContent": { params: FileContentParams; result: FileContentResult };
+  "crank/mcpServer": { params: McpServerParams; result: McpServerResult };
 }
 
 /** Every request the server sends the client: its params and the answer it expects. */

@@ -36,6 +36,13 @@ test("initOptions sends only what is set, and redacted() hides the key", () => {
   assert.equal(full.provider?.apiKey, "sk-secret", "redacted() must not modify the original");
 });
 
+test("initOptions sends crank.mcpServers only when some are set; it is a restricted setting", () => {
+  assert.equal(initOptions(base, undefined, true).mcpServers, undefined);
+  const servers = { everything: { command: "npx", args: ["-y", "@modelcontextprotocol/server-everything"] } };
+  assert.deepEqual(initOptions({ ...base, mcpServers: servers }, undefined, true).mcpServers, servers);
+  assert.ok((RESTRICTED_SETTINGS as readonly string[]).includes("mcpServers"));
+});
+
 test("initOptions sends crank.provider.contextWindow only when set (0 lets the server ask)", () => {
   assert.equal(initOptions({ ...base, contextWindow: 0 }, undefined, false).provider, undefined);
   assert.deepEqual(initOptions({ ...base, contextWindow: 4096 }, undefined, false).provider, { contextWindow: 4096 });

@@ -248,3 +248,31 @@ test("a crank/state answer read before events the page applied since neither low
   assert.equal(s.running, false);
 });
 
+
+test("mcp_changed: a chat line per server whose state changed, none while starting; crank/state fills it", () => {
+  const everything = { name: "everything", source: "editor" as const, transport: "stdio" as const, tools: [] as string[] };
+  let s = reduce(initialState(), { type: "state", state: { ...baseState(), mcp: [{ ...everything, state: "starting" }] } });
+  assert.equal(s.mcp?.[0].state, "starting");
+  s = feed(s, [at(1, { type: "mcp_changed", servers: [{ ...everything, state: "starting" }] })]);
+  assert.equal(s.items.length, 0, "starting says nothing");
+  s = feed(s, [at(2, { type: "mcp_changed", servers: [{ ...everything, state: "ready", tools: ["mcp__everything__echo"] }] })]);
+  s = feed(s, [at(3, { type: "mcp_changed", servers: [{ ...everything, state: "failed", error: "exited (status 3)" }] })]);
+  const texts = s.items.map((i) => (i as { text: string }).text);
+  assert.deepEqual(texts, ["MCP server everything (editor) is ready: 1 tool.", "MCP server everything (editor) failed: exited (status 3)"]);
+  assert.equal((s.items[1] as { level: string }).level, "error");
+});
+
+function baseState() {
+  return {
+    sessionId: run.sessionId,
+    running: false,
+    model: { api: "openai", id: "m" },
+    permissionMode: "ask" as const,
+    trusted: true,
+    queue: { steering: [], followUp: [] },
+    usage: { contextTokens: 0, contextWindow: 1, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 },
+    sandbox: { mode: "workspace-write" as const, network: false, available: true, confined: true, detail: "" },
+    sessionFile: "/s.jsonl",
+    seq: 0,
+  };
+}
