@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
 from pathlib import Path
 from typing import Any
@@ -51,9 +52,9 @@ async def test_state_is_answered_while_grep_is_stuck_and_the_abort_lands(
         async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
             run_id = await started(crank, "search")
             await crank.wait_for(lambda e: e["event"]["type"] == "tool_execution_start")
-            await crank.request("crank/state", {})
+            await asyncio.wait_for(crank.request("crank/state", {}), 60)  # a hang fails
             assert not tool_ends(crank.events)  # answered while grep was still running
-            await crank.request("crank/abort", {})
+            await asyncio.wait_for(crank.request("crank/abort", {}), 60)
             events = await crank.settled(run_id, within=60)
             (end,) = tool_ends(events)
             assert end["result"]["isError"] is True

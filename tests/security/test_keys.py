@@ -22,7 +22,13 @@ from tests.support.sandbox import no_sandbox_path
 from .world import sentinel
 
 REPO = Path(__file__).resolve().parents[2]
-SHOW_PARENT = "tr '\\0' '\\n' < /proc/$PPID/environ; tr '\\0' ' ' < /proc/$PPID/cmdline"
+SHOW_PARENT = (
+    "p=$PPID; case \"$(tr '\\0' ' ' < /proc/$p/cmdline)\" in *reaper.py*) "
+    "p=$(cut -d' ' -f4 /proc/$p/stat);; esac; "
+    "tr '\\0' '\\n' < /proc/$p/environ; tr '\\0' ' ' < /proc/$p/cmdline"
+)
+"""Print the environment and command line of Crank, the command's parent (or, for an
+unconfined command, its grandparent: the subreaper ``crank.tools.reaper`` between)."""
 
 
 def run_env(tmp_path: Path, **extra: str) -> dict[str, str]:
