@@ -234,7 +234,9 @@ def shared_prefix(messages: Sequence[Message], before: Sequence[Message]) -> int
     4,000-turn run 23 seconds.) Equal messages that are not the same object count as
     shared: what the memos keep for a message depends only on its content."""
     count = min(len(messages), len(before))
-    head, old = list(messages[:count]), list(before[:count])
+    head, old = messages[:count], before[:count]
+    if type(head) is not type(old):  # a tuple never equals a list
+        head, old = list(head), list(old)
     if head == old:
         return count
     low, high = 0, count  # head[:low] == old[:low]; head[:high] != old[:high]
