@@ -34,6 +34,10 @@ if [ ! -x "$CHROMIUM" ]; then
 fi
 export CHROMIUM_PATH="$CHROMIUM"
 
+echo "-- package from a clean tree, as the README says (npm ci && npm run package)"
+rm -rf dist build
+npm run package --silent
+
 echo "-- type-check"
 npx tsc -p . --noEmit
 
@@ -48,7 +52,7 @@ node --test build/test/test/unit/
 echo "-- webview test (headless Chromium; screenshots in build/screenshots/)"
 node --test build/test/test/webview/
 
-echo "-- package"
+echo "-- package (again, from what the tests ran against)"
 npx vsce package --no-dependencies -o build/crank.vsix
 
 if [ "${CRANK_INTEGRATION:-0}" = 1 ]; then

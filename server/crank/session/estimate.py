@@ -104,8 +104,12 @@ class RunningSize:
         self._sums: list[int] = []
         self._anchors: list[int] = []
         """Per position: the newest usage-bearing reply at or before it, or -1."""
+        self._source: Sequence[Message] | None = None
+        """The list last measured (lists handed here are not changed afterwards)."""
 
     def _sync(self, messages: Sequence[Message]) -> None:
+        if messages is self._source and len(messages) == len(self._messages):
+            return  # asked again about the same list (several times a request)
         same = shared_prefix(messages, self._messages)
         del self._sums[same:], self._anchors[same:]
         sums, anchors = self._sums, self._anchors
@@ -119,6 +123,7 @@ class RunningSize:
             sums.append(running)
             anchors.append(anchor)
         self._messages = list(messages)
+        self._source = messages
 
     def total(self, messages: Sequence[Message]) -> int:
         """The sum of the sizes of ``messages``."""
