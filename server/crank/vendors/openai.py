@@ -41,6 +41,9 @@ _FINISH: dict[str, StopReason] = {
     "content_filter": "stop",
 }
 CHARS_PER_TOKEN = 4
+MIN_OUTPUT_TOKENS = 16
+"""The least ``max_tokens`` sent, even for a request estimated to fill the window: the
+estimate is rough, and the server's refusal (not a zero) is what says it is too long."""
 
 
 def _image_part(block: ImageBlock) -> dict[str, Any]:
@@ -190,10 +193,6 @@ class OpenAIModel(StreamingModel):
         }
         if stream and "stream_options" not in self._changed:
             body["stream_options"] = {"include_usage": True}
-        limit = request.max_output_tokens or self.config.max_output_tokens
-        self._sent_limit = bool(limit)
-        if limit:
-            body[self._limit_field()] = limit
         if request.tools:
             body["tools"] = [
                 {
@@ -206,7 +205,24 @@ class OpenAIModel(StreamingModel):
                 }
                 for t in request.tools
             ]
+            if "tool_choice" not in self._changed:
+                # llama-cpp-python offers tools to the model only when a request names
+                # a tool_choice; "auto" is every other server's default anyway.
+                body["tool_choice"] = "auto"
+        body[self._limit_field()] = self.output_limit(request, body)
+        self._sent_limit = True
         return body
+
+    def output_limit(self, request: ModelRequest, body: dict[str, Any]) -> int:
+        """``max_tokens`` for this request, always sent: the asked-for limit (the
+        request's, else the configuration's, else the model's known output limit),
+        bounded by the window minus this request's estimated size, so one rambling
+        reply cannot fill the window (and then cost a compaction on the next prompt)."""
+        wanted = request.max_output_tokens or self.config.max_output_tokens
+        wanted = min(wanted or self.info.max_output_tokens, self.info.max_output_tokens)
+        estimate = len(json.dumps(body, ensure_ascii=False)) // CHARS_PER_TOKEN
+        room = self.context_window - estimate
+        return max(MIN_OUTPUT_TOKENS, min(wanted, room))
 
     def parser(self, builder: ReplyBuilder, request: ModelRequest, payload: bytes) -> OpenAIParser:
         return OpenAIParser(builder, estimated_input=len(payload) // CHARS_PER_TOKEN)
