@@ -51,7 +51,7 @@ from crank.agent.harness import Harness
 from crank.agent.images import Resolved, resolve_images
 from crank.agent.loop import RunPrompt
 from crank.agent.messages import Message, now_ms
-from crank.agent.model import Model, ModelRequest, ToolSpec, accepts_images
+from crank.agent.model import Model, ModelRequest, ToolSpec, accepts_images, take_notices
 from crank.agent.view import GrowingView, Repairs
 
 from .compaction import compact_log
@@ -383,12 +383,20 @@ class Housekeeper:
         self._harness = harness
         self._unsubscribe = harness.subscribe(self._on_event)
 
+    async def _tell_notices(self) -> None:
+        """Pass on what the model has to say (a server that cannot call tools), once."""
+        if self._harness is None:
+            return
+        for kind, message in take_notices(self._model):
+            await self._harness.announce({"type": "notice", "kind": kind, "message": message})
+
     async def _on_event(self, event: Event) -> None:
         if event["type"] != "message_end":
             return
         message = event["message"]
         if message["role"] != "assistant":
             return
+        await self._tell_notices()
         usage = message["usage"]
         for key in ("input", "output", "cacheRead", "cacheWrite"):
             self._totals[key] += int(usage[key])
@@ -400,6 +408,7 @@ class Housekeeper:
 
     async def before_request(self, harness: Harness) -> None:
         self._attach(harness)
+        await self._tell_notices()
         if not self._policy.compact:
             return
         tokens = self.context_tokens(harness)

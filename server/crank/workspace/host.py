@@ -29,7 +29,7 @@ import anyio.to_thread
 from crank.agent.events import Event, QueueState
 from crank.agent.harness import Harness, HarnessBusy, QueueKind, Queues, Run
 from crank.agent.messages import ImageBlock
-from crank.agent.model import accepts_images
+from crank.agent.model import Model, accepts_images
 from crank.agent.tools import Tool
 from crank.prompt import PromptLocations, PromptWatcher, SystemPrompt, compute_prompt
 from crank.session import SessionLog, SessionStore
@@ -49,6 +49,7 @@ from .images import image_json, with_stored_images
 from .permissions import PERMISSION_MODES, PermissionMode, Permissions
 from .prompts import context_text
 from .provider import ModelConfig
+from .server_discovery import discover_server
 from .session_slot import SessionSlot
 from .settings import Settings
 from .stream import EventStream, SystemPromptChanged
@@ -125,6 +126,7 @@ class WorkspaceHost:
         self.watcher: PromptWatcher | None = None
         self._daily: DailyRefresh | None = None
         self._prompt_refresh: asyncio.Task[object] | None = None
+        self._discovery: asyncio.Task[None] | None = None
         self.ready = asyncio.Event()
 
     # -- the parts' facts, read through the host ---------------------------------------
@@ -183,13 +185,34 @@ class WorkspaceHost:
             await watcher.start()
             self._daily = DailyRefresh(watcher.refresh, self._today)
             self._daily.start()
+            self._discovery = asyncio.create_task(self._discover_server())
         finally:
             self.ready.set()
+
+    async def _discover_server(self) -> None:
+        """Before the first prompt: the model a base URL alone serves, and the window
+        the server runs it with, so the meter is right from the start (see
+        ``server_discovery.py``)."""
+
+        def adopt(model: Model) -> None:
+            self.harness.set_model(model)
+            self.session.set_model(model)
+
+        await discover_server(
+            self.model_config,
+            lambda: self.harness.model,
+            adopt,
+            self.session.usage,
+            lambda event: self.stream.emit(self.session_id, None, event),
+            self.settings.problems,
+        )
 
     async def close(self) -> None:
         """Abort a run (it settles and is saved), stop the watcher, release the log."""
         if self._daily is not None:
             self._daily.stop()
+        if self._discovery is not None:
+            self._discovery.cancel()
         await self.harness.abort()
         self.stream.flush()
         if self.watcher is not None:
@@ -278,6 +301,8 @@ class WorkspaceHost:
             await self._refresh_tools()
 
     async def _before_request(self, harness: Harness) -> None:
+        if self._discovery is not None:
+            await asyncio.shield(self._discovery)
         await discover(harness.model)  # the server's real window, before it is measured
         await self.session.before_request(harness)
 
