@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support import llama_server
+from tests.support import llama_cpp_server, llama_server
 
 _SKIPPED: list[str] = []
 
@@ -22,6 +22,20 @@ def llama() -> Iterator[llama_server.LlamaServer]:
         _SKIPPED.append(reason)
         pytest.skip(reason)
     server = llama_server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def cpp_server() -> Iterator[llama_server.LlamaServer]:
+    """The C++ llama-server, with the model's own chat template (no tool support)."""
+    reason = llama_cpp_server.unavailable()
+    if reason is not None:
+        _SKIPPED.append(reason)
+        pytest.skip(reason)
+    server = llama_cpp_server.start()
     try:
         yield server
     finally:

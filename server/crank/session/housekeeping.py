@@ -426,6 +426,17 @@ class Housekeeper:
             return self._trim_harder(harness)
         tokens = self.context_tokens(harness)
         outcome = await self._compact(harness, "overflow", None, tokens, in_hook=True)
+        if outcome["compacted"]:
+            # One line that says what happened (the refusal taught the window, often
+            # the only place a local server says it) and that nothing is lost.
+            window = self._model.context_window
+            await harness.announce(
+                {
+                    "type": "notice",
+                    "kind": "window_learned",
+                    "message": f"the server's window is {window:,} tokens: compacted and retried",
+                }
+            )
         return bool(outcome["compacted"])
 
     def _trim_harder(self, harness: Harness) -> bool:

@@ -318,6 +318,8 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
       };
     case "images_omitted":
       return { ...s, items: [...items, notice("warning", ev.message)] };
+    case "notice":
+      return { ...s, items: [...items, notice("warning", ev.message)] };
     case "retry_start":
       return {
         ...s,

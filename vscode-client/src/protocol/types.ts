@@ -85,6 +85,7 @@ export type CrankEvent =
   | { type: "retry_end"; attempt: number; success: boolean }
   | ({ type: "usage_update" } & UsageUpdate)
   | { type: "images_omitted"; count: number; message: string }
+  | { type: "notice"; kind: string; message: string }
   | { type: "system_prompt_changed"; hash: string; sources: PromptSource[] }
   | { type: "session_changed"; sessionId: string };
 
