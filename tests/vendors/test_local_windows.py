@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from tests.support.model_server import ModelServer
-from vendor_helpers import MakeModel, collect, simple_request
+from vendor_helpers import FIXTURES, MakeModel, collect, done_message, simple_request
 
 from crank.agent.model import take_notices
 from crank.vendors import ProviderConfig, discover
@@ -168,3 +169,23 @@ async def test_vllm_refusing_auto_tool_choice_is_said_and_the_request_goes_again
     assert first["tool_choice"] == "auto" and "tool_choice" not in second
     ((kind, message),) = take_notices(model)
     assert kind == "tools_unsupported" and "enable-auto-tool-choice" in message
+
+
+@pytest.mark.parametrize(
+    "fixture", ["ollama_tool_call.sse", "vllm_reasoning_two_calls.sse", "lmstudio_tool_call.sse"]
+)
+async def test_recorded_tool_calls_of_servers_we_cannot_run(
+    server: ModelServer, make_model: MakeModel, fixture: str
+) -> None:
+    """Ollama, vLLM and LM Studio cannot run here: their streams, written to the shape
+    their docs and issues show (``fixtures/servers/README.md`` names each source), are
+    replayed through the loopback server. The request carries ``tool_choice`` and a
+    bounded ``max_tokens``; the calls come back; nothing says tools are unsupported."""
+    server.add({"rawFile": str(FIXTURES / "servers" / fixture)})
+    model = make_model("openai", model="m", api_key=None)
+    events = await collect(model, simple_request(tools=TOOLS))
+    message = done_message(events)
+    assert any(block["type"] == "toolCall" for block in message["content"])
+    body = server.requests[0]["body"]
+    assert body["tool_choice"] == "auto" and 16 <= body["max_tokens"] <= 4096
+    assert take_notices(model) == []
