@@ -4,6 +4,7 @@ server, which answers ``/v1/models``, ``/props`` and chat completions over real 
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -188,4 +189,31 @@ async def test_recorded_tool_calls_of_servers_we_cannot_run(
     assert any(block["type"] == "toolCall" for block in message["content"])
     body = server.requests[0]["body"]
     assert body["tool_choice"] == "auto" and 16 <= body["max_tokens"] <= 4096
+    assert take_notices(model) == []
+
+
+async def test_a_silent_stream_answered_unstreamed_means_the_server_handles_tools(
+    server: ModelServer, make_model: MakeModel, tmp_path: Path
+) -> None:
+    """llama-cpp-python with a function-calling chat format streams nothing for a
+    request with tools (recorded bytes: ``fixtures/llama_cpp/auto_stream.sse``), and
+    answers it unstreamed: even a prose answer with code then is no reason to say the
+    server cannot call tools."""
+    prose = {
+        "object": "chat.completion",
+        "choices": [
+            {
+                "index": 0,
+                "message": {"role": "assistant", "content": "Use `read`:\n```\nprint(1)\n```"},
+                "finish_reason": "stop",
+            }
+        ],
+    }
+    answer = tmp_path / "prose.json"
+    answer.write_text(json.dumps(prose), "utf-8")
+    server.add(
+        {"rawFile": str(FIXTURES / "llama_cpp" / "auto_stream.sse")}, {"bodyFile": str(answer)}
+    )
+    model = make_model("openai", model="smollm2", api_key=None)
+    await collect(model, simple_request(tools=TOOLS))
     assert take_notices(model) == []

@@ -344,6 +344,10 @@ class OpenAIModel(StreamingModel):
             )
         events = parser.feed_chunk(data)
         parser.complete = True
+        if request.tools:
+            # Only its function-calling chat formats fail to stream a request with
+            # tools: this server handles tools, whatever this one reply holds.
+            self._tools_judged = True
         return events
 
     async def explain(self, client: httpx.AsyncClient, error: ProviderError) -> ProviderError:
