@@ -11,6 +11,7 @@ once, as a ``notice``: the user sees why the folder's model or base URL is not u
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 
 from crank.agent.events import ContextUsage, Event
@@ -18,6 +19,8 @@ from crank.agent.model import Model
 from crank.vendors import discover
 
 from .provider import ModelConfig
+
+log = logging.getLogger(__name__)
 
 
 async def discover_server(
@@ -30,13 +33,17 @@ async def discover_server(
 ) -> None:
     for problem in ignored:
         emit({"type": "notice", "kind": "settings_ignored", "message": problem})
-    found = await config.discover_model()
-    if found is not None:
-        model, line = found
-        adopt(model)
-        emit({"type": "notice", "kind": "model_discovered", "message": line})
-    model = current()
-    before = model.context_window
-    await discover(model)
+    try:
+        found = await config.discover_model()
+        if found is not None:
+            model, line = found
+            adopt(model)
+            emit({"type": "notice", "kind": "model_discovered", "message": line})
+        model = current()
+        before = model.context_window
+        await discover(model)
+    except Exception:  # asking is a courtesy: a failure must never cost a prompt
+        log.exception("asking the model server before the first prompt failed")
+        return
     if model is current() and model.context_window != before:
         emit({"type": "usage_update", **usage()})
