@@ -114,15 +114,17 @@ async def test_llama_cpp_python_window_is_learned_once_and_kept(
     llama: LlamaServer, tmp_path: Path
 ) -> None:
     """This server says its window (1,024 here) only in a refusal: the first request
-    (the system prompt and tools alone pass 1,024) teaches it, and the next Crank
-    process knows it before its first prompt (the data folder's window cache)."""
+    (a prompt past 1,024 tokens; this server's plain chat format leaves the tools out
+    of the prompt) teaches it, and the next Crank process knows it before its first
+    prompt (the data folder's window cache)."""
     work = tmp_path / "work"
     work.mkdir()
     provider = {"api": "openai", "baseUrl": llama.url, "model": llama.model, "maxOutputTokens": 8}
     options = {"provider": provider, "sessionDir": str(tmp_path / "sessions")}
     async with running_server(tmp_path, [work], options) as crank:
         assert (await crank.request("crank/state", {}))["usage"]["contextWindow"] == 8192
-        answer = await crank.request("crank/prompt", {"text": "One word."})
+        filler = " ".join(f"line {n} of the notes." for n in range(160))  # past 1,024 tokens
+        answer = await crank.request("crank/prompt", {"text": f"{filler} One word."})
         await crank.settled(answer["runId"], BOUND)
         state = await crank.request("crank/state", {})
         assert state["usage"]["contextWindow"] == llama.n_ctx, "learned from the refusal"
