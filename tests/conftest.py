@@ -34,3 +34,12 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
         if in_ci():
             pytest.fail(f"{why}; CI must run this suite (install it, see docs/tools.md)")
         pytest.skip(why)
+
+
+@pytest.fixture(autouse=True)
+def _own_data_folder(
+    tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Crank's data folder (the window cache, ...) is the test's own: a window one
+    test's loopback server taught must not reach another test on the same port."""
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path_factory.mktemp("data")))

@@ -676,6 +676,12 @@ H.test("a message's images show by name, type, size and where they are, and imag
   H.eq("_test does not accept images_", fmt.notice({ type = "images_omitted", count = 1, message = "test does not accept images" }))
 end)
 
+H.test("a server's notice (it cannot call tools, the window it runs) is one line in the chat", function()
+  local fmt = require("crank.format")
+  local line = "this server cannot call tools: the agent can only talk; see docs/vendors.md"
+  H.eq("_" .. line .. "_", fmt.notice({ type = "notice", kind = "tools_unsupported", message = line }))
+end)
+
 -- Images on tool cards, and opening one. vim.ui.open is replaced to record the path:
 -- there is no image viewer on the test machine (nor a desktop to show one on).
 local PNG_B64 = "iVBORw0KGgoAAAANSUhEUgAAAAIAAAACCAIAAAD91JpzAAAAFklEQVR4nGNgYGjQYGhgYLBp0LBpAAAPugLJHpRxBAAAAABJRU5ErkJggg=="

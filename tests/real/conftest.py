@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support import llama_server
+from tests.support import llama_cpp_server, llama_server
 
 _SKIPPED: list[str] = []
 
@@ -21,7 +21,25 @@ def llama() -> Iterator[llama_server.LlamaServer]:
     if reason is not None:
         _SKIPPED.append(reason)
         pytest.skip(reason)
-    server = llama_server.start()
+    # Its model's own chat format: it streams, and ignores tools. With a function-calling
+    # format it streams nothing for a request that offers tools with tool_choice "auto"
+    # (answered unstreamed, whole), and these tests are about streaming, abort and the
+    # wall; tests/real/test_local_agents.py runs the function-calling one for tools.
+    server = llama_server.start(tools=False)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="session")
+def cpp_server() -> Iterator[llama_server.LlamaServer]:
+    """The C++ llama-server, with the model's own chat template (no tool support)."""
+    reason = llama_cpp_server.unavailable()
+    if reason is not None:
+        _SKIPPED.append(reason)
+        pytest.skip(reason)
+    server = llama_cpp_server.start()
     try:
         yield server
     finally:

@@ -91,6 +91,9 @@ async def test_overflow_is_compacted_and_retried_once(tmp_path: Path) -> None:
     assert len(retries) == len(starts) and all(e["success"] for e in retries)
     refused = [m for m in r.harness.messages if m.get("errorKind") == "overflow"]
     assert len(refused) == len(starts)  # kept in the record, left out of the view
+    told = [e for e in r.events if e["type"] == "notice"]
+    assert [e["kind"] for e in told] == ["window_learned"] * len(starts), "one line each"
+    assert told[0]["message"] == "the server's window is 2,000 tokens: compacted and retried"
 
 
 async def test_overflow_recovery_is_never_a_loop(tmp_path: Path) -> None:

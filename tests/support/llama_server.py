@@ -47,9 +47,18 @@ def _here() -> tuple[str, str] | None:
     return (sys.executable, str(model)) if model.is_file() else None
 
 
+def wheels_folder() -> Path:
+    """``CRANK_WHEELS``, else ``../shared/wheels`` of the main checkout, else of a
+    worktree under ``wt/`` (``../../shared/wheels``)."""
+    given = os.environ.get("CRANK_WHEELS")
+    if given:
+        return Path(given)
+    candidates = [up / "shared" / "wheels" for up in (ROOT.parent, ROOT.parents[1])]
+    return next((path for path in candidates if path.is_dir()), candidates[0])
+
+
 def _wheel_present() -> bool:
-    wheels = Path(os.environ.get("CRANK_WHEELS", ROOT.parent / "shared" / "wheels"))
-    return any(wheels.glob("llama_cpp_python-*.whl"))
+    return any(wheels_folder().glob("llama_cpp_python-*.whl"))
 
 
 def unavailable() -> str | None:
@@ -65,7 +74,12 @@ def interpreter() -> tuple[str, str]:
     if found is not None:
         return found
     done = subprocess.run(
-        ["bash", str(SETUP)], capture_output=True, text=True, check=False, timeout=1800
+        ["bash", str(SETUP)],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=1800,
+        env={**os.environ, "CRANK_WHEELS": str(wheels_folder())},
     )
     if done.returncode != 0:
         raise RuntimeError(f"{SETUP} failed ({done.returncode}): {done.stderr[-2000:]}")

@@ -93,10 +93,12 @@ def test_an_untrusted_folder_layer_cannot_set_restricted_settings(tmp_path: Path
     assert settings.trusted is False
     assert settings.permission_mode == "ask"
     assert settings.session_dir is None
-    assert settings.provider_layers == ({"model": "m"},)  # the model alone is harmless
+    # Not the model either (issue 29): it chooses what the user's key pays for.
+    assert settings.provider_layers == ()
     assert settings.context.policy == "none"
     (problem,) = settings.problems
-    for name in ("trusted", "permissionMode", "sessionDir", "sandbox", "provider.baseUrl"):
+    names = ("trusted", "permissionMode", "sessionDir", "sandbox", "provider.baseUrl")
+    for name in (*names, "provider.model"):
         assert name in problem
 
 

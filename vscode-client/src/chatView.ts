@@ -14,7 +14,7 @@ import { IMAGE_MIME_TYPES, type ContextItem, type EventParams, type ModelInfo, t
 import { imageOfBytes } from "./chat/images";
 import type { ServerManager } from "./server";
 import { ErrorCodes } from "vscode-languageclient/node";
-import { INSTALL_HELP } from "./protocol/launch";
+import { INSTALL_HELP, ignoredLine, ignoredSettings } from "./protocol/launch";
 import { branchesOf, forkPointFor } from "./chat/branches";
 
 interface TrackedEdit { edit: EditInfo; workspace: string; previousFile?: string }
@@ -38,6 +38,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
   /** What each tool says about itself, from the last `crank/state` (for `editOf`). */
   private tools: ToolInfoJson[] | undefined;
   private nextPermissionId = 1;
+  /** Whether the chat was told which folder settings Restricted Mode ignored (once per window). */
+  private toldIgnored = false;
   /** Permission ids are unique across reloads, so a card restored from an old page state never answers a new question. */
   private readonly permissionPrefix = `perm-${Date.now().toString(36)}`;
 
@@ -142,7 +144,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
   private showError(err: unknown): void {
     const e = err as { code?: number; message?: string };
     let text = e?.message ?? String(err);
-    if (e?.code !== undefined && e.code === this.server.errorCodes.noProvider) text += " Use “Crank: Set API Key” or set crank.provider.baseUrl.";
+    // Only when nothing names what is missing already (a base URL set, a model name missing).
+    if (e?.code !== undefined && e.code === this.server.errorCodes.noProvider && !/needs a model name|serves \d+ models/.test(text)) text += " Use “Crank: Set API Key” or set crank.provider.baseUrl.";
     this.notice("error", text);
   }
 
@@ -159,6 +162,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     const client = st.status === "idle" ? await this.server.ensureStarted() : this.server.client;
     const workspace = this.workspace();
     if (!client) return;
+    const ignored = ignoredLine(ignoredSettings((key) => vscode.workspace.getConfiguration("crank").inspect(key), vscode.workspace.isTrusted));
+    if (ignored && !this.toldIgnored) {
+      this.toldIgnored = true;
+      this.notice("warning", ignored);
+    }
     try {
       let state = await client.state({ workspace });
       const key = `crank.lastSession.${workspace}`;

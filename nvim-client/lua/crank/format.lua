@@ -208,6 +208,8 @@ function M.notice(event)
     return event.compacted and "_Conversation compacted._" or "_Nothing to compact._"
   elseif t == "images_omitted" then
     return "_" .. one_line(event.message or "images were left out", 300) .. "_"
+  elseif t == "notice" then
+    return "_" .. one_line(event.message or "", 300) .. "_"
   elseif t == "agent_end" then
     if event.stopReason == "aborted" then
       return "_Aborted._"

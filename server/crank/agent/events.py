@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Any, Literal, NotRequired, TypedDict
 
 from .messages import AssistantMessage, Message, StopReason
-from .model import RetryEnd, RetryStart
+from .model import NoticeKind, RetryEnd, RetryStart
 
 DeltaKind = Literal["text", "thinking", "toolCall"]
 """Which kind of block a ``message_update`` delta extends."""
@@ -137,6 +137,16 @@ class ImagesOmitted(TypedDict):
     message: str
 
 
+class Notice(TypedDict):
+    """One line for the chat, said once: the server cannot call tools, the window was
+    learned from a refusal, the one served model was chosen, folder settings were
+    ignored. ``kind`` says which; ``message`` is the text to show."""
+
+    type: Literal["notice"]
+    kind: NoticeKind
+    message: str
+
+
 class ContextUsage(TypedDict):
     """The context meter and the session's spend: what ``crank/state`` reports as
     ``usage`` and what a ``usage_update`` event carries. Defined once here, the lowest
@@ -174,6 +184,7 @@ Event = (
     | RetryEnd
     | UsageUpdate
     | ImagesOmitted
+    | Notice
 )
 """Every event that passes through a Harness."""
 
@@ -192,6 +203,8 @@ __all__ = [
     "MessageEnd",
     "MessageStart",
     "MessageUpdate",
+    "Notice",
+    "NoticeKind",
     "QueueState",
     "QueueUpdate",
     "RetryEnd",

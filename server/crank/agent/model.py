@@ -164,3 +164,19 @@ def accepts_images(model: Model) -> bool:
     attribute (the vendors read it from the catalog); one that says nothing (the
     scripted model) is taken to, so tests can see every image it is sent."""
     return bool(getattr(model, "accepts_images", True))
+
+
+NoticeKind = Literal["tools_unsupported", "window_learned", "model_discovered", "settings_ignored"]
+"""What a ``notice`` event is about (``crank.agent.events.Notice``)."""
+
+
+def take_notices(model: Model) -> list[tuple[NoticeKind, str]]:
+    """What a model has to tell the user, ``(kind, message)`` each, taken once: a
+    model says it by appending to a ``notices`` list (the vendors: a server that cannot
+    call tools); one with no such list has nothing to say."""
+    pending = getattr(model, "notices", None)
+    if not isinstance(pending, list) or not pending:
+        return []
+    taken = list(pending)
+    pending.clear()
+    return taken

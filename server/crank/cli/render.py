@@ -91,6 +91,8 @@ class EventPrinter:
                     style="yellow",
                 )
             )
+        elif kind == "notice":
+            self.console.print(Text(f"… {event['message']}", style="yellow"))
         elif kind == "agent_end":
             self._end_stream()
 

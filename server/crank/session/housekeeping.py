@@ -52,7 +52,7 @@ from crank.agent.harness import Harness
 from crank.agent.images import ImageResolver, Resolved
 from crank.agent.loop import RunPrompt
 from crank.agent.messages import Message, now_ms
-from crank.agent.model import Model, ModelRequest, ToolSpec, accepts_images
+from crank.agent.model import Model, ModelRequest, ToolSpec, accepts_images, take_notices
 from crank.agent.view import GrowingView, Repairs
 
 from .compaction import compact_log
@@ -418,12 +418,20 @@ class Housekeeper:
         self._harness = harness
         self._unsubscribe = harness.subscribe(self._on_event)
 
+    async def _tell_notices(self) -> None:
+        """Pass on what the model has to say (a server that cannot call tools), once."""
+        if self._harness is None:
+            return
+        for kind, message in take_notices(self._model):
+            await self._harness.announce({"type": "notice", "kind": kind, "message": message})
+
     async def _on_event(self, event: Event) -> None:
         if event["type"] != "message_end":
             return
         message = event["message"]
         if message["role"] != "assistant":
             return
+        await self._tell_notices()
         usage = message["usage"]
         for key in ("input", "output", "cacheRead", "cacheWrite"):
             self._totals[key] += int(usage[key])
@@ -435,6 +443,7 @@ class Housekeeper:
 
     async def before_request(self, harness: Harness) -> None:
         self._attach(harness)
+        await self._tell_notices()
         if not self._policy.compact:
             return
         tokens = self.context_tokens(harness)
@@ -452,6 +461,17 @@ class Housekeeper:
             return self._trim_harder(harness)
         tokens = self.context_tokens(harness)
         outcome = await self._compact(harness, "overflow", None, tokens, in_hook=True)
+        if outcome["compacted"]:
+            # One line that says what happened (the refusal taught the window, often
+            # the only place a local server says it) and that nothing is lost.
+            window = self._model.context_window
+            await harness.announce(
+                {
+                    "type": "notice",
+                    "kind": "window_learned",
+                    "message": f"the server's window is {window:,} tokens: compacted and retried",
+                }
+            )
         return bool(outcome["compacted"])
 
     def _trim_harder(self, harness: Harness) -> bool:

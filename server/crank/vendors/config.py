@@ -113,6 +113,12 @@ class ConfigError(Exception):
 
     kind: ClassVar[ConfigErrorKind] = NO_PROVIDER
 
+    def __init__(self, message: str, *, pending: ProviderConfig | None = None) -> None:
+        super().__init__(message)
+        self.pending = pending
+        """Everything but the model name, for an OpenAI-compatible server whose
+        ``/models`` can say which model it serves (``crank.vendors.served``)."""
+
 
 @dataclass(frozen=True)
 class ProviderConfig:
@@ -408,9 +414,22 @@ def _build(
         if base_url != default_url.rstrip("/") and api == "openai":
             raise ConfigError(
                 f"The OpenAI-compatible server at {base_url} needs a model name: set "
-                "provider.model or CRANK_MODEL (e.g. the name `ollama list` shows)."
+                "provider.model or CRANK_MODEL (e.g. the name `ollama list` shows).",
+                pending=_config(merged, sources, withheld, api, "", base_url, key),
             )
         model = DEFAULT_MODELS[api]
+    return _config(merged, sources, withheld, api, model, base_url, key)
+
+
+def _config(
+    merged: dict[str, Any],
+    sources: dict[str, str],
+    withheld: tuple[str, ...],
+    api: str,
+    model: str,
+    base_url: str,
+    key: str | None,
+) -> ProviderConfig:
     ms = 1000.0
     return ProviderConfig(
         api=api,

@@ -11,6 +11,7 @@ from .config import ConfigError, ProviderConfig
 from .openai import OpenAIModel
 from .served import ServedModel
 from .transport import StreamingModel
+from .windows import WindowCache
 
 
 def create_model(config: ProviderConfig, *, client: httpx.AsyncClient | None = None) -> Model:
@@ -23,7 +24,7 @@ def create_model(config: ProviderConfig, *, client: httpx.AsyncClient | None = N
     if config.api == "anthropic":
         model = AnthropicModel(config, client=client)
     elif config.api == "openai":
-        model = OpenAIModel(config, client=client)
+        model = OpenAIModel(config, client=client, windows=WindowCache())
     elif config.api == "scripted":
         raise ConfigError(
             'api "scripted" is served by the caller\'s scripted model, not by vendors'

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import AsyncIterator
 from dataclasses import replace
 from typing import Any
 
@@ -23,15 +24,16 @@ import httpx
 
 from crank.agent import wiretext
 from crank.agent.images import sendable
-from crank.agent.messages import ImageBlock, Message, StopReason
-from crank.agent.model import ModelRequest, StreamEvent
+from crank.agent.messages import AssistantMessage, ImageBlock, Message, StopReason
+from crank.agent.model import AbortSignal, ModelRequest, NoticeKind, StreamEvent
 
 from .catalog import known_models
 from .config import ProviderConfig
 from .errors import ProviderError, body_of, classify
 from .reply import ReplyBuilder
-from .served import ServedModel, context_window, offered, served_models
+from .served import ServedModel, context_window, offered, served_models, template_caps
 from .transport import HOSTED_OPENAI, Parser, StreamFailure, StreamingModel
+from .windows import WindowCache
 
 _FINISH: dict[str, StopReason] = {
     "stop": "stop",
@@ -42,6 +44,9 @@ _FINISH: dict[str, StopReason] = {
     "content_filter": "stop",
 }
 CHARS_PER_TOKEN = 4
+MIN_OUTPUT_TOKENS = 16
+"""The least ``max_tokens`` sent, even for a request estimated to fill the window: the
+estimate is rough, and the server's refusal (not a zero) is what says it is too long."""
 
 
 def _image_part(block: ImageBlock) -> dict[str, Any]:
@@ -152,13 +157,45 @@ def render_messages(
 class OpenAIModel(StreamingModel):
     api_name = "openai"
 
-    def __init__(self, config: ProviderConfig, **kwargs: Any) -> None:
+    def __init__(
+        self, config: ProviderConfig, *, windows: WindowCache | None = None, **kwargs: Any
+    ) -> None:
         super().__init__(config, **kwargs)
         self._changed: set[str] = set()
         """Changes made to the request for this server (each made once): see adapt."""
         self._served: list[ServedModel] | None = None
         self._discovered = False
         self._sent_limit = False
+        self.windows = windows
+        """Where windows learned from this server are kept (None: not kept)."""
+        self.notices: list[tuple[NoticeKind, str]] = []
+        """``(kind, message)`` for the chat, taken by ``crank.agent.model.take_notices``."""
+        self._tools_judged = False
+        if self._asks_window and windows is not None:
+            cached = windows.get(config.base_url, config.model)
+            if cached is not None:
+                self.set_context_window(cached)
+
+    @property
+    def _asks_window(self) -> bool:
+        """Whether the window is the server's to say (not configured, not catalogued)."""
+        return not self.hosted and self.config.context_window is None and self.id not in _CATALOGUED
+
+    def _remember_window(self, window: int) -> None:
+        """The server's window: used from now on, and kept for this (base URL, model),
+        and for the one model the server serves when that has another name
+        (llama-cpp-python serves its one model under any name)."""
+        self.set_context_window(window)
+        if self.windows is None:
+            return
+        self.windows.put(self.config.base_url, self.id, window)
+        served = self._served or []
+        if len(served) == 1 and served[0].id != self.id and served[0].context_window is None:
+            self.windows.put(self.config.base_url, served[0].id, window)
+
+    def cached_window(self, model: str) -> int | None:
+        """The window kept for another model of this server (the picker's figures)."""
+        return self.windows.get(self.config.base_url, model) if self.windows else None
 
     @property
     def hosted(self) -> bool:
@@ -189,10 +226,6 @@ class OpenAIModel(StreamingModel):
         }
         if stream and "stream_options" not in self._changed:
             body["stream_options"] = {"include_usage": True}
-        limit = request.max_output_tokens or self.config.max_output_tokens
-        self._sent_limit = bool(limit)
-        if limit:
-            body[self._limit_field()] = limit
         if request.tools:
             body["tools"] = [
                 {
@@ -205,7 +238,60 @@ class OpenAIModel(StreamingModel):
                 }
                 for t in request.tools
             ]
+            if "tool_choice" not in self._changed:
+                # llama-cpp-python offers tools to the model only when a request names
+                # a tool_choice; "auto" is every other server's default anyway.
+                body["tool_choice"] = "auto"
+        body[self._limit_field()] = self.output_limit(request, body)
+        self._sent_limit = True
         return body
+
+    def output_limit(self, request: ModelRequest, body: dict[str, Any]) -> int:
+        """``max_tokens`` for this request, always sent: the asked-for limit (the
+        request's, else the configuration's, else the model's known output limit),
+        bounded by the window minus this request's estimated size, so one rambling
+        reply cannot fill the window (and then cost a compaction on the next prompt)."""
+        wanted = request.max_output_tokens or self.config.max_output_tokens
+        wanted = min(wanted or self.info.max_output_tokens, self.info.max_output_tokens)
+        estimate = len(json.dumps(body, ensure_ascii=False)) // CHARS_PER_TOKEN
+        room = self.context_window - estimate
+        return max(MIN_OUTPUT_TOKENS, min(wanted, room))
+
+    async def stream(
+        self, request: ModelRequest, signal: AbortSignal
+    ) -> AsyncIterator[StreamEvent]:
+        async for event in super().stream(request, signal):
+            if event["type"] == "done" and request.tools:
+                self._judge_tools(request, event["message"])
+            yield event
+
+    def _judge_tools(self, request: ModelRequest, message: AssistantMessage) -> None:
+        """The first whole reply to a request that offered tools: a server that ignores
+        tools answers in prose that quotes a tool name or holds a code block, and calls
+        nothing. Judged once per model, and said once (``notices``), never guessed."""
+        if self._tools_judged or message["stopReason"] in ("error", "aborted"):
+            return
+        self._tools_judged = True
+        if any(block["type"] == "toolCall" for block in message["content"]):
+            return
+        text = "".join(b["text"] for b in message["content"] if b["type"] == "text")
+        names = [re.escape(tool["name"]) for tool in request.tools]
+        quoted = re.search(rf"```|[`\"']({'|'.join(names)})[`\"']|\b({'|'.join(names)})\s*\(", text)
+        if quoted:
+            self._cannot_call_tools(
+                "offered tools, it answered in text that names a tool or shows code, and "
+                "called none (llama-cpp-python: start it with --chat_format "
+                "chatml-function-calling)"
+            )
+
+    def _cannot_call_tools(self, why: str) -> None:
+        self.notices.append(
+            (
+                "tools_unsupported",
+                f"this server cannot call tools: the agent can only talk; see "
+                f"docs/vendors.md ({self.config.base_url}: {why})",
+            )
+        )
 
     def parser(self, builder: ReplyBuilder, request: ModelRequest, payload: bytes) -> OpenAIParser:
         return OpenAIParser(builder, estimated_input=len(payload) // CHARS_PER_TOKEN)
@@ -224,6 +310,12 @@ class OpenAIModel(StreamingModel):
             return True
         if self._sent_limit and self._limit_field() in text and "limit_field" not in self._changed:
             self._changed.add("limit_field")
+            return True
+        if "tool" in text and "choice" in text and "tool_choice" not in self._changed:
+            # vLLM without --enable-auto-tool-choice: '"auto" tool choice requires ...'
+            self._changed.add("tool_choice")
+            self._tools_judged = True
+            self._cannot_call_tools(f"it refused tool_choice: {error.message[:200]}")
             return True
         return False
 
@@ -251,6 +343,10 @@ class OpenAIModel(StreamingModel):
             )
         events = parser.feed_chunk(data)
         parser.complete = True
+        if request.tools:
+            # Only its function-calling chat formats fail to stream a request with
+            # tools: this server handles tools, whatever this one reply holds.
+            self._tools_judged = True
         return events
 
     async def explain(self, client: httpx.AsyncClient, error: ProviderError) -> ProviderError:
@@ -279,7 +375,7 @@ class OpenAIModel(StreamingModel):
             return
         found = _WINDOW_IN_MESSAGE.search(message)
         if found:
-            self.set_context_window(int(found.group(1)))
+            self._remember_window(int(found.group(1)))
 
     async def discover(self, *, refresh: bool = False) -> list[ServedModel] | None:
         """Ask the server what it serves (again when ``refresh``: a local server's
@@ -291,16 +387,20 @@ class OpenAIModel(StreamingModel):
             return self._served
         async with self._clients.lease() as client:
             self._served = await served_models(client, self.config.base_url, self.headers())
-            if (
-                not self._discovered
-                and self.config.context_window is None
-                and self.id not in _CATALOGUED
-            ):
+            if not self._discovered and self._asks_window:
                 window = await context_window(
                     client, self.config.base_url, self.headers(), self.id, self._served
                 )
                 if window is not None:
-                    self.set_context_window(window)
+                    self._remember_window(window)
+            if not self._discovered:
+                caps = await template_caps(client, self.config.base_url, self.headers())
+                if caps is not None and caps.get("supports_tool_calls") is False:
+                    self._tools_judged = True
+                    self._cannot_call_tools(
+                        "its chat template has no tool support (llama-server: start it with "
+                        "--jinja and a --chat-template-file that has)"
+                    )
         self._discovered = True
         return self._served
 

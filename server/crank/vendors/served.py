@@ -6,7 +6,9 @@ Each local server tells it its own way, and none of them in the chat stream:
 - ``GET {base}/models`` (every one of them): the ids. vLLM adds ``max_model_len`` (the
   window it runs with), OpenRouter ``context_length``; llama-cpp-python's server lists
   only the id (it has no other endpoint that says its ``n_ctx``).
-- ``GET {root}/props`` (the C++ ``llama-server``): ``default_generation_settings.n_ctx``.
+- ``GET {root}/props`` (the C++ ``llama-server``): ``default_generation_settings.n_ctx``
+  (also in its ``/models`` entry's ``meta.n_ctx``), and ``chat_template_caps``: whether
+  the template it runs can call tools.
 - ``GET {root}/api/v0/models/{id}`` (LM Studio): ``loaded_context_length`` while loaded,
   else ``max_context_length``.
 - ``POST {root}/api/show`` (Ollama): ``num_ctx`` among the model's ``parameters`` when
@@ -70,7 +72,8 @@ def _window_of_entry(entry: dict[str, Any]) -> int | None:
         found = _positive(entry.get(key))
         if found is not None:
             return found
-    return None
+    meta = entry.get("meta")  # the C++ llama-server: {"meta": {"n_ctx": ..., ...}}
+    return _positive(meta.get("n_ctx")) if isinstance(meta, dict) else None
 
 
 async def served_models(
@@ -124,6 +127,16 @@ async def context_window(
         match = _NUM_CTX.search(parameters) if isinstance(parameters, str) else None
         return int(match.group(1)) if match else OLLAMA_DEFAULT_CONTEXT
     return None
+
+
+async def template_caps(
+    client: httpx.AsyncClient, base_url: str, headers: dict[str, str]
+) -> dict[str, Any] | None:
+    """The C++ llama-server's ``/props`` ``chat_template_caps`` (``supports_tool_calls``:
+    whether the chat template it runs can render and parse tool calls), or None."""
+    props = await _get_json(client, "GET", f"{root_of(base_url)}/props", headers)
+    caps = props.get("chat_template_caps") if isinstance(props, dict) else None
+    return caps if isinstance(caps, dict) else None
 
 
 def offered(listed: list[ServedModel] | None) -> str:

@@ -29,7 +29,7 @@ import anyio.to_thread
 from crank.agent.events import Event, QueueState
 from crank.agent.harness import Harness, HarnessBusy, QueueKind, Queues, Run
 from crank.agent.messages import ImageBlock
-from crank.agent.model import accepts_images
+from crank.agent.model import Model, accepts_images
 from crank.agent.tasks import Tasks
 from crank.agent.tools import Tool
 from crank.mcp.config import ServerConfig
@@ -56,6 +56,7 @@ from .mcp import McpAction, WorkspaceMcp
 from .permissions import PERMISSION_MODES, PermissionMode, Permissions
 from .prompts import context_text
 from .provider import ModelConfig
+from .server_discovery import discover_server
 from .session_slot import SessionSlot, require_idle
 from .settings import Settings
 from .stream import EventStream, SystemPromptChanged
@@ -150,6 +151,7 @@ class WorkspaceHost:
         self._daily: DailyRefresh | None = None
         self._tasks = Tasks()
         """The host's own background work (a prompt refresh after a new session)."""
+        self._discovery: asyncio.Task[None] | None = None
         self.ready = asyncio.Event()
 
     # -- the parts' facts, read through the host ---------------------------------------
@@ -239,8 +241,27 @@ class WorkspaceHost:
             await watcher.start()
             self._daily = DailyRefresh(watcher.refresh, self._today)
             self._daily.start()
+            self._discovery = self._tasks.start(self._discover_server())
         finally:
             self.ready.set()
+
+    async def _discover_server(self) -> None:
+        """Before the first prompt: the model a base URL alone serves, and the window
+        the server runs it with, so the meter is right from the start (see
+        ``server_discovery.py``)."""
+
+        def adopt(model: Model) -> None:
+            self.harness.set_model(model)
+            self.session.set_model(model)
+
+        await discover_server(
+            self.model_config,
+            lambda: self.harness.model,
+            adopt,
+            self.session.usage,
+            lambda event: self.stream.emit(self.session_id, None, event),
+            self.settings.problems,
+        )
 
     async def close(self) -> None:
         """Abort a run (it settles and is saved), stop the watcher, release the log."""
@@ -374,6 +395,8 @@ class WorkspaceHost:
             await self._refresh_tools()
 
     async def _before_request(self, harness: Harness) -> None:
+        if self._discovery is not None:
+            await asyncio.shield(self._discovery)
         await discover(harness.model)  # the server's real window, before it is measured
         await self.session.before_request(harness)
 

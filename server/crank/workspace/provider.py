@@ -14,7 +14,15 @@ from pathlib import Path
 from typing import Any
 
 from crank.agent.model import Model
-from crank.vendors import ConfigError, ProviderConfig, discover, known_models, lookup
+from crank.vendors import (
+    ConfigError,
+    OpenAIModel,
+    ProviderConfig,
+    ServedModel,
+    discover,
+    known_models,
+    lookup,
+)
 
 from .errors import NoProvider
 from .models import Unconfigured, build_model
@@ -38,6 +46,8 @@ class ModelConfig:
         self.provider: ProviderConfig | None = None
         self.error: str | None = None
         """The ``no_provider`` text while no provider is configured."""
+        self.pending: ProviderConfig | None = None
+        """An OpenAI-compatible server with no model named: its ``/models`` may say."""
 
     def configure(self, override: dict[str, Any] | None = None) -> Model:
         """The model for the current settings (``override`` first). Without an override
@@ -54,15 +64,53 @@ class ModelConfig:
                     f"{exc} (keys and base URLs configured for another api are never "
                     "used for this one)"
                 ) from exc
-            self.provider, self.error = None, str(exc)
+            self.provider, self.error, self.pending = None, str(exc), exc.pending
             return Unconfigured(str(exc))
-        self.provider, self.error = provider, None
+        self.provider, self.error, self.pending = provider, None, None
         for withheld in provider.withheld_keys:
             self._log(
                 f"Crank: {withheld} is not sent to {provider.public()['baseUrl']}: a key "
                 "goes only to the endpoint it was configured with"
             )
         return model
+
+    async def _served_by_pending(self) -> list[ServedModel] | None:
+        if self.pending is None:
+            return None
+        probe = OpenAIModel(self.pending)
+        try:
+            return await probe.discover()
+        finally:
+            await probe.aclose()
+
+    async def discover_model(self) -> tuple[Model, str] | None:
+        """With a base URL and no model name: the one model the server serves, taken
+        (the model, and the line that says so), or None with ``error`` saying what the
+        server offers (or that it said nothing)."""
+        pending = self.pending
+        if pending is None:
+            return None
+        served = await self._served_by_pending()
+        if served is not None and len(served) == 1:
+            model = self.configure({"api": pending.api, "model": served[0].id})
+            return model, (
+                f"Crank uses {served[0].id}, the one model the server at "
+                f"{pending.base_url} serves (set provider.model to choose another)"
+            )
+        if served:
+            names = ", ".join(entry.id for entry in served[:20])
+            self.error = (
+                f"The OpenAI-compatible server at {pending.base_url} serves {len(served)} "
+                f"models ({names}): set provider.model or CRANK_MODEL to one of them, or "
+                "pick one with Crank: Select Model."
+            )
+        else:
+            self.error = (
+                f"The OpenAI-compatible server at {pending.base_url} needs a model name, and "
+                f"its {pending.base_url}/models listed none (is it running?): set "
+                "provider.model or CRANK_MODEL."
+            )
+        return None
 
     def require(self) -> None:
         """Refuse (``no_provider``, saying what to set) while no provider is configured."""
@@ -73,15 +121,24 @@ class ModelConfig:
         """``crank/models``: what the configured server serves (``source: "server"``,
         asked each time: a local server's models come and go), then the catalog's cloud
         models, the current model first when it is in neither."""
-        served = await discover(model, refresh=True) if self.error is None else None
+        if self.error is None:
+            served = await discover(model, refresh=True)
+            api = model.api
+        else:  # a base URL and no model yet: what it serves is the choice
+            served = await self._served_by_pending()
+            api = self.pending.api if self.pending is not None else model.api
+        cached = model.cached_window if isinstance(model, OpenAIModel) else lambda _id: None
+        # A server with one model serves it under any name (llama-cpp-python): the
+        # configured name is that model, listed once, as the server names it.
+        alias = self.error is None and served is not None and len(served) == 1
         listed: list[dict[str, Any]] = [
             {
-                "api": model.api,
+                "api": api,
                 "id": entry.id,
-                "contextWindow": model.context_window
-                if entry.id == model.id
-                else entry.context_window
-                or lookup(model.api, entry.id, compatible=True).context_window,
+                "contextWindow": entry.context_window
+                or (model.context_window if entry.id == model.id or alias else None)
+                or cached(entry.id)
+                or lookup(api, entry.id, compatible=True).context_window,
                 "source": "server",
             }
             for entry in served or ()
@@ -96,8 +153,10 @@ class ModelConfig:
             "contextWindow": model.context_window,
             "source": "config",
         }
-        if self.error is None and not any(
-            m["api"] == current["api"] and m["id"] == current["id"] for m in listed
+        if (
+            self.error is None
+            and not alias
+            and not any(m["api"] == current["api"] and m["id"] == current["id"] for m in listed)
         ):
             listed.insert(0, current)
         return {"models": listed}

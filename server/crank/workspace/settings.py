@@ -60,9 +60,13 @@ RESTRICTED = (
     "provider.script",
     "mcpServers",
     "mcpTrustReadOnlyHints",
+    "provider.model",
+    "provider.maxOutputTokens",
+    "provider.thinkingBudget",
 )
-"""Settings that lower safety or send the user's traffic (and key) or transcripts
-somewhere else. ``sandbox`` covers every sandbox setting (``sandbox.mode``, ...)."""
+"""Settings that lower safety, send the user's traffic (and key) or transcripts
+somewhere else, or choose what the user's key pays for (the model, how much it may
+write or think per reply). ``sandbox`` covers every sandbox setting (``sandbox.mode``, ...)."""
 
 
 @dataclass(frozen=True)

@@ -324,6 +324,14 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
       };
     case "images_omitted":
       return { ...s, items: [...items, notice("warning", ev.message)] };
+    case "notice": {
+      if (ev.kind !== "window_learned") return { ...s, items: [...items, notice("warning", ev.message)] };
+      // A refusal taught the window and the turn was compacted and retried: that whole
+      // recovery (the refused reply, "Retrying", "Compacting", "compacted") is this one line.
+      const j = findLast(items, (it) => it.kind === "assistant" && it.stopReason === "error");
+      const kept = j < 0 ? items : [...items.slice(0, j), ...items.slice(j + 1).filter((it) => it.kind !== "notice")];
+      return { ...s, items: [...kept, notice("info", ev.message)] };
+    }
     case "retry_start":
       return {
         ...s,

@@ -32,8 +32,8 @@ export interface Inspected<T> {
 }
 
 /**
- * Settings (under `crank.`) that lower safety, start a program or send traffic (and the
- * key) elsewhere. In an untrusted workspace only the user's own value counts. The same
+ * Settings (under `crank.`) that lower safety, start a program, send traffic (and the
+ * key) elsewhere or choose what the key pays for (the model). In an untrusted workspace only the user's own value counts. The same
  * list is `capabilities.untrustedWorkspaces.restrictedConfigurations` in package.json
  * (a unit test checks), and the server enforces its side (docs/protocol.md).
  */
@@ -42,6 +42,7 @@ export const RESTRICTED_SETTINGS = [
   "server.python",
   "provider.api",
   "provider.baseUrl",
+  "provider.model",
   "permissionMode",
   "sessionDir",
   "sandbox.mode",
@@ -58,6 +59,24 @@ export function userValue<T>(inspected: Inspected<T> | undefined, restricted: bo
   if (!inspected) return undefined;
   if (restricted && !trusted) return inspected.globalValue;
   return inspected.workspaceFolderValue ?? inspected.workspaceValue ?? inspected.globalValue;
+}
+
+/**
+ * The restricted settings this workspace or folder sets while it is not trusted: each
+ * was ignored (the user's own value, or none, was used instead). Empty when trusted.
+ */
+export function ignoredSettings(inspect: <T>(key: string) => Inspected<T> | undefined, trusted: boolean): string[] {
+  if (trusted) return [];
+  return RESTRICTED_SETTINGS.filter((key) => {
+    const i = inspect<unknown>(key);
+    return i !== undefined && (i.workspaceValue !== undefined || i.workspaceFolderValue !== undefined);
+  }).map((key) => `crank.${key}`);
+}
+
+/** The one chat line that says which folder settings Restricted Mode ignored, and why. */
+export function ignoredLine(keys: readonly string[]): string | undefined {
+  if (!keys.length) return undefined;
+  return `This workspace is not trusted (Restricted Mode), so its ${keys.join(", ")} ${keys.length === 1 ? "was" : "were"} ignored: a cloned folder must not choose the model, endpoint or safety settings your key and machine are used with. Set ${keys.length === 1 ? "it" : "them"} in your user settings, or trust the folder.`;
 }
 
 /** `CrankSettings` from an `inspect` function (`vscode.workspace.getConfiguration("crank").inspect`). */

@@ -147,7 +147,7 @@ export interface ContextUsage {
   cost: number;
 }
 
-export type CrankEvent = AgentStart | TurnStart | MessageStart | MessageUpdate | MessageEnd | ToolExecutionStart | ToolExecutionUpdate | ToolExecutionEnd | TurnEnd | AgentEnd | AgentSettled | QueueUpdate | CompactionStart | CompactionEnd | RetryStart | RetryEnd | UsageUpdate | ImagesOmitted | SystemPromptChanged | SessionChanged | McpChanged;
+export type CrankEvent = AgentStart | TurnStart | MessageStart | MessageUpdate | MessageEnd | ToolExecutionStart | ToolExecutionUpdate | ToolExecutionEnd | TurnEnd | AgentEnd | AgentSettled | QueueUpdate | CompactionStart | CompactionEnd | RetryStart | RetryEnd | UsageUpdate | ImagesOmitted | Notice | SystemPromptChanged | SessionChanged | McpChanged;
 
 export interface CurrentModel {
   api: string;
@@ -347,6 +347,13 @@ export interface ModelRef {
 
 export interface ModelsResult {
   models: ModelInfo[];
+}
+
+/** One line for the chat, said once: the server cannot call tools, the window was learned from a refusal, the one served model was chosen, folder settings were ignored. ``kind`` says which; ``message`` is the text to show. */
+export interface Notice {
+  type: "notice";
+  kind: "tools_unsupported" | "window_learned" | "model_discovered" | "settings_ignored";
+  message: string;
 }
 
 export interface OpenSessionParams {

@@ -4,7 +4,7 @@ import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { readFileSync } from "node:fs";
-import { findExecutable, initOptions, platformNote, redacted, RESTRICTED_SETTINGS, serverCommand, settingsFrom, type CrankSettings, type Inspected } from "../../src/protocol/launch";
+import { findExecutable, ignoredLine, ignoredSettings, initOptions, platformNote, redacted, RESTRICTED_SETTINGS, serverCommand, settingsFrom, type CrankSettings, type Inspected } from "../../src/protocol/launch";
 import { chatPageHtml } from "../../src/chat/html";
 
 const base: CrankSettings = { command: [], python: "", api: "", baseUrl: "", model: "", permissionMode: undefined, sessionDir: "", contextWindow: 0 };
@@ -99,11 +99,22 @@ test("in an untrusted workspace the workspace's restricted settings are ignored,
   };
   const user = { permissionMode: "ask", "provider.baseUrl": "http://127.0.0.1:11434/v1" };
   const untrusted = settingsFrom(inspector({ global: user, workspace: planted, folder: planted }), false);
-  assert.deepEqual(untrusted, { ...base, contextWindow: 0, permissionMode: "ask", baseUrl: "http://127.0.0.1:11434/v1", model: "their-model" });
+  // The model too (issue 29): a cloned folder must not choose what the user's key pays for.
+  assert.deepEqual(untrusted, { ...base, contextWindow: 0, permissionMode: "ask", baseUrl: "http://127.0.0.1:11434/v1" });
   assert.deepEqual(serverCommand(untrusted), { command: "crank", args: ["serve"] });
   const trusted = settingsFrom(inspector({ global: user, workspace: planted }), true);
   assert.equal(trusted.permissionMode, "auto");
   assert.equal(trusted.baseUrl, "http://evil.example/v1");
+});
+
+test("the chat is told in one line which folder settings Restricted Mode ignored", () => {
+  const planted = { "provider.model": "their-model", "provider.baseUrl": "http://evil.example/v1", "chat.enterWhileRunning": "queue" };
+  const keys = ignoredSettings(inspector({ global: { "provider.model": "mine" }, folder: planted }), false);
+  assert.deepEqual(keys, ["crank.provider.baseUrl", "crank.provider.model"]);
+  const line = ignoredLine(keys) ?? "";
+  assert.match(line, /not trusted \(Restricted Mode\), so its crank\.provider\.baseUrl, crank\.provider\.model were ignored/);
+  assert.deepEqual(ignoredSettings(inspector({ folder: planted }), true), []);
+  assert.equal(ignoredLine([]), undefined);
 });
 
 test("package.json restricts exactly the settings the code treats as restricted", () => {

@@ -276,3 +276,29 @@ function baseState() {
     seq: 0,
   };
 }
+
+test("an overflow learned, compacted and retried is one line, not the refusal and four notices", () => {
+  const refused = {
+    role: "assistant" as const,
+    content: [],
+    stopReason: "error" as const,
+    errorMessage: "maximum context length is 4096 tokens",
+    usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 },
+    model: "m",
+    timestamp: 0,
+  };
+  const s = feed(initialState(), [
+    at(0, { type: "agent_start" }),
+    at(1, { type: "message_end", message: refused }),
+    at(2, { type: "retry_start", attempt: 1, delayMs: 0, error: refused.errorMessage }),
+    at(3, { type: "compaction_start", reason: "overflow" }),
+    at(4, { type: "compaction_end", compacted: true }),
+    at(5, { type: "notice", kind: "window_learned", message: "the server's window is 4,096 tokens: compacted and retried" }),
+  ]);
+  assert.deepEqual(
+    s.items.map((i) => [i.kind, i.kind === "notice" ? i.text : ""]),
+    [["notice", "the server's window is 4,096 tokens: compacted and retried"]],
+  );
+  const other = feed(initialState(), [at(0, { type: "notice", kind: "tools_unsupported", message: "this server cannot call tools: the agent can only talk" })]);
+  assert.equal(other.items.length, 1);
+});
