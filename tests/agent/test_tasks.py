@@ -61,3 +61,18 @@ async def test_a_closed_harness_leaves_no_announcement_running() -> None:
     assert asyncio.all_tasks() - before, "the announcement runs in a task of its own"
     await harness.close()
     assert {task for task in asyncio.all_tasks() - before if not task.done()} == set()
+
+
+def test_the_server_starts_tasks_one_way() -> None:
+    """One idiom (docs/architecture.md): tasks are made with ``create_task`` and held by
+    their owner; ``ensure_future``, which also wraps futures and hides what it was
+    handed, is not used beside it."""
+    from pathlib import Path
+
+    server = Path(__file__).resolve().parents[2] / "server" / "crank"
+    users = [
+        str(path.relative_to(server))
+        for path in sorted(server.rglob("*.py"))
+        if "ensure_future(" in path.read_text("utf-8")
+    ]
+    assert users == []

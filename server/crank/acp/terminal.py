@@ -86,7 +86,7 @@ class AcpTerminal:
     ) -> TerminalRun:
         self._mark = terminal_mark(argv)
         self._cwd = cwd
-        creating = asyncio.ensure_future(self._create(argv, cwd, output_limit))
+        creating = asyncio.create_task(self._create(argv, cwd, output_limit))
         try:
             terminal_id = await asyncio.shield(creating)
         except asyncio.CancelledError:  # it may be created still: end it once it is

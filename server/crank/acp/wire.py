@@ -20,7 +20,7 @@ import asyncio
 import itertools
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import Any, BinaryIO
 
 from crank.agent import wiretext
@@ -192,8 +192,8 @@ class Peer:
             "is skipped)",
         )
 
-    def _spawn(self, work: Awaitable[None]) -> None:
-        task = asyncio.ensure_future(work)
+    def _spawn(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(work)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

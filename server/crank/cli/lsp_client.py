@@ -67,7 +67,7 @@ class LspClient:
         """Wait until ``event`` is set; ConnectionError if the server's output closes
         first (it exited or crashed), so a caller waiting on a notification the server
         will never send does not hang."""
-        waiting = asyncio.ensure_future(event.wait())
+        waiting = asyncio.create_task(event.wait())
         try:
             await asyncio.wait({waiting, self._reading}, return_when=asyncio.FIRST_COMPLETED)
         finally:

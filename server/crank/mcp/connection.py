@@ -183,8 +183,8 @@ class ServerConnection:
             self.state, self.error = "ready", None
             self._settled.set()
             self._on_change()
-            ended = asyncio.ensure_future(link.ended())
-            stopping = asyncio.ensure_future(self._stop.wait())
+            ended = asyncio.create_task(link.ended())
+            stopping = asyncio.create_task(self._stop.wait())
             try:
                 await asyncio.wait({ended, stopping}, return_when=asyncio.FIRST_COMPLETED)
             finally:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import asyncio
 import codecs
 import signal as signals
-from collections.abc import Awaitable
+from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import Any
 
@@ -104,10 +104,10 @@ async def _pump(stream: asyncio.StreamReader, capture: Capture, on_update: OnUpd
         on_update(rest)
 
 
-async def uncancellable(step: Awaitable[None]) -> None:
+async def uncancellable(step: Coroutine[Any, Any, None]) -> None:
     """Await ``step`` to its end even if the caller is cancelled meanwhile (a second
     abort); the cancellation is re-raised once it is done."""
-    task = asyncio.ensure_future(step)
+    task = asyncio.create_task(step)
     cancelled = False
     while not task.done():
         try:
@@ -144,7 +144,7 @@ async def run_command(
     cage = None
     if box is not None:
         cage = await asyncio.to_thread(Cage.make, settings.limits.processes)
-    starting = asyncio.ensure_future(
+    starting = asyncio.create_task(
         start(command, ctx.root, box, settings.env, settings.limits, cage)
     )
     try:

@@ -487,7 +487,7 @@ async def _rg_in(
     hits: list[Hit] = []
     matches = 0
     stuck: list[bool] = []
-    watchdog = asyncio.ensure_future(_watch(process, stuck))
+    watchdog = asyncio.create_task(_watch(process, stuck))
     ended = False
     try:
         while True:
