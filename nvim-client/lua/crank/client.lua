@@ -154,6 +154,7 @@ function Workspace:refresh_state(callback)
       self.queue = result.queue or self.queue
       self.permission_mode = result.permissionMode
       self.sandbox = result.sandbox
+      self.config_error = result.configError
     end
     if callback then
       callback(err, result)
