@@ -266,6 +266,40 @@ H.test(":checkhealth crank: no key anywhere is an error with the server's own wo
   H.ok(not text:find("api.anthropic.com answers", 1, true), "no network check when the provider is not usable")
 end)
 
+H.test("settings from setup() are the user's: no 'this folder is not trusted ... ignored' in the log", function()
+  local logged = {}
+  local stock = vim.lsp.handlers["window/logMessage"]
+  vim.lsp.handlers["window/logMessage"] = function(err, result, ctx)
+    logged[#logged + 1] = result and result.message or ""
+    return stock(err, result, ctx)
+  end
+  local port = H.model_server({})
+  -- not trusted: the server asks workspace/configuration for the folder, and Neovim
+  -- answers with the same settings (client-wide: setup() / vim.lsp.config)
+  H.setup_crank(port, { trusted = false })
+  local root = H.project({ ["a.py"] = "x = 1" })
+  vim.cmd.edit(root .. "/a.py")
+  local ws = client.attach(vim.api.nvim_get_current_buf())
+  local state
+  H.wait_for(function()
+    local c = ws:client()
+    if c and c.initialized and state == nil then
+      ws:refresh_state(function(err, result)
+        if not err then
+          state = result
+        end
+      end)
+    end
+    return state ~= nil
+  end, "crank/state")
+  vim.lsp.handlers["window/logMessage"] = stock
+  for _, message in ipairs(logged) do
+    H.ok(not message:find("not trusted, so its", 1, true), "misattributed: " .. message)
+  end
+  H.eq("openai", state.model.api)
+  H.eq(nil, state.configError)
+end)
+
 H.test("code actions offer Crank's fixes to vim.lsp; :CrankPrompt and :CrankModel answer", function()
   local port = H.model_server({})
   H.setup_crank(port)
