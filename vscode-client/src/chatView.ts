@@ -9,7 +9,7 @@ import * as vscode from "vscode";
 import { parseViewMessage, type HostMessage, type ViewMessage } from "./chat/protocol";
 import type { ChatAction } from "./chat/state";
 import { chatPageHtml, makeNonce } from "./chat/html";
-import { diffSides, editOf, planUndo, previousFileOf, type EditInfo } from "./chat/edits";
+import { editOf, openDiffSides, planUndo, previousFileOf, proposedSides, type EditInfo } from "./chat/edits";
 import { IMAGE_MIME_TYPES, type ContextItem, type EventParams, type ModelInfo, type PermissionRequest, type PermissionResponse, type PromptImage, type PromptResult, type Queue } from "./protocol/types";
 import { imageOfBytes } from "./chat/images";
 import type { ServerManager } from "./server";
@@ -17,7 +17,13 @@ import { ErrorCodes } from "vscode-languageclient/node";
 import { INSTALL_HELP } from "./protocol/launch";
 import { branchesOf, forkPointFor } from "./chat/branches";
 
-interface TrackedEdit { edit: EditInfo; workspace: string; previousFile?: string }
+interface TrackedEdit {
+  edit: EditInfo;
+  workspace: string;
+  previousFile?: string;
+  /** Whole files from the permission preview, until the change is applied. */
+  proposed?: { before: string; after: string };
+}
 
 const DIFF_SCHEME = "crank-diff";
 /** workspaceState keys of the chat's unsent text and of the images attached to it (apart: typing rewrites only the text). */
@@ -260,6 +266,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
       const edit = editOf(ev.toolName, ev.arguments ?? {});
       if (edit) this.edits.set(ev.toolCallId, { ...this.edits.get(ev.toolCallId), edit, workspace: p.workspace });
     }
+    if (ev.type === "tool_execution_end" && !ev.result.isError) {
+      // applied: from now on the diff is read from the file, which has the change
+      const t = this.edits.get(ev.toolCallId);
+      if (t?.proposed) this.edits.set(ev.toolCallId, { ...t, proposed: undefined });
+    }
     if (ev.type === "agent_settled") {
       // A settled run asks nothing more: its questions still open here are stale.
       for (const [id, q] of this.pending) {
@@ -287,7 +298,12 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
         oldText: request.preview.oldText,
         newText: request.preview.newText,
       };
-      this.edits.set(request.toolCallId, { edit, workspace: request.workspace, previousFile: edit.mode === "write" ? previousFileOf(request.preview) : undefined });
+      this.edits.set(request.toolCallId, {
+        edit,
+        workspace: request.workspace,
+        previousFile: edit.mode === "write" ? previousFileOf(request.preview) : undefined,
+        proposed: proposedSides(request.preview),
+      });
     }
     return new Promise((resolve) => {
       this.pending.set(id, { request, resolve });
@@ -582,7 +598,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     if (!t) return this.notice("warning", "This edit's details are not available any more (the window was reloaded).");
     const uri = this.resolvePath(t.edit.path, t.workspace);
     const current = await this.currentText(uri);
-    const { before, after } = diffSides(current, t.edit, t.previousFile);
+    const { before, after } = openDiffSides(t, current);
     const left = vscode.Uri.from({ scheme: DIFF_SCHEME, path: `/${toolCallId}/before/${t.edit.path}` });
     this.diffDocs.set(left.toString(), before);
     let right = uri;
