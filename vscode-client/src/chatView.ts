@@ -41,6 +41,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
   private readonly edits = new Map<string, TrackedEdit>();
   private readonly diffDocs = new Map<string, string>();
   private context: { label: string; item: ContextItem }[] = [];
+  private readonly waitingChanged = new vscode.EventEmitter<void>();
+  /** Fires when a permission question opens or closes (the status bar says "waiting for approval"). */
+  readonly onWaitingChanged = this.waitingChanged.event;
   private nextPermissionId = 1;
   /** Permission ids are unique across reloads, so a card restored from an old page state never answers a new question. */
   private readonly permissionPrefix = `perm-${Date.now().toString(36)}`;
@@ -307,10 +310,16 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     }
     return new Promise((resolve) => {
       this.pending.set(id, { request, resolve });
+      this.waitingChanged.fire();
       this.dispatch({ type: "permissionRequest", id, request });
       if (!this.view?.visible || request.workspace !== this.workspace()) void this.notifyPermission(id, request);
       cancelled(() => this.withdrawPermission(id, "the run was stopped"));
     });
+  }
+
+  /** Workspaces (folder URIs) with a question waiting for the user. */
+  waitingWorkspaces(): Set<string> {
+    return new Set(Array.from(this.pending.values(), (p) => p.request.workspace));
   }
 
   private async notifyPermission(id: string, r: PermissionRequest): Promise<void> {
@@ -328,6 +337,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     if (!p) return; // already answered elsewhere (card or notification)
     this.pending.delete(id);
     this.notified.delete(id);
+    this.waitingChanged.fire();
     p.resolve(response);
     this.dispatch({ type: "permissionResolved", id, decision: response.decision, reason: response.reason });
   }
@@ -338,6 +348,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     if (!p) return;
     this.pending.delete(id);
     this.notified.delete(id);
+    this.waitingChanged.fire();
     p.resolve({ decision: "reject", reason });
     this.dispatch({ type: "permissionResolved", id, decision: "reject", reason, withdrawn: true });
   }

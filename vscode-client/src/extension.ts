@@ -42,7 +42,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const workspace = () => chat.folder()?.uri.toString();
   let wasRunning = false;
   const paint = () => {
-    const v = statusBarView({ server: server.currentStatus.status, running: runs.runningCount, usage: runs.usageOf(workspace()) });
+    const v = statusBarView({ server: server.currentStatus.status, running: runs.runningCount, waiting: chat.waitingWorkspaces().size, usage: runs.usageOf(workspace()) });
     bar.text = v.text;
     bar.tooltip = v.tooltip;
     bar.backgroundColor = v.tone === "error" ? new vscode.ThemeColor("statusBarItem.errorBackground") : undefined;
@@ -55,6 +55,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(
     bar,
     server.onEvent((p) => runs.onEvent(p) && paint()),
+    chat.onWaitingChanged(() => paint()),
     server.onStatus((s) => {
       if (s.status !== "running") runs.clear();
       paint();

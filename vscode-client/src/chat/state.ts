@@ -119,6 +119,13 @@ function notice(level: NoticeItem["level"], text: string): NoticeItem {
   return { kind: "notice", id: `notice-${Date.now().toString(36)}-${noticeCounter}`, level, text };
 }
 
+/** A question goes just before the card of the call it asks about (question, answer,
+ * then the call's result, in reading order); at the end when that card is not shown. */
+function placePermission(items: ChatItem[], q: PermissionItem): ChatItem[] {
+  const at = items.findIndex((it) => it.kind === "tool" && it.id === q.request.toolCallId);
+  return at < 0 ? [...items, q] : [...items.slice(0, at), q, ...items.slice(at)];
+}
+
 /** Close open permission cards that `which` selects, as withdrawn with `reason`. */
 function withdrawPermissions(items: ChatItem[], which: (p: PermissionItem) => boolean, reason: string): ChatItem[] {
   if (!items.some((it) => it.kind === "permission" && !it.decision && which(it))) return items;
@@ -372,7 +379,7 @@ function reduceAction(s: ChatState, a: ChatAction): ChatState {
       return {
         ...s,
         // An open question is not in any transcript: keep its card, or it could not be answered.
-        items: [...itemsFromMessages(a.messages), ...pendingPermissions(s)],
+        items: pendingPermissions(s).reduce(placePermission, itemsFromMessages(a.messages)),
         sessionId: a.sessionId ?? s.sessionId,
         workspace: a.workspace ?? s.workspace,
         gap: false,
@@ -405,7 +412,7 @@ function reduceAction(s: ChatState, a: ChatAction): ChatState {
     case "permissionRequest":
       // The host re-sends its open questions when the page (re)loads: one card per id.
       if (s.items.some((it) => it.kind === "permission" && it.id === a.id)) return s;
-      return { ...s, items: [...s.items, { kind: "permission", id: a.id, request: a.request }] };
+      return { ...s, items: placePermission(s.items, { kind: "permission", id: a.id, request: a.request }) };
     case "permissionResolved":
       return {
         ...s,

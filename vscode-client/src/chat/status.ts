@@ -14,6 +14,8 @@ export interface BarInput {
   server: BarServerStatus;
   /** Workspaces (folder URIs) with a run going. */
   running: number;
+  /** Workspaces whose run waits for the user to answer a permission question. */
+  waiting?: number;
   /** The chat's workspace's last usage report. */
   usage?: Pick<UsageUpdate, "contextTokens" | "contextWindow">;
 }
@@ -44,6 +46,7 @@ export function statusBarView(s: BarInput): BarView {
     case "down":
       return { text: "$(error) Crank", tooltip: `Crank: the server is not running.${open}`, tone: "error" };
     case "running":
+      if (s.waiting) return { text: `$(bell-dot) Crank${ctxText}`, tooltip: `Crank: waiting for your approval.${ctxTip}${open}`, tone: "normal" };
       if (s.running > 0) return { text: `$(loading~spin) Crank${ctxText}`, tooltip: `Crank: working.${ctxTip}${open}`, tone: "normal" };
       return { text: `$(comment-discussion) Crank${ctxText}`, tooltip: `Crank: idle.${ctxTip}${open}`, tone: "normal" };
   }

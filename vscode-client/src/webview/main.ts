@@ -671,7 +671,9 @@ function toolHeader(t: ToolItem, title: string, arg: string): HTMLElement {
   return h(
     "div",
     { class: "card-head" },
-    h("span", { class: `badge ${t.status}` }, statusLabel[t.status]),
+    t.asked && t.status === "running"
+      ? h("span", { class: "badge waiting" }, "waiting for approval")
+      : h("span", { class: `badge ${t.status}` }, statusLabel[t.status]),
     h("span", { class: "tool-name" }, title),
     h("code", { class: "tool-arg", title: arg }, arg),
   );
@@ -706,7 +708,7 @@ function renderEdit(t: ToolItem): HTMLElement {
   const card = h("div", { class: `card tool edit ${t.status}`, "data-tool": t.name, "data-id": t.id });
   card.append(toolHeader(t, e.mode === "write" ? "Write" : "Edit", e.path));
   // While a question asks about this edit, its card shows the diff; showing it here too would say it twice.
-  if (t.asked) card.append(h("div", { class: "note asked" }, "The change is shown in the question below."));
+  if (t.asked) card.append(h("div", { class: "note asked" }, "The change is shown in the question above."));
   else card.append(diffView(e.oldText, e.newText, e.path, 80));
   if (t.status === "failed" && t.result) card.append(h("div", { class: "note error" }, t.result));
   card.append(

@@ -188,13 +188,14 @@ test("an edit asked about shows its diff once: on the question, not on its own c
   assert.ok(edit.edit, "the recorded run has an edit card");
   const req = { ...(run.untilPermission.find((s) => "request" in s)!.params as PermissionRequest), toolCallId: edit.id };
   const asked = reduce(s0, { type: "permissionRequest", id: "p1", request: req });
-  assert.equal((asked.items[5] as ToolItem).asked, true);
+  const card = (st: ChatState) => st.items.find((it) => it.kind === "tool" && it.id === edit.id) as ToolItem;
+  assert.equal(card(asked).asked, true);
   const bash = asked.items[2];
   assert.equal(bash, s0.items[2], "a card the question is not about keeps its identity");
   const answered = reduce(asked, { type: "permissionResolved", id: "p1", decision: "allow" });
-  assert.equal((answered.items[5] as ToolItem).asked, false);
+  assert.equal(card(answered).asked, false);
   const withdrawn = reduce(asked, { type: "server", status: "down" });
-  assert.equal((withdrawn.items[5] as ToolItem).asked, false, "a closed question gives the diff back to the edit card");
+  assert.equal(card(withdrawn).asked, false, "a closed question gives the diff back to the edit card");
 });
 
 test("a new server process counts seq from 0 again: after a page load or a restart its events are let in", () => {
@@ -246,3 +247,17 @@ test("a crank/state answer read before events the page applied since neither low
   assert.equal(s.running, false);
 });
 
+
+test("a question sits just before the card of its call, answered or not, live and after a re-read", () => {
+  const s0 = feed(initialState(), eventsOf(run.untilPermission));
+  const edit = s0.items[5] as ToolItem;
+  const req = { ...(run.untilPermission.find((s) => "request" in s)!.params as PermissionRequest), toolCallId: edit.id };
+  const order = (st: ChatState) => st.items.map((it) => `${it.kind}:${it.id}`);
+  const asked = reduce(s0, { type: "permissionRequest", id: "p1", request: req });
+  assert.equal(order(asked).indexOf("permission:p1") + 1, order(asked).indexOf(`tool:${edit.id}`));
+  let done = reduce(asked, { type: "permissionResolved", id: "p1", decision: "allow" });
+  done = reduce(done, { type: "event", params: at(900, { type: "tool_execution_end", toolCallId: edit.id, result: { content: "ok", isError: false } }) });
+  assert.equal(order(done).indexOf("permission:p1") + 1, order(done).indexOf(`tool:${edit.id}`), "the answer stays before the result");
+  const reread = reduce(asked, { type: "transcript", messages: [] });
+  assert.deepEqual(order(reread), ["permission:p1"], "without its call's card, the open question is still shown");
+});

@@ -37,3 +37,10 @@ test("the tracker follows runs per workspace from agent_start to agent_settled",
   t.clear();
   assert.equal(t.anyRunning, false);
 });
+
+test("a run waiting for a permission answer says so, not 'working'", () => {
+  const v = statusBarView({ server: "running", running: 1, waiting: 1 });
+  assert.doesNotMatch(v.text, /loading~spin/);
+  assert.match(v.tooltip, /waiting for your approval/);
+  assert.match(statusBarView({ server: "running", running: 1, waiting: 0 }).tooltip, /working/);
+});

@@ -148,7 +148,11 @@ test("a recorded run streams text, then shows tool, edit and permission cards an
   // The diff is shown once: on the question while it is open, not on the edit card as well.
   assert.equal(await page.locator("pre.diff").count(), 1);
   assert.equal(await edit.locator("pre.diff").count(), 0);
-  assert.match(await edit.locator(".note.asked").innerText(), /shown in the question/);
+  assert.match(await edit.locator(".note.asked").innerText(), /shown in the question above/);
+  // waiting for the user, not "running"; the question comes before the call's card
+  assert.equal(await edit.locator(".badge").innerText(), "waiting for approval");
+  const order = await page.locator(".card.permission, .card.edit").evaluateAll((els) => els.map((e) => (e.classList.contains("permission") ? "permission" : "edit")));
+  assert.deepEqual(order, ["permission", "edit"]);
   assert.match(await perm.locator(".line.add").first().innerText(), /return a \+ b/);
   assert.match(await perm.locator(".line.del").first().innerText(), /return a - b/);
   for (const label of ["Allow", "Allow for this session", "Always allow", "Reject"]) assert.equal(await perm.getByRole("button", { name: label, exact: true }).count(), 1);
