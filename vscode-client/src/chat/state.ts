@@ -26,7 +26,20 @@ import type {
 import { editOf, type EditInfo } from "./edits";
 
 /** A user message; `images` as the server sent them (inline ones carry their data). */
-export interface UserItem { kind: "user"; id: string; text: string; images?: ImageBlock[] }
+export interface UserItem {
+  kind: "user";
+  id: string;
+  text: string;
+  images?: ImageBlock[];
+  /** Not typed by the user: the summary replay puts in place of compacted (or abandoned) messages. */
+  summary?: "compaction" | "branch";
+}
+
+/** How crank/messages marks the summaries it replays as user messages (server/crank/session/replay.py). */
+const SUMMARY_PREFIXES: [string, "compaction" | "branch"][] = [
+  ["Previous conversation summary:", "compaction"],
+  ["Summary of an abandoned branch:", "branch"],
+];
 export interface AssistantItem {
   kind: "assistant";
   id: string;
@@ -82,6 +95,8 @@ export interface ChatState {
   sandbox?: SandboxState;
   sessions: SessionInfo[];
   compacting: boolean;
+  /** The hash of the last system_prompt_changed: an event with the same hash announces nothing. */
+  promptHash?: string;
   retry?: { attempt: number; delayMs: number; error: string };
 }
 
@@ -163,6 +178,8 @@ function toolCardsFor(items: ChatItem[], m: Message): ChatItem[] {
 
 function userItem(id: string, m: UserMessage): UserItem {
   const text = userText(m);
+  const summary = typeof m.typed === "string" ? undefined : SUMMARY_PREFIXES.find(([prefix]) => text.startsWith(prefix));
+  if (summary) return { kind: "user", id, text: text.slice(summary[0].length).trim(), summary: summary[1] };
   return m.images && m.images.length ? { kind: "user", id, text, images: m.images } : { kind: "user", id, text };
 }
 
@@ -342,7 +359,8 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
       return { ...s, usage };
     }
     case "system_prompt_changed":
-      return { ...s, items: [...items, notice("info", "The system prompt changed; the next run uses the new one.")] };
+      if (ev.hash === s.promptHash) return s;
+      return { ...s, promptHash: ev.hash, items: [...items, notice("info", "The system prompt changed; the next run uses the new one.")] };
     default:
       return s;
   }

@@ -617,6 +617,13 @@ function renderItems(): void {
 function renderItem(it: ChatItem): HTMLElement {
   switch (it.kind) {
     case "user":
+      if (it.summary)
+        return h(
+          "details",
+          { class: `msg summary ${it.summary}` },
+          h("summary", { class: "who" }, it.summary === "compaction" ? "Summary of the earlier conversation (compacted)" : "Summary of an abandoned branch"),
+          h("div", { class: "text" }, it.text),
+        );
       return h(
         "div",
         { class: "msg user" },

@@ -261,3 +261,25 @@ test("a question sits just before the card of its call, answered or not, live an
   const reread = reduce(asked, { type: "transcript", messages: [] });
   assert.deepEqual(order(reread), ["permission:p1"], "without its call's card, the open question is still shown");
 });
+
+test("a replayed compaction summary is a summary, not a message 'You' typed (and has no Edit)", () => {
+  const items = itemsFromMessages([
+    { role: "user", content: "Previous conversation summary:\n\nWe fixed calc.py.", timestamp: 0 },
+    { role: "user", content: "Summary of an abandoned branch:\n\nTried sed.", timestamp: 0 },
+    { role: "user", content: "Previous conversation summary: is what I typed", typed: "Previous conversation summary: is what I typed", timestamp: 0 },
+  ] as Message[]);
+  const [compacted, branch, typed] = items as import("../../src/chat/state").UserItem[];
+  assert.equal(compacted.summary, "compaction");
+  assert.equal(compacted.text, "We fixed calc.py.");
+  assert.equal(branch.summary, "branch");
+  assert.equal(typed.summary, undefined, "what the user typed stays theirs");
+});
+
+test("system_prompt_changed with the hash already announced says nothing again", () => {
+  const ev = (seq: number, hash: string): EventParams => at(seq, { type: "system_prompt_changed", hash, sources: [] });
+  const notices = (st: ChatState) => st.items.filter((it) => it.kind === "notice").length;
+  const once = feed(initialState(), [ev(0, "aaa")]);
+  assert.equal(notices(once), 1);
+  assert.equal(notices(feed(once, [ev(1, "aaa")])), 1, "same bytes: no notice");
+  assert.equal(notices(feed(once, [ev(1, "bbb")])), 2);
+});

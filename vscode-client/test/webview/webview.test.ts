@@ -590,3 +590,23 @@ test("while the agent runs, images go with a steer; a send the host could not ma
   await host(ev(9201, { type: "agent_settled" }));
   await page.waitForFunction(() => document.querySelector("button.send")?.textContent === "Send");
 });
+
+test("after a reload the compaction summary shows as a summary, not as a 'You' message with Edit", async () => {
+  await host({
+    type: "action",
+    action: {
+      type: "transcript",
+      sessionId: run.sessionId,
+      workspace: run.workspace,
+      messages: [
+        { role: "user", content: "Previous conversation summary:\n\nWe fixed calc.py and ran the tests." },
+        { role: "user", content: "and now the docs" },
+      ],
+    },
+  } as HostMessage);
+  const summary = page.locator(".msg.summary.compaction");
+  await summary.waitFor();
+  assert.match(await summary.locator("summary").innerText(), /Summary of the earlier conversation/);
+  assert.equal(await summary.getByRole("button", { name: /Edit/ }).count(), 0);
+  assert.equal(await page.locator(".msg.user").count(), 1, "only what the user typed is 'You'");
+});
