@@ -10,7 +10,7 @@ import { parseViewMessage, type HostMessage, type ViewMessage } from "./chat/pro
 import type { ChatAction } from "./chat/state";
 import { chatPageHtml, makeNonce } from "./chat/html";
 import { editOf, openDiffSides, planUndo, previousFileOf, proposedSides, type EditInfo } from "./chat/edits";
-import { IMAGE_MIME_TYPES, type ContextItem, type EventParams, type ModelInfo, type PermissionRequest, type PermissionResponse, type PromptImage, type PromptResult, type Queue } from "./protocol/types";
+import { IMAGE_MIME_TYPES, type ContextItem, type EventParams, type ModelInfo, type PermissionRequest, type PermissionResponse, type PromptImage, type PromptResult, type Queue, type StateResult } from "./protocol/types";
 import { imageOfBytes } from "./chat/images";
 import type { ServerManager } from "./server";
 import { ErrorCodes } from "vscode-languageclient/node";
@@ -179,7 +179,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
       }
       await this.ext.workspaceState.update(key, state.sessionId);
       const { messages } = await client.messages({ workspace, sessionId: state.sessionId });
-      this.dispatch({ type: "state", state, workspace });
+      this.applyState(state, workspace);
       this.dispatch({ type: "transcript", messages, sessionId: state.sessionId, workspace });
       await this.postBranches();
       await this.postCommands();
@@ -315,6 +315,15 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
       if (!this.view?.visible || request.workspace !== this.workspace()) void this.notifyPermission(id, request);
       cancelled(() => this.withdrawPermission(id, "the run was stopped"));
     });
+  }
+
+  private readonly stateRead = new vscode.EventEmitter<{ workspace: string; state: StateResult }>();
+  /** Fires with every crank/state the chat reads (the status bar takes its usage from it too, so both agree after a model switch). */
+  readonly onStateRead = this.stateRead.event;
+
+  private applyState(state: StateResult, workspace: string | undefined): void {
+    this.dispatch({ type: "state", state, workspace });
+    if (workspace) this.stateRead.fire({ workspace, state });
   }
 
   /** Workspaces (folder URIs) with a question waiting for the user. */
@@ -462,12 +471,12 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
       }
       case "setModel": {
         await client.setModel({ workspace, api: m.api, id: m.id });
-        this.dispatch({ type: "state", state: await client.state({ workspace }), workspace });
+        this.applyState(await client.state({ workspace }), workspace);
         return;
       }
       case "setPermissionMode": {
         await client.setPermissionMode({ workspace, mode: m.mode });
-        this.dispatch({ type: "state", state: await client.state({ workspace }), workspace });
+        this.applyState(await client.state({ workspace }), workspace);
         return;
       }
     }

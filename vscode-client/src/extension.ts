@@ -9,6 +9,7 @@ import * as vscode from "vscode";
 import { ChatViewProvider, showInstallHelp } from "./chatView";
 import { ServerManager } from "./server";
 import { RunTracker, statusBarView } from "./chat/status";
+import { modelSwitchFailure } from "./chat/notices";
 import type { FixFileArgs, ModelInfo, PermissionMode } from "./protocol/types";
 
 /**
@@ -56,6 +57,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     bar,
     server.onEvent((p) => runs.onEvent(p) && paint()),
     chat.onWaitingChanged(() => paint()),
+    chat.onStateRead(({ workspace: ws, state }) => {
+      runs.setUsage(ws, state.usage);
+      paint();
+    }),
     server.onStatus((s) => {
       if (s.status !== "running") runs.clear();
       paint();
@@ -151,10 +156,17 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       })),
       { title: "Crank: model" },
     );
-    if (pick) {
+    if (!pick) return;
+    try {
       await c.setModel({ workspace: workspace(), api: pick.m.api, id: pick.m.id });
-      await chat.refresh();
+    } catch (err) {
+      // a Crank notice saying what to set (a key, say), not VS Code's "Command ... resulted in an error"
+      const n = modelSwitchFailure(err);
+      const chosen = await (n.action ? vscode.window.showErrorMessage(n.text, n.action) : vscode.window.showErrorMessage(n.text));
+      if (chosen === "Set API Key") await server.setApiKey();
+      return;
     }
+    await chat.refresh();
   });
   register("crank.setPermissionMode", async () => {
     const c = await needClient();

@@ -38,6 +38,8 @@ class ModelConfig:
         self.provider: ProviderConfig | None = None
         self.error: str | None = None
         """The ``no_provider`` text while no provider is configured."""
+        self.configured: Model | None = None
+        """The model the settings name (not a switch), listed by ``models_json`` after a switch."""
 
     def configure(self, override: dict[str, Any] | None = None) -> Model:
         """The model for the current settings (``override`` first). Without an override
@@ -54,9 +56,11 @@ class ModelConfig:
                     f"{exc} (keys and base URLs configured for another api are never "
                     "used for this one)"
                 ) from exc
-            self.provider, self.error = None, str(exc)
+            self.provider, self.error, self.configured = None, str(exc), None
             return Unconfigured(str(exc))
         self.provider, self.error = provider, None
+        if not override:
+            self.configured = model
         for withheld in provider.withheld_keys:
             self._log(
                 f"Crank: {withheld} is not sent to {provider.public()['baseUrl']}: a key "
@@ -96,8 +100,21 @@ class ModelConfig:
             "contextWindow": model.context_window,
             "source": "config",
         }
-        if self.error is None and not any(
-            m["api"] == current["api"] and m["id"] == current["id"] for m in listed
-        ):
-            listed.insert(0, current)
+        extra = [current]
+        configured = self.configured
+        if configured is not None and (configured.api, configured.id) != (model.api, model.id):
+            # after a switch the configured model is still one to go back to
+            extra.append(
+                {
+                    "api": configured.api,
+                    "id": configured.id,
+                    "contextWindow": configured.context_window,
+                    "source": "config",
+                }
+            )
+        for position, entry in enumerate(extra):
+            if self.error is None and not any(
+                m["api"] == entry["api"] and m["id"] == entry["id"] for m in listed
+            ):
+                listed.insert(position, entry)
         return {"models": listed}

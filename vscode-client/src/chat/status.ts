@@ -80,6 +80,11 @@ export class RunTracker {
     if (usage) this.usage.set(workspace, usage);
   }
 
+  /** The usage crank/state reports (after a model switch the window changed, and no usage_update says so). */
+  setUsage(workspace: string, usage: UsageUpdate | undefined): void {
+    if (usage) this.usage.set(workspace, usage);
+  }
+
   /** The server went away: nothing runs any more. */
   clear(): void {
     this.running.clear();
