@@ -646,7 +646,8 @@ function renderItem(it: ChatItem): HTMLElement {
         else if (b.type === "toolCall" && it.streaming) el.append(h("div", { class: "preparing" }, `Preparing ${b.name || "a tool call"}…`));
       }
       if (it.stopReason === "length") el.append(h("div", { class: "note warning" }, "Cut short: the reply hit the length limit."));
-      if (it.stopReason === "aborted") el.append(h("div", { class: "note" }, "Stopped."));
+      // a run cut off by the server's shutdown (a reload, a restart) says so; Stop is the user's
+      if (it.stopReason === "aborted") el.append(h("div", { class: "note" }, it.errorMessage?.startsWith("Interrupted") ? it.errorMessage : "Stopped."));
       if (it.stopReason === "error") el.append(h("div", { class: "note error" }, `Error: ${it.errorMessage ?? "the model request failed."}`));
       return el;
     }

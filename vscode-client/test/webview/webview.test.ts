@@ -610,3 +610,15 @@ test("after a reload the compaction summary shows as a summary, not as a 'You' m
   assert.equal(await summary.getByRole("button", { name: /Edit/ }).count(), 0);
   assert.equal(await page.locator(".msg.user").count(), 1, "only what the user typed is 'You'");
 });
+
+test("a run cut off by the server's shutdown (a reload) says so, not 'Stopped.'", async () => {
+  const cut = (errorMessage: string) => ({ role: "assistant", content: [{ type: "text", text: "half" }], stopReason: "aborted", errorMessage, timestamp: 0 });
+  await host({
+    type: "action",
+    action: { type: "transcript", sessionId: run.sessionId, workspace: run.workspace, messages: [{ role: "user", content: "go" }, cut("Interrupted: the server shut down (the editor reloaded, restarted or closed it)."), { role: "user", content: "again" }, cut("Aborted by the user.")] },
+  } as HostMessage);
+  const notes = page.locator(".msg.assistant .note");
+  await notes.nth(1).waitFor();
+  assert.match(await notes.nth(0).innerText(), /^Interrupted: the server shut down/);
+  assert.equal(await notes.nth(1).innerText(), "Stopped.");
+});
