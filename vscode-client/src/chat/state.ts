@@ -97,6 +97,10 @@ export interface ChatState {
   compacting: boolean;
   /** The hash of the last system_prompt_changed: an event with the same hash announces nothing. */
   promptHash?: string;
+  /** The prompt hash known when the last run started (what it was sent), if known. */
+  runPromptHash?: string;
+  /** A run started since this page loaded: before that, no prompt the user saw used can change. */
+  sawRun?: boolean;
   retry?: { attempt: number; delayMs: number; error: string };
 }
 
@@ -229,7 +233,7 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
   const items = s.items;
   switch (ev.type) {
     case "agent_start":
-      return { ...s, running: true, runId: p.runId, retry: undefined };
+      return { ...s, running: true, runId: p.runId, retry: undefined, sawRun: true, runPromptHash: s.promptHash };
     case "turn_start":
       return s;
     case "message_start": {
@@ -358,9 +362,14 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
       const { type: _t, ...usage } = ev;
       return { ...s, usage };
     }
-    case "system_prompt_changed":
-      if (ev.hash === s.promptHash) return s;
+    case "system_prompt_changed": {
+      // Announced only when it differs from what the last run was sent: a fresh server
+      // (after a reload) rebuilding the prompt a resumed session already had, or a
+      // change and its undoing between two runs, changes nothing the model sees.
+      const quiet = ev.hash === s.promptHash || !s.sawRun || (s.runPromptHash !== undefined && ev.hash === s.runPromptHash);
+      if (quiet) return { ...s, promptHash: ev.hash };
       return { ...s, promptHash: ev.hash, items: [...items, notice("info", "The system prompt changed; the next run uses the new one.")] };
+    }
     default:
       return s;
   }

@@ -275,11 +275,18 @@ test("a replayed compaction summary is a summary, not a message 'You' typed (and
   assert.equal(typed.summary, undefined, "what the user typed stays theirs");
 });
 
-test("system_prompt_changed with the hash already announced says nothing again", () => {
+test("system_prompt_changed is announced only when it differs from what the last run was sent", () => {
   const ev = (seq: number, hash: string): EventParams => at(seq, { type: "system_prompt_changed", hash, sources: [] });
   const notices = (st: ChatState) => st.items.filter((it) => it.kind === "notice").length;
-  const once = feed(initialState(), [ev(0, "aaa")]);
-  assert.equal(notices(once), 1);
-  assert.equal(notices(feed(once, [ev(1, "aaa")])), 1, "same bytes: no notice");
-  assert.equal(notices(feed(once, [ev(1, "bbb")])), 2);
+  // after a reload: the new server rebuilds what the resumed session already had
+  const fresh = feed(initialState(), [ev(0, "aaa")]);
+  assert.equal(notices(fresh), 0, "no run since the page loaded: nothing the model was sent changed");
+  const ran = feed(fresh, [at(1, { type: "agent_start" }), at(2, { type: "agent_settled" })]);
+  assert.equal(notices(feed(ran, [ev(3, "aaa")])), 0, "same bytes: no notice");
+  const changed = feed(ran, [ev(3, "bbb")]);
+  assert.equal(notices(changed), 1);
+  assert.equal(notices(feed(changed, [ev(4, "bbb")])), 1, "announced once");
+  // changed and changed back before the next run: the run is sent what the last one was
+  const back = feed(ran, [ev(3, "ccc"), ev(4, "aaa")]);
+  assert.equal(notices(back), 1, "only the change away is announced, not the return");
 });
