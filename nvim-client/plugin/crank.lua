@@ -4,8 +4,10 @@ if vim.g.loaded_crank then
 end
 vim.g.loaded_crank = true
 
-if vim.fn.has("nvim-0.10") == 0 then
-  vim.notify("crank.nvim needs Neovim 0.10 or newer", vim.log.levels.ERROR)
+-- First, before anything that needs a recent Neovim: say which version is needed.
+local too_old = require("crank").version_problem()
+if too_old then
+  vim.notify(too_old, vim.log.levels.ERROR)
   return
 end
 

@@ -221,6 +221,85 @@ H.test(":checkhealth crank reports the server version and the provider", functio
   H.ok(text:find("sandbox: workspace-write, network off", 1, true) or text:find("no sandbox (", 1, true), "the sandbox is reported: " .. text)
 end)
 
+H.test(":checkhealth crank checks that the model server answers", function()
+  local port = H.model_server({})
+  H.setup_crank(port)
+  H.project({})
+  vim.cmd("checkhealth crank")
+  local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+  H.contains(text, "model server http://127.0.0.1:" .. port .. "/v1 answers (HTTP 404")
+  H.ok(not text:find("ERROR", 1, true), "no error when everything works: " .. text)
+end)
+
+H.test(":checkhealth crank: a model server that does not answer is an error", function()
+  -- a port that was just free: nothing listens there
+  local probe = vim.uv.new_tcp()
+  probe:bind("127.0.0.1", 0)
+  local dead = probe:getsockname().port
+  probe:close()
+  H.setup_crank(dead)
+  H.project({})
+  vim.cmd("checkhealth crank")
+  local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+  H.contains(text, "model server http://127.0.0.1:" .. dead .. "/v1 does not answer")
+  H.contains(text, "ERROR")
+end)
+
+H.test(":checkhealth crank: no key anywhere is an error with the server's own words", function()
+  -- the hosted API's default URL needs a key (a local baseUrl would not)
+  require("crank").setup({
+    cmd = H.server_cmd(),
+    cmd_env = H.server_env(),
+    provider = { api = "anthropic", model = "claude-x" },
+    session_dir = H.tmpdir("sessions"),
+    global_keymaps = false,
+  })
+  local saved = { vim.env.ANTHROPIC_API_KEY, vim.env.OPENAI_API_KEY, vim.env.CRANK_PROVIDER }
+  vim.env.ANTHROPIC_API_KEY, vim.env.OPENAI_API_KEY, vim.env.CRANK_PROVIDER = nil, nil, nil
+  H.project({})
+  vim.cmd("checkhealth crank")
+  vim.env.ANTHROPIC_API_KEY, vim.env.OPENAI_API_KEY, vim.env.CRANK_PROVIDER = saved[1], saved[2], saved[3]
+  local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+  H.contains(text, "the server has no usable provider:")
+  H.contains(text, "ERROR")
+  H.contains(text, "ANTHROPIC_API_KEY")
+  H.ok(not text:find("api.anthropic.com answers", 1, true), "no network check when the provider is not usable")
+end)
+
+H.test("settings from setup() are the user's: no 'this folder is not trusted ... ignored' in the log", function()
+  local logged = {}
+  local stock = vim.lsp.handlers["window/logMessage"]
+  vim.lsp.handlers["window/logMessage"] = function(err, result, ctx)
+    logged[#logged + 1] = result and result.message or ""
+    return stock(err, result, ctx)
+  end
+  local port = H.model_server({})
+  -- not trusted: the server asks workspace/configuration for the folder, and Neovim
+  -- answers with the same settings (client-wide: setup() / vim.lsp.config)
+  H.setup_crank(port, { trusted = false })
+  local root = H.project({ ["a.py"] = "x = 1" })
+  vim.cmd.edit(root .. "/a.py")
+  local ws = client.attach(vim.api.nvim_get_current_buf())
+  local state
+  H.wait_for(function()
+    local c = ws:client()
+    if c and c.initialized and state == nil then
+      ws:refresh_state(function(err, result)
+        if not err then
+          state = result
+        end
+      end)
+    end
+    return state ~= nil
+  end, "crank/state")
+  vim.lsp.handlers["window/logMessage"] = stock
+  for _, message in ipairs(logged) do
+    H.ok(not message:find("not trusted, so its", 1, true), "misattributed: " .. message)
+  end
+  H.eq("openai", state.model.api)
+  H.eq(nil, state.configError)
+end)
+
 H.test("code actions offer Crank's fixes to vim.lsp; :CrankPrompt and :CrankModel answer", function()
   local port = H.model_server({})
   H.setup_crank(port)

@@ -152,6 +152,45 @@ H.test("permission preview shows a unified diff", function()
   H.contains(cmd, "$ rm -rf build")
 end)
 
+H.test("permission float: plain text (no markdown marks), one slash before an absolute path", function()
+  local lines = format.permission_lines({
+    toolName = "edit",
+    arguments = { path = "calc.py" },
+    preview = { kind = "diff", path = "/srv/project/calc.py", oldText = "x = 1\n", newText = "x = 2\n" },
+  })
+  H.eq("Crank wants to run edit calc.py", lines[1])
+  H.contains(lines, "--- /srv/project/calc.py")
+  H.contains(lines, "+++ /srv/project/calc.py")
+  H.ok(not table.concat(lines, "\n"):find("//", 1, true), "no double slash: " .. table.concat(lines, "\n"))
+  local cwd = vim.fn.getcwd()
+  local here = format.permission_lines({
+    toolName = "write",
+    arguments = { path = "n.py" },
+    preview = { kind = "diff", path = cwd .. "/n.py", oldText = "", newText = "y\n" },
+  })
+  H.contains(here, "--- a/n.py")
+  H.contains(here, "+++ b/n.py")
+  -- the chat keeps its markdown
+  H.eq("**edit** `calc.py`", format.tool_summary("edit", { path = "calc.py" }))
+end)
+
+H.test(":CrankPrompt names each tool, path and skipped reason", function()
+  local lines = require("crank.actions").system_prompt_lines({
+    text = "x",
+    hash = "h",
+    sources = {
+      { kind = "tool", name = "read" },
+      { kind = "tool", name = "edit" },
+      { kind = "contextFile", path = "AGENTS.md" },
+      { kind = "skipped", path = ".crank/x.md", reason = "not trusted" },
+    },
+  })
+  H.contains(lines, "- tool: read")
+  H.contains(lines, "- tool: edit")
+  H.contains(lines, "- contextFile: AGENTS.md")
+  H.contains(lines, "- skipped: .crank/x.md (not trusted)")
+end)
+
 -- the chat renderer ------------------------------------------------------------
 
 local function stand_in(messages)

@@ -361,3 +361,21 @@ async def test_a_failed_run_closes_its_open_tool_with_the_id_it_announced() -> N
     ends = [e for e in consumed if e["type"] == "tool_execution_end"]
     assert start["toolCallId"]
     assert [e["toolCallId"] for e in ends] == [start["toolCallId"]]
+
+
+async def test_a_run_cut_off_by_close_is_recorded_as_a_shutdown_not_a_stop() -> None:
+    """A window reload mid-run closes the server: the reply was recorded as aborted
+    with nothing to tell it from the user's Stop, and the chat showed "Stopped."."""
+    from crank.agent.harness import SHUTDOWN_REASON
+
+    model = ScriptedModel([Reply(text="Hello there, I was saying", hang_after=2)], chunk_size=5)
+    harness = Harness(system="s", tools=[], model=model)
+    run = harness.prompt("go")
+    events = run.events()
+    async for event in events:
+        if event["type"] == "message_update":
+            break
+    await harness.close()
+    last = harness.messages[-1]
+    assert last["role"] == "assistant" and last["stopReason"] == "aborted"
+    assert last.get("errorMessage") == SHUTDOWN_REASON

@@ -34,6 +34,9 @@ PLACEHOLDER = re.compile(r"\.\.\.|<[a-z-]+>|/path/to/")
 OTHER_PROJECTS = {"llama-server", "ollama", "vllm", "lms"}
 """Model servers the docs show how to start: other projects' commands, not run here
 (llama-cpp-python's server is: tests/vendors' real-server tests start it)."""
+FETCHING = {"curl", "tar"}
+"""Getting another project's release (a recent Neovim, nvim-client/README.md): no
+network here; the URL's shape is checked instead."""
 
 
 def shell_lines() -> list[tuple[str, str]]:
@@ -70,6 +73,10 @@ def test_each_documented_command_exists(line: str) -> None:
         check_crank_command(args)
     elif program.endswith("python") and args and args[0].startswith("bench/"):
         assert (ROOT / args[0]).is_file(), f"{args[0]} does not exist"
+    elif program in FETCHING:
+        urls = [arg for arg in args if arg.startswith("http")]
+        assert all(url.startswith("https://github.com/neovim/neovim/releases/") for url in urls)
+        return
     elif program in OTHER_PROJECTS or (program, *args[:2]) == ("python", "-m", "llama_cpp.server"):
         return
     elif program == "git":

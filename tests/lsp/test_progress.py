@@ -16,7 +16,7 @@ from pygls.exceptions import JsonRpcException
 
 from tests.support.model_server import ModelServer
 
-from .helpers import Crank, model_received, running_server
+from .helpers import WRITE_A, Crank, model_received, running_server
 from .test_runs import kinds, options, project, session_lines, started
 
 
@@ -120,3 +120,20 @@ async def test_a_cancelled_request_is_answered(tmp_path: Path) -> None:
             assert await crank.request("crank/tree", {}) == tree
             lines = session_lines(state)
             assert len({line["id"] for line in lines}) == len(lines)
+
+
+async def test_a_question_open_is_reported_as_waiting_for_approval(tmp_path: Path) -> None:
+    """The status bar said "running write" while the run waited for the user."""
+    script = {"replies": [WRITE_A, {"text": "written"}]}
+    with ModelServer(script) as model:
+        opts = options(model, tmp_path)
+        async with running_server(tmp_path, [project(tmp_path)], opts, progress=True) as crank:
+            await crank.settled(await started(crank, "write it"))
+            await progress_settled(crank, 1)
+            (_token, values), *_ = progress_of(crank).items()
+            _begin, *reports, _end = values
+            assert [r.message for r in reports] == [
+                "running write",
+                "waiting for approval: write",
+                "running write",
+            ]

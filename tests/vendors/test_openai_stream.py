@@ -2,13 +2,14 @@
 
 import json
 import logging
+import socket
 
 import pytest
 from tests.support.model_server import ModelServer
-from vendor_helpers import FIXTURES, KEY, MakeModel, collect, done_message, joined
+from vendor_helpers import FIXTURES, KEY, MakeModel, collect, done_message, joined, simple_request
 
 from crank.agent.messages import assistant_message, tool_result, user_message
-from crank.agent.model import ModelRequest
+from crank.agent.model import AbortSignal, ModelRequest
 
 TOOLS = [{"name": "read", "description": "Read a file", "parameters": {"type": "object"}}]
 
@@ -187,3 +188,33 @@ async def test_connection_refused_is_a_network_error(make_model: MakeModel) -> N
     message = done_message(events)
     assert message["errorKind"] == "network" and message["stopReason"] == "error"
     assert [e["type"] for e in events] == ["retry_start", "retry_end", "done"]
+
+
+async def test_a_retry_after_a_refused_connection_quotes_its_own_error(
+    make_model: MakeModel,
+) -> None:
+    """Refused once, then the server is up and answers 503: the second retry notice
+    said "no answer yet, trying once more" (the refusal counted for every later
+    attempt) instead of what the server said."""
+    probe = socket.socket()
+    probe.bind(("127.0.0.1", 0))
+    port = probe.getsockname()[1]
+    probe.close()
+    model = make_model("openai", base_url=f"http://127.0.0.1:{port}/v1", max_retries=3)
+    server = ModelServer(
+        [{"status": 503, "errorMessage": "the model is loading"}, {"text": "ready"}], port=port
+    )
+    events = []
+    try:
+        stream = model.stream(simple_request(), AbortSignal())
+        async for event in stream:
+            events.append(event)
+            if event["type"] == "retry_start" and len(events) == 1:
+                await server.start()  # the retry of the refused connection finds it up
+    finally:
+        await model.aclose()
+        await server.stop()
+    retries = [e["error"] for e in events if e["type"] == "retry_start"]
+    assert retries[0] == "no answer yet, trying once more"
+    assert "the model is loading" in retries[1], retries
+    assert done_message(events)["content"] == [{"type": "text", "text": "ready"}]

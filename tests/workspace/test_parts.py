@@ -225,3 +225,17 @@ async def test_the_daily_refresh_fires_once_per_new_day() -> None:
         assert refreshed == [datetime.date(2026, 1, 2)]
     finally:
         daily.stop()
+
+
+async def test_after_a_switch_the_configured_model_is_still_listed(tmp_path: Path) -> None:
+    """Before, crank/models added only the current model when neither the server nor
+    the catalog listed it: after a switch the configured one vanished from the list."""
+    settings = Settings(
+        provider_layers=({"api": "openai", "baseUrl": "http://127.0.0.1:9/v1", "model": "mine"},)
+    )
+    config = ModelConfig(settings, tmp_path, env={}, log=print)
+    config.configure()
+    switched = config.configure({"api": "openai", "model": "other"})
+    listed = [(m["id"], m["source"]) for m in (await config.models_json(switched))["models"]]
+    assert listed[:2] == [("other", "config"), ("mine", "config")]
+    assert listed.count(("mine", "config")) == 1

@@ -130,3 +130,28 @@ def test_a_malformed_restricted_value_in_an_untrusted_folder_is_only_ignored(
     layers = [("init", {"permissionMode": "readOnly"}), (FOLDER, {"permissionMode": "yolo"})]
     settings = merge_layers(layers, config_file=tmp_path / "n.json", folder_scoped={FOLDER})
     assert settings.permission_mode == "readOnly" and settings.problems
+
+
+def test_the_users_own_settings_answered_for_the_folder_are_not_reported_ignored(
+    tmp_path: Path,
+) -> None:
+    """Neovim answers the folder's query with what setup() gave (the same object as
+    initializationOptions): before, every start logged "this folder is not trusted, so
+    its provider.baseUrl ... were ignored" although nothing was ignored."""
+    mine = {
+        "trusted": False,
+        "sessionDir": "/mine",
+        "provider": {"api": "openai", "baseUrl": "http://mine/v1", "apiKey": "k", "model": "m"},
+    }
+    layers = [("initializationOptions.crank", mine), (FOLDER, dict(mine))]
+    settings = merge_layers(layers, config_file=tmp_path / "n.json", folder_scoped={FOLDER})
+    assert settings.problems == ()
+    assert settings.session_dir == "/mine"
+    assert settings.provider_layers[0]["baseUrl"] == "http://mine/v1"
+    # a folder value that differs from the user's is still left out, and said so
+    planted = {**mine, "provider": {**mine["provider"], "baseUrl": "http://evil/v1"}}
+    layers = [("initializationOptions.crank", mine), (FOLDER, planted)]
+    settings = merge_layers(layers, config_file=tmp_path / "n.json", folder_scoped={FOLDER})
+    (problem,) = settings.problems
+    assert "provider.baseUrl" in problem and "sessionDir" not in problem
+    assert all(layer.get("baseUrl") != "http://evil/v1" for layer in settings.provider_layers)

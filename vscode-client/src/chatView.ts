@@ -9,15 +9,21 @@ import * as vscode from "vscode";
 import { parseViewMessage, type HostMessage, type ViewMessage } from "./chat/protocol";
 import type { ChatAction } from "./chat/state";
 import { chatPageHtml, makeNonce } from "./chat/html";
-import { diffSides, editOf, planUndo, previousFileOf, type EditInfo } from "./chat/edits";
-import { IMAGE_MIME_TYPES, type ContextItem, type EventParams, type ModelInfo, type PermissionRequest, type PermissionResponse, type PromptImage, type PromptResult, type Queue, type ToolInfoJson } from "./protocol/types";
+import { editOf, openDiffSides, planUndo, previousFileOf, proposedSides, type EditInfo } from "./chat/edits";
+import { IMAGE_MIME_TYPES, type ContextItem, type EventParams, type ModelInfo, type PermissionRequest, type PermissionResponse, type PromptImage, type PromptResult, type Queue, type StateResult, type ToolInfoJson } from "./protocol/types";
 import { imageOfBytes } from "./chat/images";
 import type { ServerManager } from "./server";
 import { ErrorCodes } from "vscode-languageclient/node";
 import { INSTALL_HELP, ignoredLine, ignoredSettings } from "./protocol/launch";
 import { branchesOf, forkPointFor } from "./chat/branches";
 
-interface TrackedEdit { edit: EditInfo; workspace: string; previousFile?: string }
+interface TrackedEdit {
+  edit: EditInfo;
+  workspace: string;
+  previousFile?: string;
+  /** Whole files from the permission preview, until the change is applied. */
+  proposed?: { before: string; after: string };
+}
 
 const DIFF_SCHEME = "crank-diff";
 /** workspaceState keys of the chat's unsent text and of the images attached to it (apart: typing rewrites only the text). */
@@ -37,6 +43,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
   private context: { label: string; item: ContextItem }[] = [];
   /** What each tool says about itself, from the last `crank/state` (for `editOf`). */
   private tools: ToolInfoJson[] | undefined;
+  private readonly waitingChanged = new vscode.EventEmitter<void>();
+  /** Fires when a permission question opens or closes (the status bar says "waiting for approval"). */
+  readonly onWaitingChanged = this.waitingChanged.event;
   private nextPermissionId = 1;
   /** Whether the chat was told which folder settings Restricted Mode ignored (once per window). */
   private toldIgnored = false;
@@ -181,7 +190,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
       }
       await this.ext.workspaceState.update(key, state.sessionId);
       const { messages } = await client.messages({ workspace, sessionId: state.sessionId });
-      this.dispatch({ type: "state", state, workspace });
+      this.applyState(state, workspace);
       this.dispatch({ type: "transcript", messages, sessionId: state.sessionId, workspace });
       await this.postBranches();
       await this.postCommands();
@@ -271,6 +280,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
       const edit = editOf(ev.toolName, ev.arguments ?? {}, this.tools);
       if (edit) this.edits.set(ev.toolCallId, { ...this.edits.get(ev.toolCallId), edit, workspace: p.workspace });
     }
+    if (ev.type === "tool_execution_end" && !ev.result.isError) {
+      // applied: from now on the diff is read from the file, which has the change
+      const t = this.edits.get(ev.toolCallId);
+      if (t?.proposed) this.edits.set(ev.toolCallId, { ...t, proposed: undefined });
+    }
     if (ev.type === "agent_settled") {
       // A settled run asks nothing more: its questions still open here are stale.
       for (const [id, q] of this.pending) {
@@ -298,14 +312,34 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
         oldText: request.preview.oldText,
         newText: request.preview.newText,
       };
-      this.edits.set(request.toolCallId, { edit, workspace: request.workspace, previousFile: edit.mode === "write" ? previousFileOf(request.preview) : undefined });
+      this.edits.set(request.toolCallId, {
+        edit,
+        workspace: request.workspace,
+        previousFile: edit.mode === "write" ? previousFileOf(request.preview) : undefined,
+        proposed: proposedSides(request.preview),
+      });
     }
     return new Promise((resolve) => {
       this.pending.set(id, { request, resolve });
+      this.waitingChanged.fire();
       this.dispatch({ type: "permissionRequest", id, request });
       if (!this.view?.visible || request.workspace !== this.workspace()) void this.notifyPermission(id, request);
       cancelled(() => this.withdrawPermission(id, "the run was stopped"));
     });
+  }
+
+  private readonly stateRead = new vscode.EventEmitter<{ workspace: string; state: StateResult }>();
+  /** Fires with every crank/state the chat reads (the status bar takes its usage from it too, so both agree after a model switch). */
+  readonly onStateRead = this.stateRead.event;
+
+  private applyState(state: StateResult, workspace: string | undefined): void {
+    this.dispatch({ type: "state", state, workspace });
+    if (workspace) this.stateRead.fire({ workspace, state });
+  }
+
+  /** Workspaces (folder URIs) with a question waiting for the user. */
+  waitingWorkspaces(): Set<string> {
+    return new Set(Array.from(this.pending.values(), (p) => p.request.workspace));
   }
 
   private async notifyPermission(id: string, r: PermissionRequest): Promise<void> {
@@ -323,6 +357,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     if (!p) return; // already answered elsewhere (card or notification)
     this.pending.delete(id);
     this.notified.delete(id);
+    this.waitingChanged.fire();
     p.resolve(response);
     this.dispatch({ type: "permissionResolved", id, decision: response.decision, reason: response.reason });
   }
@@ -333,6 +368,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     if (!p) return;
     this.pending.delete(id);
     this.notified.delete(id);
+    this.waitingChanged.fire();
     p.resolve({ decision: "reject", reason });
     this.dispatch({ type: "permissionResolved", id, decision: "reject", reason, withdrawn: true });
   }
@@ -446,12 +482,12 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
       }
       case "setModel": {
         await client.setModel({ workspace, api: m.api, id: m.id });
-        this.dispatch({ type: "state", state: await client.state({ workspace }), workspace });
+        this.applyState(await client.state({ workspace }), workspace);
         return;
       }
       case "setPermissionMode": {
         await client.setPermissionMode({ workspace, mode: m.mode });
-        this.dispatch({ type: "state", state: await client.state({ workspace }), workspace });
+        this.applyState(await client.state({ workspace }), workspace);
         return;
       }
     }
@@ -593,7 +629,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     if (!t) return this.notice("warning", "This edit's details are not available any more (the window was reloaded).");
     const uri = this.resolvePath(t.edit.path, t.workspace);
     const current = await this.currentText(uri);
-    const { before, after } = diffSides(current, t.edit, t.previousFile);
+    const { before, after } = openDiffSides(t, current);
     const left = vscode.Uri.from({ scheme: DIFF_SCHEME, path: `/${toolCallId}/before/${t.edit.path}` });
     this.diffDocs.set(left.toString(), before);
     let right = uri;

@@ -10,6 +10,7 @@ import { ChangesReview } from "./review";
 import { ChatViewProvider, showInstallHelp } from "./chatView";
 import { ServerManager } from "./server";
 import { RunTracker, statusBarView } from "./chat/status";
+import { modelSwitchFailure } from "./chat/notices";
 import type { FixFileArgs, ModelInfo, PermissionMode } from "./protocol/types";
 
 /**
@@ -43,7 +44,7 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   const workspace = () => chat.folder()?.uri.toString();
   let wasRunning = false;
   const paint = () => {
-    const v = statusBarView({ server: server.currentStatus.status, running: runs.runningCount, usage: runs.usageOf(workspace()) });
+    const v = statusBarView({ server: server.currentStatus.status, running: runs.runningCount, waiting: chat.waitingWorkspaces().size, usage: runs.usageOf(workspace()) });
     bar.text = v.text;
     bar.tooltip = v.tooltip;
     bar.backgroundColor = v.tone === "error" ? new vscode.ThemeColor("statusBarItem.errorBackground") : undefined;
@@ -56,6 +57,11 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
   context.subscriptions.push(
     bar,
     server.onEvent((p) => runs.onEvent(p) && paint()),
+    chat.onWaitingChanged(() => paint()),
+    chat.onStateRead(({ workspace: ws, state }) => {
+      runs.setUsage(ws, state.usage);
+      paint();
+    }),
     server.onStatus((s) => {
       if (s.status !== "running") runs.clear();
       paint();
@@ -170,10 +176,17 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
       })),
       { title: "Crank: model" },
     );
-    if (pick) {
+    if (!pick) return;
+    try {
       await c.setModel({ workspace: workspace(), api: pick.m.api, id: pick.m.id });
-      await chat.refresh();
+    } catch (err) {
+      // a Crank notice saying what to set (a key, say), not VS Code's "Command ... resulted in an error"
+      const n = modelSwitchFailure(err);
+      const chosen = await (n.action ? vscode.window.showErrorMessage(n.text, n.action) : vscode.window.showErrorMessage(n.text));
+      if (chosen === "Set API Key") await server.setApiKey();
+      return;
     }
+    await chat.refresh();
   });
   register("crank.setPermissionMode", async () => {
     const c = await needClient();

@@ -9,6 +9,7 @@
  * once per command line (remembered across windows and start-ups); after that the
  * chat view and the status bar say it, and a command the user runs says it again.
  */
+import { calmCleanExits } from "./protocol/exits";
 import * as vscode from "vscode";
 import {
   CloseAction,
@@ -154,7 +155,7 @@ export class ServerManager implements vscode.Disposable {
     const serverOptions: ServerOptions = { command, args, options: { env: process.env } };
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
-      outputChannel: this.output,
+      outputChannel: calmCleanExits(this.output),
       initializationOptions: { crank: init },
       errorHandler: {
         error: () => ({ action: ErrorAction.Continue }),

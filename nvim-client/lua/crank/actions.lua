@@ -436,7 +436,8 @@ end
 function M.system_prompt_lines(result)
   local lines = { "# Crank system prompt", "", "Sources:" }
   for _, s in ipairs(result.sources or {}) do
-    lines[#lines + 1] = "- " .. tostring(s.kind) .. (s.path and (": " .. s.path) or "")
+    local what = s.path or s.name
+    lines[#lines + 1] = "- " .. tostring(s.kind) .. (what and (": " .. what) or "") .. (s.reason and (" (" .. s.reason .. ")") or "")
   end
   vim.list_extend(lines, { "Hash: " .. tostring(result.hash), "", "---", "" })
   return vim.list_extend(lines, format.lines(result.text or ""))

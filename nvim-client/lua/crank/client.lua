@@ -158,6 +158,7 @@ function Workspace:refresh_state(callback)
       self.permission_mode = result.permissionMode
       self.sandbox = result.sandbox
       self.mcp = result.mcp
+      self.config_error = result.configError
     end
     if callback then
       callback(err, result)

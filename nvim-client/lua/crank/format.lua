@@ -38,17 +38,22 @@ local KEY_ARGS = { "path", "command", "pattern", "query", "url", "glob" }
 ---@param name string
 ---@param args table|nil
 ---@return string
-function M.tool_summary(name, args)
+function M.tool_summary(name, args, plain)
   args = type(args) == "table" and args or {}
+  -- markdown for the chat buffer; plain text where nothing renders it (the float)
+  local bold, code = "**%s**", "`%s`"
+  if plain then
+    bold, code = "%s", "%s"
+  end
   for _, key in ipairs(KEY_ARGS) do
     if type(args[key]) == "string" then
-      return string.format("**%s** `%s`", name, one_line(args[key], 70))
+      return string.format(bold .. " " .. code, name, one_line(args[key], 70))
     end
   end
   local keys = vim.tbl_keys(args)
   table.sort(keys)
   if #keys == 0 then
-    return string.format("**%s**", name)
+    return string.format(bold, name)
   end
   local parts = {}
   for _, k in ipairs(keys) do
@@ -56,7 +61,7 @@ function M.tool_summary(name, args)
     local shown = type(v) == "string" and v or vim.json.encode(v)
     parts[#parts + 1] = k .. "=" .. one_line(shown, 30)
   end
-  return string.format("**%s** %s", name, one_line(table.concat(parts, " "), 70))
+  return string.format(bold .. " %s", name, one_line(table.concat(parts, " "), 70))
 end
 
 --- The line that heads a tool call in the chat.
@@ -316,7 +321,14 @@ end
 function M.diff(old_text, new_text, path)
   local differ = (vim.text and vim.text.diff) or vim.diff
   local body = differ(old_text or "", new_text or "", { result_type = "unified", ctxlen = 3 })
-  local header = { "--- a/" .. (path or "file"), "+++ b/" .. (path or "file") }
+  -- git's a/ b/ prefixes only before a relative path (`diff -u` shows an absolute
+  -- one as it is): a path under the current directory is shown relative to it
+  local shown = vim.fn.fnamemodify(path or "file", ":.")
+  local old, new = "a/" .. shown, "b/" .. shown
+  if shown:sub(1, 1) == "/" then
+    old, new = shown, shown
+  end
+  local header = { "--- " .. old, "+++ " .. new }
   local out = vim.list_extend(header, M.lines(body or ""))
   return out
 end
@@ -325,7 +337,7 @@ end
 function M.permission_lines(params)
   local out = {}
   local preview = params.preview
-  out[1] = string.format("Crank wants to run %s", M.tool_summary(params.toolName or "?", params.arguments))
+  out[1] = string.format("Crank wants to run %s", M.tool_summary(params.toolName or "?", params.arguments, true))
   out[2] = ""
   if type(preview) == "table" and preview.kind == "diff" then
     if preview.unsavedChanges then

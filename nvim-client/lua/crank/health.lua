@@ -136,6 +136,96 @@ local function describe_provider(p)
   )
 end
 
+--- The model server's base URL as the server will use it: the one set in setup(), or
+--- the hosted API's default for `api` (nil for the scripted provider).
+---@param provider table|nil
+---@param api string|nil
+---@return string|nil
+function M.base_url(provider, api)
+  local base = provider and provider.baseUrl
+  if type(base) == "string" and base ~= "" then
+    return base
+  end
+  local defaults = { anthropic = "https://api.anthropic.com", openai = "https://api.openai.com/v1" }
+  return defaults[api or (provider and provider.api) or ""]
+end
+
+--- The URL of the models list under `base` (Anthropic's API lives under /v1).
+---@param base string
+---@param api string|nil
+---@return string
+function M.models_url(base, api)
+  base = base:gsub("/+$", "")
+  if api == "anthropic" and not base:find("/v1$") then
+    base = base .. "/v1"
+  end
+  return base .. "/models"
+end
+
+--- Ask the models list once, without a key (the key stays with the server), at most
+--- `timeout_s` seconds. Any HTTP answer means something is listening there; a 401 or
+--- 403 is what a hosted API says to a request without a key.
+---@param url string
+---@param timeout_s number|nil
+---@return integer|nil status, string|nil err
+function M.ping(url, timeout_s)
+  if vim.fn.executable("curl") == 0 then
+    return nil, "curl is not installed, so it was not checked"
+  end
+  local t = timeout_s or 5
+  local ok, res = pcall(function()
+    return vim
+      .system({ "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", tostring(t), url }, { text = true })
+      :wait((t + 2) * 1000)
+  end)
+  if not ok then
+    return nil, tostring(res)
+  end
+  local code = tonumber(vim.trim(res.stdout or ""))
+  if code == nil or code == 0 then
+    return nil, string.format("no answer within %d s (curl exit %s)", t, tostring(res.code))
+  end
+  return code, nil
+end
+
+--- One health line for the model server of `api` (from the state) and `provider`.
+local function report_model_server(provider, api)
+  if api == "scripted" then
+    return
+  end
+  local base = M.base_url(provider, api)
+  if base == nil then
+    return
+  end
+  local url = M.models_url(base, api)
+  local code, err = M.ping(url)
+  if code == nil then
+    if err and err:find("curl is not installed", 1, true) then
+      health.info("model server " .. base .. ": " .. err)
+    else
+      health.error("model server " .. base .. " does not answer: " .. tostring(err), {
+        "start the model server, or fix provider.baseUrl in setup()",
+      })
+    end
+  elseif code == 401 or code == 403 then
+    health.ok(string.format("model server %s answers (HTTP %d to a request without a key)", base, code))
+  else
+    health.ok(string.format("model server %s answers (HTTP %d for %s)", base, code, url))
+  end
+end
+
+--- The server's own word on its configuration (`crank/state.configError`).
+local function report_config_error(config_error)
+  if type(config_error) == "string" and config_error ~= "" then
+    health.error("the server has no usable provider: " .. config_error, {
+      "pass provider = { api = ..., model = ..., apiKey = ... } to setup()",
+      "or set ANTHROPIC_API_KEY / OPENAI_API_KEY in the environment Neovim starts the server with",
+    })
+    return true
+  end
+  return false
+end
+
 function M.check()
   local config = require("crank.config")
   local client = require("crank.client")
@@ -170,6 +260,9 @@ function M.check()
     health.ok(string.format("running for %s: %s %s", root, tostring(ws.server_name or "?"), tostring(ws.server_version or "")))
     report_sandbox(ws.sandbox)
     report_mcp(ws.mcp)
+    if not report_config_error(ws.config_error) then
+      report_model_server(cfg.provider, ws.model and ws.model.api)
+    end
     return
   end
   local result, err, state = M.probe(cmd, { cwd = root, env = cfg.cmd_env, init_options = config.init_options() })
@@ -186,6 +279,12 @@ function M.check()
   end
   report_sandbox(state and state.sandbox)
   report_mcp(state and state.mcp)
+  if state == nil then
+    return
+  end
+  if not report_config_error(state.configError) then
+    report_model_server(cfg.provider, state.model and state.model.api)
+  end
 end
 
 return M

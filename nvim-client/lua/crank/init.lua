@@ -6,6 +6,29 @@ local M = {}
 
 local did_setup = false
 
+--- The oldest Neovim the plugin runs on (vim.system, vim.fs, the LSP client's API).
+M.NEEDS = { 0, 10, 0 }
+
+--- Why this Neovim cannot run Crank, or nil. Written for Neovim 0.7 too (Debian 12's),
+--- so the user reads this rather than an error from deep inside the plugin.
+---@param v table|nil {major, minor, patch} (default: the running Neovim)
+---@return string|nil
+function M.version_problem(v)
+  v = v or vim.version()
+  local major, minor, patch = v.major or v[1] or 0, v.minor or v[2] or 0, v.patch or v[3] or 0
+  if major > M.NEEDS[1] or (major == M.NEEDS[1] and minor >= M.NEEDS[2]) then
+    return nil
+  end
+  return string.format(
+    "crank.nvim needs Neovim 0.10 or newer; this is %d.%d.%d. Debian 12 and Ubuntu 22.04 ship "
+      .. "older ones: install a release from https://github.com/neovim/neovim/releases "
+      .. "(nvim-linux-x86_64.tar.gz, unpacked into ~/.local) and see the plugin's README.",
+    major,
+    minor,
+    patch
+  )
+end
+
 local function wire()
   local client = require("crank.client")
   client.on_event = function(ws, params)
@@ -50,6 +73,11 @@ end
 --- Configure Crank. Safe to call more than once; later calls replace the options.
 ---@param opts table|nil see :help crank-options
 function M.setup(opts)
+  local problem = M.version_problem()
+  if problem then
+    vim.notify(problem, vim.log.levels.ERROR)
+    return
+  end
   local config = require("crank.config")
   config.apply(opts)
   wire()

@@ -50,6 +50,10 @@ _LOOK_BACK = 256
 """How far back ``messages_after`` looks: a group larger than this is saved in parts."""
 
 
+SHUTDOWN_REASON = "Interrupted: the server shut down (the editor reloaded, restarted or closed it)."
+"""What a run cut off by ``Harness.close`` records, so no client reads it as Stop."""
+
+
 class HarnessBusy(RuntimeError):
     """Refused because a run is active (refused as run_in_progress or refused_while_running)."""
 
@@ -412,19 +416,21 @@ class Harness:
         run.task = asyncio.get_running_loop().create_task(self._drive(run, new_messages, config))
         return run
 
-    async def abort(self) -> str:
-        """Stop the active run and return once it has settled: "aborted", or "idle"."""
+    async def abort(self, reason: str = "aborted") -> str:
+        """Stop the active run and return once it has settled: "aborted", or "idle".
+        ``reason`` is recorded on the cut-off reply (``errorMessage``)."""
         run = self._run
         if run is None:
             return "idle"
-        self._signal.abort()
+        self._signal.abort(reason)
         await run.settled.wait()
         return "aborted"
 
     async def close(self) -> None:
         """Abort the active run (it settles, recorded as usual) and end the Harness's
-        own background work (queue announcements outside a run)."""
-        await self.abort()
+        own background work (queue announcements outside a run). The cut-off reply
+        says the server shut down, not that the user stopped it."""
+        await self.abort(SHUTDOWN_REASON)
         await self._background.close()
 
     def _config(self, run: Run) -> LoopConfig:

@@ -351,7 +351,8 @@ async def agent_loop(
                     yield {"type": "message_update", "delta": partial.apply(item)}
         if reply is None:
             if signal.aborted:
-                reply = partial.finish("aborted", ABORTED_TEXT)
+                why = signal.reason if signal.reason not in ("", "aborted") else ABORTED_TEXT
+                reply = partial.finish("aborted", why)
             else:
                 failure = task.exception() if not task.cancelled() else None
                 detail = (

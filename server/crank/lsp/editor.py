@@ -199,10 +199,15 @@ class LspEditor:
             raise EditRefused(str(reason or "no reason given"))
 
     async def ask_permission(self, params: dict[str, Any]) -> dict[str, Any]:
-        if self._server.permission_requests:
-            answer = await self.request("crank/requestPermission", params)
-            return answer if isinstance(answer, dict) else {}
-        return await self._ask_with_message(params)
+        progress = self._server.run_progress
+        progress.waiting(params, True)
+        try:
+            if self._server.permission_requests:
+                answer = await self.request("crank/requestPermission", params)
+                return answer if isinstance(answer, dict) else {}
+            return await self._ask_with_message(params)
+        finally:
+            progress.waiting(params, False)
 
     async def _ask_with_message(self, params: dict[str, Any]) -> dict[str, Any]:
         preview = params.get("preview") or {}

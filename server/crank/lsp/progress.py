@@ -2,7 +2,8 @@
 
 ``agent_start`` creates a token (``window/workDoneProgress/create``, only if the client
 supports it) and begins a cancellable progress; tool starts are reported; the run's
-``agent_settled`` ends it. The steps of one run go out in order from one task, so a
+``agent_settled`` ends it. While a permission question of the run is open the report
+says "waiting for approval: <tool>" (the user's turn, not the agent's). The steps of one run go out in order from one task, so a
 slow ``create`` never reorders them and never delays the ``crank/event`` stream.
 A client cancelling the progress aborts the run.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from lsprotocol import types
@@ -27,10 +29,18 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+@dataclass(frozen=True)
+class Waiting:
+    """A permission question of the run opened (``waiting``) or was answered."""
+
+    tool: str
+    waiting: bool
+
+
 class RunProgress:
     def __init__(self, server: CrankServer) -> None:
         self._server = server
-        self._queues: dict[str, asyncio.Queue[WireEvent | None]] = {}
+        self._queues: dict[str, asyncio.Queue[WireEvent | Waiting | None]] = {}
         self._runs: dict[str, tuple[str, str | None]] = {}
         """token -> (workspace, runId) of the run it reports, until that run settles."""
         self._tasks = Tasks()
@@ -57,7 +67,7 @@ class RunProgress:
         if kind == "agent_start":
             if not self._supported():
                 return
-            queue: asyncio.Queue[WireEvent | None] = asyncio.Queue()
+            queue: asyncio.Queue[WireEvent | Waiting | None] = asyncio.Queue()
             self._queues[run_key] = queue
             token = f"crank-{uuid.uuid4().hex[:12]}"
             self._runs[token] = (params["workspace"], params.get("runId"))
@@ -76,7 +86,13 @@ class RunProgress:
         """End the progress reports still running (the connection is going)."""
         await self._tasks.close()
 
-    async def _drive(self, token: str, queue: asyncio.Queue[WireEvent | None]) -> None:
+    def waiting(self, params: dict[str, Any], waiting: bool) -> None:
+        """A permission question (``crank/requestPermission`` params) opened or closed."""
+        found = self._queues.get(f"{params.get('workspace')}#{params.get('runId')}")
+        if found is not None:
+            found.put_nowait(Waiting(str(params.get("toolName") or "a tool"), waiting))
+
+    async def _drive(self, token: str, queue: asyncio.Queue[WireEvent | Waiting | None]) -> None:
         progress = self._server.work_done_progress
         created = False
         try:
@@ -90,7 +106,10 @@ class RunProgress:
                 break
             if not created:
                 continue
-            if event["type"] == "agent_start":
+            if isinstance(event, Waiting):
+                what = "waiting for approval:" if event.waiting else "running"
+                progress.report(token, types.WorkDoneProgressReport(message=f"{what} {event.tool}"))
+            elif event["type"] == "agent_start":
                 progress.begin(
                     token,
                     types.WorkDoneProgressBegin(title="Crank", message="working", cancellable=True),

@@ -254,6 +254,7 @@ class StreamingModel:
             aborted = False
             silent = False
             answered = False
+            refused_now = False  # this attempt's connection was refused (not an earlier one's)
             client: httpx.AsyncClient | None = None  # lent for this attempt; kept on failure
             try:
                 async with (
@@ -291,6 +292,7 @@ class StreamingModel:
                 error = self._timeout(exc)
             except httpx.ConnectError as exc:
                 refused += 1
+                refused_now = True
                 unknown = _unknown_host(exc, self.url())
                 error = unknown or ProviderError(
                     "network",
@@ -359,7 +361,7 @@ class StreamingModel:
             if retrying:
                 retrying = False
                 yield {"type": "retry_end", "attempt": retries, "success": False}
-            if refused and not error.retryable:
+            if refused_now and not error.retryable:
                 log.warning("model request failed: %s", error.message)
                 yield {"type": "done", "message": self._priced(builder.finish("error", error))}
                 return
@@ -378,7 +380,9 @@ class StreamingModel:
                         "type": "retry_start",
                         "attempt": retries,
                         "delayMs": round(delay * 1000),
-                        "error": "no answer yet, trying once more" if refused else error.message,
+                        "error": "no answer yet, trying once more"
+                        if refused_now
+                        else error.message,
                     }
                     if await _sleep(delay, signal):
                         yield {"type": "retry_end", "attempt": retries, "success": False}

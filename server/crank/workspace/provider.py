@@ -48,6 +48,8 @@ class ModelConfig:
         """The ``no_provider`` text while no provider is configured."""
         self.pending: ProviderConfig | None = None
         """An OpenAI-compatible server with no model named: its ``/models`` may say."""
+        self.configured: Model | None = None
+        """The model the settings name (not a switch), listed by ``models_json`` after a switch."""
 
     def configure(self, override: dict[str, Any] | None = None) -> Model:
         """The model for the current settings (``override`` first). Without an override
@@ -65,8 +67,11 @@ class ModelConfig:
                     "used for this one)"
                 ) from exc
             self.provider, self.error, self.pending = None, str(exc), exc.pending
+            self.configured = None
             return Unconfigured(str(exc))
         self.provider, self.error, self.pending = provider, None, None
+        if not override:
+            self.configured = model
         for withheld in provider.withheld_keys:
             self._log(
                 f"Crank: {withheld} is not sent to {provider.public()['baseUrl']}: a key "
@@ -153,10 +158,21 @@ class ModelConfig:
             "contextWindow": model.context_window,
             "source": "config",
         }
-        if (
-            self.error is None
-            and not alias
-            and not any(m["api"] == current["api"] and m["id"] == current["id"] for m in listed)
-        ):
-            listed.insert(0, current)
+        extra = [] if alias else [current]
+        configured = self.configured
+        if configured is not None and (configured.api, configured.id) != (model.api, model.id):
+            # after a switch the configured model is still one to go back to
+            extra.append(
+                {
+                    "api": configured.api,
+                    "id": configured.id,
+                    "contextWindow": configured.context_window,
+                    "source": "config",
+                }
+            )
+        for position, entry in enumerate(extra):
+            if self.error is None and not any(
+                m["api"] == entry["api"] and m["id"] == entry["id"] for m in listed
+            ):
+                listed.insert(position, entry)
         return {"models": listed}

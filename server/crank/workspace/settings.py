@@ -242,6 +242,21 @@ def _unrestricted(raw: Any) -> tuple[Any, list[str]]:
     return kept, dropped
 
 
+def _value_at(raw: Any, dotted: str) -> Any:
+    """The value of ``dotted`` (``provider.baseUrl``) in a crank section, or None."""
+    for part in dotted.split("."):
+        if not isinstance(raw, Mapping):
+            return None
+        raw = raw.get(part)
+    return raw
+
+
+def _set_alike(dotted: str, raw: Any, others: Sequence[Any]) -> bool:
+    """Whether one of ``others`` gives ``dotted`` the same value as ``raw`` does."""
+    value = _value_at(raw, dotted)
+    return any(_value_at(other, dotted) == value for other in others)
+
+
 def merge_layers(
     named: Sequence[tuple[str, Any]],
     *,
@@ -278,6 +293,10 @@ def merge_layers(
             continue
         kept, dropped = (raw, []) if trusted else _unrestricted(raw)
         layers[index] = _checked(kept, where)
+        # A value a client-wide layer sets too is used anyway (an editor that answers
+        # the folder's query with the user's own settings, as Neovim does): not ignored.
+        user = [value for i, (_w, value) in enumerate(named) if not folder[i]]
+        dropped = [name for name in dropped if not _set_alike(name, raw, user)]
         if dropped:
             problems.append(
                 f"{where}: this folder is not trusted, so its {', '.join(dropped)} "

@@ -83,6 +83,21 @@ export function diffSides(current: string | undefined, e: EditInfo, previousFile
   return { before: current.slice(0, plan.offset) + plan.replacement + current.slice(plan.offset + plan.length), after: current };
 }
 
+/** Both sides of a change the user is still asked about: the server's preview holds the
+ * whole file as it is and as it would be (nothing is applied yet, so the file on disk
+ * is the "before", not the "after"). An old file too large to load shows as empty. */
+export function proposedSides(preview: { oldText: string; newText: string; oldTextOmitted?: number }): { before: string; after: string } {
+  return { before: preview.oldTextOmitted === undefined ? preview.oldText : "", after: preview.newText };
+}
+
+/** What "Open diff" shows: the proposal while the change is not applied, else the applied change in the file. */
+export function openDiffSides(
+  t: { edit: EditInfo; previousFile?: string; proposed?: { before: string; after: string } },
+  current: string | undefined,
+): { before: string; after: string } {
+  return t.proposed ?? diffSides(current, t.edit, t.previousFile);
+}
+
 /** A compact unified-style line diff of two snippets, for the card (not a full LCS diff). */
 export function snippetDiff(oldText: string, newText: string): { sign: " " | "-" | "+"; text: string }[] {
   const a = oldText === "" ? [] : oldText.split("\n");

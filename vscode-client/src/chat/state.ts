@@ -28,7 +28,20 @@ import type {
 import { editOf, type EditInfo } from "./edits";
 
 /** A user message; `images` as the server sent them (inline ones carry their data). */
-export interface UserItem { kind: "user"; id: string; text: string; images?: ShownImage[] }
+export interface UserItem {
+  kind: "user";
+  id: string;
+  text: string;
+  images?: ShownImage[];
+  /** Not typed by the user: the summary replay puts in place of compacted (or abandoned) messages. */
+  summary?: "compaction" | "branch";
+}
+
+/** How crank/messages marks the summaries it replays as user messages (server/crank/session/replay.py). */
+const SUMMARY_PREFIXES: [string, "compaction" | "branch"][] = [
+  ["Previous conversation summary:", "compaction"],
+  ["Summary of an abandoned branch:", "branch"],
+];
 export interface AssistantItem {
   kind: "assistant";
   id: string;
@@ -88,6 +101,12 @@ export interface ChatState {
   mcp?: McpServerState[];
   sessions: SessionInfo[];
   compacting: boolean;
+  /** The hash of the last system_prompt_changed: an event with the same hash announces nothing. */
+  promptHash?: string;
+  /** The prompt hash known when the last run started (what it was sent), if known. */
+  runPromptHash?: string;
+  /** A run started since this page loaded: before that, no prompt the user saw used can change. */
+  sawRun?: boolean;
   retry?: { attempt: number; delayMs: number; error: string };
 }
 
@@ -123,6 +142,13 @@ let noticeCounter = 0;
 function notice(level: NoticeItem["level"], text: string): NoticeItem {
   noticeCounter += 1;
   return { kind: "notice", id: `notice-${Date.now().toString(36)}-${noticeCounter}`, level, text };
+}
+
+/** A question goes just before the card of the call it asks about (question, answer,
+ * then the call's result, in reading order); at the end when that card is not shown. */
+function placePermission(items: ChatItem[], q: PermissionItem): ChatItem[] {
+  const at = items.findIndex((it) => it.kind === "tool" && it.id === q.request.toolCallId);
+  return at < 0 ? [...items, q] : [...items.slice(0, at), q, ...items.slice(at)];
 }
 
 /** Close open permission cards that `which` selects, as withdrawn with `reason`. */
@@ -162,6 +188,8 @@ function toolCardsFor(items: ChatItem[], m: Message, tools?: readonly ToolInfoJs
 
 function userItem(id: string, m: UserMessage): UserItem {
   const text = userText(m);
+  const summary = typeof m.typed === "string" ? undefined : SUMMARY_PREFIXES.find(([prefix]) => text.startsWith(prefix));
+  if (summary) return { kind: "user", id, text: text.slice(summary[0].length).trim(), summary: summary[1] };
   return m.images && m.images.length ? { kind: "user", id, text, images: m.images } : { kind: "user", id, text };
 }
 
@@ -211,7 +239,7 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
   const items = s.items;
   switch (ev.type) {
     case "agent_start":
-      return { ...s, running: true, runId: p.runId, retry: undefined };
+      return { ...s, running: true, runId: p.runId, retry: undefined, sawRun: true, runPromptHash: s.promptHash };
     case "turn_start":
       return s;
     case "message_start": {
@@ -348,8 +376,14 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
       const { type: _t, ...usage } = ev;
       return { ...s, usage };
     }
-    case "system_prompt_changed":
-      return { ...s, items: [...items, notice("info", "The system prompt changed; the next run uses the new one.")] };
+    case "system_prompt_changed": {
+      // Announced only when it differs from what the last run was sent: a fresh server
+      // (after a reload) rebuilding the prompt a resumed session already had, or a
+      // change and its undoing between two runs, changes nothing the model sees.
+      const quiet = ev.hash === s.promptHash || !s.sawRun || (s.runPromptHash !== undefined && ev.hash === s.runPromptHash);
+      if (quiet) return { ...s, promptHash: ev.hash };
+      return { ...s, promptHash: ev.hash, items: [...items, notice("info", "The system prompt changed; the next run uses the new one.")] };
+    }
     case "mcp_changed": {
       const lines = mcpNotices(s.mcp, ev.servers);
       return { ...s, mcp: ev.servers, items: lines.length ? [...items, ...lines] : items };
@@ -417,7 +451,7 @@ function reduceAction(s: ChatState, a: ChatAction): ChatState {
       return {
         ...s,
         // An open question is not in any transcript: keep its card, or it could not be answered.
-        items: [...itemsFromMessages(a.messages, s.tools), ...pendingPermissions(s)],
+        items: pendingPermissions(s).reduce(placePermission, itemsFromMessages(a.messages, s.tools)),
         sessionId: a.sessionId ?? s.sessionId,
         workspace: a.workspace ?? s.workspace,
         gap: false,
@@ -452,7 +486,7 @@ function reduceAction(s: ChatState, a: ChatAction): ChatState {
     case "permissionRequest":
       // The host re-sends its open questions when the page (re)loads: one card per id.
       if (s.items.some((it) => it.kind === "permission" && it.id === a.id)) return s;
-      return { ...s, items: [...s.items, { kind: "permission", id: a.id, request: a.request }] };
+      return { ...s, items: placePermission(s.items, { kind: "permission", id: a.id, request: a.request }) };
     case "permissionResolved":
       return {
         ...s,

@@ -14,6 +14,8 @@ export interface BarInput {
   server: BarServerStatus;
   /** Workspaces (folder URIs) with a run going. */
   running: number;
+  /** Workspaces whose run waits for the user to answer a permission question. */
+  waiting?: number;
   /** The chat's workspace's last usage report. */
   usage?: Pick<ContextUsage, "contextTokens" | "contextWindow">;
 }
@@ -44,6 +46,7 @@ export function statusBarView(s: BarInput): BarView {
     case "down":
       return { text: "$(error) Crank", tooltip: `Crank: the server is not running.${open}`, tone: "error" };
     case "running":
+      if (s.waiting) return { text: `$(bell-dot) Crank${ctxText}`, tooltip: `Crank: waiting for your approval.${ctxTip}${open}`, tone: "normal" };
       if (s.running > 0) return { text: `$(loading~spin) Crank${ctxText}`, tooltip: `Crank: working.${ctxTip}${open}`, tone: "normal" };
       return { text: `$(comment-discussion) Crank${ctxText}`, tooltip: `Crank: idle.${ctxTip}${open}`, tone: "normal" };
   }
@@ -74,6 +77,11 @@ export class RunTracker {
   setRunning(workspace: string, running: boolean, usage?: ContextUsage): void {
     if (running) this.running.add(workspace);
     else this.running.delete(workspace);
+    if (usage) this.usage.set(workspace, usage);
+  }
+
+  /** The usage crank/state reports (after a model switch the window changed, and no usage_update says so). */
+  setUsage(workspace: string, usage: ContextUsage | undefined): void {
     if (usage) this.usage.set(workspace, usage);
   }
 

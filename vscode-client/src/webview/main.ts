@@ -617,6 +617,13 @@ function renderItems(): void {
 function renderItem(it: ChatItem): HTMLElement {
   switch (it.kind) {
     case "user":
+      if (it.summary)
+        return h(
+          "details",
+          { class: `msg summary ${it.summary}` },
+          h("summary", { class: "who" }, it.summary === "compaction" ? "Summary of the earlier conversation (compacted)" : "Summary of an abandoned branch"),
+          h("div", { class: "text" }, it.text),
+        );
       return h(
         "div",
         { class: "msg user" },
@@ -639,7 +646,8 @@ function renderItem(it: ChatItem): HTMLElement {
         else if (b.type === "toolCall" && it.streaming) el.append(h("div", { class: "preparing" }, `Preparing ${b.name || "a tool call"}…`));
       }
       if (it.stopReason === "length") el.append(h("div", { class: "note warning" }, "Cut short: the reply hit the length limit."));
-      if (it.stopReason === "aborted") el.append(h("div", { class: "note" }, "Stopped."));
+      // a run cut off by the server's shutdown (a reload, a restart) says so; Stop is the user's
+      if (it.stopReason === "aborted") el.append(h("div", { class: "note" }, it.errorMessage?.startsWith("Interrupted") ? it.errorMessage : "Stopped."));
       if (it.stopReason === "error") el.append(h("div", { class: "note error" }, `Error: ${it.errorMessage ?? "the model request failed."}`));
       return el;
     }
@@ -671,7 +679,9 @@ function toolHeader(t: ToolItem, title: string, arg: string): HTMLElement {
   return h(
     "div",
     { class: "card-head" },
-    h("span", { class: `badge ${t.status}` }, statusLabel[t.status]),
+    t.asked && t.status === "running"
+      ? h("span", { class: "badge waiting" }, "waiting for approval")
+      : h("span", { class: `badge ${t.status}` }, statusLabel[t.status]),
     h("span", { class: "tool-name" }, title),
     h("code", { class: "tool-arg", title: arg }, arg),
   );
@@ -706,7 +716,7 @@ function renderEdit(t: ToolItem): HTMLElement {
   const card = h("div", { class: `card tool edit ${t.status}`, "data-tool": t.name, "data-id": t.id });
   card.append(toolHeader(t, e.mode === "write" ? "Write" : "Edit", e.path));
   // While a question asks about this edit, its card shows the diff; showing it here too would say it twice.
-  if (t.asked) card.append(h("div", { class: "note asked" }, "The change is shown in the question below."));
+  if (t.asked) card.append(h("div", { class: "note asked" }, "The change is shown in the question above."));
   else card.append(diffView(e.oldText, e.newText, e.path, 80));
   if (t.status === "failed" && t.result) card.append(h("div", { class: "note error" }, t.result));
   card.append(

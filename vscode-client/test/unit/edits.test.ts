@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { diffSides, editOf, planUndo, previousFileOf, snippetDiff } from "../../src/chat/edits";
+import { diffSides, editOf, openDiffSides, planUndo, previousFileOf, proposedSides, snippetDiff } from "../../src/chat/edits";
 
 test("editOf recognises edit and write calls under common argument names, and nothing else", () => {
   assert.deepEqual(editOf("edit", { path: "a.py", oldText: "x", newText: "y" }), { path: "a.py", mode: "replace", oldText: "x", newText: "y" });
@@ -49,6 +49,23 @@ test("diffSides gives whole files when the edit is found and the snippets otherw
   assert.deepEqual(diffSides("a = 0\nb = 2\n", e), { before: "a = 0\nb = 1\n", after: "a = 0\nb = 2\n" });
   assert.deepEqual(diffSides("moved on", e), { before: "b = 1", after: "b = 2" });
   assert.deepEqual(diffSides(undefined, e), { before: "b = 1", after: "b = 2" });
+});
+
+test("Open diff on a pending question: the whole file as it is beside the whole file as it would be", () => {
+  // a write: before, both sides were the file on disk (the change is not applied yet)
+  const disk = "old line\n";
+  const write = editOf("write", { path: "n.py", content: "new line\n" })!;
+  const asked = { edit: write, previousFile: disk, proposed: proposedSides({ oldText: disk, newText: "new line\n" }) };
+  assert.deepEqual(openDiffSides(asked, disk), { before: "old line\n", after: "new line\n" });
+  // an edit: before, only the old/new snippets; now the whole files
+  const file = "a = 0\nb = 1\nc = 2\n";
+  const edit = editOf("edit", { path: "a.py", oldText: "b = 1", newText: "b = 2" })!;
+  const sides = openDiffSides({ edit, proposed: proposedSides({ oldText: file, newText: "a = 0\nb = 2\nc = 2\n" }) }, file);
+  assert.deepEqual(sides, { before: file, after: "a = 0\nb = 2\nc = 2\n" });
+  // once applied (no proposal kept), the diff is read from the file again
+  assert.deepEqual(openDiffSides({ edit }, "a = 0\nb = 2\nc = 2\n"), { before: file, after: "a = 0\nb = 2\nc = 2\n" });
+  // an old file too large to load is not shown as if it were empty text of the file
+  assert.equal(proposedSides({ oldText: "", newText: "x", oldTextOmitted: 9 }).before, "");
 });
 
 test("snippetDiff keeps the common head and tail as context", () => {

@@ -188,13 +188,14 @@ test("an edit asked about shows its diff once: on the question, not on its own c
   assert.ok(edit.edit, "the recorded run has an edit card");
   const req = { ...(run.untilPermission.find((s) => "request" in s)!.params as PermissionRequest), toolCallId: edit.id };
   const asked = reduce(s0, { type: "permissionRequest", id: "p1", request: req });
-  assert.equal((asked.items[5] as ToolItem).asked, true);
+  const card = (st: ChatState) => st.items.find((it) => it.kind === "tool" && it.id === edit.id) as ToolItem;
+  assert.equal(card(asked).asked, true);
   const bash = asked.items[2];
   assert.equal(bash, s0.items[2], "a card the question is not about keeps its identity");
   const answered = reduce(asked, { type: "permissionResolved", id: "p1", decision: "allow" });
-  assert.equal((answered.items[5] as ToolItem).asked, false);
+  assert.equal(card(answered).asked, false);
   const withdrawn = reduce(asked, { type: "server", status: "down" });
-  assert.equal((withdrawn.items[5] as ToolItem).asked, false, "a closed question gives the diff back to the edit card");
+  assert.equal(card(withdrawn).asked, false, "a closed question gives the diff back to the edit card");
 });
 
 test("a new server process counts seq from 0 again: after a page load or a restart its events are let in", () => {
@@ -301,4 +302,47 @@ test("an overflow learned, compacted and retried is one line, not the refusal an
   );
   const other = feed(initialState(), [at(0, { type: "notice", kind: "tools_unsupported", message: "this server cannot call tools: the agent can only talk" })]);
   assert.equal(other.items.length, 1);
+});
+
+test("a question sits just before the card of its call, answered or not, live and after a re-read", () => {
+  const s0 = feed(initialState(), eventsOf(run.untilPermission));
+  const edit = s0.items[5] as ToolItem;
+  const req = { ...(run.untilPermission.find((s) => "request" in s)!.params as PermissionRequest), toolCallId: edit.id };
+  const order = (st: ChatState) => st.items.map((it) => `${it.kind}:${it.id}`);
+  const asked = reduce(s0, { type: "permissionRequest", id: "p1", request: req });
+  assert.equal(order(asked).indexOf("permission:p1") + 1, order(asked).indexOf(`tool:${edit.id}`));
+  let done = reduce(asked, { type: "permissionResolved", id: "p1", decision: "allow" });
+  done = reduce(done, { type: "event", params: at(900, { type: "tool_execution_end", toolCallId: edit.id, result: { content: "ok", isError: false } }) });
+  assert.equal(order(done).indexOf("permission:p1") + 1, order(done).indexOf(`tool:${edit.id}`), "the answer stays before the result");
+  const reread = reduce(asked, { type: "transcript", messages: [] });
+  assert.deepEqual(order(reread), ["permission:p1"], "without its call's card, the open question is still shown");
+});
+
+test("a replayed compaction summary is a summary, not a message 'You' typed (and has no Edit)", () => {
+  const items = itemsFromMessages([
+    { role: "user", content: "Previous conversation summary:\n\nWe fixed calc.py.", timestamp: 0 },
+    { role: "user", content: "Summary of an abandoned branch:\n\nTried sed.", timestamp: 0 },
+    { role: "user", content: "Previous conversation summary: is what I typed", typed: "Previous conversation summary: is what I typed", timestamp: 0 },
+  ] as Message[]);
+  const [compacted, branch, typed] = items as import("../../src/chat/state").UserItem[];
+  assert.equal(compacted.summary, "compaction");
+  assert.equal(compacted.text, "We fixed calc.py.");
+  assert.equal(branch.summary, "branch");
+  assert.equal(typed.summary, undefined, "what the user typed stays theirs");
+});
+
+test("system_prompt_changed is announced only when it differs from what the last run was sent", () => {
+  const ev = (seq: number, hash: string): EventParams => at(seq, { type: "system_prompt_changed", hash, sources: [] });
+  const notices = (st: ChatState) => st.items.filter((it) => it.kind === "notice").length;
+  // after a reload: the new server rebuilds what the resumed session already had
+  const fresh = feed(initialState(), [ev(0, "aaa")]);
+  assert.equal(notices(fresh), 0, "no run since the page loaded: nothing the model was sent changed");
+  const ran = feed(fresh, [at(1, { type: "agent_start" }), at(2, { type: "agent_settled" })]);
+  assert.equal(notices(feed(ran, [ev(3, "aaa")])), 0, "same bytes: no notice");
+  const changed = feed(ran, [ev(3, "bbb")]);
+  assert.equal(notices(changed), 1);
+  assert.equal(notices(feed(changed, [ev(4, "bbb")])), 1, "announced once");
+  // changed and changed back before the next run: the run is sent what the last one was
+  const back = feed(ran, [ev(3, "ccc"), ev(4, "aaa")]);
+  assert.equal(notices(back), 1, "only the change away is announced, not the return");
 });

@@ -1,6 +1,7 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { RunTracker, statusBarView } from "../../src/chat/status";
+import { modelSwitchFailure } from "../../src/chat/notices";
 import type { CrankEvent, EventParams } from "../../src/protocol/types";
 
 const ev = (workspace: string, event: CrankEvent, seq = 1): EventParams => ({ workspace, sessionId: "s", runId: "r", seq, event });
@@ -36,4 +37,26 @@ test("the tracker follows runs per workspace from agent_start to agent_settled",
   assert.equal(t.usageOf("file:///a"), undefined);
   t.clear();
   assert.equal(t.anyRunning, false);
+});
+
+test("a run waiting for a permission answer says so, not 'working'", () => {
+  const v = statusBarView({ server: "running", running: 1, waiting: 1 });
+  assert.doesNotMatch(v.text, /loading~spin/);
+  assert.match(v.tooltip, /waiting for your approval/);
+  assert.match(statusBarView({ server: "running", running: 1, waiting: 0 }).tooltip, /working/);
+});
+
+test("after a model switch the status bar takes the usage crank/state reports (the footer's)", () => {
+  const t = new RunTracker();
+  t.onEvent(ev("file:///a", { type: "usage_update", contextTokens: 93000, contextWindow: 200000, input: 1, output: 1, cacheRead: 0, cacheWrite: 0, cost: 0 }));
+  // switched to a model with a 100k window: no usage_update, only the state says so
+  t.setUsage("file:///a", { contextTokens: 93000, contextWindow: 100000, input: 1, output: 1, cacheRead: 0, cacheWrite: 0, cost: 0 } as never);
+  assert.equal(statusBarView({ server: "running", running: 0, usage: t.usageOf("file:///a") }).text, "$(comment-discussion) Crank 93%");
+});
+
+test("a refused model switch is a Crank notice in the server's words, with Set API Key when a key is missing", () => {
+  const n = modelSwitchFailure(new Error("Crank cannot switch to anthropic model claude-x: The anthropic provider at https://api.anthropic.com needs an API key of its own: set ANTHROPIC_API_KEY"));
+  assert.match(n.text, /^Crank: Crank cannot switch to anthropic model claude-x/);
+  assert.equal(n.action, "Set API Key");
+  assert.equal(modelSwitchFailure({ message: "unknown model" }).action, undefined);
 });

@@ -149,7 +149,11 @@ test("a recorded run streams text, then shows tool, edit and permission cards an
   // The diff is shown once: on the question while it is open, not on the edit card as well.
   assert.equal(await page.locator("pre.diff").count(), 1);
   assert.equal(await edit.locator("pre.diff").count(), 0);
-  assert.match(await edit.locator(".note.asked").innerText(), /shown in the question/);
+  assert.match(await edit.locator(".note.asked").innerText(), /shown in the question above/);
+  // waiting for the user, not "running"; the question comes before the call's card
+  assert.equal(await edit.locator(".badge").innerText(), "waiting for approval");
+  const order = await page.locator(".card.permission, .card.edit").evaluateAll((els) => els.map((e) => (e.classList.contains("permission") ? "permission" : "edit")));
+  assert.deepEqual(order, ["permission", "edit"]);
   assert.match(await perm.locator(".line.add").first().innerText(), /return a \+ b/);
   assert.match(await perm.locator(".line.del").first().innerText(), /return a - b/);
   for (const label of ["Allow", "Allow for this session", "Always allow", "Reject"]) assert.equal(await perm.getByRole("button", { name: label, exact: true }).count(), 1);
@@ -586,4 +590,36 @@ test("while the agent runs, images go with a steer; a send the host could not ma
   await input.fill("");
   await host(ev(9201, { type: "agent_settled" }));
   await page.waitForFunction(() => document.querySelector("button.send")?.textContent === "Send");
+});
+
+test("after a reload the compaction summary shows as a summary, not as a 'You' message with Edit", async () => {
+  await host({
+    type: "action",
+    action: {
+      type: "transcript",
+      sessionId: run.sessionId,
+      workspace: run.workspace,
+      messages: [
+        { role: "user", content: "Previous conversation summary:\n\nWe fixed calc.py and ran the tests." },
+        { role: "user", content: "and now the docs" },
+      ],
+    },
+  } as HostMessage);
+  const summary = page.locator(".msg.summary.compaction");
+  await summary.waitFor();
+  assert.match(await summary.locator("summary").innerText(), /Summary of the earlier conversation/);
+  assert.equal(await summary.getByRole("button", { name: /Edit/ }).count(), 0);
+  assert.equal(await page.locator(".msg.user").count(), 1, "only what the user typed is 'You'");
+});
+
+test("a run cut off by the server's shutdown (a reload) says so, not 'Stopped.'", async () => {
+  const cut = (errorMessage: string) => ({ role: "assistant", content: [{ type: "text", text: "half" }], stopReason: "aborted", errorMessage, timestamp: 0 });
+  await host({
+    type: "action",
+    action: { type: "transcript", sessionId: run.sessionId, workspace: run.workspace, messages: [{ role: "user", content: "go" }, cut("Interrupted: the server shut down (the editor reloaded, restarted or closed it)."), { role: "user", content: "again" }, cut("Aborted by the user.")] },
+  } as HostMessage);
+  const notes = page.locator(".msg.assistant .note");
+  await notes.nth(1).waitFor();
+  assert.match(await notes.nth(0).innerText(), /^Interrupted: the server shut down/);
+  assert.equal(await notes.nth(1).innerText(), "Stopped.");
 });
