@@ -54,7 +54,7 @@ afterTool("not-twice-please", { text: "Understood, I will not run it." });
 onPrompt("e2e-perm-session", { toolCalls: [bash("sess-1", "printf SESSION-ONE")] });
 afterTool("SESSION-ONE", { toolCalls: [bash("sess-2", "printf SESSION-TWO")] });
 afterTool("SESSION-TWO", { text: "Both ran." });
-// always allow: remembered on disk, so a new session runs uname without a question
+// always allow: remembered on disk, so a new session runs echo without a question
 // Simple commands: a rule covers one program and no chained commands (a compound
 // command after an "always" rule is asked again, workspace/shell_shape.py).
 onPrompt("e2e-perm-always-again", { toolCalls: [bash("always-2", "echo ALWAYS-TWO")] });
