@@ -103,7 +103,19 @@ async def test_llama_cpp_python_calls_a_tool(roomy_llama: LlamaServer, tmp_path:
         answer = await crank.request(
             "crank/prompt", {"text": "Read the file main.py with the read tool."}
         )
-        events = await crank.settled(answer["runId"], BOUND)
+        run = answer["runId"]
+        # The first call (or the run's end) is what this test is about; SmolLM2 may go
+        # on calling tools turn after turn, each a slow unstreamed request on one core,
+        # so the run is aborted once a call came back instead of waited out.
+        await crank.wait_for(
+            lambda e: (
+                e.get("runId") == run
+                and e["event"]["type"] in ("tool_execution_start", "agent_settled")
+            ),
+            BOUND,
+        )
+        await crank.request("crank/abort", {})
+        events = await crank.settled(run, BOUND)
         calls = [e["event"] for e in events if e["event"]["type"] == "tool_execution_start"]
         kinds = [e["event"]["type"] for e in events]
         assert calls and calls[0]["toolName"] == "read", f"{kinds}\n{roomy_llama.tail(30)}"
