@@ -158,8 +158,34 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     this.notice("error", text);
   }
 
-  /** Re-read everything about the current workspace: used on ready, restart, folder change and after a gap. */
-  async refresh(): Promise<void> {
+  /**
+   * Re-read everything about the current workspace: used on ready, restart, folder change
+   * and after a gap. One at a time: a refresh asked for while one runs is done once more
+   * after it (the server coming up and the view opening ask together; two interleaved
+   * reads could pass on a state older than the transcript after it).
+   */
+  refresh(): Promise<void> {
+    if (this.refreshing) {
+      this.refreshAgain = true;
+      return this.refreshing;
+    }
+    const run = async () => {
+      try {
+        do {
+          this.refreshAgain = false;
+          await this.refreshOnce();
+        } while (this.refreshAgain);
+      } finally {
+        this.refreshing = undefined;
+      }
+    };
+    this.refreshing = run();
+    return this.refreshing;
+  }
+  private refreshing: Promise<void> | undefined;
+  private refreshAgain = false;
+
+  private async refreshOnce(): Promise<void> {
     if (!this.view) return; // nothing shows it; and a closed view must not start the server
     const folders = vscode.workspace.workspaceFolders ?? [];
     this.post({ type: "workspace", name: this.folder()?.name, folders: folders.length });

@@ -222,6 +222,23 @@ export function itemsFromMessages(messages: Message[], tools?: readonly ToolInfo
   return items;
 }
 
+/**
+ * A transcript read while a run streams holds what the session file holds: a reply is
+ * saved when it ends, and a tool's output so far is in no message. So the reply still
+ * streaming stays after the transcript (the rest of its stream lands there), and a
+ * running tool's card keeps what the events told it. A transcript of another session
+ * replaces everything.
+ */
+function withLiveItems(s: ChatState, sessionId: string | undefined, read: ChatItem[]): ChatItem[] {
+  if (sessionId !== undefined && s.sessionId !== undefined && sessionId !== s.sessionId) return read;
+  // A card the transcript has no result for yet (pending) is the running one the events drew.
+  const running = new Map<string, ToolItem>();
+  for (const it of s.items) if (it.kind === "tool" && it.status === "running") running.set(it.id, it);
+  const items = running.size ? read.map((it) => (it.kind === "tool" && it.status === "pending" && running.get(it.id)) || it) : read;
+  const streaming = s.items.filter((it) => it.kind === "assistant" && it.streaming);
+  return streaming.length ? [...items, ...streaming] : items;
+}
+
 /** The card with the images its tool result carries (none: the card as it was). */
 function withToolImages(t: ToolItem, m: ToolResultMessage): ToolItem {
   return m.images && m.images.length ? { ...t, images: m.images } : t;
@@ -274,7 +291,10 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
       if (m.role === "assistant") {
         const i = findLast(items, (it) => it.kind === "assistant" && it.streaming);
         const copy = items.slice();
-        if (i >= 0) copy[i] = assistantFinal(copy[i].id, m);
+        // A transcript read between the reply's save and this event has it already, before the bubble kept for it.
+        const before = i > 0 ? copy[i - 1] : undefined;
+        if (i >= 0 && before?.kind === "assistant" && JSON.stringify(before.blocks) === JSON.stringify(m.content)) copy.splice(i, 1);
+        else if (i >= 0) copy[i] = assistantFinal(copy[i].id, m);
         else copy.push(assistantFinal(`a${p.seq}`, m));
         return { ...s, items: toolCardsFor(copy, m, s.tools) };
       }
@@ -451,7 +471,7 @@ function reduceAction(s: ChatState, a: ChatAction): ChatState {
       return {
         ...s,
         // An open question is not in any transcript: keep its card, or it could not be answered.
-        items: pendingPermissions(s).reduce(placePermission, itemsFromMessages(a.messages, s.tools)),
+        items: pendingPermissions(s).reduce(placePermission, withLiveItems(s, a.sessionId, itemsFromMessages(a.messages, s.tools))),
         sessionId: a.sessionId ?? s.sessionId,
         workspace: a.workspace ?? s.workspace,
         gap: false,

@@ -346,3 +346,56 @@ test("system_prompt_changed is announced only when it differs from what the last
   const back = feed(ran, [ev(3, "ccc"), ev(4, "aaa")]);
   assert.equal(notices(back), 1, "only the change away is announced, not the return");
 });
+
+test("a transcript read while a reply streams keeps the bubble: the rest of the stream lands in it, and no reply shows twice", () => {
+  const user = { role: "user" as const, timestamp: 0, content: "say hello" };
+  const reply = { role: "assistant" as const, timestamp: 0, model: "m", usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, content: [{ type: "text" as const, text: "Hello there" }], stopReason: "stop" as const };
+  let s = reduce(initialState(), { type: "server", status: "running" });
+  s = feed(s, [
+    at(1, { type: "agent_start" }),
+    at(2, { type: "message_start", message: user }),
+    at(3, { type: "message_end", message: user }),
+    at(4, { type: "message_start", message: { ...reply, content: [] } }),
+    at(5, { type: "message_update", delta: { kind: "text", contentIndex: 0, text: "Hello" } }),
+  ]);
+  // The host's refresh (the server came up as the prompt went out) read the session: the user message only.
+  s = reduce(s, { type: "transcript", messages: [user], sessionId: run.sessionId });
+  const open = s.items.at(-1) as AssistantItem;
+  assert.equal(open.kind, "assistant");
+  assert.equal(open.streaming, true, "the streaming reply survived the transcript");
+  assert.deepEqual(open.blocks, [{ type: "text", text: "Hello" }]);
+  s = feed(s, [at(6, { type: "message_update", delta: { kind: "text", contentIndex: 0, text: " there" } }), at(7, { type: "message_end", message: reply })]);
+  assert.deepEqual(s.items.map((i) => i.kind), ["user", "assistant"]);
+  assert.deepEqual((s.items[1] as AssistantItem).blocks, reply.content);
+
+  // Read after the reply was saved but before its message_end arrived: the transcript has it, the event does not add it again.
+  let t = feed(reduce(initialState(), { type: "server", status: "running" }), [at(1, { type: "agent_start" }), at(2, { type: "message_start", message: user }), at(3, { type: "message_start", message: { ...reply, content: [] } })]);
+  t = reduce(t, { type: "transcript", messages: [user, reply], sessionId: run.sessionId });
+  t = reduce(t, { type: "event", params: at(4, { type: "message_end", message: reply }) });
+  assert.deepEqual(t.items.map((i) => i.kind), ["user", "assistant"], "one reply, not two");
+
+  // Another session's transcript replaces everything.
+  const other = reduce(s, { type: "transcript", messages: [user], sessionId: "another" });
+  assert.deepEqual(other.items.map((i) => i.kind), ["user"]);
+});
+
+test("a transcript read while a tool runs keeps what its events told the card", () => {
+  const user = { role: "user" as const, timestamp: 0, content: "run it" };
+  const call = { role: "assistant" as const, timestamp: 0, model: "m", usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, content: [{ type: "toolCall" as const, id: "c1", name: "bash", arguments: { command: "make" } }], stopReason: "toolUse" as const };
+  let s = feed(reduce(initialState(), { type: "server", status: "running" }), [
+    at(1, { type: "agent_start" }),
+    at(2, { type: "message_start", message: user }),
+    at(3, { type: "message_end", message: user }),
+    at(4, { type: "message_start", message: { ...call, content: [] } }),
+    at(5, { type: "message_end", message: call }),
+    at(6, { type: "tool_execution_start", toolCallId: "c1", toolName: "bash", arguments: { command: "make" } }),
+    at(7, { type: "tool_execution_update", toolCallId: "c1", output: "half way\n" }),
+  ]);
+  s = reduce(s, { type: "transcript", messages: [user, call], sessionId: run.sessionId });
+  const card = s.items.find((i) => i.kind === "tool" && i.id === "c1") as ToolItem;
+  assert.equal(card.status, "running");
+  assert.equal(card.output, "half way\n");
+  s = reduce(s, { type: "event", params: at(8, { type: "tool_execution_update", toolCallId: "c1", output: "done\n" }) });
+  assert.equal((s.items.find((i) => i.kind === "tool" && i.id === "c1") as ToolItem).output, "half way\ndone\n");
+  assert.equal(s.items.filter((i) => i.kind === "tool").length, 1);
+});
