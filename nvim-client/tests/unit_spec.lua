@@ -38,6 +38,11 @@ H.test("mcp_servers goes to the server as mcpServers; :CrankMcp's lines name sta
   local ok, err = pcall(config.apply, { mcp_servers = "npx" })
   H.ok(not ok, "mcp_servers that is not a table is refused")
   H.contains(err, "mcp_servers")
+  config.apply({ mcp_start = "firstUse" })
+  H.eq("firstUse", config.init_options().crank.mcpStart)
+  ok, err = pcall(config.apply, { mcp_start = "later" })
+  H.ok(not ok, "an mcp_start that is neither open nor firstUse is refused")
+  H.contains(err, "mcp_start")
   config.apply({})
   H.eq({ "No MCP servers are configured (see docs/mcp.md)." }, format.mcp_lines(nil))
   local lines = format.mcp_lines({

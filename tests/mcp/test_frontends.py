@@ -7,6 +7,7 @@ shutdown the server's process is gone (checked by pid)."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -221,3 +222,45 @@ def test_a_codecompanion_style_session_new_with_mcp_servers(tmp_path: Path) -> N
     assert "sessionId" in by_id[2]["result"]
     assert by_id[3]["error"]["code"] == -32602
     assert "broken" in by_id[3]["error"]["message"] and "command" in by_id[3]["error"]["message"]
+
+
+def running_in(folder: Path) -> list[int]:
+    """The pids of live processes whose working directory is ``folder``."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if Path(os.readlink(entry / "cwd")) == folder and alive(int(entry.name)):
+                    pids.append(int(entry.name))
+            except OSError:
+                continue
+    return pids
+
+
+async def test_mcp_start_first_use_starts_nothing_until_the_first_prompt(tmp_path: Path) -> None:
+    """``mcpStart: firstUse``: after ``initialize`` the server is listed ``idle`` and no
+    process of it runs (found by its own working directory); the first prompt starts it
+    and waits for it, so that prompt is already offered and can call its tool."""
+    home = tmp_path / "mcp-home"
+    home.mkdir()
+    with ModelServer(echo_script()) as model:
+        init = options(
+            model,
+            tmp_path,
+            mcpServers={"everything": {**everything(), "cwd": str(home)}},
+            mcpStart="firstUse",
+            mcpStartupWaitMs=GUARD_S * 1000,
+        )
+        async with running_server(tmp_path, [project(tmp_path)], init) as crank:
+            state = await crank.request("crank/state", {})
+            [server] = state["mcp"]
+            assert (server["state"], server.get("pid"), server["tools"]) == ("idle", None, [])
+            assert running_in(home) == []
+            answer = await crank.request("crank/prompt", {"text": "use the echo tool"})
+            await crank.settled(answer["runId"], within=GUARD_S)
+            assert "mcp__everything__echo" in offered(model)
+            [end] = tool_ends(crank.events)
+            assert end["result"]["content"] == "Echo: plover" and not end["result"]["isError"]
+            [server] = (await crank.request("crank/state", {}))["mcp"]
+            assert server["state"] == "ready" and server["pid"] in running_in(home)
+        assert running_in(home) == []

@@ -155,3 +155,14 @@ def test_the_users_own_settings_answered_for_the_folder_are_not_reported_ignored
     (problem,) = settings.problems
     assert "provider.baseUrl" in problem and "sessionDir" not in problem
     assert all(layer.get("baseUrl") != "http://evil/v1" for layer in settings.provider_layers)
+
+
+def test_mcp_start_is_open_unless_set_and_a_bad_value_is_refused_by_name(tmp_path: Path) -> None:
+    none = tmp_path / "none.json"
+    assert merge_settings(None, None, config_file=none).mcp_start == "open"
+    file = tmp_path / "config.json"
+    file.write_text('{"mcpStart": "firstUse"}')
+    assert merge_settings(None, None, config_file=file).mcp_start == "firstUse"
+    with pytest.raises(CrankError) as raised:
+        merge_layers([("init", {"mcpStart": "later"})], config_file=none)
+    assert "init.mcpStart" in raised.value.message and "firstUse" in raised.value.message

@@ -41,6 +41,9 @@ M.defaults = {
   --- Claude Code's mcpServers: { name = { command = "npx", args = {...}, env = {...} } }
   --- or { name = { type = "http", url = "...", headers = {...} } } (docs/mcp.md).
   mcp_servers = nil,
+  --- When those servers start (initializationOptions.crank.mcpStart): "open" (when the
+  --- workspace opens; nil means that) or "firstUse" (at the workspace's first prompt).
+  mcp_start = nil,
   --- Files or folders that mark a project root.
   root_markers = { ".git", ".hg", "pyproject.toml", "package.json", "Cargo.toml", "go.mod" },
   --- Attach to file buffers inside a root automatically (so code actions and
@@ -136,6 +139,9 @@ local function check(cfg)
       end
     end
   end
+  if cfg.mcp_start ~= nil and cfg.mcp_start ~= "open" and cfg.mcp_start ~= "firstUse" then
+    fail("mcp_start", '"open" or "firstUse"', cfg.mcp_start)
+  end
   if cfg.permission_mode ~= nil and not MODES[cfg.permission_mode] then
     fail("permission_mode", '"ask", "autoEdit", "auto" or "readOnly"', cfg.permission_mode)
   end
@@ -186,6 +192,7 @@ local INIT_KEYS = {
   sandbox = "sandbox",
   diagnostics = "diagnostics",
   mcp_servers = "mcpServers",
+  mcp_start = "mcpStart",
 }
 
 --- The API key as the server gets it. `provider.apiKey` may be the key, a function

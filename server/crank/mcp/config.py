@@ -21,6 +21,11 @@ McpSource = Literal["user", "editor", "workspace", "acp"]
 MCP_SOURCES: tuple[McpSource, ...] = get_args(McpSource)
 Transport = Literal["stdio", "http", "sse"]
 TRANSPORTS: tuple[Transport, ...] = get_args(Transport)
+McpStart = Literal["open", "firstUse"]
+"""When a workspace's servers start (setting ``mcpStart``): when the workspace opens
+(in the background; the default), or at its first prompt (which then waits for them,
+bounded by ``mcpStartupWaitMs``), for users who open many folders and prompt in few."""
+MCP_STARTS: tuple[McpStart, ...] = get_args(McpStart)
 DEFAULT_TIMEOUT_S = 60.0
 WORKSPACE_FILE = ".mcp.json"
 _STDIO_KEYS = {"type", "command", "args", "env", "cwd", "timeoutMs", "disabled"}

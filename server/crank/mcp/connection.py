@@ -28,7 +28,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-ServerState = Literal["starting", "ready", "failed", "disabled"]
+ServerState = Literal["idle", "starting", "ready", "failed", "disabled"]
+"""``idle``: configured to start at first use (``mcpStart: firstUse``), not started yet."""
 SERVER_STATES: tuple[ServerState, ...] = get_args(ServerState)
 MAX_RESTARTS = 3
 BACKOFF_S = (1.0, 2.0, 4.0)
@@ -86,6 +87,9 @@ class ServerConnection:
         if self.config.disabled and not force:
             self._settled.set()
             return
+        if self.state == "idle":
+            self.state = "starting"
+            self._on_change()
         if self._task is None or self._task.done():
             self._stop = asyncio.Event()
             self._task = asyncio.get_running_loop().create_task(self._supervise())
@@ -100,6 +104,11 @@ class ServerConnection:
                 task.cancel()
             await asyncio.gather(task, return_exceptions=True)
         self._link, self.pid = None, None
+
+    def defer(self) -> None:
+        """Wait for the first use (``start``) instead of starting now."""
+        if self.state == "starting" and self._task is None:
+            self.state = "idle"
 
     async def restart(self) -> None:
         await self.stop()

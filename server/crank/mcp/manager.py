@@ -69,9 +69,12 @@ class McpServers:
         """Sentences about the configuration (a name set aside, a file not read)."""
         self._closed = False
 
-    def configure(self, configs: Sequence[ServerConfig]) -> list[asyncio.Task[None]]:
+    def configure(
+        self, configs: Sequence[ServerConfig], *, deferred: bool = False
+    ) -> list[asyncio.Task[None]]:
         """Start, restart or stop servers so the chosen ``configs`` run; the stops run
-        in tasks (returned, for whoever wants to wait on them)."""
+        in tasks (returned, for whoever wants to wait on them). ``deferred``: a new
+        server waits, ``idle``, for ``wake`` (the first prompt) instead of starting."""
         if self._closed:
             return []
         wanted = {config.name: config for config in configs}
@@ -91,7 +94,10 @@ class McpServers:
                 config, self.root, self._on_change, self._report, **kwargs
             )
             self.connections[name] = connection
-            connection.start()
+            if deferred:
+                connection.defer()
+            else:
+                connection.start()
         if tasks:
             self._on_change()
         return tasks
@@ -105,6 +111,12 @@ class McpServers:
     async def settle(self, wait_s: float) -> None:
         """Wait (at most ``wait_s`` s in all) until no server is still in its first start."""
         await asyncio.gather(*(c.settle(wait_s) for c in self.connections.values()))
+
+    def wake(self) -> None:
+        """Start every server still waiting for its first use."""
+        for connection in self.connections.values():
+            if connection.state == "idle":
+                connection.start()
 
     def starting(self) -> list[str]:
         return sorted(n for n, c in self.connections.items() if c.state == "starting")

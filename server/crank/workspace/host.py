@@ -296,7 +296,12 @@ class WorkspaceHost:
 
     def _configure_mcp(self) -> None:
         settings = self.settings
-        self.mcp.configure(settings.mcp_servers, settings.trusted, settings.mcp_trust_read_only)
+        self.mcp.configure(
+            settings.mcp_servers,
+            settings.trusted,
+            settings.mcp_trust_read_only,
+            settings.mcp_start,
+        )
 
     def _mcp_changed(self) -> None:
         """A server came up, failed or changed its tools: the next run gets the new

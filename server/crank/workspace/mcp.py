@@ -31,7 +31,7 @@ from typing import Any, Literal, get_args
 import platformdirs
 
 from crank.agent.tools import OnUpdate, Tool, ToolCall, ToolError, ToolOutput
-from crank.mcp.config import WORKSPACE_FILE, ServerConfig, choose, read_workspace_file
+from crank.mcp.config import WORKSPACE_FILE, McpStart, ServerConfig, choose, read_workspace_file
 from crank.mcp.manager import McpServers, McpServerState, Offered, OfferedPrompt
 from crank.session import workspace_key
 from crank.tools import Approve, CommandPreview, approval_request
@@ -93,14 +93,21 @@ class WorkspaceMcp:
         self._said: set[str] = set()
         self.trust_read_only = False
         self._configured = False
+        self._deferred = False
 
     # -- sources --------------------------------------------------------------------
 
     def configure(
-        self, servers: Sequence[ServerConfig], trusted: bool, trust_read_only: bool
+        self,
+        servers: Sequence[ServerConfig],
+        trusted: bool,
+        trust_read_only: bool,
+        start: McpStart = "open",
     ) -> None:
-        """The settings' servers and the folder's trust; (re)starts what changed."""
+        """The settings' servers and the folder's trust; (re)starts what changed
+        (``start``: now, or at the first prompt)."""
         self._user, self._trusted, self.trust_read_only = tuple(servers), trusted, trust_read_only
+        self._deferred = start == "firstUse"
         self._configured = True
         self._apply()
 
@@ -126,7 +133,7 @@ class WorkspaceMcp:
         chosen, notes = choose(configs)
         for note in notes:
             self._say(note)
-        self.servers.configure(chosen)
+        self.servers.configure(chosen, deferred=self._deferred)
         self._changed()
 
     def _workspace(self) -> list[ServerConfig]:
@@ -217,7 +224,9 @@ class WorkspaceMcp:
     # -- lifetime -------------------------------------------------------------------
 
     async def settle(self, wait_s: float = STARTUP_WAIT_S) -> None:
-        """Before a prompt: wait (bounded) for servers still starting, saying so."""
+        """Before a prompt: start the servers waiting for their first use, then wait
+        (bounded) for servers still starting, saying so."""
+        self.servers.wake()
         starting = self.servers.starting()
         if not starting:
             return

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, cast
 
-from crank.mcp.config import ServerConfig, parse_servers
+from crank.mcp.config import MCP_STARTS, McpStart, ServerConfig, parse_servers
 from crank.session import POLICY_NAMES, ContextSettings
 from crank.tools.limits import Limits
 from crank.tools.sandbox import SANDBOX_MODES, SandboxSettings
@@ -42,6 +42,7 @@ _KEYS = {
     "mcpServers",
     "mcpTrustReadOnlyHints",
     "mcpStartupWaitMs",
+    "mcpStart",
 }
 _CONTEXT_KEYS = {
     "policy": "policy",
@@ -90,6 +91,8 @@ class Settings:
     asking (and is offered in read-only mode). Off unless the user says so."""
     mcp_startup_wait_ms: int = 5000
     """``mcpStartupWaitMs``: the longest a prompt waits for MCP servers still starting."""
+    mcp_start: McpStart = "open"
+    """``mcpStart``: servers start when the workspace opens, or at its first prompt."""
     problems: tuple[str, ...] = field(default=())
     """Settings that were refused, one sentence each, for the log."""
     diagnostics: DiagnosticsSettings = field(default_factory=DiagnosticsSettings)
@@ -130,6 +133,8 @@ def _checked(layer: Any, where: str) -> dict[str, Any]:
             and (not isinstance(value, int) or isinstance(value, bool) or value < 0)
         ):
             raise invalid_params(name, "must be a whole number of milliseconds")
+        if key == "mcpStart" and value is not None and value not in MCP_STARTS:
+            raise invalid_params(name, f"must be one of {', '.join(MCP_STARTS)}")
         if value is not None:
             out[key] = dict(value) if key == "provider" else value
     return out
@@ -344,4 +349,5 @@ def merge_layers(
         mcp_startup_wait_ms=first("mcpStartupWaitMs")
         if first("mcpStartupWaitMs") is not None
         else 5000,
+        mcp_start=first("mcpStart") or "open",
     )

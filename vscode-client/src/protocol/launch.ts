@@ -21,6 +21,8 @@ export interface CrankSettings {
   sandboxNetwork?: boolean;
   /** `crank.mcpServers`: Claude Code's `mcpServers` object (docs/mcp.md); undefined when unset. */
   mcpServers?: Record<string, unknown>;
+  /** `crank.mcpStart`; undefined when unset (the server starts them when the folder opens). */
+  mcpStart?: "open" | "firstUse";
 }
 
 /** The parts of `WorkspaceConfiguration.inspect` used here. */
@@ -94,12 +96,18 @@ export function settingsFrom(inspect: <T>(key: string) => Inspected<T> | undefin
     contextWindow: get<number>("provider.contextWindow") ?? 0,
     ...sandboxOf(get<SandboxMode>("sandbox.mode"), get<boolean>("sandbox.network")),
     ...mcpOf(get<Record<string, unknown>>("mcpServers")),
+    ...startOf(get<string>("mcpStart")),
   };
 }
 
 /** `mcpServers`, present only when the user set some. */
 function mcpOf(servers: Record<string, unknown> | undefined): Pick<CrankSettings, "mcpServers"> {
   return servers && typeof servers === "object" && Object.keys(servers).length ? { mcpServers: servers } : {};
+}
+
+/** `mcpStart`, present only when the user chose one of its values. */
+function startOf(start: string | undefined): Pick<CrankSettings, "mcpStart"> {
+  return start === "open" || start === "firstUse" ? { mcpStart: start } : {};
 }
 
 /** The sandbox fields, present only when the user set them. */
@@ -158,6 +166,7 @@ export function initOptions(s: CrankSettings, apiKey: string | undefined, truste
     out.sandbox = { mode: s.sandboxMode ?? "workspace-write", network: s.sandboxNetwork ?? false };
   }
   if (s.mcpServers) out.mcpServers = s.mcpServers;
+  if (s.mcpStart) out.mcpStart = s.mcpStart;
   return out;
 }
 

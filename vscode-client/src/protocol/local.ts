@@ -43,4 +43,6 @@ export interface CrankInitOptions {
   sandbox?: { mode: import("./types").SandboxMode; network: boolean };
   /** MCP servers by name, in Claude Code's `mcpServers` format (docs/mcp.md). */
   mcpServers?: Record<string, unknown>;
+  /** When they start: "open" (the server's default) or "firstUse" (the first prompt). */
+  mcpStart?: "open" | "firstUse";
 }

@@ -301,7 +301,7 @@ export interface McpServerState {
   name: string;
   source: "user" | "editor" | "workspace" | "acp";
   transport: "stdio" | "http" | "sse";
-  state: "starting" | "ready" | "failed" | "disabled";
+  state: "idle" | "starting" | "ready" | "failed" | "disabled";
   /** The names the model sees (``mcp__<server>__<tool>``). */
   tools: string[];
   error?: string;

@@ -43,6 +43,15 @@ test("initOptions sends crank.mcpServers only when some are set; it is a restric
   assert.ok((RESTRICTED_SETTINGS as readonly string[]).includes("mcpServers"));
 });
 
+test("crank.mcpStart is sent only when chosen, and only as one of its values", () => {
+  assert.equal(initOptions(base, undefined, true).mcpStart, undefined);
+  assert.equal(initOptions({ ...base, mcpStart: "firstUse" }, undefined, true).mcpStart, "firstUse");
+  const read = settingsFrom(<T>(key: string) => (key === "mcpStart" ? ({ globalValue: "later" } as { globalValue?: T }) : undefined), true);
+  assert.equal(read.mcpStart, undefined, "a value that is neither open nor firstUse is not sent");
+  const chosen = settingsFrom(<T>(key: string) => (key === "mcpStart" ? ({ globalValue: "firstUse" } as { globalValue?: T }) : undefined), true);
+  assert.equal(chosen.mcpStart, "firstUse");
+});
+
 test("initOptions sends crank.provider.contextWindow only when set (0 lets the server ask)", () => {
   assert.equal(initOptions({ ...base, contextWindow: 0 }, undefined, false).provider, undefined);
   assert.deepEqual(initOptions({ ...base, contextWindow: 4096 }, undefined, false).provider, { contextWindow: 4096 });
