@@ -6,16 +6,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
+import sys
 from pathlib import Path
+from typing import Any, get_args
 
 import acp
 import pytest
 from acp import schema
 
+from crank.acp.translate import NOTICE_TITLES
+from crank.agent.model import NoticeKind
 from tests.lsp.helpers import model_received, running_server
 from tests.support.model_server import ModelServer
 
-from .helpers import RecordingClient, crank_acp
+from .helpers import RecordingClient, agent_env, crank_acp
+from .judge import Judge
+from .test_acp_wire import Lines, request
 
 
 def project(tmp_path: Path) -> Path:
@@ -254,3 +261,92 @@ def test_every_message_kind_used_is_in_the_sdk_schema() -> None:
         )
     }
     assert kinds >= {"agent_message_chunk", "tool_call", "tool_call_update", "usage_update"}
+
+
+async def test_a_notice_reaches_the_client_as_a_message_of_its_own(tmp_path: Path) -> None:
+    """The local server says its template cannot call tools (llama-server's ``/props``
+    shape, as in tests/lsp/test_local_server.py): the ACP client is told, in a message
+    whose id is not the reply's."""
+    folder = project(tmp_path)
+    client = RecordingClient()
+    async with ModelServer({"replies": [{"text": "I would change the minus."}]}) as model:
+        model.routes["/props"] = {
+            "default_generation_settings": {"n_ctx": 4096},
+            "chat_template_caps": {"supports_tools": False, "supports_tool_calls": False},
+        }
+        async with crank_acp(model, tmp_path, client) as conn:
+            session = await conn.new_session(cwd=str(folder))
+            answer = await conn.prompt(
+                session_id=session.session_id, prompt=[acp.text_block("fix calc.py")]
+            )
+            assert answer.stop_reason == "end_turn"
+    chunks = client.of("agent_message_chunk")
+    told = [c for c in chunks if "cannot call tools" in c.content.text]
+    assert len(told) == 1, "\n---\n".join(c.content.text for c in chunks)
+    assert told[0].content.text.startswith("Crank: this server cannot call tools")
+    replies = {c.message_id for c in chunks if "minus" in c.content.text}
+    assert told[0].message_id and told[0].message_id not in replies
+
+
+def test_a_client_that_offers_session_notices_gets_acp_notice_updates(tmp_path: Path) -> None:
+    """With ``session.notices`` advertised, the same notice is ACP's ``notice`` update
+    (severity, a title that stands alone, the sentence as description), checked against
+    ACP's published schema, and no message carries it. Raw lines: the Python SDK
+    (0.12) has no ``session.notices`` yet and drops it from the capabilities."""
+    folder = project(tmp_path)
+    home = tmp_path / "home"
+    home.mkdir()
+    capabilities = {"fs": {"readTextFile": False, "writeTextFile": False}, "terminal": False}
+    capabilities["session"] = {"notices": {}}
+    judge = Judge()
+    with ModelServer({"replies": [{"text": "I would change the minus."}]}) as model:
+        model.routes["/props"] = {
+            "default_generation_settings": {"n_ctx": 4096},
+            "chat_template_caps": {"supports_tools": False, "supports_tool_calls": False},
+        }
+        agent = subprocess.Popen(
+            [sys.executable, "-m", "crank.acp", "--session-dir", str(tmp_path / "s")],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+            env=agent_env(model, home),
+            cwd=tmp_path,
+        )
+        assert agent.stdin is not None and agent.stdout is not None
+        lines = Lines(agent.stdout)
+        seen: list[dict[str, Any]] = []
+
+        def ask(request_id: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
+            line = request(request_id, method, params)
+            judge.see("client", json.loads(line))
+            agent.stdin.write(line + "\n")
+            agent.stdin.flush()
+            while True:
+                message = json.loads(lines.next())
+                judge.see("agent", message)
+                seen.append(message)
+                if message.get("id") == request_id:
+                    return message
+
+        try:
+            ask(1, "initialize", {"protocolVersion": 1, "clientCapabilities": capabilities})
+            created = ask(2, "session/new", {"cwd": str(folder), "mcpServers": []})
+            session_id = created["result"]["sessionId"]
+            text = [{"type": "text", "text": "fix it"}]
+            ask(3, "session/prompt", {"sessionId": session_id, "prompt": text})
+        finally:
+            agent.stdin.close()
+            agent.wait(timeout=60)
+    judge.assert_valid()
+    updates = [m["params"]["update"] for m in seen if m.get("method") == "session/update"]
+    notices = [u for u in updates if u["sessionUpdate"] == "notice"]
+    assert [(n["severity"], n["title"]) for n in notices] == [
+        ("warning", "This model server cannot call tools")
+    ]
+    assert notices[0]["description"].startswith("this server cannot call tools")
+    texts = [u["content"]["text"] for u in updates if u["sessionUpdate"] == "agent_message_chunk"]
+    assert texts and not any("cannot call tools" in t for t in texts)
+
+
+def test_every_notice_kind_has_an_acp_title() -> None:
+    assert set(NOTICE_TITLES) == set(get_args(NoticeKind))

@@ -4,6 +4,7 @@ server, which answers ``/v1/models``, ``/props`` and chat completions over real 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -125,6 +126,21 @@ async def test_a_template_without_tools_is_said_before_the_first_reply(
     assert kind == "tools_unsupported"
     assert message.startswith("this server cannot call tools: the agent can only talk")
     assert take_notices(model) == [], "said once"
+
+
+async def test_discoveries_at_once_say_a_template_without_tools_once(
+    server: ModelServer, make_model: MakeModel
+) -> None:
+    """ACP's session/new asks for the models and the window together: they wait on one
+    discovery, so the template is judged (and the user told) once."""
+    server.routes["/v1/models"] = {"data": [{"id": "m"}]}
+    server.routes["/props"] = {
+        "default_generation_settings": {"n_ctx": 4096},
+        "chat_template_caps": {"supports_tools": False, "supports_tool_calls": False},
+    }
+    model = make_model("openai", model="m", api_key=None)
+    await asyncio.gather(discover(model), discover(model), discover(model))
+    assert [kind for kind, _ in take_notices(model)] == ["tools_unsupported"]
 
 
 async def test_a_server_that_ignores_tools_is_told_from_its_first_reply(

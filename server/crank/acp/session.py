@@ -47,6 +47,7 @@ from .translate import (
     UpdateTranslator,
     diff_content,
     locations,
+    offers_notices,
     replay,
     stop_reason,
     text_chunk,
@@ -180,7 +181,7 @@ class AcpSession:
         self.root = cwd
         self.editor = AcpEditor(peer, self, capabilities or {}, terminal)
         self.host: Workspace = host_factory(self.editor, cwd)
-        self.translator = UpdateTranslator(cwd)
+        self.translator = UpdateTranslator(cwd, notices=offers_notices(capabilities or {}))
         self._waiting: list[asyncio.Future[dict[str, Any]]] = []
         self._cancelled = False
         self._replaying = False

@@ -18,6 +18,8 @@ Contract:
 - A command run in the client's terminal (``show_terminal``) has the terminal as its
   content from then on, the final update included (the client shows its output).
 - ``usage_update`` follows Crank's ``usage_update`` (context used and size, cost).
+- A ``notice`` is ACP's ``notice`` update when the client advertised
+  ``session.notices``, else a message of its own (``notice_chunk``).
 - ``replay`` turns a stored transcript into the updates that would have built it, so
   a session loaded in another editor shows the same conversation.
 """
@@ -33,6 +35,7 @@ from crank.tools.info import tool_info
 
 StopReason = Literal["end_turn", "max_tokens", "max_turn_requests", "refusal", "cancelled"]
 ToolStatus = Literal["pending", "in_progress", "completed", "failed"]
+NoticeSeverity = Literal["info", "warning", "error"]
 
 MAY_ASK: frozenset[ToolKind] = frozenset({"edit", "execute"})
 """Kinds whose calls may wait for the user's answer: they start ``pending`` and turn
@@ -145,8 +148,11 @@ def stop_reason(crank_stop: str | None, cancelled: bool) -> StopReason:
 class UpdateTranslator:
     """Per session: Crank events in, ACP update payloads out (zero or more each)."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *, notices: bool = False) -> None:
         self.root = root
+        self.notices = notices
+        """The client advertised ``session.notices``: a notice is ACP's ``notice``
+        update, not a message (ACP: agents send it only then)."""
         self._output: dict[str, str] = {}
         self._terminals: dict[str, str] = {}
         self._ended: dict[str, Update] = {}
@@ -204,6 +210,11 @@ class UpdateTranslator:
             return [self._call_ended(event)]
         if kind == "usage_update":
             return [_usage(event)]
+        if kind == "notice":
+            message = str(event.get("message", ""))
+            if self.notices:
+                return [notice_update(str(event.get("kind", "")), message)]
+            return [notice_chunk(message)]
         if kind == "agent_end":
             self.last_stop = event.get("stopReason")
         return []
@@ -319,6 +330,37 @@ def text_chunk(kind: str, text: str, message_id: str | None = None) -> Update:
     if message_id is not None:
         update["messageId"] = message_id
     return update
+
+
+NOTICE_TITLES: dict[str, tuple[NoticeSeverity, str]] = {
+    "tools_unsupported": ("warning", "This model server cannot call tools"),
+    "window_learned": ("info", "The model's context window was learned"),
+    "model_discovered": ("info", "The model server's model was chosen"),
+    "settings_ignored": ("warning", "Folder settings were ignored"),
+}
+"""ACP's severity and a title that stands alone, for each ``NoticeKind`` (a test
+holds the keys to that Literal's values)."""
+
+
+def offers_notices(capabilities: dict[str, Any]) -> bool:
+    session = capabilities.get("session")
+    return isinstance(session, dict) and isinstance(session.get("notices"), dict)
+
+
+def notice_update(kind: str, message: str) -> Update:
+    """A ``notice`` as ACP's ``notice`` update: a title that stands alone, by kind,
+    and the whole sentence as the description."""
+    severity, title = NOTICE_TITLES.get(kind, ("info", "Crank"))
+    return {"sessionUpdate": "notice", "severity": severity, "title": title, "description": message}
+
+
+def notice_chunk(message: str) -> Update:
+    """A ``notice`` (the server cannot call tools, the window was learned, the served
+    model chosen, folder settings ignored) as a message of its own: ACP has no notice
+    update, and a user who is not told why the agent only talks is left guessing. Its
+    own ``messageId`` keeps it apart from the reply; the blank line keeps it apart in a
+    client that joins every chunk."""
+    return text_chunk("agent_message_chunk", f"Crank: {message}\n\n", uuid.uuid4().hex)
 
 
 def _image_chunks(message: dict[str, Any], message_id: str) -> list[Update]:

@@ -14,6 +14,7 @@ hold, go in a user message right after the batch's results.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from collections.abc import AsyncIterator
@@ -165,6 +166,10 @@ class OpenAIModel(StreamingModel):
         """Changes made to the request for this server (each made once): see adapt."""
         self._served: list[ServedModel] | None = None
         self._discovered = False
+        self._discovering = asyncio.Lock()
+        """One discovery at a time: two callers at once (ACP's session/new asks the
+        models and the window together) would each ask the server and each say a
+        template that cannot call tools."""
         self._sent_limit = False
         self.windows = windows
         """Where windows learned from this server are kept (None: not kept)."""
@@ -383,6 +388,10 @@ class OpenAIModel(StreamingModel):
         configured ``contextWindow`` wins; OpenAI itself is never asked."""
         if self.hosted:
             return None
+        async with self._discovering:
+            return await self._discover(refresh)
+
+    async def _discover(self, refresh: bool) -> list[ServedModel] | None:
         if self._discovered and not refresh:
             return self._served
         async with self._clients.lease() as client:
