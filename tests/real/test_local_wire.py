@@ -1,8 +1,8 @@
 """What Crank puts on the wire to the real local servers (the C++ llama-server and
-llama-cpp-python), read by a relay that
-forwards every byte unchanged (``tests/support/wire_tap.py``): the loopback tests
-check ``max_tokens`` against our own server; this checks the real one gets it and
-keeps to it (16: the least Crank asks for, docs/vendors.md)."""
+llama-cpp-python), read by a relay that forwards every byte unchanged
+(``tests/support/wire_tap.py``): the loopback tests check ``max_tokens`` against our
+own server; this checks the real ones get it and keep to it (16: the least Crank
+asks for, docs/vendors.md)."""
 
 from __future__ import annotations
 
