@@ -72,6 +72,8 @@ if [ "${CRANK_INTEGRATION:-0}" = 1 ]; then
     fi
     echo "-- end-to-end suite in code-server $CS_VERSION (screenshots in build/screenshots/e2e-*.png)"
     CRANK_CODE_SERVER="$CS_DIR" node --test --test-timeout=600000 build/test/test/e2e/vscode.test.js
+    echo "-- end-to-end against the real llama-server in code-server $CS_VERSION"
+    CRANK_CODE_SERVER="$CS_DIR" node --test --test-timeout=900000 build/test/test/e2e/local.test.js
   else
     echo "-- end-to-end suite skipped (CRANK_E2E=0)"
   fi
