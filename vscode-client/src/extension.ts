@@ -9,7 +9,7 @@ import * as vscode from "vscode";
 import { ChangesReview } from "./review";
 import { ChatViewProvider, showInstallHelp } from "./chatView";
 import { ServerManager } from "./server";
-import { RunTracker, statusBarView } from "./chat/status";
+import { modelLabel, RunTracker, statusBarView } from "./chat/status";
 import { modelSwitchFailure } from "./chat/notices";
 import type { FixFileArgs, ModelInfo, PermissionMode } from "./protocol/types";
 
@@ -170,7 +170,8 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const models = Array.isArray(given) ? given : (await c.models({ workspace: workspace() })).models;
     const pick = await vscode.window.showQuickPick(
       models.map((m) => ({
-        label: m.id,
+        label: modelLabel(m.id),
+        detail: modelLabel(m.id) === m.id ? undefined : m.id,
         description: `${m.source === "server" ? "served here · " : ""}${m.api}${m.contextWindow ? ` · ${m.contextWindow} tokens` : ""}`,
         m,
       })),

@@ -7,6 +7,15 @@
 import type { EventParams, ContextUsage } from "../protocol/types";
 import type { ServerStatus } from "./state";
 
+/**
+ * What a model is called on screen: a local server that names its model by the file it
+ * loaded (llama-server's id is the `-m` path) shows the file's name; anything else its
+ * id. The id itself is what is sent and kept.
+ */
+export function modelLabel(id: string): string {
+  return /^(\/|~\/|[A-Za-z]:\\)|\.(gguf|ggml|bin)$/i.test(id) ? id.split(/[\\/]/).pop() || id : id;
+}
+
 /** The server's status as the status bar sees it: "idle" is "not started yet" (it starts when first needed). */
 export type BarServerStatus = ServerStatus | "idle";
 

@@ -10,6 +10,7 @@ import type { CommandInfo, PermissionDecision, PermissionMode } from "../protoco
 import { acceptCommand, commandQuery, matchCommands } from "../chat/commands";
 import { pathArg, snippetDiff } from "../chat/edits";
 import type { BranchInfo } from "../chat/branches";
+import { modelLabel } from "../chat/status";
 import { button, h } from "./dom";
 import { ImageCache, imageCaption, imageLabel, imageOfBytes, imageView } from "../chat/images";
 import type { ShownImage, PromptImage } from "../protocol/types";
@@ -507,7 +508,7 @@ function renderToolbar(): void {
   const have = Array.from(modelSelect.options).map((o) => o.value).join("\n");
   if (have !== options.join("\n")) {
     modelSelect.textContent = "";
-    for (const o of options) modelSelect.append(h("option", { value: o }, o.split("/").slice(1).join("/") || o));
+    for (const o of options) modelSelect.append(h("option", { value: o, title: o }, modelLabel(o.split("/").slice(1).join("/") || o)));
     if (!options.length) modelSelect.append(h("option", { value: "" }, "model"));
   }
   modelSelect.value = current;

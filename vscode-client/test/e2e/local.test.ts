@@ -84,6 +84,10 @@ test("llama-server from a base URL alone: the meter reads its 4,096 before the f
     await meter.filter({ hasText: "/ 4.1k" }).waitFor();
     assert.match((await chat.locator(".meter").getAttribute("title")) ?? "", /of 4096 tokens/);
     assert.equal(await chat.locator(".msg.user").count(), 0, "nothing was sent");
+    // The one served model was chosen; llama-server names it by its file, shown by its name.
+    const chosen = chat.locator("select.model option:checked");
+    assert.equal((await chosen.textContent())?.trim(), path.basename(served!.model));
+    assert.equal(await chosen.getAttribute("title"), `openai/${served!.model}`);
     assert.equal(served!.nCtx, 4096);
     await shot(harness.page, "local-01-meter-4096");
   } catch (err) {

@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { RunTracker, statusBarView } from "../../src/chat/status";
+import { modelLabel, RunTracker, statusBarView } from "../../src/chat/status";
 import { modelSwitchFailure } from "../../src/chat/notices";
 import type { CrankEvent, EventParams } from "../../src/protocol/types";
 
@@ -59,4 +59,14 @@ test("a refused model switch is a Crank notice in the server's words, with Set A
   assert.match(n.text, /^Crank: Crank cannot switch to anthropic model claude-x/);
   assert.equal(n.action, "Set API Key");
   assert.equal(modelSwitchFailure({ message: "unknown model" }).action, undefined);
+});
+
+test("a model named by the file a local server loaded shows the file's name; other ids show whole", () => {
+  assert.equal(modelLabel("/root/models/SmolLM2-135M-Instruct.Q4_1.gguf"), "SmolLM2-135M-Instruct.Q4_1.gguf");
+  assert.equal(modelLabel("~/m/qwen.gguf"), "qwen.gguf");
+  assert.equal(modelLabel("C:\\models\\phi.gguf"), "phi.gguf");
+  assert.equal(modelLabel("models/llama.bin"), "llama.bin");
+  assert.equal(modelLabel("claude-sonnet-4-5"), "claude-sonnet-4-5");
+  assert.equal(modelLabel("meta-llama/Llama-3.1-8B-Instruct"), "meta-llama/Llama-3.1-8B-Instruct", "a hub id is its name");
+  assert.equal(modelLabel("qwen2.5:7b"), "qwen2.5:7b");
 });
