@@ -21,6 +21,8 @@ from pygls.lsp.server import LanguageServer
 from crank import __version__
 from crank.agent.tasks import Tasks
 from crank.vendors.secrets import provider_env
+from crank.workspace.checked import check
+from crank.workspace.contract import REQUESTS
 from crank.workspace.errors import CrankError, NoSuchWorkspace, invalid_params
 from crank.workspace.stream import EventParams
 
@@ -88,7 +90,7 @@ class CrankServer(LanguageServer):
 
     def _register(self) -> None:
         for method, handler in HANDLERS.items():
-            self.feature(method)(self._wrap(handler))
+            self.feature(method)(self._wrap(method, handler))
         self.feature(types.INITIALIZE)(self._fn(self._initialize))
         self.feature(types.INITIALIZED)(self._fn(self._initialized))
         self.feature(types.SHUTDOWN)(self._fn(self._on_shutdown))
@@ -148,15 +150,22 @@ class CrankServer(LanguageServer):
         return call
 
     @staticmethod
-    def _wrap(handler: Handler) -> Callable[[CrankServer, Any], Awaitable[Any]]:
+    def _wrap(method: str, handler: Handler) -> Callable[[CrankServer, Any], Awaitable[Any]]:
+        expected = REQUESTS[method][0] if method in REQUESTS else None
+
         async def run(ls: CrankServer, raw: Any) -> Any:
-            return await ls.call(handler, raw)
+            return await ls.call(handler, raw, expected)
 
         return run
 
-    async def call(self, handler: Handler, raw: Any) -> Any:
+    async def call(self, handler: Handler, raw: Any, expected: type | None = None) -> Any:
+        """Run ``handler``; its params checked first against the contract's type
+        (``expected``: every field, in the type's order; see workspace/checked.py)."""
         try:
-            return await handler(self, Params(raw))
+            params = Params(raw)
+            if expected is not None:
+                check(params.raw, expected)
+            return await handler(self, params)
         except Exception as exc:
             rpc = rpc_error(exc)
             if rpc is None:
