@@ -15,6 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from tests.mcp.servers import everything
 from tests.support.model_server import ModelServer
 
 from .helpers import Crank, provider_for, running_server
@@ -148,3 +149,26 @@ async def test_compaction_offering_recall_is_a_real_change_announced_once(tmp_pa
     assert "recall" not in sent[0] and sent[0] == sent[1]
     assert "recall" in sent[-2] and with_recall["text"] == sent[-2]
     assert without["event"]["hash"] != with_recall["hash"] and "recall" not in sent[-1]
+
+
+async def test_mcp_tools_arriving_change_no_byte_of_the_prompt(tmp_path: Path) -> None:
+    """The npm reference MCP server's tools join the tool list (and the request's
+    ``tools``), never the system prompt: nothing to announce, whenever they arrive."""
+    folder = project(tmp_path)
+    with ModelServer({"replies": [{"text": "one"}, {"text": "two"}]}) as model:
+        opts = options(model, tmp_path, trusted=True, mcpServers={"everything": everything()})
+        async with running_server(tmp_path, [folder], opts) as crank:
+            await ask(crank, "first")
+            await crank.wait_for(
+                lambda e: (
+                    e["event"]["type"] == "mcp_changed"
+                    and e["event"]["servers"][0]["state"] == "ready"
+                ),
+                within=120,
+            )
+            await ask(crank, "second")
+            await rebuilt(crank)
+            assert prompt_changes(crank) == []
+    names = [t["function"]["name"] for t in model.requests[-1]["body"]["tools"]]
+    assert "mcp__everything__echo" in names, "the tools did arrive"
+    assert len(set(systems(model))) == 1
