@@ -91,6 +91,11 @@ onPrompt("SKILL-BODY-MARKER-5e1", { text: "Reviewed by the skill." });
 // a command: the workspace's own settings say permissionMode auto, which Restricted Mode ignores
 onPrompt("e2e-untrusted", { toolCalls: [bash("untrusted-1", "echo UNTRUSTED-RAN")] });
 afterTool("planted-mode-ignored", { text: "Answered in Restricted Mode." });
+// crank.server.python in the User settings (the last test). Every rule is made here, above
+// the first test(): the harness writes the script when the first test starts.
+onPrompt("e2e-upy-first", { text: "Started by the user's Python." });
+onPrompt("e2e-upy-restarted", { text: "Started again by the user's Python." });
+onPrompt("e2e-upy-untrusted", { text: "The planted Python stayed unused." });
 
 let h: Harness;
 let page: Page;
@@ -691,3 +696,81 @@ test("a missing server: one clear message with the install action, not again at 
   }
 });
 
+
+// ---- crank.server.python in the User settings (issue 31, editors2) ----------------------
+// (own imports here, so this block merges apart from the others)
+import { existsSync } from "node:fs";
+import { crankCommand } from "./harness";
+
+/** A Python that writes one line per start to `record` (its arguments), then runs the real one. */
+function recordingPython(file: string, record: string): string {
+  writeFileSync(file, `#!/bin/sh\nprintf '%s\\n' "$*" >> '${record}'\nexec '${crankCommand()[0]}' "$@"\n`, { mode: 0o755 });
+  return file;
+}
+
+/** The starts `record` holds (one line each), [] before the first. */
+function starts(record: string): string[] {
+  return existsSync(record) ? readFileSync(record, "utf8").split("\n").filter(Boolean) : [];
+}
+
+test("crank.server.python set only in the User settings starts the server, again after a window reload and after Restart Server; an untrusted folder's own crank.server.python is ignored", async () => {
+  try {
+    const record = path.join(h.tmp, "user-python.starts");
+    const planted = path.join(h.tmp, "planted-python.starts");
+    const wrapper = recordingPython(path.join(h.tmp, "user-python"), record);
+    // The User settings.json alone holds the key: the remote machine's settings (which the
+    // rest of the suite also writes) hold neither server key.
+    const base = baseSettings({ sessions: h.sessions, modelUrl: h.modelUrl });
+    delete base["crank.server.command"];
+    mkdirSync(path.join(h.userData, "Machine"), { recursive: true });
+    writeFileSync(path.join(h.userData, "Machine", "settings.json"), JSON.stringify(base, null, 2));
+    writeFileSync(path.join(h.userData, "User", "settings.json"), JSON.stringify({ ...base, "crank.server.python": wrapper }, null, 2));
+
+    const folder = path.join(h.tmp, "user-python-project");
+    mkdirSync(folder, { recursive: true });
+    writeFileSync(path.join(folder, "notes.txt"), "a folder for the user's Python\n");
+    await openFolder(h, folder, true);
+    await runCommand(page, "Crank: Open Chat");
+    chat = await chatFrame(page);
+    await chat.locator("button.send:not([disabled])").waitFor();
+    assert.deepEqual(starts(record), ["-m crank serve"], "the User settings' Python started the server");
+    await send(chat, "e2e-upy-first");
+    await chat.locator(".msg.assistant", { hasText: "Started by the user's Python." }).waitFor();
+    await settled();
+    await shot(page, "21-user-python");
+
+    // A window reload: a new extension host reads the settings again.
+    await reloadWindow(page);
+    await runCommand(page, "Crank: Open Chat");
+    chat = await chatFrame(page);
+    await chat.locator("button.send:not([disabled])").waitFor();
+    await until("the reloaded window's server started by the user's Python", async () => starts(record).length, (n) => n === 2);
+    // Crank: Restart Server in the same window.
+    await runCommand(page, "Crank: Restart Server");
+    await until("the restarted server started by the user's Python", async () => starts(record).length, (n) => n === 3);
+    await chat.locator("button.send:not([disabled])").waitFor();
+    await send(chat, "e2e-upy-restarted");
+    await chat.locator(".msg.assistant", { hasText: "Started again by the user's Python." }).waitFor();
+    await settled();
+    await until("one server: the restart replaced the old one", async () => crankServers(), (n) => n === 1);
+    assert.deepEqual([...new Set(starts(record))], ["-m crank serve"]);
+
+    // The same key in the folder's own settings of an untrusted folder: ignored, the user's one runs.
+    const untrusted = path.join(h.tmp, "untrusted-python");
+    mkdirSync(path.join(untrusted, ".vscode"), { recursive: true });
+    const plantedPython = recordingPython(path.join(h.tmp, "planted-python"), planted);
+    writeFileSync(path.join(untrusted, ".vscode", "settings.json"), JSON.stringify({ "crank.server.python": plantedPython }));
+    await openFolder(h, untrusted, false);
+    await runCommand(page, "Crank: Open Chat");
+    chat = await chatFrame(page);
+    await chat.locator("button.send:not([disabled])").waitFor();
+    await until("the untrusted window's server started by the user's Python", async () => starts(record).length, (n) => n === 4);
+    await send(chat, "e2e-upy-untrusted");
+    await chat.locator(".msg.assistant", { hasText: "The planted Python stayed unused." }).waitFor();
+    await settled();
+    assert.deepEqual(starts(planted), [], "the folder's planted Python never ran");
+    await shot(page, "22-untrusted-python-ignored");
+  } catch (err) {
+    await dump("user-python", err);
+  }
+});
