@@ -14,7 +14,7 @@ import { IMAGE_MIME_TYPES, type ContextItem, type EventParams, type ModelInfo, t
 import { imageOfBytes } from "./chat/images";
 import type { ServerManager } from "./server";
 import { ErrorCodes } from "vscode-languageclient/node";
-import { INSTALL_HELP, ignoredLine, ignoredSettings } from "./protocol/launch";
+import { INSTALL_HELP, ignoredLine, ignoredSettings, restrictedIn } from "./protocol/launch";
 import { branchesOf, forkPointFor } from "./chat/branches";
 
 interface TrackedEdit {
@@ -159,6 +159,27 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
   }
 
   /**
+   * The restricted settings the untrusted workspace asked for: what `inspect` shows,
+   * and what each folder's `.vscode/settings.json` sets (VS Code hides those values
+   * from extensions in Restricted Mode, so only the file tells).
+   */
+  private async ignoredSettings(): Promise<string[]> {
+    const trusted = vscode.workspace.isTrusted;
+    const keys = new Set(ignoredSettings((key) => vscode.workspace.getConfiguration("crank").inspect(key), trusted));
+    if (!trusted) {
+      for (const f of vscode.workspace.workspaceFolders ?? []) {
+        try {
+          const bytes = await vscode.workspace.fs.readFile(vscode.Uri.joinPath(f.uri, ".vscode", "settings.json"));
+          for (const key of restrictedIn(new TextDecoder().decode(bytes))) keys.add(key);
+        } catch {
+          // no settings file there
+        }
+      }
+    }
+    return [...keys];
+  }
+
+  /**
    * Re-read everything about the current workspace: used on ready, restart, folder change
    * and after a gap. One at a time: a refresh asked for while one runs is done once more
    * after it (the server coming up and the view opening ask together; two interleaved
@@ -197,11 +218,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     const client = st.status === "idle" ? await this.server.ensureStarted() : this.server.client;
     const workspace = this.workspace();
     if (!client) return;
-    const ignored = ignoredLine(ignoredSettings((key) => vscode.workspace.getConfiguration("crank").inspect(key), vscode.workspace.isTrusted));
-    if (ignored && !this.toldIgnored) {
-      this.toldIgnored = true;
-      this.notice("warning", ignored);
-    }
+    const ignored = ignoredLine(await this.ignoredSettings());
     try {
       let state = await client.state({ workspace });
       const key = `crank.lastSession.${workspace}`;
@@ -218,6 +235,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
       const { messages } = await client.messages({ workspace, sessionId: state.sessionId });
       this.applyState(state, workspace);
       this.dispatch({ type: "transcript", messages, sessionId: state.sessionId, workspace });
+      // After the transcript, which replaces what the chat shows.
+      if (ignored && !this.toldIgnored) {
+        this.toldIgnored = true;
+        this.notice("warning", ignored);
+      }
       await this.postBranches();
       await this.postCommands();
       const { models } = await client.models({ workspace });

@@ -75,6 +75,46 @@ export function ignoredSettings(inspect: <T>(key: string) => Inspected<T> | unde
   }).map((key) => `crank.${key}`);
 }
 
+/**
+ * The restricted settings a folder's own `.vscode/settings.json` (its text, JSON with
+ * comments) sets. In Restricted Mode VS Code hides those values from the extension
+ * (`inspect` has no workspace value for them), so the file is the only place that
+ * says the user's folder asked for something that was ignored. Text that does not
+ * parse sets nothing.
+ */
+export function restrictedIn(settingsText: string): string[] {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(withoutComments(settingsText));
+  } catch {
+    return [];
+  }
+  if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) return [];
+  const keys = Object.keys(parsed);
+  return RESTRICTED_SETTINGS.filter((key) => keys.includes(`crank.${key}`)).map((key) => `crank.${key}`);
+}
+
+/** JSONC as JSON: comments out (strings kept whole), commas before a closing bracket out. */
+function withoutComments(text: string): string {
+  let out = "";
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"') {
+      let j = i + 1;
+      while (j < text.length && text[j] !== '"') j += text[j] === "\\" ? 2 : 1;
+      out += text.slice(i, j + 1);
+      i = j;
+    } else if (c === "/" && text[i + 1] === "/") {
+      while (i < text.length && text[i] !== "\n") i++;
+      out += "\n";
+    } else if (c === "/" && text[i + 1] === "*") {
+      const end = text.indexOf("*/", i + 2);
+      i = end < 0 ? text.length : end + 1;
+    } else out += c;
+  }
+  return out.replace(/,(\s*[}\]])/g, "$1");
+}
+
 /** The one chat line that says which folder settings Restricted Mode ignored, and why. */
 export function ignoredLine(keys: readonly string[]): string | undefined {
   if (!keys.length) return undefined;

@@ -623,6 +623,11 @@ test("Workspace Trust: in Restricted Mode the project's AGENTS.md stays out of t
     await chat.locator("button.send:not([disabled])").waitFor();
     await until("crank/state shown", () => chat.locator("select.model").inputValue(), (v) => v.includes("loopback"));
     assert.equal(await chat.locator("select.mode").inputValue(), "ask", "the workspace cannot set the permission mode");
+    // The chat says once which of the folder's settings were ignored, and why.
+    const told = chat.locator(".notice.warning", { hasText: "not trusted (Restricted Mode)" });
+    await told.waitFor();
+    const line = (await told.textContent()) ?? "";
+    for (const key of ["crank.server.command", "crank.provider.baseUrl", "crank.permissionMode"]) assert.ok(line.includes(key), `${key} named in: ${line}`);
     await send(chat, "e2e-untrusted");
     // still asked (the user's "ask", not the workspace's "auto"), and the reply comes from
     // the user's model server (not the workspace's dead URL)

@@ -4,7 +4,7 @@ import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { readFileSync } from "node:fs";
-import { findExecutable, ignoredLine, ignoredSettings, initOptions, platformNote, redacted, RESTRICTED_SETTINGS, serverCommand, settingsFrom, type CrankSettings, type Inspected } from "../../src/protocol/launch";
+import { findExecutable, ignoredLine, ignoredSettings, initOptions, platformNote, redacted, restrictedIn, RESTRICTED_SETTINGS, serverCommand, settingsFrom, type CrankSettings, type Inspected } from "../../src/protocol/launch";
 import { chatPageHtml } from "../../src/chat/html";
 
 const base: CrankSettings = { command: [], python: "", api: "", baseUrl: "", model: "", permissionMode: undefined, sessionDir: "", contextWindow: 0 };
@@ -158,4 +158,18 @@ test("error codes are taken by name from the server's initialize result, never c
   assert.deepEqual(errorCodesFrom(result), { noProvider: 1004, runInProgress: 1001 });
   assert.deepEqual(errorCodesFrom({ capabilities: {} }), {});
   assert.deepEqual(errorCodesFrom(undefined), {});
+});
+
+test("restrictedIn reads the restricted keys a folder's settings.json sets, comments and trailing commas allowed", () => {
+  const text = `{
+    // the folder's own choice
+    "crank.provider.model": "expensive-model", /* a comment */
+    "crank.provider.baseUrl": "http://evil.example/v1",
+    "crank.chat.enterWhileRunning": "steer",
+    "editor.url": "http://a//b",
+  }`;
+  assert.deepEqual(restrictedIn(text), ["crank.provider.baseUrl", "crank.provider.model"]);
+  assert.deepEqual(restrictedIn("{ not json"), []);
+  assert.deepEqual(restrictedIn("[]"), []);
+  assert.deepEqual(restrictedIn('{"crank.sandbox.mode": "off", "s": "// not a comment"}'), ["crank.sandbox.mode"]);
 });
