@@ -1,0 +1,146 @@
+"""After an ACP connection ends without a word, no MCP server process is left.
+
+ACP has no shutdown request: a client that is done closes the agent's stdin, and a
+client that crashes or is killed closes it too (it held the pipe's one end). Either
+way ``crank acp`` must end every MCP server it started for the connection's sessions,
+and each server's whole process group with it. Checked by pid and by process group
+from ``/proc``, against the real ``@modelcontextprotocol/server-everything`` that the
+session's ``mcpServers`` named, after a run that called its echo tool.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from tests.acp.helpers import agent_env
+from tests.support.model_server import ModelServer
+
+from .acp_client import READY, open_agent
+from .servers import alive, everything
+from .test_frontends import GUARD_S, echo_script
+
+CLIENT = Path(__file__).resolve().parent / "acp_client.py"
+
+
+def _stat(pid: int) -> tuple[int, int] | None:
+    """(parent pid, process group) of a live process; None when gone or a zombie."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1].split()
+    except (OSError, IndexError):
+        return None
+    return None if fields[0] == "Z" else (int(fields[1]), int(fields[2]))
+
+
+def _processes() -> Iterator[int]:
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            yield int(entry)
+
+
+def mcp_children(agent: int) -> list[int]:
+    """The agent's MCP server processes (its children running the everything server)."""
+    found = []
+    for pid in _processes():
+        stat = _stat(pid)
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if stat is not None and stat[0] == agent and b"mcp-server-everything" in cmdline:
+            found.append(pid)
+    return found
+
+
+def group(pgid: int) -> list[int]:
+    """Every live process of the process group ``pgid``."""
+    return [pid for pid in _processes() if (stat := _stat(pid)) is not None and stat[1] == pgid]
+
+
+def wait_gone(pid: int) -> None:
+    """Until ``pid`` (not necessarily our child) has exited: its pidfd becomes readable."""
+    try:
+        fd = os.pidfd_open(pid)
+    except ProcessLookupError:
+        return
+    try:
+        ready, _, _ = select.select([fd], [], [], GUARD_S)
+        assert ready, f"process {pid} did not exit within {GUARD_S} s"
+    finally:
+        os.close(fd)
+
+
+@contextmanager
+def setting(tmp_path: Path) -> Iterator[tuple[dict[str, str], dict[str, Any], ModelServer]]:
+    """The agent's environment, the ACP ``mcpServers`` entry, and the loopback model."""
+    home = tmp_path / "home"
+    (home / ".config" / "crank").mkdir(parents=True)
+    # a loaded machine may take more than the default 5 s to start node: wait for it
+    wait = {"mcpStartupWaitMs": GUARD_S * 1000}
+    (home / ".config" / "crank" / "config.json").write_text(json.dumps(wait))
+    raw = everything()
+    server = {"name": "everything", "command": raw["command"], "args": raw["args"], "env": []}
+    with ModelServer(echo_script()) as model:
+        env = agent_env(model, home)
+        yield env, server, model
+
+
+def servers_of(agent: int) -> list[int]:
+    pids = mcp_children(agent)
+    assert len(pids) == 1, f"expected the one everything server under {agent}, found {pids}"
+    assert _stat(pids[0]) is not None and _stat(pids[0])[1] == pids[0]  # type: ignore[index]
+    return pids
+
+
+def test_stdin_closed_without_a_shutdown_ends_every_mcp_server(
+    tmp_path: Path, monkeypatch: Any
+) -> None:
+    with setting(tmp_path) as (env, server, model):
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        agent = open_agent(tmp_path, tmp_path / "sessions", server)
+        try:
+            [pid] = servers_of(agent.pid)
+            assert "mcp__everything__echo" in json.dumps(model.requests[0]["body"]["tools"])
+            assert agent.stdin is not None
+            agent.stdin.close()  # the client is done: no shutdown, only the end of input
+            assert agent.wait(timeout=GUARD_S) == 0
+        finally:
+            if agent.poll() is None:
+                agent.kill()
+    assert not alive(pid)
+    assert group(pid) == [], "a process of the server's group outlived the agent"
+
+
+def test_a_killed_client_leaves_no_mcp_server(tmp_path: Path) -> None:
+    with setting(tmp_path) as (env, server, _model):
+        client = subprocess.Popen(
+            [sys.executable, str(CLIENT), str(tmp_path), str(tmp_path / "sessions"),
+             json.dumps(server)],
+            stdout=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
+        )  # fmt: skip
+        agent: int | None = None
+        try:
+            assert client.stdout is not None
+            word, number = client.stdout.readline().split()
+            assert word == READY
+            agent = int(number)
+            [pid] = servers_of(agent)
+            client.send_signal(signal.SIGKILL)  # the client dies; the agent is not signalled
+            client.wait(timeout=GUARD_S)
+            wait_gone(agent)
+        finally:
+            if client.poll() is None:
+                client.kill()
+            if agent is not None and _stat(agent) is not None:
+                os.kill(agent, signal.SIGKILL)
+    assert not alive(pid)
+    assert group(pid) == [], "a process of the server's group outlived the agent"
