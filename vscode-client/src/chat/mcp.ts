@@ -9,14 +9,15 @@ import type { ChatAction } from "./state";
 
 export type McpAction = McpServerParams["action"];
 
+/** Each action's button label: a Record, so an action the generated types gain fails the type-check until it has one. */
+const BUTTON: Record<McpAction, string> = { restart: "Restart", disable: "Disable", enable: "Enable" };
+
 /** Every action `crank/mcpServer` takes (docs/protocol.md); the page's request is checked against it. */
-export const MCP_ACTIONS: readonly McpAction[] = ["restart", "disable", "enable"] satisfies readonly McpAction[];
+export const MCP_ACTIONS = Object.keys(BUTTON) as readonly McpAction[];
 
 export function isMcpAction(v: unknown): v is McpAction {
   return typeof v === "string" && (MCP_ACTIONS as readonly string[]).includes(v);
 }
-
-const BUTTON: Record<McpAction, string> = { restart: "Restart", disable: "Disable", enable: "Enable" };
 
 export interface McpRow {
   name: string;
