@@ -1,5 +1,5 @@
-"""A bare ACP client that an editor could be: it starts ``crank acp`` with one MCP
-server in ``session/new``, makes it call ``mcp__everything__echo`` (so the server has
+"""A bare ACP client that an editor could be: it starts ``crank acp`` with MCP
+servers in ``session/new``, makes it call ``mcp__everything__echo`` (so the server has
 surely run), then ends the connection the way a client does when it goes away.
 
 Used in two ways by ``test_acp_end.py``: imported (``open_agent``: the test itself is
@@ -37,9 +37,11 @@ def _answer(out: IO[bytes], request_id: int) -> dict[str, Any]:
     raise AssertionError(f"the agent closed its output before answering {request_id}")
 
 
-def open_agent(cwd: Path, session_dir: Path, server: dict[str, Any]) -> subprocess.Popen[bytes]:
-    """``crank acp`` (permission mode auto: no question to answer) with ``server`` as
-    the session's MCP server, after one prompt whose run called the server's echo tool.
+def open_agent(
+    cwd: Path, session_dir: Path, servers: list[dict[str, Any]]
+) -> subprocess.Popen[bytes]:
+    """``crank acp`` (permission mode auto: no question to answer) with ``servers`` as
+    the session's MCP servers, after one prompt whose run called the echo tool.
     The environment (the loopback model's URL) is this process's."""
     agent = subprocess.Popen(
         [sys.executable, "-m", "crank.acp", "--session-dir", str(session_dir),
@@ -48,7 +50,7 @@ def open_agent(cwd: Path, session_dir: Path, server: dict[str, Any]) -> subproce
     )  # fmt: skip
     assert agent.stdin is not None and agent.stdout is not None
     agent.stdin.write(_line(1, "initialize", {"protocolVersion": 1, "clientCapabilities": {}}))
-    agent.stdin.write(_line(2, "session/new", {"cwd": str(cwd), "mcpServers": [server]}))
+    agent.stdin.write(_line(2, "session/new", {"cwd": str(cwd), "mcpServers": servers}))
     agent.stdin.flush()
     _answer(agent.stdout, 1)
     session = _answer(agent.stdout, 2)["sessionId"]
@@ -60,8 +62,8 @@ def open_agent(cwd: Path, session_dir: Path, server: dict[str, Any]) -> subproce
 
 
 def main(argv: list[str]) -> int:
-    cwd, session_dir, server = Path(argv[0]), Path(argv[1]), json.loads(argv[2])
-    agent = open_agent(cwd, session_dir, server)
+    cwd, session_dir, servers = Path(argv[0]), Path(argv[1]), json.loads(argv[2])
+    agent = open_agent(cwd, session_dir, servers)
     print(f"{READY} {agent.pid}", flush=True)
     while True:  # until killed: the agent's pipes close with this process
         time.sleep(3600)

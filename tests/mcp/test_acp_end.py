@@ -4,12 +4,15 @@ ACP has no shutdown request: a client that is done closes the agent's stdin, and
 client that crashes or is killed closes it too (it held the pipe's one end). Either
 way ``crank acp`` must end every MCP server it started for the connection's sessions,
 and each server's whole process group with it. Checked by pid and by process group
-from ``/proc``, against the real ``@modelcontextprotocol/server-everything`` that the
-session's ``mcpServers`` named, after a run that called its echo tool.
+from ``/proc``, after a run that called the echo tool of the real
+``@modelcontextprotocol/server-everything``, for it and for the odd FastMCP server's
+``parent`` mode (a child in its group that ignores the end of its input: left alone,
+it would outlive everything).
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -25,7 +28,7 @@ from tests.acp.helpers import agent_env
 from tests.support.model_server import ModelServer
 
 from .acp_client import READY, open_agent
-from .servers import alive, everything
+from .servers import alive, everything, odd
 from .test_frontends import GUARD_S, echo_script
 
 CLIENT = Path(__file__).resolve().parent / "acp_client.py"
@@ -47,17 +50,15 @@ def _processes() -> Iterator[int]:
 
 
 def mcp_children(agent: int) -> list[int]:
-    """The agent's MCP server processes (its children running the everything server)."""
+    """The agent's MCP server processes: its children that lead a process group of
+    their own (each server is started in a new session; nothing else the agent runs
+    here is)."""
     found = []
     for pid in _processes():
         stat = _stat(pid)
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except OSError:
-            continue
-        if stat is not None and stat[0] == agent and b"mcp-server-everything" in cmdline:
+        if stat is not None and stat[0] == agent and stat[1] == pid:
             found.append(pid)
-    return found
+    return sorted(found)
 
 
 def group(pgid: int) -> list[int]:
@@ -86,29 +87,41 @@ def setting(tmp_path: Path) -> Iterator[tuple[dict[str, str], dict[str, Any], Mo
     # a loaded machine may take more than the default 5 s to start node: wait for it
     wait = {"mcpStartupWaitMs": GUARD_S * 1000}
     (home / ".config" / "crank" / "config.json").write_text(json.dumps(wait))
-    raw = everything()
-    server = {"name": "everything", "command": raw["command"], "args": raw["args"], "env": []}
+    servers = [
+        {"name": name, "command": raw["command"], "args": raw["args"], "env": []}
+        for name, raw in (("everything", everything()), ("odd", odd("parent")))
+    ]
     with ModelServer(echo_script()) as model:
         env = agent_env(model, home)
-        yield env, server, model
+        yield env, servers, model
 
 
 def servers_of(agent: int) -> list[int]:
+    """The two servers' pids; the odd one's group holds its sleeping child too."""
     pids = mcp_children(agent)
-    assert len(pids) == 1, f"expected the one everything server under {agent}, found {pids}"
-    assert _stat(pids[0]) is not None and _stat(pids[0])[1] == pids[0]  # type: ignore[index]
+    assert len(pids) == 2, f"expected the two MCP servers under {agent}, found {pids}"
+    assert max(len(group(pid)) for pid in pids) >= 2, "the odd server's child is in its group"
     return pids
+
+
+def assert_gone(pids: list[int]) -> None:
+    """No server and nothing of its group is left (what is, is ended, then reported)."""
+    left = {pid: group(pid) for pid in pids if alive(pid) or group(pid)}
+    for pgid in left:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pgid, signal.SIGKILL)
+    assert left == {}, f"processes of a server's group outlived the agent: {left}"
 
 
 def test_stdin_closed_without_a_shutdown_ends_every_mcp_server(
     tmp_path: Path, monkeypatch: Any
 ) -> None:
-    with setting(tmp_path) as (env, server, model):
+    with setting(tmp_path) as (env, servers, model):
         for key, value in env.items():
             monkeypatch.setenv(key, value)
-        agent = open_agent(tmp_path, tmp_path / "sessions", server)
+        agent = open_agent(tmp_path, tmp_path / "sessions", servers)
         try:
-            [pid] = servers_of(agent.pid)
+            pids = servers_of(agent.pid)
             assert "mcp__everything__echo" in json.dumps(model.requests[0]["body"]["tools"])
             assert agent.stdin is not None
             agent.stdin.close()  # the client is done: no shutdown, only the end of input
@@ -116,15 +129,14 @@ def test_stdin_closed_without_a_shutdown_ends_every_mcp_server(
         finally:
             if agent.poll() is None:
                 agent.kill()
-    assert not alive(pid)
-    assert group(pid) == [], "a process of the server's group outlived the agent"
+    assert_gone(pids)
 
 
 def test_a_killed_client_leaves_no_mcp_server(tmp_path: Path) -> None:
-    with setting(tmp_path) as (env, server, _model):
+    with setting(tmp_path) as (env, servers, _model):
         client = subprocess.Popen(
             [sys.executable, str(CLIENT), str(tmp_path), str(tmp_path / "sessions"),
-             json.dumps(server)],
+             json.dumps(servers)],
             stdout=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
         )  # fmt: skip
         agent: int | None = None
@@ -133,7 +145,7 @@ def test_a_killed_client_leaves_no_mcp_server(tmp_path: Path) -> None:
             word, number = client.stdout.readline().split()
             assert word == READY
             agent = int(number)
-            [pid] = servers_of(agent)
+            pids = servers_of(agent)
             client.send_signal(signal.SIGKILL)  # the client dies; the agent is not signalled
             client.wait(timeout=GUARD_S)
             wait_gone(agent)
@@ -142,5 +154,4 @@ def test_a_killed_client_leaves_no_mcp_server(tmp_path: Path) -> None:
                 client.kill()
             if agent is not None and _stat(agent) is not None:
                 os.kill(agent, signal.SIGKILL)
-    assert not alive(pid)
-    assert group(pid) == [], "a process of the server's group outlived the agent"
+    assert_gone(pids)
