@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.acp.helpers import agent_env
 from tests.support.model_server import ModelServer
 
@@ -104,32 +106,43 @@ def servers_of(agent: int) -> list[int]:
     return pids
 
 
-def assert_gone(pids: list[int]) -> None:
-    """No server and nothing of its group is left (what is, is ended, then reported)."""
+def end_left(pids: list[int]) -> dict[int, list[int]]:
+    """What is left of the servers and their groups, by group, after ending it (a
+    failing test leaves nothing running)."""
     left = {pid: group(pid) for pid in pids if alive(pid) or group(pid)}
     for pgid in left:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pgid, signal.SIGKILL)
+    return left
+
+
+def assert_gone(pids: list[int]) -> None:
+    """No server and nothing of its group is left."""
+    left = end_left(pids)
     assert left == {}, f"processes of a server's group outlived the agent: {left}"
 
 
 def test_stdin_closed_without_a_shutdown_ends_every_mcp_server(
-    tmp_path: Path, monkeypatch: Any
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     with setting(tmp_path) as (env, servers, model):
         for key, value in env.items():
             monkeypatch.setenv(key, value)
         agent = open_agent(tmp_path, tmp_path / "sessions", servers)
+        pids = mcp_children(agent.pid)
         try:
-            pids = servers_of(agent.pid)
+            servers_of(agent.pid)
             assert "mcp__everything__echo" in json.dumps(model.requests[0]["body"]["tools"])
             assert agent.stdin is not None
             agent.stdin.close()  # the client is done: no shutdown, only the end of input
-            assert agent.wait(timeout=GUARD_S) == 0
+            code = agent.wait(timeout=GUARD_S)
         finally:
             if agent.poll() is None:
                 agent.kill()
+                agent.wait()
+                end_left(pids)
     assert_gone(pids)
+    assert code == 0
 
 
 def test_a_killed_client_leaves_no_mcp_server(tmp_path: Path) -> None:
@@ -140,6 +153,7 @@ def test_a_killed_client_leaves_no_mcp_server(tmp_path: Path) -> None:
             stdout=subprocess.PIPE, text=True, env=env, cwd=tmp_path,
         )  # fmt: skip
         agent: int | None = None
+        pids: list[int] = []
         try:
             assert client.stdout is not None
             word, number = client.stdout.readline().split()
@@ -154,4 +168,30 @@ def test_a_killed_client_leaves_no_mcp_server(tmp_path: Path) -> None:
                 client.kill()
             if agent is not None and _stat(agent) is not None:
                 os.kill(agent, signal.SIGKILL)
+                wait_gone(agent)
+                end_left(pids)
     assert_gone(pids)
+
+
+def test_sigterm_to_the_agent_ends_every_mcp_server_first(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """What a client that stops its agent job sends (Neovim's jobstop, so
+    codecompanion.nvim's, on quit): SIGTERM. It ends the connection as the end of
+    input does, servers and their groups first, rather than killing the agent alone."""
+    with setting(tmp_path) as (env, servers, _model):
+        for key, value in env.items():
+            monkeypatch.setenv(key, value)
+        agent = open_agent(tmp_path, tmp_path / "sessions", servers)
+        pids = mcp_children(agent.pid)
+        try:
+            servers_of(agent.pid)
+            agent.send_signal(signal.SIGTERM)  # stdin stays open: the signal alone ends it
+            code = agent.wait(timeout=GUARD_S)
+        finally:
+            if agent.poll() is None:
+                agent.kill()
+                agent.wait()
+                end_left(pids)
+    assert_gone(pids)
+    assert code == 0, f"the agent ended with {code}, not as it does at the end of input"
