@@ -71,9 +71,16 @@ command("CrankPrompt", function()
   actions().system_prompt()
 end, { desc = "Show Crank's system prompt and its sources" })
 
-command("CrankMcp", function()
-  actions().mcp()
-end, { desc = "Show Crank's MCP servers and their tools" })
+command("CrankMcp", function(o)
+  actions()
+  require("crank.mcp").run(o.args)
+end, {
+  nargs = "*",
+  complete = function(arglead, cmdline)
+    return require("crank.mcp").complete(arglead, cmdline)
+  end,
+  desc = "Show Crank's MCP servers, or restart / disable / enable one",
+})
 
 command("CrankMode", function(o)
   actions().permission_mode(o.args)

@@ -10,6 +10,8 @@ itself, which no SDK would let them do:
   schema is not JSON Schema), ``odd.name/with spaces`` (a name providers refuse), and
   ``add`` (adds ``a`` and ``b``; listed again with ``add2`` after ``grow`` is called,
   which sends ``notifications/tools/list_changed``).
+- ``parent``: ``fastmcp``, with a child process of its own (in its process group) that
+  ignores the end of its input and sleeps: only ending the group ends it.
 - ``hang``: reads initialize and never answers.
 - ``exit``: exits at once with status 3 after a line on stderr.
 - ``garbage``: answers initialize with lines that are not JSON-RPC, then nothing.
@@ -110,6 +112,12 @@ def fastmcp() -> None:
 def main() -> None:
     mode = sys.argv[1]
     if mode == "fastmcp":
+        fastmcp()
+    elif mode == "parent":
+        import subprocess
+
+        sleeper = "import time; time.sleep(3600)"
+        subprocess.Popen([sys.executable, "-c", sleeper], stdin=subprocess.DEVNULL)
         fastmcp()
     elif mode == "hang":
         sys.stdin.readline()

@@ -121,3 +121,26 @@ async def test_calls_ask_unless_a_trusted_read_only_hint_and_output_is_bounded(
     refused = await call("mcp__odd__crash", {})
     assert refused["isError"] and "not today" in refused["content"]
     assert odd_mcp.servers.connections["odd"].state == "ready"  # never called
+
+
+def test_crank_run_waits_for_starting_servers_longer_than_an_editor_unless_told(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A script wants the tools it was configured with: a server that takes more than
+    an editor's 5 s to start (node on a loaded machine) is still waited for."""
+    import argparse
+    import json
+
+    from crank.cli.run import run_settings
+    from crank.workspace.mcp import RUN_WAIT_S
+
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path))
+    args = argparse.Namespace(
+        trust=False, read_only=False, session_dir=None, script=None, model=None,
+        no_sandbox=False, network=False,
+    )  # fmt: skip
+    assert run_settings(args).mcp_startup_wait_ms == RUN_WAIT_S * 1000
+    assert merge_layers([]).mcp_startup_wait_ms == 5000  # an editor's first answer
+    (tmp_path / "crank").mkdir()
+    (tmp_path / "crank" / "config.json").write_text(json.dumps({"mcpStartupWaitMs": 1200}))
+    assert run_settings(args).mcp_startup_wait_ms == 1200

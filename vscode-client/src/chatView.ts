@@ -16,6 +16,7 @@ import type { ServerManager } from "./server";
 import { ErrorCodes } from "vscode-languageclient/node";
 import { INSTALL_HELP, ignoredLine, ignoredSettings, restrictedIn } from "./protocol/launch";
 import { branchesOf, forkPointFor } from "./chat/branches";
+import { runMcpAction, type McpAction } from "./chat/mcp";
 
 interface TrackedEdit {
   edit: EditInfo;
@@ -480,6 +481,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
         return vscode.commands.executeCommand("crank.showSystemPrompt") as Promise<void>;
       case "image":
         return this.fetchImage(m.sha256, m.sessionId);
+      case "mcpServer":
+        return this.mcpServer(m.name, m.action, workspace);
     }
     const client = await this.server.ensureStarted(true);
     if (!client) {
@@ -564,6 +567,17 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     if (result === "timeout") {
       const pick = await vscode.window.showErrorMessage("Crank did not stop the run within 10 seconds.", "Restart Server");
       if (pick) await this.server.restart();
+    }
+  }
+
+  /** A button of the chat's MCP line (src/chat/mcp.ts): one answer to the page, whatever happens. */
+  private async mcpServer(name: string, action: McpAction, workspace: string | undefined): Promise<void> {
+    try {
+      const client = this.server.client;
+      if (!client) return this.notice("error", `MCP server ${name}: ${action} failed: the Crank server is not running.`);
+      this.dispatch(await runMcpAction(client, workspace, name, action));
+    } finally {
+      this.post({ type: "mcpDone", name });
     }
   }
 

@@ -1,7 +1,8 @@
 """``crank acp``: the Agent Client Protocol on stdio, for Zed, JetBrains and others.
 
 Standard input is read by a thread (so a file, ``/dev/null`` or a pipe all work, and
-EOF ends the process cleanly: runs are aborted and saved, sessions released); every
+EOF, SIGTERM or SIGHUP ends the process cleanly: runs are aborted and saved, sessions
+released, MCP servers and their process groups ended); every
 line goes to the ``Peer`` on the event loop in order. Logs go to stderr or
 ``--log-file``, never to stdout.
 """
@@ -11,6 +12,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import os
+import signal
 import sys
 import threading
 from typing import BinaryIO
@@ -46,11 +49,16 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
+END_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+"""Signals that end the connection as EOF does (runs aborted and saved, servers ended)."""
+
 _SKIP_PIECE = 1 << 20
 """How much of an oversized line is read at a time while it is skipped."""
 
 
-def _read_lines(stdin: BinaryIO, loop: asyncio.AbstractEventLoop, peer: Peer) -> asyncio.Event:
+def _read_lines(
+    stdin: BinaryIO, loop: asyncio.AbstractEventLoop, peer: Peer
+) -> tuple[asyncio.Event, threading.Thread]:
     ended = asyncio.Event()
 
     def pump() -> None:
@@ -68,8 +76,9 @@ def _read_lines(stdin: BinaryIO, loop: asyncio.AbstractEventLoop, peer: Peer) ->
         finally:
             loop.call_soon_threadsafe(ended.set)
 
-    threading.Thread(target=pump, name="crank-acp-stdin", daemon=True).start()
-    return ended
+    reader = threading.Thread(target=pump, name="crank-acp-stdin", daemon=True)
+    reader.start()
+    return ended, reader
 
 
 async def serve(stdin: BinaryIO, stdout: BinaryIO, options: argparse.Namespace) -> int:
@@ -92,12 +101,30 @@ async def serve(stdin: BinaryIO, stdout: BinaryIO, options: argparse.Namespace) 
         client_terminal=not options.local_commands,
         list_sessions=default_session_lister(settings),
     )
-    ended = _read_lines(stdin, asyncio.get_running_loop(), peer)
+    loop = asyncio.get_running_loop()
+    ended, reader = _read_lines(stdin, loop, peer)
+    # A client stopping its agent job (Neovim's jobstop, on quit) sends SIGTERM: the
+    # same end as the end of input, so MCP servers and their groups end first.
+    signalled: list[signal.Signals] = []
+
+    def on_signal(sig: signal.Signals) -> None:
+        signalled.append(sig)
+        ended.set()
+
+    for sig in END_SIGNALS:
+        loop.add_signal_handler(sig, on_signal, sig)
     await ended.wait()
     await asyncio.sleep(0)  # the last lines' handlers have started
     peer.end_of_input()
     await agent.close()  # runs are aborted and saved, so every prompt can answer
     await peer.drain()
+    if signalled and reader.is_alive():
+        # Ended by a signal: the stdin thread is still in a read, and the interpreter's
+        # shutdown would abort on the lock it holds. All is closed and written: leave.
+        logging.shutdown()
+        stdout.flush()
+        sys.stderr.flush()
+        os._exit(0)
     return 0
 
 

@@ -38,7 +38,8 @@ from crank.vendors import ConfigError
 from crank.workspace import CrankError, WorkspaceHost
 from crank.workspace.attachments import prompt_images
 from crank.workspace.commands import BUILTIN_NAMES, parse_command
-from crank.workspace.settings import Settings, merge_layers
+from crank.workspace.mcp import RUN_WAIT_S
+from crank.workspace.settings import Settings, merge_layers, read_config_file
 
 from . import exits
 from .output import JsonLines, PlainText, RunOutput
@@ -116,7 +117,9 @@ def current_directory() -> Path:
 
 def run_settings(args: argparse.Namespace) -> Settings:
     """The workspace settings of one ``crank run``: the user config file's, with the
-    flags over them (trust only with ``--trust``; the mode from ``--read-only``)."""
+    flags over them (trust only with ``--trust``; the mode from ``--read-only``), and
+    MCP servers still starting waited for up to ``RUN_WAIT_S`` unless the file sets
+    ``mcpStartupWaitMs``."""
     layer: dict[str, Any] = {
         "trusted": args.trust,
         "permissionMode": "readOnly" if args.read_only else "ask",
@@ -131,6 +134,10 @@ def run_settings(args: argparse.Namespace) -> Settings:
     if provider:
         layer["provider"] = provider
     settings = merge_layers([("crank run", layer)])
+    if "mcpStartupWaitMs" not in read_config_file():
+        # A script wants the tools it was configured with: it waits longer for servers
+        # still starting than an editor's first answer may (unless the user says).
+        settings = dataclasses.replace(settings, mcp_startup_wait_ms=int(RUN_WAIT_S * 1000))
     chosen = settings.sandbox
     sandbox = SandboxSettings(
         mode="off" if args.no_sandbox else chosen.mode, network=args.network or chosen.network

@@ -6,6 +6,7 @@ import { IMAGE_MIME_TYPES, type CommandInfo, type ContextItem, type PermissionDe
 import type { ChatAction } from "./state";
 import type { BranchInfo } from "./branches";
 import { isSha256, type FetchedImage } from "./images";
+import { isMcpAction, type McpAction } from "./mcp";
 
 /** Host to webview: a reducer action, or a UI-only instruction. */
 export type HostMessage =
@@ -30,7 +31,9 @@ export type HostMessage =
    */
   | { type: "draft"; text: string; images: PromptImage[] }
   /** The host stored the draft the page sent last. */
-  | { type: "draftSaved" };
+  | { type: "draftSaved" }
+  /** The page's `mcpServer` request for this server got its answer (the row's buttons work again). */
+  | { type: "mcpDone"; name: string };
 
 /** Webview to host. */
 export type ViewMessage =
@@ -64,7 +67,9 @@ export type ViewMessage =
   /** Fetch a stored image (a `sha256` without `data`) of the session shown, through crank/image. */
   | { type: "image"; sha256: string; sessionId?: string }
   /** The unsent text changed, or the attached images (`images` only then: they can be megabytes): the host keeps them for the workspace. */
-  | { type: "draft"; text: string; images?: PromptImage[] };
+  | { type: "draft"; text: string; images?: PromptImage[] }
+  /** A button of the chat's MCP line: crank/mcpServer for that server. */
+  | { type: "mcpServer"; name: string; action: McpAction };
 
 const DECISIONS = new Set(["allow", "allowSession", "allowAlways", "reject"]);
 const MODES = new Set(["ask", "autoEdit", "auto", "readOnly"]);
@@ -149,6 +154,8 @@ export function parseViewMessage(m: unknown): ViewMessage | undefined {
       if (!isStr(o.text) || (o.images !== undefined && !images)) return undefined;
       return images ? { type: "draft", text: o.text, images } : { type: "draft", text: o.text };
     }
+    case "mcpServer":
+      return isStr(o.name) && o.name && isMcpAction(o.action) ? { type: "mcpServer", name: o.name, action: o.action } : undefined;
     case "image":
       return isSha256(o.sha256) && optStr(o.sessionId) ? { type: "image", sha256: o.sha256, ...(isStr(o.sessionId) ? { sessionId: o.sessionId } : {}) } : undefined;
     default:

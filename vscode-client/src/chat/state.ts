@@ -122,7 +122,9 @@ export type ChatAction =
   | { type: "sessions"; sessions: SessionInfo[] }
   | { type: "models"; models: ModelInfo[] }
   | { type: "queue"; queue: Queue }
-  | { type: "notice"; level: NoticeItem["level"]; text: string };
+  | { type: "notice"; level: NoticeItem["level"]; text: string }
+  /** The MCP servers as crank/mcpServer answered (the chat line's Restart/Disable/Enable). */
+  | { type: "mcp"; servers: McpServerState[] };
 
 export function initialState(): ChatState {
   return {
@@ -496,7 +498,7 @@ function reduceAction(s: ChatState, a: ChatAction): ChatState {
         trusted: st.trusted,
         sandbox: st.sandbox ?? s.sandbox,
         tools: st.tools ?? s.tools,
-        mcp: st.mcp ?? s.mcp,
+        mcp: st.mcp ?? [], // absent: none configured (for this workspace, or at all)
         queue: stale ? s.queue : st.queue,
         usage: stale ? s.usage : st.usage,
         items: changed ? [] : s.items,
@@ -535,6 +537,8 @@ function reduceAction(s: ChatState, a: ChatAction): ChatState {
       return { ...s, queue: a.queue };
     case "notice":
       return { ...s, items: [...s.items, notice(a.level, a.text)] };
+    case "mcp":
+      return { ...s, mcp: a.servers };
   }
 }
 

@@ -15,6 +15,7 @@ import { button, h } from "./dom";
 import { ImageCache, imageCaption, imageLabel, imageOfBytes, imageView } from "../chat/images";
 import type { ShownImage, PromptImage } from "../protocol/types";
 import { renderMarkdown } from "./markdown";
+import { mcpRows, type McpAction } from "../chat/mcp";
 
 interface VsCodeApi {
   postMessage(msg: unknown): void;
@@ -79,6 +80,7 @@ const branchesButton = button("Branches", () => {
 }, { class: "secondary", "aria-expanded": "false", title: "Branches of this session (made by Edit and resend)", hidden: true });
 const header = h("header", { class: "toolbar" }, wsButton, modelSelect, modeSelect, sandboxNote, h("span", { class: "spacer" }), branchesButton, sessionsButton, newButton);
 
+const mcpLine = h("section", { class: "mcp-line", "aria-label": "MCP servers", hidden: true });
 const sessionsPanel = h("nav", { class: "sessions", "aria-label": "Sessions", hidden: true });
 const branchesPanel = h("nav", { class: "sessions branches", "aria-label": "Branches", hidden: true });
 const list = h("div", { class: "items", role: "log", "aria-live": "polite", "aria-relevant": "additions" });
@@ -120,7 +122,7 @@ const stopButton = button("Stop", () => post({ type: "abort" }), { class: "stop"
 const hint = h("div", { class: "hint input-hint" });
 const composer = h("div", { class: "composer" }, queueList, chips, commandMenu, thumbs, composerNote, input, h("div", { class: "composer-row" }, addContextButton, attachImageButton, hint, h("span", { class: "spacer" }), stopButton, sendButton));
 
-app.append(header, banner, sessionsPanel, branchesPanel, scroller, footer, composer);
+app.append(header, mcpLine, banner, sessionsPanel, branchesPanel, scroller, footer, composer);
 
 // ---- input -------------------------------------------------------------------------
 
@@ -412,6 +414,9 @@ window.addEventListener("message", (e: MessageEvent<HostMessage>) => {
         updateMenu();
       }
       break;
+    case "mcpDone":
+      mcpDone(m.name);
+      break;
     case "draftSaved":
       composer.dataset.draftSaved = String(Number(composer.dataset.draftSaved ?? 0) + 1);
       break;
@@ -465,6 +470,7 @@ function render(): void {
   if (!state.gap) resyncAsked = false;
   renderBanner();
   renderToolbar();
+  renderMcp();
   renderSessions();
   renderBranches();
   renderItems();
@@ -495,6 +501,59 @@ function renderBanner(): void {
       button("Restart server", () => post({ type: "restartServer" })),
       s.status === "notInstalled" ? button("How to install", () => post({ type: "installHelp" }), { class: "secondary" }) : null,
       button("Show log", () => post({ type: "showLog" }), { class: "secondary" }),
+    ),
+  );
+}
+
+// ---- the MCP line: a row per server, its state, Restart / Disable / Enable ---------------
+
+/** Servers with a crank/mcpServer request out: their buttons wait for the host's answer. */
+const mcpPending = new Set<string>();
+/** What the line was last drawn from: it is drawn again only when that changes (not at every streamed token, which would swap a button under the pointer). */
+let mcpDrawn: { servers: ChatState["mcp"]; pending: string; up: boolean } | undefined;
+
+function mcpDone(name: string): void {
+  mcpPending.delete(name);
+}
+
+function mcpAct(name: string, action: McpAction): void {
+  mcpPending.add(name);
+  post({ type: "mcpServer", name, action });
+  schedule();
+}
+
+function renderMcp(): void {
+  const pending = Array.from(mcpPending).sort().join("\n");
+  const up = state.server.status === "running";
+  if (mcpDrawn && mcpDrawn.servers === state.mcp && mcpDrawn.pending === pending && mcpDrawn.up === up) return;
+  mcpDrawn = { servers: state.mcp, pending, up };
+  const rows = mcpRows(state.mcp);
+  mcpLine.hidden = rows.length === 0;
+  mcpLine.replaceChildren(
+    ...rows.map((r) =>
+      h(
+        "div",
+        { class: `mcp-server ${r.state}`, "data-name": r.name, "data-state": r.state, ...(r.pid !== undefined ? { "data-pid": String(r.pid) } : {}), title: r.title },
+        h(
+          "div",
+          { class: "mcp-head" },
+          h("span", { class: "mcp-label" }, "MCP"),
+          h("span", { class: "mcp-name" }, r.name),
+          h("span", { class: `badge mcp-state ${r.state}` }, r.label),
+          h("span", { class: "mcp-detail" }, r.detail),
+          h("span", { class: "spacer" }),
+          ...r.actions.map((a) =>
+            button(a.label, () => mcpAct(r.name, a.action), {
+              class: "secondary mcp-action",
+              "data-action": a.action,
+              disabled: mcpPending.has(r.name) || !up,
+              "aria-label": `${a.label} the MCP server ${r.name}`,
+            }),
+          ),
+        ),
+        r.error !== undefined ? h("div", { class: "mcp-error", role: "alert" }, r.error) : null,
+        r.stderr !== undefined ? h("pre", { class: "mcp-stderr", "aria-label": `The end of what ${r.name} wrote to stderr` }, r.stderr) : null,
+      ),
     ),
   );
 }

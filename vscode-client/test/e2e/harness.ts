@@ -16,7 +16,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from "node:child_process";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { homedir, tmpdir } from "node:os";
 import * as path from "node:path";
 import { createServer, type AddressInfo } from "node:net";
 import { pathToFileURL } from "node:url";
@@ -430,4 +430,16 @@ export async function until<T>(what: string, get: () => Promise<T>, check: (v: T
     await new Promise((r) => setTimeout(r, 150));
   }
   throw new Error(`${what}: never happened; last seen ${JSON.stringify(last)}`);
+}
+
+/**
+ * An npm MCP server's executable as `./dev` installs it for the tests (tests/mcp/servers.py
+ * finds it the same way): `node_modules/.bin/<name>` under CRANK_MCP_SERVERS, else
+ * ~/.cache/crank-test/mcp-servers of the user running the suite (not the suite's own
+ * HOME). Undefined when it is not installed.
+ */
+export function mcpServerBin(name: string): string | undefined {
+  const dir = process.env.CRANK_MCP_SERVERS ?? path.join(homedir(), ".cache", "crank-test", "mcp-servers");
+  const bin = path.join(dir, "node_modules", ".bin", name);
+  return existsSync(bin) ? bin : undefined;
 }

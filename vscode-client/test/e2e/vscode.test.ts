@@ -18,6 +18,7 @@ import {
   baseSettings,
   chatFrame,
   editorText,
+  mcpServerBin,
   modelRequests,
   openFile,
   openFolder,
@@ -103,6 +104,9 @@ let chat: Frame;
 let project = "";
 
 before(async () => {
+  // node:test runs this hook inside the first test() call, while the module is still
+  // being evaluated: one tick later every rule is in, those set beside later tests too.
+  await Promise.resolve();
   h = await startHarness({ rules });
   page = h.page;
   project = path.join(h.tmp, "project");
@@ -777,5 +781,83 @@ test("crank.server.python set only in the User settings starts the server, again
     await shot(page, "22-untrusted-python-ignored");
   } catch (err) {
     await dump("user-python", err);
+  }
+});
+
+// ---- MCP: a real server from npm in crank.mcpServers, the chat's MCP line ---------------
+
+const MCP_ECHO = "E2E-MCP-PLOVER-4d1";
+onPrompt("e2e-mcp-echo", { toolCalls: [{ id: "mcp-echo-1", name: "mcp__everything__echo", arguments: { message: MCP_ECHO } }] });
+afterTool(`Echo: ${MCP_ECHO}`, { text: "The MCP server echoed it." });
+onPrompt("e2e-mcp-after-disable", { text: "No MCP tools this time." });
+
+/** The names of the tools offered in the model request whose last user message contains `marker`. */
+async function toolsOffered(marker: string): Promise<string[]> {
+  const reqs = (await modelRequests(h.modelUrl)) as unknown as { body: { messages: { role: string; content: unknown }[]; tools?: { function: { name: string } }[] } }[];
+  const hit = reqs.filter((r) => JSON.stringify(r.body.messages.filter((m) => m.role === "user").at(-1)?.content ?? "").includes(marker));
+  assert.ok(hit.length, `no model request for ${marker}`);
+  return (hit[0].body.tools ?? []).map((t) => t.function.name);
+}
+
+/** Whether a process runs (a zombie counts as gone). */
+function running(pid: number): boolean {
+  try {
+    return !/^\S+ \(.*\) Z/.test(readFileSync(`/proc/${pid}/stat`, "utf8"));
+  } catch {
+    return false;
+  }
+}
+
+test("MCP in the chat: a real server's echo tool runs from a prompt; the MCP line says running, Restart gives a new process, Disable takes its tools out of the next run", async (t) => {
+  const bin = mcpServerBin("mcp-server-everything");
+  if (!bin) return void t.skip("@modelcontextprotocol/server-everything is not installed: ./dev test installs it (npm) into ~/.cache/crank-test/mcp-servers (or CRANK_MCP_SERVERS)");
+  try {
+    const folder = path.join(h.tmp, "mcp-project");
+    mkdirSync(folder, { recursive: true });
+    writeFileSync(path.join(folder, "notes.md"), "MCP in the chat.\n");
+    writeSettings(h.userData, { ...baseSettings({ sessions: h.sessions, modelUrl: h.modelUrl }), "crank.mcpServers": { everything: { command: bin, args: ["stdio"] } } });
+    await openFolder(h, folder, true);
+    await runCommand(page, "Crank: Open Chat");
+    chat = await chatFrame(page);
+    await chat.locator("button.send:not([disabled])").waitFor();
+    const ROW = 'section.mcp-line .mcp-server[data-name="everything"]';
+    const row = chat.locator(ROW);
+    await chat.locator(`${ROW}[data-state="ready"]`).waitFor();
+    assert.equal(await row.locator(".mcp-state").innerText(), "running");
+    assert.match(await row.locator(".mcp-detail").innerText(), /^\d+ tools · editor$/);
+    const first = Number(await row.getAttribute("data-pid"));
+    assert.ok(first > 0 && running(first), `the row names the server's live process (${first})`);
+    await shot(page, "23-mcp-line-running");
+
+    await send(chat, "e2e-mcp-echo");
+    await openPermission().filter({ hasText: "mcp__everything__echo" }).waitFor();
+    await answer(/^Allow$/);
+    const echo = card("mcp-echo-1");
+    await echo.locator(".badge.done").waitFor();
+    assert.match((await echo.locator(".result pre").textContent()) ?? "", new RegExp(`Echo: ${MCP_ECHO}`));
+    await chat.locator(".msg.assistant", { hasText: "The MCP server echoed it." }).waitFor();
+    await settled();
+    assert.ok((await toolsOffered("e2e-mcp-echo")).includes("mcp__everything__echo"));
+    await echo.locator("summary").click();
+    await shot(page, "24-mcp-echo-card");
+
+    await row.getByRole("button", { name: "Restart the MCP server everything" }).click();
+    await until("a new server process after Restart", async () => [await row.getAttribute("data-state"), Number(await row.getAttribute("data-pid"))] as const, ([s, pid]) => s === "ready" && pid > 0 && pid !== first);
+    const second = Number(await row.getAttribute("data-pid"));
+    assert.ok(running(second));
+    await until("the first process ended", async () => running(first), (alive) => !alive);
+
+    await row.getByRole("button", { name: "Disable the MCP server everything" }).click();
+    await chat.locator(`${ROW}[data-state="disabled"]`).waitFor();
+    assert.deepEqual(await row.locator("button.mcp-action").allInnerTexts(), ["Enable"]);
+    await until("the disabled server's process ended", async () => running(second), (alive) => !alive);
+    await shot(page, "25-mcp-disabled");
+    await send(chat, "e2e-mcp-after-disable");
+    await chat.locator(".msg.assistant", { hasText: "No MCP tools this time." }).waitFor();
+    await settled();
+    const offered = await toolsOffered("e2e-mcp-after-disable");
+    assert.ok(offered.length > 0 && !offered.some((n) => n.startsWith("mcp__everything__")), `the next run offers no tool of the disabled server: ${offered.join(", ")}`);
+  } catch (err) {
+    await dump("mcp", err);
   }
 });

@@ -623,3 +623,51 @@ test("a run cut off by the server's shutdown (a reload) says so, not 'Stopped.'"
   assert.match(await notes.nth(0).innerText(), /^Interrupted: the server shut down/);
   assert.equal(await notes.nth(1).innerText(), "Stopped.");
 });
+
+test("the MCP line: a row per server with its state; Restart, Disable and Enable post crank/mcpServer; a failed server shows its error and stderr tail", async () => {
+  const everything = { name: "everything", source: "editor" as const, transport: "stdio" as const, state: "ready" as const, tools: Array.from({ length: 13 }, (_, i) => `mcp__everything__t${i}`), pid: 4242 };
+  const error = "MCP server 'odd' exited (status 3); its stderr ends with:\nTraceback (most recent call last):\nRuntimeError: odd-boom (restarting in 1 s)";
+  const odd = { name: "odd", source: "workspace" as const, transport: "stdio" as const, state: "failed" as const, tools: [], error };
+  await host({ type: "action", action: { type: "server", status: "running" } }, { type: "action", action: { type: "mcp", servers: [everything, odd] } });
+  const line = page.locator("section.mcp-line:not([hidden])");
+  await line.waitFor();
+  const row = (name: string) => line.locator(`.mcp-server[data-name="${name}"]`);
+  assert.equal(await row("everything").locator(".mcp-state").innerText(), "running");
+  assert.equal(await row("everything").locator(".mcp-detail").innerText(), "13 tools · editor");
+  assert.equal(await row("everything").getAttribute("data-pid"), "4242");
+  assert.equal(await row("odd").locator(".mcp-state").innerText(), "failed");
+  assert.equal(await row("odd").locator(".mcp-error").innerText(), "MCP server 'odd' exited (status 3); its stderr ends with:");
+  assert.match(await row("odd").locator("pre.mcp-stderr").innerText(), /Traceback[\s\S]*RuntimeError: odd-boom/);
+  await shot("mcp-line");
+
+  // The line is not drawn again for what does not concern it (a streamed token, the queue): a button under the pointer stays the same node.
+  await row("everything").locator('button[data-action="restart"]').evaluate((b) => ((b as HTMLElement).dataset.kept = "yes"));
+  await host({ type: "action", action: { type: "queue", queue: { steering: [], followUp: [] } } });
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  assert.equal(await row("everything").locator('button[data-action="restart"]').getAttribute("data-kept"), "yes");
+
+  await row("everything").getByRole("button", { name: "Restart the MCP server everything" }).click();
+  assert.deepEqual((await posted()).at(-1), { type: "mcpServer", name: "everything", action: "restart" });
+  // Until the host answers, the row's buttons wait (no second restart queued behind the first).
+  await row("everything").locator('button[data-action="restart"][disabled]').waitFor();
+  assert.equal(await row("odd").locator('button[data-action="restart"][disabled]').count(), 0, "the other server's row still works");
+  await host({ type: "mcpDone", name: "everything" });
+  await row("everything").locator('button[data-action="restart"]:not([disabled])').waitFor();
+
+  await row("odd").getByRole("button", { name: "Restart the MCP server odd" }).click();
+  assert.deepEqual((await posted()).at(-1), { type: "mcpServer", name: "odd", action: "restart" });
+  await row("everything").getByRole("button", { name: "Disable the MCP server everything" }).click();
+  assert.deepEqual((await posted()).at(-1), { type: "mcpServer", name: "everything", action: "disable" });
+  await host({ type: "action", action: { type: "mcp", servers: [{ ...everything, state: "disabled", tools: [], pid: undefined }, odd] } }, { type: "mcpDone", name: "everything" }, { type: "mcpDone", name: "odd" });
+  await row("everything").locator('.mcp-state', { hasText: "disabled" }).waitFor();
+  assert.deepEqual(await row("everything").locator("button.mcp-action").allInnerTexts(), ["Enable"]);
+  await row("everything").getByRole("button", { name: "Enable the MCP server everything" }).click();
+  assert.deepEqual((await posted()).at(-1), { type: "mcpServer", name: "everything", action: "enable" });
+  await host({ type: "mcpDone", name: "everything" });
+  await shot("mcp-line-disabled");
+
+  // A workspace with no MCP server (crank/state without `mcp`): no line.
+  await host({ type: "action", action: { type: "mcp", servers: [] } });
+  await page.locator("section.mcp-line[hidden]").waitFor({ state: "attached" });
+  assert.deepEqual(violations, []);
+});
