@@ -17,6 +17,7 @@ import { ErrorCodes } from "vscode-languageclient/node";
 import { INSTALL_HELP, ignoredLine, ignoredSettings, restrictedIn } from "./protocol/launch";
 import { branchesOf, forkPointFor } from "./chat/branches";
 import { runMcpAction, type McpAction } from "./chat/mcp";
+import { toLsp } from "./protocol/diagnostics";
 
 interface TrackedEdit {
   edit: EditInfo;
@@ -595,6 +596,15 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     void this.reveal();
   }
 
+  /** `@problems`: the editor's diagnostics for a file (what the Problems panel lists), sent as they are now. */
+  addProblems(uri: vscode.Uri): void {
+    const diagnostics = vscode.languages.getDiagnostics(uri).map(toLsp);
+    const n = diagnostics.length;
+    this.context.push({ label: `problems: ${vscode.workspace.asRelativePath(uri)} (${n})`, item: { uri: uri.toString(), diagnostics } });
+    this.post({ type: "context", items: this.context });
+    void this.reveal();
+  }
+
   addFile(uri: vscode.Uri): void {
     this.context.push({ label: vscode.workspace.asRelativePath(uri), item: { uri: uri.toString() } });
     this.post({ type: "context", items: this.context });
@@ -650,9 +660,13 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
 
   private async addContextInteractive(): Promise<void> {
     const ed = vscode.window.activeTextEditor;
-    const choices: { label: string; run: () => Promise<void> | void }[] = [];
+    const choices: { label: string; description?: string; run: () => Promise<void> | void }[] = [];
     if (ed && !ed.selection.isEmpty) choices.push({ label: "$(selection) Current selection", run: () => this.addSelection(ed) });
     if (ed) choices.push({ label: `$(file) ${vscode.workspace.asRelativePath(ed.document.uri)}`, run: () => this.addFile(ed.document.uri) });
+    if (ed) {
+      const n = vscode.languages.getDiagnostics(ed.document.uri).length;
+      choices.push({ label: `$(warning) Problems in ${vscode.workspace.asRelativePath(ed.document.uri)}`, description: `${n} now`, run: () => this.addProblems(ed.document.uri) });
+    }
     choices.push({
       label: "$(search) Pick a file…",
       run: async () => {

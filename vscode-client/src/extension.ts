@@ -111,6 +111,10 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     const u = uri instanceof vscode.Uri ? uri : vscode.window.activeTextEditor?.document.uri;
     if (u) chat.addFile(u);
   });
+  register("crank.addProblems", (uri?: vscode.Uri) => {
+    const u = uri instanceof vscode.Uri ? uri : vscode.window.activeTextEditor?.document.uri;
+    if (u) chat.addProblems(u);
+  });
   register("crank.chat.stop", () => chat.stop());
   const review = new ChangesReview(server, workspace);
   context.subscriptions.push(review);

@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     # host brings the vendors, httpx, the tools, the session log and the prompt
     # watcher (tests/lsp/test_startup.py keeps them off the initialize path).
     from crank.workspace import Settings, WorkspaceHost
+    from crank.workspace.prompts import ContextRef
 
 log = logging.getLogger(__name__)
 Handler = Callable[["CrankServer", Params], Awaitable[Any]]
@@ -432,14 +433,23 @@ class CrankServer(LanguageServer):
 # -- crank/* requests ------------------------------------------------------------------
 
 
-def _context(params: Params) -> list[tuple[Path, dict[str, Any] | None]]:
-    items: list[tuple[Path, dict[str, Any] | None]] = []
+def _context(params: Params) -> list[ContextRef]:
+    from crank.workspace.prompts import ContextRef  # lazy, like the tools
+
+    items: list[ContextRef] = []
     for index, item in enumerate(params.objects("context")):
         uri = item.get("uri")
         path = path_of_uri(uri) if isinstance(uri, str) else None
         if path is None:
             raise invalid_params(f"context[{index}].uri", "must be a file URI")
-        items.append((path, check_range(item.get("range"), f"context[{index}].range")))
+        diagnostics = item.get("diagnostics")
+        items.append(
+            ContextRef(
+                path,
+                check_range(item.get("range"), f"context[{index}].range"),
+                tuple(diagnostics) if isinstance(diagnostics, list) else None,
+            )
+        )
     return items
 
 

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
         command_prefix,
     )
     from .prompts import (  # noqa: F401  (re-exported: crank.lazy)
+        ContextRef,
         context_text,
         fix_file_text,
     )

@@ -21,6 +21,7 @@ from crank.agent.tools import ToolError
 from crank.tools.read import load_image_file
 
 from .errors import InvalidParams, invalid_params
+from .prompts import ContextRef
 
 
 def image_of_file(path: Path, where: str) -> ImageBlock:
@@ -71,16 +72,17 @@ def _starts_as_image(path: Path) -> bool:
 
 
 def context_images(
-    items: Sequence[tuple[Path, dict[str, Any] | None]],
-) -> tuple[list[tuple[Path, dict[str, Any] | None]], list[ImageBlock]]:
+    items: Sequence[ContextRef],
+) -> tuple[list[ContextRef], list[ImageBlock]]:
     """A prompt's ``context`` split: a whole file that is an image (by its first bytes)
     goes with the prompt as an image rather than as text it cannot be; the rest stays
     context. An image over the limit is refused like any prompt image."""
-    kept: list[tuple[Path, dict[str, Any] | None]] = []
+    kept: list[ContextRef] = []
     images: list[ImageBlock] = []
-    for index, (path, range_) in enumerate(items):
-        if range_ is None and path.is_file() and _starts_as_image(path):
-            images.append(image_of_file(path, f"context[{index}]"))
+    for index, item in enumerate(items):
+        whole = item.range is None and item.diagnostics is None
+        if whole and item.path.is_file() and _starts_as_image(item.path):
+            images.append(image_of_file(item.path, f"context[{index}]"))
         else:
-            kept.append((path, range_))
+            kept.append(item)
     return kept, images

@@ -60,10 +60,12 @@ class Range(TypedDict):
 
 
 class ContextItem(TypedDict):
-    """A file (or a range of one) the prompt points at."""
+    """A file (or a range of one) the prompt points at; with ``diagnostics`` (the
+    editor's for that file, ``@problems``), its problems instead of its text."""
 
     uri: str
     range: NotRequired[Range]
+    diagnostics: NotRequired[list[LspDiagnostic]]
 
 
 class InlineImage(TypedDict):

@@ -26,6 +26,7 @@ from crank.mcp.config import ServerConfig
 from .host import WhileRunning
 from .mcp import McpAction
 from .permissions import PermissionMode
+from .prompts import ContextRef
 from .settings import Settings
 
 
@@ -55,14 +56,14 @@ class Workspace(Protocol):
     async def submit(
         self,
         text: str,
-        context: Sequence[tuple[Path, dict[str, Any] | None]] = (),
+        context: Sequence[ContextRef] = (),
         while_running: WhileRunning | None = None,
         images: Sequence[ImageBlock] = (),
     ) -> dict[str, Any]: ...
     def prompt_run(
         self,
         text: str,
-        context: Sequence[tuple[Path, dict[str, Any] | None]] = (),
+        context: Sequence[ContextRef] = (),
         while_running: WhileRunning | None = None,
         images: Sequence[ImageBlock] = (),
         *,

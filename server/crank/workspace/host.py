@@ -54,7 +54,7 @@ from .errors import RunInProgress, invalid_params
 from .images import image_json, with_stored_images
 from .mcp import McpAction, WorkspaceMcp
 from .permissions import PERMISSION_MODES, PermissionMode, Permissions
-from .prompts import context_text
+from .prompts import ContextRef, context_text
 from .provider import ModelConfig
 from .server_discovery import discover_server
 from .session_slot import SessionSlot, require_idle
@@ -413,7 +413,7 @@ class WorkspaceHost:
     async def submit(
         self,
         text: str,
-        context: Sequence[tuple[Path, dict[str, Any] | None]] = (),
+        context: Sequence[ContextRef] = (),
         while_running: WhileRunning | None = None,
         images: Sequence[ImageBlock] = (),
     ) -> dict[str, Any]:
@@ -453,7 +453,7 @@ class WorkspaceHost:
     def prompt_run(
         self,
         text: str,
-        context: Sequence[tuple[Path, dict[str, Any] | None]] = (),
+        context: Sequence[ContextRef] = (),
         while_running: WhileRunning | None = None,
         images: Sequence[ImageBlock] = (),
         *,

@@ -4,11 +4,27 @@ fix-this-file request. Files are read from the editor's buffer when open."""
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from crank.agent.tools import truncate
 from crank.tools import Documents
+
+PROBLEMS_SHOWN = 50
+"""The most diagnostics one ``@problems`` item carries to the model (the rest counted)."""
+PROBLEM_CHARS = 500
+"""The longest one diagnostic's message is sent (a linter can write pages)."""
+
+
+@dataclass(frozen=True)
+class ContextRef:
+    """One ``context`` item of a prompt: a file, a range of its lines, or (with
+    ``diagnostics``, the editor's LSP diagnostics for it) its problems."""
+
+    path: Path
+    range: dict[str, Any] | None = None
+    diagnostics: tuple[dict[str, Any], ...] | None = None
 
 
 def _display(root: Path, path: Path) -> str:
@@ -33,14 +49,17 @@ def _lines(range_: dict[str, Any] | None) -> tuple[int, int] | None:
     return start, max(start, end)
 
 
-def context_text(
-    root: Path, documents: Documents, items: Sequence[tuple[Path, dict[str, Any] | None]]
-) -> str:
-    """Attached files (or line ranges of them), appended after the user's text."""
+def context_text(root: Path, documents: Documents, items: Sequence[ContextRef]) -> str:
+    """Attached files (or line ranges of them, or their problems), appended after the
+    user's text."""
     parts: list[str] = []
-    for path, range_ in items:
-        resolved = path.resolve()
+    for item in items:
+        resolved = item.path.resolve()
         name = _display(root, resolved)
+        if item.diagnostics is not None:
+            parts.append(problems_text(name, item.diagnostics))
+            continue
+        range_ = item.range
         text = _text_of(documents, resolved)
         if text is None:
             parts.append(f'<context path="{name}">(the file could not be read)</context>')
@@ -57,6 +76,26 @@ def context_text(
 
 
 _SEVERITY = {1: "error", 2: "warning", 3: "information", 4: "hint"}
+
+
+def problems_text(name: str, diagnostics: Sequence[dict[str, Any]]) -> str:
+    """``@problems``: the editor's diagnostics for one file, one line each (line, severity,
+    message, source), at most ``PROBLEMS_SHOWN``, each message cut at ``PROBLEM_CHARS``."""
+    if not diagnostics:
+        return f'<problems path="{name}">(the editor reports no problems in this file)</problems>'
+    lines = []
+    for item in diagnostics[:PROBLEMS_SHOWN]:
+        line = int(item["range"]["start"]["line"]) + 1
+        severity = _SEVERITY.get(int(item.get("severity") or 1), "error")
+        message = " ".join(str(item["message"]).split())
+        if len(message) > PROBLEM_CHARS:
+            message = message[:PROBLEM_CHARS] + "..."
+        source = f" ({item['source']})" if item.get("source") else ""
+        lines.append(f"line {line}: {severity}: {message}{source}")
+    if len(diagnostics) > PROBLEMS_SHOWN:
+        lines.append(f"[{len(diagnostics) - PROBLEMS_SHOWN} more not shown]")
+    body = "\n".join(lines)
+    return f'<problems path="{name}">\n{body}\n</problems>'
 
 
 def fix_file_text(

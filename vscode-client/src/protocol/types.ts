@@ -130,10 +130,11 @@ export interface CompactionStart {
 
 export type ContentBlock = TextBlock | ThinkingBlock | ToolCallBlock;
 
-/** A file (or a range of one) the prompt points at. */
+/** A file (or a range of one) the prompt points at; with ``diagnostics`` (the editor's for that file, ``@problems``), its problems instead of its text. */
 export interface ContextItem {
   uri: string;
   range?: Range;
+  diagnostics?: LspDiagnostic[];
 }
 
 /** The context meter and the session's spend: what ``crank/state`` reports as ``usage`` and what a ``usage_update`` event carries. Defined once here, the lowest layer that uses it. */
