@@ -24,6 +24,7 @@ import io
 import os
 import re
 import shutil
+import signal
 import stat
 import sysconfig
 from collections import deque
@@ -39,6 +40,7 @@ from .context import Documents
 from .globs import matches_path
 from .lines import LineReader
 from .pattern import Pattern, grep_pattern
+from .process import kill_group
 from .sandbox import probe, reader_argv
 from .textfile import swapped
 from .walk import ALWAYS_SKIPPED, FILE_FLAGS, Found, open_folder, walk_batches, walk_files
@@ -102,7 +104,7 @@ async def _watch(process: asyncio.subprocess.Process, stuck: list[bool]) -> None
         if still >= RG_STALL_SECONDS:
             stuck.append(True)
             with contextlib.suppress(ProcessLookupError):
-                process.kill()
+                os.killpg(process.pid, signal.SIGKILL)
             return
 
 
@@ -474,15 +476,24 @@ async def _rg_in(
     ):  # the limit is set before ripgrep starts, so it holds from the first byte
         limit = f'ulimit -v {RG_MEMORY // 1024} 2>/dev/null; exec "$@"'
         argv = ["/bin/sh", "-c", limit, "rg", *argv]
-    process = await asyncio.create_subprocess_exec(
-        *argv,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        limit=RG_LINE_LIMIT,
-        pass_fds=(folder,),
-        cwd=cwd,
+    spawn = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            limit=RG_LINE_LIMIT,
+            pass_fds=(folder,),
+            cwd=cwd,
+            start_new_session=True,
+        )
     )
+    try:
+        process = await asyncio.shield(spawn)
+    except asyncio.CancelledError:  # an abort while its pipes connect: end it all the same
+        with contextlib.suppress(OSError):  # (one that failed to start has nothing to end)
+            await kill_group(await spawn, grace=0)
+        raise
     assert process.stdout is not None and process.stderr is not None
     hits: list[Hit] = []
     matches = 0
@@ -511,12 +522,14 @@ async def _rg_in(
             ended = True
     finally:
         watchdog.cancel()
-        # Only a ripgrep still searching is killed. One that closed its output is exiting:
-        # killing it then would make the subprocess module reap it (kill() polls first)
-        # behind asyncio's back, and asyncio would report the status as 255.
+        # Only a ripgrep still searching is killed, and with its whole process group: the
+        # sandbox's own processes too. Killing only the first one (the shell, then
+        # bubblewrap) is not enough: bubblewrap's child, killed with its parent through
+        # --die-with-parent only once it has set that up, keeps ripgrep and its pipes
+        # alive when the kill lands before, and wait() below waits for those pipes to
+        # close. One that closed its output is exiting and is only waited for.
         if process.returncode is None and not ended:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
+            await kill_group(process, grace=0)
         await process.wait()
     if stuck:
         raise RipgrepFailed(f"it did no I/O for {RG_STALL_SECONDS} s, as when opening a FIFO")
