@@ -83,22 +83,37 @@ class RipgrepFailed(Exception):
     """ripgrep died (out of its memory allowance) or was stuck: search again without it."""
 
 
-def _io_counters(pid: int) -> str | None:
-    """The process's I/O counters as text (Linux), None where they cannot be read."""
+def _io_counters(pgid: int) -> str | None:
+    """The I/O counters of every process in the group ``pgid`` (Linux) as text, None
+    where none can be read. The whole group, not its first process: in the sandbox
+    that is bubblewrap, whose own counters stay still while ripgrep reads."""
+    counters: list[str] = []
     try:
-        with open(f"/proc/{pid}/io") as handle:
-            return handle.read()
+        entries = os.listdir("/proc")
     except OSError:
         return None
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+            if len(fields) < 3 or fields[2] != str(pgid):
+                continue
+            with open(f"/proc/{name}/io") as handle:
+                counters.append(f"{name}\n{handle.read()}")
+        except (OSError, IndexError):
+            continue
+    return "".join(sorted(counters)) or None
 
 
 async def _watch(process: asyncio.subprocess.Process, stuck: list[bool]) -> None:
-    """Kill ``process`` once its I/O counters stay still for RG_STALL_SECONDS."""
-    last = _io_counters(process.pid)
+    """Kill ``process``'s group once its I/O counters stay still for RG_STALL_SECONDS."""
+    last = await asyncio.to_thread(_io_counters, process.pid)
     still = 0
     while last is not None and process.returncode is None:
         await asyncio.sleep(1)
-        now = _io_counters(process.pid)
+        now = await asyncio.to_thread(_io_counters, process.pid)
         still = still + 1 if now == last else 0
         last = now
         if still >= RG_STALL_SECONDS:
