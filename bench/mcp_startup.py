@@ -20,9 +20,9 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
-from typing import Any
+
+from stdio_server import StdioServer
 
 RUNS = 9
 ROOT = Path(__file__).resolve().parents[1]
@@ -36,53 +36,19 @@ def load() -> str:
     return " ".join(Path("/proc/loadavg").read_text().split()[:3])
 
 
-def read_message(proc: subprocess.Popen[bytes]) -> dict[str, Any]:
-    assert proc.stdout
-    length = 0
-    while (line := proc.stdout.readline()) not in (b"\r\n", b""):
-        if line.lower().startswith(b"content-length:"):
-            length = int(line.split(b":")[1])
-    message: dict[str, Any] = json.loads(proc.stdout.read(length))
-    return message
-
-
 def timed(env: dict[str, str], folder: Path) -> tuple[float, float, float]:
-    command = [sys.executable, "-m", "crank.cli", "serve"]
-    began = time.perf_counter()
-    proc = subprocess.Popen(
-        command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env
-    )
-    assert proc.stdin
-
-    def send(message: dict[str, Any]) -> None:
-        assert proc.stdin
-        body = json.dumps(message).encode()
-        proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        proc.stdin.flush()
-
-    folders = [{"uri": folder.as_uri(), "name": folder.name}]
-    send(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {"capabilities": {}, "workspaceFolders": folders},
-        }
-    )
-    read_message(proc)
-    first = (time.perf_counter() - began) * 1e3
-    send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
-    send({"jsonrpc": "2.0", "id": 2, "method": "crank/state", "params": {}})
-    while read_message(proc).get("id") != 2:
-        pass
-    state = (time.perf_counter() - began) * 1e3
-    send({"jsonrpc": "2.0", "id": 3, "method": "shutdown"})
-    while read_message(proc).get("id") != 3:
-        pass
-    ready = (time.perf_counter() - began) * 1e3
-    send({"jsonrpc": "2.0", "method": "exit"})
-    proc.stdin.close()
-    proc.wait(timeout=60)
+    server = StdioServer([sys.executable, "-m", "crank.cli", "serve"], env, subprocess.DEVNULL)
+    server.initialize([{"uri": folder.as_uri(), "name": folder.name}])
+    first = server.elapsed_ms()
+    server.notify("initialized", {})
+    server.request(2, "crank/state", {})
+    server.answer(2)
+    state = server.elapsed_ms()
+    server.request(3, "shutdown")
+    server.answer(3)
+    ready = server.elapsed_ms()
+    server.notify("exit", {})
+    server.close(timeout=60)
     return first, state, ready
 
 

@@ -20,7 +20,6 @@ an idle server with three workspaces.
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import shutil
 import statistics
@@ -38,6 +37,7 @@ from crank.tools import NoDocuments
 from crank.tools.context import OpenDocuments
 from crank.workspace import Settings, WorkspaceHost
 from crank.workspace.stream import EventParams
+from stdio_server import StdioServer
 
 
 class NullClient:
@@ -133,28 +133,15 @@ def time_to_initialize(
     """Wall and CPU ms from spawning ``command`` to its ``initialize`` answer, and wall
     ms to the answer of ``shutdown`` sent right after it (the full server's first
     answer: on stdio ``initialize`` is answered before the full server is built)."""
-    began = time.perf_counter()
-    proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)
-    assert proc.stdin and proc.stdout
-
-    def send(message: dict[str, Any]) -> None:
-        assert proc.stdin
-        body = json.dumps(message).encode()
-        proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-        proc.stdin.flush()
-
-    params = {"capabilities": {}, "workspaceFolders": folders}
-    send({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": params})
-    read_message(proc)
-    wall = (time.perf_counter() - began) * 1e3
-    cpu = cpu_ms(proc.pid)
-    send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
-    send({"jsonrpc": "2.0", "id": 2, "method": "shutdown"})
-    while read_message(proc).get("id") != 2:
-        pass
-    ready = (time.perf_counter() - began) * 1e3
-    proc.stdin.close()
-    proc.wait(timeout=30)
+    server = StdioServer(command, env)
+    server.initialize(folders)
+    wall = server.elapsed_ms()
+    cpu = cpu_ms(server.pid)
+    server.notify("initialized", {})
+    server.request(2, "shutdown")
+    server.answer(2)
+    ready = server.elapsed_ms()
+    server.close()
     return wall, cpu, ready
 
 
@@ -224,57 +211,22 @@ def startup_and_memory() -> None:
         startup(env, folders)
         rss: list[float] = []
         for _ in range(3):
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "crank.lsp"],
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                env=env,
-            )
-            assert proc.stdin and proc.stdout
-
-            def send(message: dict[str, Any], proc: subprocess.Popen[bytes] = proc) -> None:
-                body = json.dumps(message).encode()
-                assert proc.stdin
-                proc.stdin.write(b"Content-Length: %d\r\n\r\n" % len(body) + body)
-                proc.stdin.flush()
-
-            send(
-                {
-                    "jsonrpc": "2.0",
-                    "id": 1,
-                    "method": "initialize",
-                    "params": {"capabilities": {}, "workspaceFolders": folders},
-                }
-            )
-            read_message(proc)
-            send({"jsonrpc": "2.0", "method": "initialized", "params": {}})
+            server = StdioServer([sys.executable, "-m", "crank.lsp"], env)
+            server.initialize(folders)
+            server.notify("initialized", {})
             for number, workspace in enumerate(folders, start=2):
                 # crank/state waits until that workspace's host is ready
-                params = {"workspace": workspace["uri"]}
-                send({"jsonrpc": "2.0", "id": number, "method": "crank/state", "params": params})
-                while "id" not in read_message(proc):
-                    pass
+                server.request(number, "crank/state", {"workspace": workspace["uri"]})
+                server.answer(number)
             time.sleep(1)
-            for line in Path(f"/proc/{proc.pid}/status").read_text().splitlines():
+            for line in Path(f"/proc/{server.pid}/status").read_text().splitlines():
                 if line.startswith("VmRSS:"):
                     rss.append(int(line.split()[1]) / 1024)
-            proc.stdin.close()
-            proc.wait(timeout=10)
+            server.close(timeout=10)
         print(
             "idle resident memory with 3 workspaces (ready): "
             f"median {statistics.median(rss):.1f} MiB over {len(rss)} servers"
         )
-
-
-def read_message(proc: subprocess.Popen[bytes]) -> dict[str, Any]:
-    """One whole framed message from the server's stdout."""
-    assert proc.stdout
-    length = 0
-    while (line := proc.stdout.readline()) not in (b"\r\n", b""):
-        if line.lower().startswith(b"content-length:"):
-            length = int(line.split(b":")[1])
-    message: dict[str, Any] = json.loads(proc.stdout.read(length))
-    return message
 
 
 if __name__ == "__main__":

@@ -396,6 +396,35 @@ H.test(":CrankFix's diagnostics: LSP ones kept as they are, others converted, ra
   H.eq("third", ranged[1].message)
 end)
 
+H.test("crank/diagnostics answers a language server's Diagnostic as sent, others converted", function()
+  local path = vim.fn.tempname() .. ".py"
+  vim.fn.writefile({ "a", "b" }, path)
+  vim.cmd("edit " .. vim.fn.fnameescape(path))
+  local buf = vim.api.nvim_get_current_buf()
+  local ns = vim.api.nvim_create_namespace("unit.review")
+  local lsp_original = {
+    range = { start = { line = 1, character = 0 }, ["end"] = { line = 1, character = 1 } },
+    message = "from lsp",
+    tags = { 1 },
+  }
+  vim.diagnostic.set(ns, buf, {
+    { lnum = 0, col = 0, end_col = 1, message = "plain", severity = 2, source = "lint" },
+    { lnum = 1, col = 0, message = "from lsp", severity = 1, user_data = { lsp = lsp_original } },
+  })
+  local uri = vim.uri_from_bufnr(buf)
+  local answer = require("crank.review").diagnostics({ uris = { uri } })
+  H.eq(uri, answer.items[1].uri)
+  local by_message = {}
+  for _, d in ipairs(answer.items[1].diagnostics) do
+    by_message[d.message] = d
+  end
+  H.eq(lsp_original, by_message["from lsp"])
+  H.eq({ start = { line = 0, character = 0 }, ["end"] = { line = 0, character = 1 } }, by_message.plain.range)
+  H.eq("lint", by_message.plain.source)
+  vim.diagnostic.reset(ns, buf)
+  vim.cmd("bwipeout! " .. buf)
+end)
+
 H.test("a refused prompt goes back into the prompt area", function()
   local chat = fresh_chat()
   chat.ws.request = function(_, method, params, callback)

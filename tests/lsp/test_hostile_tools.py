@@ -6,7 +6,8 @@
   nothing; RE2 (``crank.tools.pattern``) answers at once.
 - a FIFO where a .gitignore goes: ripgrep blocks on it until its no-I/O watchdog
   (5 s) kills it. Meanwhile ``crank/state`` is answered (the tool has not ended: an
-  ordering assertion, no timer), then the abort ends the run and the ripgrep.
+  ordering assertion, no timer), then the abort ends the run, ripgrep and its sandbox
+  (no process naming the pattern is left).
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from tests.support.model_server import ModelServer
+from tests.support.processes import marker, survivors
 
 from .helpers import running_server
 from .test_runs import options, project, started, tool_ends
@@ -46,9 +48,10 @@ async def test_state_is_answered_while_grep_is_stuck_and_the_abort_lands(
     tmp_path: Path,
 ) -> None:
     folder = project(tmp_path)
-    (folder / "a.py").write_text("needle\n")
+    needle = marker("needle")  # ripgrep's pattern, so its argv names it
+    (folder / "a.py").write_text(f"{needle}\n")
     os.mkfifo(folder / ".gitignore")
-    with ModelServer(grep_script("needle")) as model:
+    with ModelServer(grep_script(needle)) as model:
         async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
             run_id = await started(crank, "search")
             await crank.wait_for(lambda e: e["event"]["type"] == "tool_execution_start")
@@ -58,4 +61,6 @@ async def test_state_is_answered_while_grep_is_stuck_and_the_abort_lands(
             events = await crank.settled(run_id, within=60)
             (end,) = tool_ends(events)
             assert end["result"]["isError"] is True
-            assert "needle" not in str(end["result"]["content"])  # it did not run to the end
+            assert needle not in str(end["result"]["content"])  # it did not run to the end
+            # the abort ended ripgrep and its sandbox, not just the process crank started
+            assert survivors(needle, in_arguments=True) == []

@@ -165,6 +165,7 @@ async def test_the_editor_is_asked_before_every_unconfined_command(tmp_path: Pat
         asked = crank.permission_requests
         assert [a["toolName"] for a in asked] == ["bash", "bash"]  # auto mode, "always" said
         assert all("No sandbox" in a["warning"] for a in asked)
+        assert all(a.get("unconfined") is True for a in asked)  # what crank run reads
 
 
 async def test_a_key_sent_in_initialization_options_reaches_no_log(tmp_path: Path) -> None:

@@ -10,12 +10,10 @@ machine has two shared cores) and returned once its log says it listens.
 from __future__ import annotations
 
 import os
-import subprocess
-import threading
 from pathlib import Path
 
 from tests.support import llama_server
-from tests.support.llama_server import ROOT, LlamaServer, free_port
+from tests.support.llama_server import ROOT, LlamaServer, free_port, launched
 
 N_CTX = 4096
 
@@ -45,27 +43,4 @@ def start(*, n_ctx: int = N_CTX, template: Path | None = None) -> LlamaServer:
     command += ["-c", str(n_ctx), "-t", "1", "--jinja"]
     if template is not None:
         command += ["--chat-template-file", str(template)]
-    process = subprocess.Popen(
-        command,
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    server = LlamaServer(process, port, model, n_ctx)
-    ready = threading.Event()
-
-    def read() -> None:
-        assert process.stdout is not None
-        for line in process.stdout:
-            server.log.append(line)
-            if "listening on" in line:
-                ready.set()
-        ready.set()
-
-    threading.Thread(target=read, daemon=True, name="llama-cpp-server-log").start()
-    ready.wait(timeout=300)
-    if process.poll() is not None or not any("listening on" in x for x in server.log):
-        server.stop()
-        raise RuntimeError(f"llama-server did not start:\n{server.tail()}")
-    return server
+    return launched("llama-server", command, port, model, n_ctx, "listening on")

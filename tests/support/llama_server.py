@@ -147,28 +147,46 @@ def start(*, n_ctx: int = N_CTX, tools: bool = True, alias: str = "smollm2") -> 
     ]
     if tools:
         command += ["--chat_format", "chatml-function-calling"]
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    return launched("llama_cpp.server", command, port, alias, n_ctx, "Uvicorn running on", env)
+
+
+def launched(
+    name: str,
+    command: list[str],
+    port: int,
+    model: str,
+    n_ctx: int,
+    ready: str,
+    env: dict[str, str] | None = None,
+) -> LlamaServer:
+    """Run ``command`` (the server ``name``, to listen on ``port``), its output read
+    into ``LlamaServer.log`` by a thread, and return once a line holding ``ready``
+    came (its own word that it listens: nothing is polled). A server that ended
+    first, or said nothing of the kind within five minutes (loading a model on two
+    shared cores), is stopped, and a RuntimeError carries the end of its log."""
     process = subprocess.Popen(
         command,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+        env=env,
     )
-    server = LlamaServer(process, port, alias, n_ctx)
-    ready = threading.Event()
+    server = LlamaServer(process, port, model, n_ctx)
+    said = threading.Event()
 
     def read() -> None:
         assert process.stdout is not None
         for line in process.stdout:
             server.log.append(line)
-            if "Uvicorn running on" in line:
-                ready.set()
-        ready.set()  # the process ended: stop waiting
+            if ready in line:
+                said.set()
+        said.set()  # the process ended: stop waiting
 
-    threading.Thread(target=read, daemon=True, name="llama-server-log").start()
-    ready.wait(timeout=300)
-    if process.poll() is not None or not any("Uvicorn running on" in x for x in server.log):
+    threading.Thread(target=read, daemon=True, name=f"{name}-log").start()
+    said.wait(timeout=300)
+    if process.poll() is not None or not any(ready in line for line in server.log):
         server.stop()
-        raise RuntimeError(f"llama_cpp.server did not start:\n{server.tail()}")
+        raise RuntimeError(f"{name} did not start:\n{server.tail()}")
     return server

@@ -23,8 +23,10 @@ def holder(mark: str, seconds: int = 300) -> str:
     return f"(exec -a {mark} sleep {seconds}) &"
 
 
-def survivors(mark: str) -> list[int]:
-    """Pids of live processes whose command line holds ``mark``."""
+def survivors(mark: str, *, in_arguments: bool = False) -> list[int]:
+    """Pids of live processes whose name (``argv[0]``) holds ``mark``; with
+    ``in_arguments``, whose command line holds it anywhere (a program such as ripgrep,
+    which cannot be renamed, found by an argument the test chose, like its pattern)."""
     found: list[int] = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -34,6 +36,7 @@ def survivors(mark: str) -> list[int]:
             stat = (entry / "stat").read_text()
         except OSError:
             continue
-        if mark.encode() in cmdline.split(b"\0")[0] and stat[stat.rfind(")") + 2] != "Z":
+        named = cmdline if in_arguments else cmdline.split(b"\0")[0]
+        if mark.encode() in named and stat[stat.rfind(")") + 2] != "Z":
             found.append(int(entry.name))
     return found

@@ -248,21 +248,7 @@ function M.lsp_diagnostics(bufnr, range)
   for _, d in ipairs(vim.diagnostic.get(bufnr)) do
     local inside = range == nil or (d.lnum >= range.start.line and d.lnum <= range["end"].line)
     if inside then
-      local lsp = d.user_data and d.user_data.lsp
-      if lsp and lsp.range then
-        out[#out + 1] = lsp
-      else
-        out[#out + 1] = {
-          range = {
-            start = { line = d.lnum, character = d.col },
-            ["end"] = { line = d.end_lnum or d.lnum, character = d.end_col or d.col },
-          },
-          severity = d.severity,
-          message = d.message,
-          source = d.source,
-          code = d.code,
-        }
-      end
+      out[#out + 1] = format.lsp_diagnostic(d)
     end
   end
   return out

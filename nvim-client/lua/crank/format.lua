@@ -333,6 +333,27 @@ function M.diff(old_text, new_text, path)
   return out
 end
 
+--- One `vim.diagnostic` entry as an LSP Diagnostic, for the server (`crank/diagnostics`,
+--- crank.fixFile): the language server's own Diagnostic where the entry came from one
+--- (`user_data.lsp`, which keeps its code, tags and related information as sent),
+--- else one built from the entry's fields.
+function M.lsp_diagnostic(d)
+  local lsp = d.user_data and d.user_data.lsp
+  if lsp and lsp.range then
+    return lsp
+  end
+  return {
+    range = {
+      start = { line = d.lnum, character = d.col },
+      ["end"] = { line = d.end_lnum or d.lnum, character = d.end_col or d.col },
+    },
+    severity = d.severity,
+    message = d.message,
+    source = d.source,
+    code = d.code,
+  }
+end
+
 --- The lines of a permission preview (diff or command) for a floating window.
 function M.permission_lines(params)
   local out = {}

@@ -8,8 +8,11 @@
 --- forces files the user changed since. What is not put back is listed with its reason.
 ---
 --- `crank/diagnostics` is answered from `vim.diagnostic.get`: what the buffer's language
---- servers report now, as LSP Diagnostics (a file with no loaded buffer has none).
+--- servers report now, as LSP Diagnostics (`format.lsp_diagnostic`; a file with no
+--- loaded buffer has none).
 local M = {}
+
+local format = require("crank.format")
 
 local function report(what, err)
   require("crank.actions").report(what, err)
@@ -23,16 +26,7 @@ function M.diagnostics(params)
     local ok, bufnr = pcall(vim.uri_to_bufnr, uri)
     if ok and vim.api.nvim_buf_is_loaded(bufnr) then
       for _, d in ipairs(vim.diagnostic.get(bufnr)) do
-        diagnostics[#diagnostics + 1] = {
-          range = {
-            start = { line = d.lnum, character = d.col },
-            ["end"] = { line = d.end_lnum or d.lnum, character = d.end_col or d.col },
-          },
-          severity = d.severity,
-          message = d.message,
-          source = d.source,
-          code = d.code,
-        }
+        diagnostics[#diagnostics + 1] = format.lsp_diagnostic(d)
       end
     end
     items[#items + 1] = { uri = uri, diagnostics = diagnostics }

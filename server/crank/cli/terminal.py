@@ -8,9 +8,11 @@ the policy the README promises, asking nobody:
 
 - a write, an edit or a confined command: yes, once (nothing is remembered);
 - a path outside the current directory: no (the file tools stay in it);
-- a command that would run unconfined (the router's ``warning``: there is no sandbox
-  here): no, saying that ``--no-sandbox`` allows it. With ``--no-sandbox`` the sandbox
-  mode is ``off``, nothing warns, and the command runs.
+- a command that would run unconfined (the question's ``unconfined``: there is no
+  sandbox here): no, saying that ``--no-sandbox`` allows it. With ``--no-sandbox`` the
+  sandbox mode is ``off``, nothing warns, and the command runs. Any other ``warning``
+  (a remembered rule that does not cover a chained command) is for a person to read
+  and changes nothing here.
 
 Events are queued for the command to print (``events``), in the order they came.
 """
@@ -45,9 +47,10 @@ def answer(params: dict[str, Any]) -> dict[str, Any]:
     """``crank run``'s answer to one ``crank/requestPermission`` question."""
     if params.get("toolName") == "outside":
         return {"decision": "reject", "reason": OUTSIDE_REFUSED}
-    warning = params.get("warning")
-    if isinstance(warning, str):
-        return {"decision": "reject", "reason": UNCONFINED_REFUSED.format(warning=warning)}
+    if params.get("unconfined") is True:
+        warning = params.get("warning")
+        said = warning if isinstance(warning, str) else "This command would run unconfined."
+        return {"decision": "reject", "reason": UNCONFINED_REFUSED.format(warning=said)}
     return {"decision": "allow"}
 
 

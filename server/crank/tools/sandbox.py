@@ -246,10 +246,15 @@ def reader_argv(argv: Sequence[str], folder: int, where: Path) -> list[str]:
     working directory), its own executable and the system's libraries, and nothing
     else: no home folder, no credentials, no other process, no network. A link in the
     folder that points out of it (swapped in while the program runs) points at nothing
-    there. ``folder`` must be passed to the child (``pass_fds``)."""
+    there. ``folder`` must be passed to the child (``pass_fds``), and the child started
+    in a session of its own (``start_new_session``): that keeps it from any terminal
+    (what bubblewrap's ``--new-session`` is for) while every process of the sandbox
+    stays in the caller's process group. With ``--new-session`` the namespace's first
+    process left the group at once but bound itself to bubblewrap's life only after
+    setting up the mounts, so a kill landing in between left it and ripgrep running."""
     bwrap = _bwrap()
     assert bwrap is not None, "reader_argv() is only called when probe() said available"
-    line = [bwrap, "--unshare-all", "--die-with-parent", "--cap-drop", "ALL", "--new-session"]
+    line = [bwrap, "--unshare-all", "--die-with-parent", "--cap-drop", "ALL"]
     for system in SYSTEM_FOLDERS:
         path = Path(system)
         if path.is_symlink():

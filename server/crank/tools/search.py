@@ -24,6 +24,7 @@ import io
 import os
 import re
 import shutil
+import signal
 import stat
 import sysconfig
 from collections import deque
@@ -39,6 +40,7 @@ from .context import Documents
 from .globs import matches_path
 from .lines import LineReader
 from .pattern import Pattern, grep_pattern
+from .process import kill_group
 from .sandbox import probe, reader_argv
 from .textfile import swapped
 from .walk import ALWAYS_SKIPPED, FILE_FLAGS, Found, open_folder, walk_batches, walk_files
@@ -81,28 +83,43 @@ class RipgrepFailed(Exception):
     """ripgrep died (out of its memory allowance) or was stuck: search again without it."""
 
 
-def _io_counters(pid: int) -> str | None:
-    """The process's I/O counters as text (Linux), None where they cannot be read."""
+def _io_counters(pgid: int) -> str | None:
+    """The I/O counters of every process in the group ``pgid`` (Linux) as text, None
+    where none can be read. The whole group, not its first process: in the sandbox
+    that is bubblewrap, whose own counters stay still while ripgrep reads."""
+    counters: list[str] = []
     try:
-        with open(f"/proc/{pid}/io") as handle:
-            return handle.read()
+        entries = os.listdir("/proc")
     except OSError:
         return None
+    for name in entries:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat") as handle:
+                fields = handle.read().rsplit(")", 1)[1].split()
+            if len(fields) < 3 or fields[2] != str(pgid):
+                continue
+            with open(f"/proc/{name}/io") as handle:
+                counters.append(f"{name}\n{handle.read()}")
+        except (OSError, IndexError):
+            continue
+    return "".join(sorted(counters)) or None
 
 
 async def _watch(process: asyncio.subprocess.Process, stuck: list[bool]) -> None:
-    """Kill ``process`` once its I/O counters stay still for RG_STALL_SECONDS."""
-    last = _io_counters(process.pid)
+    """Kill ``process``'s group once its I/O counters stay still for RG_STALL_SECONDS."""
+    last = await asyncio.to_thread(_io_counters, process.pid)
     still = 0
     while last is not None and process.returncode is None:
         await asyncio.sleep(1)
-        now = _io_counters(process.pid)
+        now = await asyncio.to_thread(_io_counters, process.pid)
         still = still + 1 if now == last else 0
         last = now
         if still >= RG_STALL_SECONDS:
             stuck.append(True)
             with contextlib.suppress(ProcessLookupError):
-                process.kill()
+                os.killpg(process.pid, signal.SIGKILL)
             return
 
 
@@ -474,15 +491,24 @@ async def _rg_in(
     ):  # the limit is set before ripgrep starts, so it holds from the first byte
         limit = f'ulimit -v {RG_MEMORY // 1024} 2>/dev/null; exec "$@"'
         argv = ["/bin/sh", "-c", limit, "rg", *argv]
-    process = await asyncio.create_subprocess_exec(
-        *argv,
-        stdin=asyncio.subprocess.DEVNULL,
-        stdout=asyncio.subprocess.PIPE,
-        stderr=asyncio.subprocess.PIPE,
-        limit=RG_LINE_LIMIT,
-        pass_fds=(folder,),
-        cwd=cwd,
+    spawn = asyncio.ensure_future(
+        asyncio.create_subprocess_exec(
+            *argv,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            limit=RG_LINE_LIMIT,
+            pass_fds=(folder,),
+            cwd=cwd,
+            start_new_session=True,
+        )
     )
+    try:
+        process = await asyncio.shield(spawn)
+    except asyncio.CancelledError:  # an abort while its pipes connect: end it all the same
+        with contextlib.suppress(OSError):  # (one that failed to start has nothing to end)
+            await kill_group(await spawn, grace=0)
+        raise
     assert process.stdout is not None and process.stderr is not None
     hits: list[Hit] = []
     matches = 0
@@ -511,12 +537,14 @@ async def _rg_in(
             ended = True
     finally:
         watchdog.cancel()
-        # Only a ripgrep still searching is killed. One that closed its output is exiting:
-        # killing it then would make the subprocess module reap it (kill() polls first)
-        # behind asyncio's back, and asyncio would report the status as 255.
+        # Only a ripgrep still searching is killed, and with its whole process group: the
+        # sandbox's own processes too. Killing only the first one (the shell, then
+        # bubblewrap) is not enough: bubblewrap's child, killed with its parent through
+        # --die-with-parent only once it has set that up, keeps ripgrep and its pipes
+        # alive when the kill lands before, and wait() below waits for those pipes to
+        # close. One that closed its output is exiting and is only waited for.
         if process.returncode is None and not ended:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
+            await kill_group(process, grace=0)
         await process.wait()
     if stuck:
         raise RipgrepFailed(f"it did no I/O for {RG_STALL_SECONDS} s, as when opening a FIFO")

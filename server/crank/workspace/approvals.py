@@ -48,7 +48,8 @@ class ApprovalRouter:
     async def approve(self, request: ApprovalRequest) -> Decision:
         """A change or a command, asked unless the mode or a rule already says yes (and
         nothing warns that it must be asked anyway; the warning goes with the question)."""
-        warning = self._warning(request)
+        unconfined = self._warning(request)
+        warning = unconfined
         if warning is None and not self.permissions.needs_asking(request):
             return Decision.allow()
         why = self.permissions.why_asked(request)
@@ -66,6 +67,8 @@ class ApprovalRouter:
         }
         if warning is not None:
             params["warning"] = warning
+        if unconfined is not None:
+            params["unconfined"] = True
         try:
             answer = await self._client.ask_permission(params)
         except asyncio.CancelledError:

@@ -342,7 +342,12 @@ class PermissionRequest(TypedDict):
     arguments: dict[str, Any]
     preview: NotRequired[DiffPreview | CommandPreview | PathPreview]
     warning: NotRequired[str]
-    """Set when the command would run unconfined (the sandbox is wanted but missing)."""
+    """What to know before answering, for a person: the command would run unconfined,
+    a remembered rule names the program but does not cover this command, or both."""
+    unconfined: NotRequired[bool]
+    """True when the command would run unconfined (the sandbox is wanted but missing);
+    ``warning`` then says so. A client that decides by itself reads this, not
+    ``warning``."""
 
 
 class PermissionResponse(TypedDict):

@@ -387,8 +387,10 @@ export interface PermissionRequest {
   toolName: string;
   arguments: Record<string, unknown>;
   preview?: Preview;
-  /** Set when the command would run unconfined (the sandbox is wanted but missing). */
+  /** What to know before answering, for a person: the command would run unconfined, a remembered rule names the program but does not cover this command, or both. */
   warning?: string;
+  /** True when the command would run unconfined (the sandbox is wanted but missing); ``warning`` then says so. A client that decides by itself reads this, not ``warning``. */
+  unconfined?: boolean;
 }
 
 /** ``crank/requestPermission`` result. */
