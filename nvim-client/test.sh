@@ -48,7 +48,7 @@ if ! preflight="$("$CRANK_PYTHON" -m crank.lsp --help 2>&1)"; then
   echo "!! set CRANK_PYTHON to a Python with the server's dependencies" >&2
   exit 1
 fi
-specs=(tests/unit_spec.lua tests/install_spec.lua tests/e2e_spec.lua tests/files_spec.lua tests/images_spec.lua tests/review_spec.lua tests/mcp_spec.lua)
+specs=(tests/unit_spec.lua tests/install_spec.lua tests/e2e_spec.lua tests/context_spec.lua tests/files_spec.lua tests/images_spec.lua tests/review_spec.lua tests/mcp_spec.lua)
 
 status=0
 for nvim in "${NVIMS[@]}"; do

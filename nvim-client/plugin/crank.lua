@@ -18,9 +18,37 @@ end
 
 local command = vim.api.nvim_create_user_command
 
+--- Completes the @ word being typed: @selection, @problems, a workspace file.
+local function complete_at(lead)
+  if lead:sub(1, 1) ~= "@" then
+    return {}
+  end
+  -- The workspace's root without starting its server (completion must not).
+  local buf = vim.api.nvim_get_current_buf()
+  local ok, root = pcall(function()
+    return vim.b[buf].crank_root or require("crank.client").root_for(buf)
+  end)
+  if not ok or type(root) ~= "string" then
+    return {}
+  end
+  return require("crank.context").complete(lead, root)
+end
+
 command("Crank", function(o)
   actions().chat(o.args)
-end, { nargs = "*", desc = "Open the Crank chat; send the text if given" })
+end, { nargs = "*", complete = complete_at, desc = "Open the Crank chat; send the text if given (@selection, @problems, @file add context)" })
+
+command("CrankAdd", function(o)
+  actions().add({ range = o.range > 0 and { o.line1, o.line2 } or nil, what = o.args, drop = o.bang })
+end, {
+  nargs = "?",
+  range = true,
+  bang = true,
+  complete = function()
+    return { "problems" }
+  end,
+  desc = "Add this file (a range: its lines; 'problems': its diagnostics) to the next Crank prompt; ! drops them",
+})
 
 command("CrankSteer", function(o)
   actions().steer(o.args)

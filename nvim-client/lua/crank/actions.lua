@@ -3,6 +3,7 @@
 --- Errors from the server are shown with vim.notify, naming the request; nothing the
 --- user typed is dropped (a prompt that was refused goes back into the prompt area).
 local chat_mod = require("crank.chat")
+local context_mod = require("crank.context")
 local client = require("crank.client")
 local config = require("crank.config")
 local format = require("crank.format")
@@ -97,6 +98,58 @@ local function take_attached(ws, params)
   end
 end
 
+--- Put the context added with :CrankAdd and the items the @ words of `text` name
+--- (crank.context) on `params`; returns a function that gives the added ones back
+--- when the prompt is refused.
+local function take_context(ws, params, text)
+  local added = ws.context or {}
+  local typed = context_mod.from_text(text, ws.root)
+  local all = vim.list_extend(vim.list_extend({}, added), typed)
+  if #all == 0 then
+    return function() end
+  end
+  params.context = all
+  ws.context = {}
+  return function()
+    ws.context = added
+  end
+end
+
+--- :CrankAdd: the current file (a range: its lines; "problems": its diagnostics) goes
+--- with the next prompt; :CrankAdd! drops what was added.
+---@param opts { range: integer[]|nil, what: string|nil, drop: boolean|nil }
+function M.add(opts)
+  local ws = M.workspace()
+  if ws == nil then
+    return
+  end
+  if opts.drop then
+    ws.context = {}
+    return vim.notify("crank: no context for the next prompt", vim.log.levels.INFO)
+  end
+  local buf = context_mod.file_buffer(ws.root)
+  if buf == nil then
+    return vim.notify("crank: :CrankAdd needs a file buffer of this workspace", vim.log.levels.ERROR)
+  end
+  local name = vim.fn.fnamemodify(vim.api.nvim_buf_get_name(buf), ":.")
+  local item, label
+  if opts.what == "problems" then
+    item = context_mod.problems(buf)
+    label = string.format("problems of %s (%d)", name, #item.diagnostics)
+  elseif opts.what ~= nil and opts.what ~= "" then
+    return vim.notify("crank: :CrankAdd takes nothing or 'problems', not " .. opts.what, vim.log.levels.ERROR)
+  elseif opts.range then
+    item = context_mod.lines(buf, opts.range[1], opts.range[2])
+    label = string.format("%s:%d-%d", name, opts.range[1], opts.range[2])
+  else
+    item = { uri = vim.uri_from_bufnr(buf) }
+    label = name
+  end
+  ws.context = ws.context or {}
+  table.insert(ws.context, item)
+  vim.notify("crank: " .. label .. " goes with the next prompt", vim.log.levels.INFO)
+end
+
 --- The warning for images a model that takes none was not sent.
 local function warn_omitted(result)
   if type(result) == "table" and result.imagesOmitted then
@@ -115,10 +168,12 @@ function M.send(ws, text, mode, on_refused)
   end
   local params = { text = text, whileRunning = mode or config.values.while_running }
   local give_back = take_attached(ws, params)
+  local give_back_context = take_context(ws, params, text)
   ws:request("crank/prompt", params, function(err, result)
     if err then
       report("sending the prompt", err)
       give_back()
+      give_back_context()
       if on_refused then
         on_refused(text)
       end
