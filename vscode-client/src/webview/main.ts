@@ -691,7 +691,7 @@ function renderRunChanges(c: ChangesItem): HTMLElement {
         h("span", { class: "change-kind" }, kind),
         h("button", { type: "button", class: "change-path", title: `Open the diff of ${f.path} (before the run ↔ now)`, onclick: () => post({ type: "changeDiff", runId: c.id, path: f.path }) }, f.path),
         f.revertedBy ? h("span", { class: "badge undone" }, "undone") : null,
-        !f.restorable ? h("span", { class: "change-note", title: f.reason ?? "" }, `not restorable: ${f.reason ?? "its content was not kept"}`) : null,
+        !f.restorable ? h("span", { class: "change-note", title: f.reason ?? "" }, f.reason?.includes("not restorable") ? f.reason : `not restorable: ${f.reason ?? "its content was not kept"}`) : null,
         h("span", { class: "spacer" }),
         undoable(f) ? button("Undo", () => post({ type: "undoChanges", runId: c.id, paths: [f.path] }), { class: "secondary undo-file", "aria-label": `Undo the change to ${f.path}` }) : null,
       ),
