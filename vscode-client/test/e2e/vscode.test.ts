@@ -91,6 +91,8 @@ onPrompt("SKILL-BODY-MARKER-5e1", { text: "Reviewed by the skill." });
 // a command: the workspace's own settings say permissionMode auto, which Restricted Mode ignores
 onPrompt("e2e-untrusted", { toolCalls: [bash("untrusted-1", "echo UNTRUSTED-RAN")] });
 afterTool("planted-mode-ignored", { text: "Answered in Restricted Mode." });
+// the per-run changed files (the last test): its rules are with it, at the end of the file
+runChangesRules();
 
 let h: Harness;
 let page: Page;
@@ -691,3 +693,78 @@ test("a missing server: one clear message with the install action, not again at 
   }
 });
 
+
+/**
+ * The files a run changed, under the run in the chat (issue 30): one file edited and one
+ * created by commands; Undo on one (an open editor follows), the list after a reload,
+ * Undo all. Called with the other rules at the top: the model server's script is
+ * written when the first test starts.
+ */
+function runChangesRules(): void {
+  onPrompt("e2e-run-changes", { toolCalls: [bash("rv-1", "sed -i 's/x = 1/x = 2/' changed.py && echo RV-EDITED")] });
+  afterTool("RV-EDITED", { toolCalls: [bash("rv-2", "printf 'made\\n' > made.txt && echo RV-CREATED")] });
+  afterTool("RV-CREATED", { text: "Changed two files." });
+}
+
+test("under a finished run the chat lists the files its commands changed; Undo puts one back (on disk and in its editor), the list outlives a reload, Undo all takes back the other", async () => {
+  try {
+    // The test before left a missing server configured: the real one again, in the project.
+    writeSettings(h.userData, baseSettings({ sessions: h.sessions, modelUrl: h.modelUrl }));
+    writeFileSync(path.join(project, "changed.py"), "x = 1\n");
+    await page.goto(`http://127.0.0.1:${h.port}/?folder=${encodeURIComponent(project)}`);
+    await page.locator(".monaco-workbench .part.statusbar").waitFor();
+    await openFile(page, "changed.py");
+    await runCommand(page, "Crank: Open Chat");
+    chat = await chatFrame(page);
+    await chat.locator("button.send:not([disabled])").waitFor();
+    await chat.getByRole("button", { name: "New", exact: true }).click();
+    await chat.locator(".empty:not([hidden])").waitFor();
+    await send(chat, "e2e-run-changes");
+    await answer(/^Allow$/);
+    await card("rv-1").locator(".badge.done").waitFor();
+    await answer(/^Allow$/);
+    await chat.locator(".msg.assistant", { hasText: "Changed two files." }).waitFor();
+    await settled();
+    assert.equal(readFileSync(path.join(project, "changed.py"), "utf8"), "x = 2\n");
+
+    // Functions, not locators: the chat's frame is a new one after the reload.
+    const list = () => chat.locator(".card.changes");
+    const row = (file: string) => list().locator(`.change-file[data-path="${file}"]`);
+    await row("made.txt").waitFor();
+    assert.deepEqual(await list().locator(".change-file").evaluateAll((els) => els.map((e) => [e.getAttribute("data-path"), e.querySelector(".change-kind")?.textContent])), [
+      ["changed.py", "edited"],
+      ["made.txt", "created"],
+    ]);
+    await shot(page, "21-run-changes");
+
+    // A click on a file opens its diff (before the run against now), as the quick pick does.
+    await row("changed.py").locator(".change-path").click();
+    await page.locator(".tab", { hasText: "before the run" }).first().waitFor();
+    await shot(page, "21b-run-change-diff");
+
+    await row("changed.py").getByRole("button", { name: /^Undo the change/ }).click();
+    await row("changed.py").locator(".badge.undone").waitFor();
+    assert.equal(readFileSync(path.join(project, "changed.py"), "utf8"), "x = 1\n", "put back on disk");
+    assert.ok(readdirSync(project).includes("made.txt"), "the other file is kept");
+    await openFile(page, "changed.py");
+    await until("the open editor shows the file put back", () => editorText(page), (t) => t.trim() === "x = 1");
+
+    // After a window reload the transcript is read again, and the list with it.
+    await runCommand(page, "File: Save All");
+    await reloadWindow(page);
+    await runCommand(page, "Crank: Open Chat");
+    chat = await chatFrame(page);
+    await chat.locator("button.send:not([disabled])").waitFor();
+    await row("changed.py").locator(".badge.undone").waitFor();
+    assert.equal(await row("made.txt").locator(".badge.undone").count(), 0);
+
+    await list().getByRole("button", { name: "Undo all" }).click();
+    await row("made.txt").locator(".badge.undone").waitFor();
+    assert.ok(!readdirSync(project).includes("made.txt"), "the created file is gone again");
+    assert.equal(readFileSync(path.join(project, "changed.py"), "utf8"), "x = 1\n");
+    assert.equal(await list().locator(".change-conflict").count(), 0, "nothing refused");
+    await shot(page, "22-run-changes-undone");
+  } catch (err) {
+    await dump("run-changes", err);
+  }
+});
