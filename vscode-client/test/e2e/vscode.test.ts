@@ -727,8 +727,9 @@ test("under a finished run the chat lists the files its commands changed; Undo p
     await settled();
     assert.equal(readFileSync(path.join(project, "changed.py"), "utf8"), "x = 2\n");
 
-    // Functions, not locators: the chat's frame is a new one after the reload.
-    const list = () => chat.locator(".card.changes");
+    // Functions, not locators: the chat's frame is a new one after the reload. The last
+    // list is this run's (an earlier run of the session shown, Fix with Crank's, has its own).
+    const list = () => chat.locator(".card.changes").last();
     const row = (file: string) => list().locator(`.change-file[data-path="${file}"]`);
     await row("made.txt").waitFor();
     assert.deepEqual(await list().locator(".change-file").evaluateAll((els) => els.map((e) => [e.getAttribute("data-path"), e.querySelector(".change-kind")?.textContent])), [
