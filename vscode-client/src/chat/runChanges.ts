@@ -69,6 +69,8 @@ export function placeOf<T extends Placeable>(items: readonly T[], item: ChangesI
  */
 export function withRunChanges<T extends Placeable>(items: readonly T[], item: ChangesItem, atEnd = false): (T | ChangesItem)[] {
   const i = items.findIndex((it) => it.kind === "changes" && it.id === item.id);
+  // The same list read again (every refresh reads them): nothing changes, so nothing is redrawn.
+  if (i >= 0 && sameList(items[i] as unknown as ChangesItem, item)) return items as (T | ChangesItem)[];
   if (i >= 0 && item.files.length) {
     const copy: (T | ChangesItem)[] = items.slice();
     copy[i] = item;
@@ -82,11 +84,20 @@ export function withRunChanges<T extends Placeable>(items: readonly T[], item: C
   return [...rest.slice(0, at), item, ...rest.slice(at)];
 }
 
-/** `items` (a transcript just read) with every run's list in its place, none other. */
+/** `items` (a transcript just read) with every run's list in its place, none other; a list shown already and read again unchanged keeps its identity. */
 export function withAllRunChanges<T extends Placeable>(items: readonly T[], runs: readonly (RunChangesJson | ChangesItem)[]): (T | ChangesItem)[] {
+  const shown = new Map(runChangesIn(items).map((c) => [c.id, c]));
   let out: (T | ChangesItem)[] = items.filter((it) => it.kind !== "changes");
-  for (const run of runs) out = withRunChanges(out, "kind" in run ? run : { kind: "changes", id: run.runId, files: run.files });
+  for (const run of runs) {
+    const item: ChangesItem = "kind" in run ? run : { kind: "changes", id: run.runId, files: run.files };
+    const old = shown.get(item.id);
+    out = withRunChanges(out, old && sameList(old, item) ? old : item);
+  }
   return out;
+}
+
+function sameList(a: ChangesItem, b: ChangesItem): boolean {
+  return a === b || (JSON.stringify(a.files) === JSON.stringify(b.files) && JSON.stringify(a.conflicts ?? []) === JSON.stringify(b.conflicts ?? []));
 }
 
 /** The lists an item list holds, oldest first (kept across a transcript read). */

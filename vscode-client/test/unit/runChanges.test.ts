@@ -68,3 +68,11 @@ test("a file that cannot be put back is not in Undo all", () => {
   assert.deepEqual(undoAllPaths({ kind: "changes", id: "r", files: [big, created] }), ["b.txt"]);
   assert.equal(changesSummary({ kind: "changes", id: "r", files: [created] }), "1 file changed");
 });
+
+test("the same list read again (every refresh reads them) keeps its item, so the page does not redraw it", () => {
+  const s = reduce(read(), { type: "allRunChanges", runs: [{ runId: "r1", files: [edited, created] }] });
+  const again = reduce(s, { type: "allRunChanges", runs: [{ runId: "r1", files: [{ ...edited }, { ...created }] }] });
+  assert.equal(changesOf(again, "r1"), changesOf(s, "r1"));
+  const settledAgain = reduce(s, { type: "runChanges", runId: "r1", files: [edited, created] });
+  assert.equal(settledAgain.items, s.items);
+});
