@@ -18,7 +18,7 @@ from pygls.exceptions import JsonRpcException
 
 from tests.support.model_server import ModelServer
 
-from .helpers import Crank, running_server
+from .helpers import Crank, HeldPermission, running_server
 from .test_one_truth import options, script
 
 A = "def add(a, b):\n    return a - b\n"
@@ -248,3 +248,56 @@ async def test_the_next_prompt_tells_the_model_what_was_taken_back(tmp_path: Pat
             sent = model.requests[-1]["body"]["messages"][-1]["content"]
             assert sent.startswith("what now?\n\n[The user took back what run-1-")
             assert "changed in a.py: those files are as they were before it." in sent
+
+
+async def test_a_users_edit_while_the_question_is_open_is_not_the_commands(
+    tmp_path: Path,
+) -> None:
+    """Ask, then snapshot, then run: the command's changes are measured from the moment
+    it was allowed, so what the user changed while the question was open is not listed
+    as the command's (and an undo of the run would not take the user's work back)."""
+    folder = project(tmp_path)
+    held = HeldPermission()
+    one = script({"tool": "bash", "command": "printf 'made\\n' > b.txt"})
+    with ModelServer(one) as model:
+        ask = {**options(model, tmp_path), "permissionMode": "ask"}
+        async with running_server(tmp_path, [folder], ask) as crank:
+            crank.answer_permission = held.answer
+            answer = await crank.request("crank/prompt", {"text": "make b.txt"})
+            await held.asked()
+            (folder / "untouched.txt").write_text("the user's own edit\n")
+            held.release()
+            await crank.settled(answer["runId"], within=60)
+            [question] = crank.permission_requests
+            assert question["toolName"] == "bash"
+            files = by_path(await crank.request("crank/changes", {"runId": answer["runId"]}))
+            assert {path: item["status"] for path, item in files.items()} == {"b.txt": "added"}
+            assert (folder / "untouched.txt").read_text() == "the user's own edit\n"
+
+
+async def test_each_run_is_listed_and_a_reverted_file_says_by_which_revert(
+    tmp_path: Path,
+) -> None:
+    """What the VS Code chat shows under each run after a reload: the whole session's
+    answer carries every run's own list (``runs``), and a file a revert put back names
+    that revert (``revertedBy``) until a revert of the revert brings the change again."""
+    folder = project(tmp_path)
+    with ModelServer(FOUR) as model:
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            run_id = await run(crank)
+            undo = await crank.request("crank/revert", {"runId": run_id, "paths": ["d.py"]})
+            files = by_path(await crank.request("crank/changes", {"runId": run_id}))
+            assert {p: i.get("revertedBy") for p, i in files.items()} == {
+                "a.py": None,
+                "b.txt": None,
+                "c.txt": None,
+                "d.py": undo["revertId"],
+            }
+            whole = await crank.request("crank/changes", {})
+            assert [r["runId"] for r in whole["runs"]] == [run_id]  # the revert is no run
+            assert by_path(whole["runs"][0]) == files
+
+            await crank.request("crank/revert", {"runId": undo["revertId"]})
+            again = by_path(await crank.request("crank/changes", {"runId": run_id}))
+            assert "revertedBy" not in again["d.py"]
+            assert (folder / "d.py").read_text() == "x = 1\ny = 3\n"

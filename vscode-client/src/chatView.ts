@@ -18,6 +18,8 @@ import { INSTALL_HELP, ignoredLine, ignoredSettings, restrictedIn } from "./prot
 import { branchesOf, forkPointFor } from "./chat/branches";
 import { runMcpAction, type McpAction } from "./chat/mcp";
 import { toLsp } from "./protocol/diagnostics";
+import type { ChangesReview } from "./review";
+import { RunChangesView } from "./runChangesView";
 
 interface TrackedEdit {
   edit: EditInfo;
@@ -54,7 +56,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
   /** Permission ids are unique across reloads, so a card restored from an old page state never answers a new question. */
   private readonly permissionPrefix = `perm-${Date.now().toString(36)}`;
 
-  constructor(private readonly ext: vscode.ExtensionContext, private readonly server: ServerManager) {
+  /** The files each run changed, listed under it (runChangesView.ts). */
+  private readonly runChanges: RunChangesView;
+
+  constructor(private readonly ext: vscode.ExtensionContext, private readonly server: ServerManager, review: ChangesReview) {
+    this.runChanges = new RunChangesView(server, review, (a) => this.dispatch(a), (level, text) => this.notice(level, text));
     server.permissionHandler = (p, cancelled) => this.askPermission(p, cancelled);
     server.beforeServerCommand = () => void this.reveal();
     ext.subscriptions.push(
@@ -242,6 +248,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
         this.toldIgnored = true;
         this.notice("warning", ignored);
       }
+      await this.runChanges.reloaded(workspace);
       await this.postBranches();
       await this.postCommands();
       const { models } = await client.models({ workspace });
@@ -342,6 +349,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
       }
     }
     if (ev.type === "agent_settled" && p.workspace === this.workspace()) void this.postBranches().catch(() => undefined);
+    if (ev.type === "agent_settled" && p.runId && p.workspace === this.workspace()) void this.runChanges.settled(p.workspace, p.runId);
     if (ev.type === "session_changed" && p.workspace === this.workspace()) {
       void this.ext.workspaceState.update(`crank.lastSession.${p.workspace}`, ev.sessionId);
       void this.refresh();
@@ -484,6 +492,10 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
         return this.fetchImage(m.sha256, m.sessionId);
       case "mcpServer":
         return this.mcpServer(m.name, m.action, workspace);
+      case "changeDiff":
+        return this.runChanges.diff(workspace, m.runId, m.path);
+      case "undoChanges":
+        return this.runChanges.undo(workspace, m.runId, m.paths, m.force === true);
     }
     const client = await this.server.ensureStarted(true);
     if (!client) {

@@ -32,7 +32,9 @@ class FixBeforeStartProvider implements vscode.CodeActionProvider {
 
 export async function activate(context: vscode.ExtensionContext): Promise<void> {
   const server = new ServerManager(context);
-  const chat = new ChatViewProvider(context, server);
+  // The quick pick and the chat's per-run lists share the diff view (`crank/fileContent`).
+  const review: ChangesReview = new ChangesReview(server, (): string | undefined => chat.folder()?.uri.toString());
+  const chat: ChatViewProvider = new ChatViewProvider(context, server, review);
   context.subscriptions.push(server);
   context.subscriptions.push(vscode.window.registerWebviewViewProvider(ChatViewProvider.viewId, chat, { webviewOptions: { retainContextWhenHidden: true } }));
 
@@ -116,7 +118,6 @@ export async function activate(context: vscode.ExtensionContext): Promise<void> 
     if (u) chat.addProblems(u);
   });
   register("crank.chat.stop", () => chat.stop());
-  const review = new ChangesReview(server, workspace);
   context.subscriptions.push(review);
   register("crank.reviewChanges", () => review.review());
   register("crank.chat.newSession", async () => {

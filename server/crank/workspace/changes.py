@@ -1,8 +1,8 @@
 """A run's changes to the workspace, recorded per tool call, listed and taken back.
 
 ``RunChanges.wrap`` puts a hook around every tool that changes files (``mutates``):
-before the call, a snapshot of what it may touch (``edit``/``write``: the file they
-name; a command, or any other mutating tool: the whole workspace, see
+once the call is allowed to act, a snapshot of what it may touch (``edit``/``write``:
+the file they name; a command, or any other mutating tool: the whole workspace, see
 ``crank.tools.snapshot``), the before images kept in the session's content store
 (``crank.session.fileblobs``); after the call, a second snapshot, and what differs is
 appended to the session as one ``fileChanges`` entry (``runId``, ``toolCallId``,
@@ -17,6 +17,14 @@ edit, so the editor's undo works); a closed file is replaced atomically (tempora
 file, rename). Each file is judged and applied alone, and every refusal is a
 per-file conflict with its reason. The revert is itself a ``revert`` entry, with its
 own id (``revert-<hex>``) and its own before/after images, so it can be reverted.
+
+The order is ask, then snapshot, then run: every tool that changes files asks
+(``ToolContext.approve``) before it touches anything, and ``snapshot_after`` wraps that
+question so the call's first snapshot is taken when the answer is yes (the mode or a
+rule answering counts too). What the user changes while a question is open is theirs,
+not the call's. A call that is refused changes nothing and records nothing; a mutating
+tool that never asks is not recorded (every one Crank has asks: edit, write, bash and
+the MCP tools that are not trusted read-only).
 """
 
 from __future__ import annotations
@@ -26,7 +34,8 @@ import logging
 import os
 import secrets
 import stat
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -36,7 +45,7 @@ import anyio.to_thread
 from crank.agent.model import AbortSignal
 from crank.agent.tools import OnUpdate, Tool, ToolCall, ToolOutput
 from crank.session import SessionLog, fileblobs
-from crank.tools import ToolContext
+from crank.tools import ApprovalRequest, Approve, Decision, ToolContext
 from crank.tools.context import EditNotSaved, EditRefused, absolute
 from crank.tools.snapshot import (
     SAVE_LIMIT,
@@ -58,6 +67,30 @@ log = logging.getLogger(__name__)
 NAMED_TARGET = {"edit": "path", "write": "path"}
 """Tools that change exactly the file their argument names: only it is snapshot."""
 REVERT_PREFIX = "revert-"
+
+
+_SNAPSHOT_NOW: ContextVar[Callable[[], Awaitable[None]] | None] = ContextVar(
+    "crank_changes_snapshot_now", default=None
+)
+"""The recorded call running in this task: takes its first snapshot (set by the
+wrapper around a mutating tool, called by ``snapshot_after`` on a yes)."""
+
+
+def snapshot_after(approve: Approve) -> Approve:
+    """``approve`` whose yes first takes the asking call's snapshot (when the call is
+    recorded): the snapshot a call's change is measured from is taken after its
+    question is answered, never before, so an edit the user makes while it is open is
+    not counted as the call's. A second yes for the same call (a path outside the
+    workspace, then the change itself) takes it again: the last one counts."""
+
+    async def ask(request: ApprovalRequest) -> Decision:
+        decision = await approve(request)
+        take = _SNAPSHOT_NOW.get()
+        if decision.allowed and take is not None:
+            await take()
+        return decision
+
+    return ask
 
 
 def new_revert_id() -> str:
@@ -180,6 +213,35 @@ def run_ids(entries: Iterable[dict[str, Any]]) -> list[str]:
     return seen
 
 
+def run_files(entries: Sequence[dict[str, Any]], run: str) -> list[dict[str, Any]]:
+    """One run's files as ``crank/changes`` lists them, a reverted one with ``revertedBy``."""
+    undone = reverted_paths(entries, run)
+    out: list[dict[str, Any]] = []
+    for net in net_changes(entries, [run]).values():
+        item = net.to_json()
+        if net.path in undone:
+            item["revertedBy"] = undone[net.path]
+        out.append(item)
+    return out
+
+
+def reverted_paths(entries: Iterable[dict[str, Any]], run: str) -> dict[str, str]:
+    """The paths of ``run`` that a revert put back, each with the newest such revert's
+    id; a path a later revert of that revert brought back again is not listed."""
+    undone: dict[str, str] = {}
+    for entry in entries:
+        if entry.get("type") != "revert":
+            continue
+        reverts = entry.get("reverts") or ()
+        revert_id = entry.get("runId")
+        for path in entry.get("reverted") or ():
+            if run in reverts and isinstance(revert_id, str):
+                undone[path] = revert_id
+            elif undone.get(path) in reverts:
+                del undone[path]
+    return undone
+
+
 # -- recording -----------------------------------------------------------------------------
 
 
@@ -248,10 +310,17 @@ class RunChanges:
                 return await inner(call, signal, on_update)
             targets = self._targets(tool, call)
             scanner = self.scanner(session)
-            before = await self._scan(scanner, targets)
+            taken: list[Snapshot | None] = []
+
+            async def snapshot_now() -> None:
+                taken[:] = [await self._scan(scanner, targets)]
+
+            token = _SNAPSHOT_NOW.set(snapshot_now)
             try:
                 return await inner(call, signal, on_update)
             finally:
+                _SNAPSHOT_NOW.reset(token)
+                before = taken[0] if taken else None
                 if before is not None:
                     after = await self._scan(scanner, targets)
                     if after is not None:
@@ -301,11 +370,22 @@ class RunChanges:
     # -- listing -------------------------------------------------------------------------
 
     def list(self, session: SessionLog | None, run: str | None) -> dict[str, Any]:
-        """``crank/changes``: one run's files, or the whole session's."""
+        """``crank/changes``: one run's files, or the whole session's, then (additive)
+        each run's own list in ``runs`` so a client can show every run's changes after
+        a reload with one request. A run's file that a revert put back (and no revert
+        of that revert brought again) says so in ``revertedBy``."""
         if session is None:
-            return {"files": []}
-        nets = net_changes(session.entries(), None if run is None else [run])
-        return {"files": [net.to_json() for net in nets.values()]}
+            return {"files": []} if run is not None else {"files": [], "runs": []}
+        entries = session.entries()
+        if run is not None:
+            return {"files": run_files(entries, run)}
+        nets = net_changes(entries, None)
+        runs = [
+            {"runId": one, "files": run_files(entries, one)}
+            for one in run_ids(entries)
+            if not one.startswith(REVERT_PREFIX)
+        ]
+        return {"files": [net.to_json() for net in nets.values()], "runs": runs}
 
     def content(self, session: SessionLog | None, sha256: object) -> dict[str, Any]:
         """``crank/fileContent``: a kept before or after image, as text, for a client's

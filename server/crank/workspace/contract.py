@@ -394,10 +394,19 @@ class ChangedFile(TypedDict):
     before: NotRequired[str]
     after: NotRequired[str]
     reason: NotRequired[str]
+    revertedBy: NotRequired[str]
+    """(additive, a run's list) the revert that put this file back, when one did."""
+
+
+class RunChangesJson(TypedDict):
+    runId: str
+    files: list[ChangedFile]
 
 
 class ChangesResult(TypedDict):
     files: list[ChangedFile]
+    runs: NotRequired[list[RunChangesJson]]
+    """(additive) without ``runId``: each run's own list, oldest first (reverts left out)."""
 
 
 class RevertParams(SessionParams):

@@ -45,7 +45,7 @@ from crank.vendors.config import default_config_file
 
 from .approvals import ApprovalRouter
 from .attachments import context_images
-from .changes import RunChanges
+from .changes import RunChanges, snapshot_after
 from .client import EditorClient
 from .commands import BUILTIN_NAMES, CommandCatalog, parse_command, perform
 from .daily import DailyRefresh
@@ -111,7 +111,7 @@ class WorkspaceHost:
             editor_files=client.files,
             terminal=client.terminal,
             apply_edit=client.apply_edit,
-            approve=self.approvals.approve,
+            approve=snapshot_after(self.approvals.approve),  # ask, then snapshot, then run
             outside=self.approvals.outside,
             sandbox=lambda: self.settings.sandbox,
             protected=protected_paths(
@@ -290,7 +290,7 @@ class WorkspaceHost:
             read_only=read_only,
             notes=self.notes,
             trimmed=lambda: self.session.trimmed(),  # the slot is made after the tools
-            extra=self.mcp.tools(self.approvals.approve),
+            extra=self.mcp.tools(self.ctx.approve),
         )
         return self.changes.wrap(self.diagnostics.wrap(tools))
 

@@ -69,7 +69,11 @@ export type ViewMessage =
   /** The unsent text changed, or the attached images (`images` only then: they can be megabytes): the host keeps them for the workspace. */
   | { type: "draft"; text: string; images?: PromptImage[] }
   /** A button of the chat's MCP line: crank/mcpServer for that server. */
-  | { type: "mcpServer"; name: string; action: McpAction };
+  | { type: "mcpServer"; name: string; action: McpAction }
+  /** The diff of one file a run changed (before the run against now). */
+  | { type: "changeDiff"; runId: string; path: string }
+  /** Undo what a run did to these files (crank/revert); `force` overwrites what changed since. */
+  | { type: "undoChanges"; runId: string; paths: string[]; force?: boolean };
 
 const DECISIONS = new Set(["allow", "allowSession", "allowAlways", "reject"]);
 const MODES = new Set(["ask", "autoEdit", "auto", "readOnly"]);
@@ -156,9 +160,20 @@ export function parseViewMessage(m: unknown): ViewMessage | undefined {
     }
     case "mcpServer":
       return isStr(o.name) && o.name && isMcpAction(o.action) ? { type: "mcpServer", name: o.name, action: o.action } : undefined;
+    case "changeDiff":
+    case "undoChanges":
+      return parseRunChangeMessage(o);
     case "image":
       return isSha256(o.sha256) && optStr(o.sessionId) ? { type: "image", sha256: o.sha256, ...(isStr(o.sessionId) ? { sessionId: o.sessionId } : {}) } : undefined;
     default:
       return undefined;
   }
+}
+
+/** `changeDiff` / `undoChanges`: a run id, and a path or a non-empty list of paths (strings). */
+function parseRunChangeMessage(o: Record<string, unknown>): ViewMessage | undefined {
+  if (!isStr(o.runId) || !o.runId) return undefined;
+  if (o.type === "changeDiff") return isStr(o.path) && o.path ? { type: "changeDiff", runId: o.runId, path: o.path } : undefined;
+  if (!Array.isArray(o.paths) || !o.paths.length || !o.paths.every((p) => isStr(p) && p) || !(o.force === undefined || typeof o.force === "boolean")) return undefined;
+  return { type: "undoChanges", runId: o.runId, paths: o.paths as string[], ...(o.force ? { force: true } : {}) };
 }

@@ -26,6 +26,8 @@ import type {
   UserMessage,
 } from "../protocol/types";
 import { editOf, type EditInfo } from "./edits";
+import { runChangesIn, withAllRunChanges, withRunChanges, type ChangesItem } from "./runChanges";
+import type { ChangedFile, RevertConflict, RunChangesJson } from "../protocol/types";
 
 /** A user message; `images` as the server sent them (inline ones carry their data). */
 export interface UserItem {
@@ -74,7 +76,8 @@ export interface PermissionItem {
   withdrawn?: boolean;
 }
 export interface NoticeItem { kind: "notice"; id: string; level: "info" | "warning" | "error"; text: string }
-export type ChatItem = UserItem | AssistantItem | ToolItem | PermissionItem | NoticeItem;
+export type ChatItem = UserItem | AssistantItem | ToolItem | PermissionItem | NoticeItem | ChangesItem;
+export type { ChangesItem } from "./runChanges";
 
 export type ServerStatus = "starting" | "running" | "down" | "notInstalled";
 
@@ -124,7 +127,11 @@ export type ChatAction =
   | { type: "queue"; queue: Queue }
   | { type: "notice"; level: NoticeItem["level"]; text: string }
   /** The MCP servers as crank/mcpServer answered (the chat line's Restart/Disable/Enable). */
-  | { type: "mcp"; servers: McpServerState[] };
+  | { type: "mcp"; servers: McpServerState[] }
+  /** One run's changed files (crank/changes), shown under it; `settled`: the run just ended (its list goes last). */
+  | { type: "runChanges"; runId: string; files: ChangedFile[]; conflicts?: RevertConflict[]; settled?: boolean }
+  /** Every run's list of the session (crank/changes `runs`), after the transcript was read. */
+  | { type: "allRunChanges"; runs: RunChangesJson[] };
 
 export function initialState(): ChatState {
   return {
@@ -473,7 +480,7 @@ function reduceAction(s: ChatState, a: ChatAction): ChatState {
       return {
         ...s,
         // An open question is not in any transcript: keep its card, or it could not be answered.
-        items: pendingPermissions(s).reduce(placePermission, withLiveItems(s, a.sessionId, itemsFromMessages(a.messages, s.tools))),
+        items: keptRunChanges(s, a.sessionId, pendingPermissions(s).reduce(placePermission, withLiveItems(s, a.sessionId, itemsFromMessages(a.messages, s.tools)))),
         sessionId: a.sessionId ?? s.sessionId,
         workspace: a.workspace ?? s.workspace,
         gap: false,
@@ -539,7 +546,20 @@ function reduceAction(s: ChatState, a: ChatAction): ChatState {
       return { ...s, items: [...s.items, notice(a.level, a.text)] };
     case "mcp":
       return { ...s, mcp: a.servers };
+    case "runChanges": {
+      const item: ChangesItem = { kind: "changes", id: a.runId, files: a.files, ...(a.conflicts?.length ? { conflicts: a.conflicts } : {}) };
+      return { ...s, items: withRunChanges(s.items, item, a.settled) as ChatItem[] };
+    }
+    case "allRunChanges":
+      return { ...s, items: withAllRunChanges(s.items, a.runs) as ChatItem[] };
   }
+}
+
+/** The run lists shown stay, in their places, when the same session's transcript is read again (the host then reads them afresh). */
+function keptRunChanges(s: ChatState, sessionId: string | undefined, read: ChatItem[]): ChatItem[] {
+  if (sessionId !== undefined && s.sessionId !== undefined && sessionId !== s.sessionId) return read;
+  const lists = runChangesIn(s.items);
+  return lists.length ? (withAllRunChanges(read, lists) as ChatItem[]) : read;
 }
 
 /**

@@ -60,6 +60,8 @@ export interface ChangedFile {
   before?: string;
   after?: string;
   reason?: string;
+  /** (additive, a run's list) the revert that put this file back, when one did. */
+  revertedBy?: string;
 }
 
 export interface ChangesParams {
@@ -70,6 +72,8 @@ export interface ChangesParams {
 
 export interface ChangesResult {
   files: ChangedFile[];
+  /** (additive) without ``runId``: each run's own list, oldest first (reverts left out). */
+  runs?: RunChangesJson[];
 }
 
 /** ``bash``: how the command ended, and where its whole output was saved. */
@@ -517,6 +521,11 @@ export interface RevertResult {
   reverted: string[];
   conflicts: RevertConflict[];
   revertId?: string;
+}
+
+export interface RunChangesJson {
+  runId: string;
+  files: ChangedFile[];
 }
 
 export type SandboxMode = "read-only" | "workspace-write" | "off";

@@ -16,6 +16,7 @@ import { ImageCache, imageCaption, imageLabel, imageOfBytes, imageView } from ".
 import type { ShownImage, PromptImage } from "../protocol/types";
 import { renderMarkdown } from "./markdown";
 import { mcpRows, type McpAction } from "../chat/mcp";
+import { CHANGE_KIND, changesSummary, undoable, undoAllPaths, type ChangesItem } from "../chat/runChanges";
 
 interface VsCodeApi {
   postMessage(msg: unknown): void;
@@ -717,7 +718,54 @@ function renderItem(it: ChatItem): HTMLElement {
       return renderPermission(it);
     case "notice":
       return h("div", { class: `notice ${it.level}`, role: it.level === "error" ? "alert" : "status" }, it.text);
+    case "changes":
+      return renderRunChanges(it);
   }
+}
+
+/**
+ * The files a finished run changed, under it: each with its kind and a click for its
+ * diff, Undo per file, Undo all; a file a revert put back says "undone"; what the last
+ * Undo could not put back is listed with its reason and a Force button.
+ */
+function renderRunChanges(c: ChangesItem): HTMLElement {
+  const undoAll = undoAllPaths(c);
+  const card = h("div", { class: "card changes", "data-run": c.id, role: "group", "aria-label": "Files this run changed" });
+  card.append(
+    h(
+      "div",
+      { class: "card-head" },
+      h("span", { class: "tool-name" }, "Changed files"),
+      h("span", { class: "changes-summary" }, changesSummary(c)),
+      h("span", { class: "spacer" }),
+      button("Undo all", () => post({ type: "undoChanges", runId: c.id, paths: undoAll }), { class: "secondary undo-all", disabled: !undoAll.length, title: "Put back every file of this run as it was before it" }),
+    ),
+  );
+  const rows = h("ul", { class: "change-files" });
+  for (const f of c.files) {
+    const kind = CHANGE_KIND[f.status];
+    rows.append(
+      h(
+        "li",
+        { class: `change-file ${kind}${f.revertedBy ? " undone" : ""}`, "data-path": f.path },
+        h("span", { class: "change-kind" }, kind),
+        h("button", { type: "button", class: "change-path", title: `Open the diff of ${f.path} (before the run ↔ now)`, onclick: () => post({ type: "changeDiff", runId: c.id, path: f.path }) }, f.path),
+        f.revertedBy ? h("span", { class: "badge undone" }, "undone") : null,
+        !f.restorable ? h("span", { class: "change-note", title: f.reason ?? "" }, f.reason?.includes("not restorable") ? f.reason : `not restorable: ${f.reason ?? "its content was not kept"}`) : null,
+        h("span", { class: "spacer" }),
+        undoable(f) ? button("Undo", () => post({ type: "undoChanges", runId: c.id, paths: [f.path] }), { class: "secondary undo-file", "aria-label": `Undo the change to ${f.path}` }) : null,
+      ),
+    );
+  }
+  card.append(rows);
+  if (c.conflicts?.length) {
+    const paths = c.conflicts.map((x) => x.path);
+    card.append(
+      h("div", { class: "note warning change-conflicts", role: "alert" }, ...c.conflicts.map((x) => h("div", { class: "change-conflict" }, `Not undone: ${x.path}: ${x.reason}`))),
+      h("div", { class: "actions" }, button("Force", () => post({ type: "undoChanges", runId: c.id, paths, force: true }), { class: "secondary force-undo", title: "Undo anyway: overwrite what changed since the run" })),
+    );
+  }
+  return card;
 }
 
 const statusLabel: Record<ToolItem["status"], string> = { pending: "waiting", running: "running", done: "done", failed: "failed" };

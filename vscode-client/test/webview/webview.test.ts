@@ -671,3 +671,59 @@ test("the MCP line: a row per server with its state; Restart, Disable and Enable
   await page.locator("section.mcp-line[hidden]").waitFor({ state: "attached" });
   assert.deepEqual(violations, []);
 });
+
+test("under a finished run: its changed files with their kind, a diff per file, Undo per file and all, Force after a conflict", async () => {
+  const call = (id: string, command: string) => ({ role: "assistant", content: [{ type: "toolCall", id, name: "bash", arguments: { command } }], stopReason: "toolUse", timestamp: 0 });
+  const result = (id: string) => ({ role: "toolResult", toolCallId: id, toolName: "bash", content: "ok", isError: false, timestamp: 0 });
+  await host({
+    type: "action",
+    action: {
+      type: "transcript",
+      sessionId: run.sessionId,
+      workspace: run.workspace,
+      messages: [{ role: "user", content: "change a, make b" }, call("rc1", "sed -i s/1/2/ a.py"), result("rc1"), call("rc2", "echo hi > b.txt"), result("rc2"), { role: "assistant", content: [{ type: "text", text: "Done." }], stopReason: "stop", timestamp: 0 }, { role: "user", content: "thanks" }],
+    },
+  } as HostMessage);
+  const files = [
+    { path: "a.py", status: "modified", byTool: ["rc1"], restorable: true, before: "1".repeat(64), after: "2".repeat(64) },
+    { path: "b.txt", status: "added", byTool: ["rc2"], restorable: true, after: "3".repeat(64) },
+    { path: "logo.png", status: "deleted", byTool: ["rc2"], restorable: false, reason: "binary: not restorable" },
+  ];
+  await host({ type: "action", action: { type: "allRunChanges", runs: [{ runId: "run-7", files }] } } as HostMessage);
+  const card = page.locator('.card.changes[data-run="run-7"]');
+  await card.waitFor();
+  // Under the run: after its last reply, before the next message typed.
+  const around = await page.locator(".items > *").evaluateAll((els) => {
+    const i = els.findIndex((e) => e.matches(".card.changes"));
+    return [els[i - 1]?.textContent?.trim(), els[i + 1]?.querySelector(".text")?.textContent];
+  });
+  assert.deepEqual(around, ["Done.", "thanks"]);
+  assert.deepEqual(await card.locator(".change-file").evaluateAll((els) => els.map((e) => [e.getAttribute("data-path"), e.querySelector(".change-kind")?.textContent])), [
+    ["a.py", "edited"],
+    ["b.txt", "created"],
+    ["logo.png", "deleted"],
+  ]);
+  assert.match(await card.locator('.change-file[data-path="logo.png"]').innerText(), /binary: not restorable$/);
+  assert.equal(await card.locator('.change-file[data-path="logo.png"] .undo-file').count(), 0, "no Undo for what cannot be put back");
+  await shot("run-changes");
+
+  await card.locator('.change-file[data-path="a.py"] .change-path').click();
+  assert.deepEqual((await posted()).at(-1), { type: "changeDiff", runId: "run-7", path: "a.py" });
+  await card.getByRole("button", { name: "Undo the change to b.txt" }).click();
+  assert.deepEqual((await posted()).at(-1), { type: "undoChanges", runId: "run-7", paths: ["b.txt"] });
+  await card.getByRole("button", { name: "Undo all" }).click();
+  assert.deepEqual((await posted()).at(-1), { type: "undoChanges", runId: "run-7", paths: ["a.py", "b.txt"] });
+
+  // The host reads the run again after an Undo: b.txt is undone, a.py was changed since (a conflict, Force offered).
+  const after = [files[0], { ...files[1], revertedBy: "revert-1" }, files[2]];
+  await host({ type: "action", action: { type: "runChanges", runId: "run-7", files: after, conflicts: [{ path: "a.py", reason: "changed since the run (now differs from what the run left); not overwritten (force: true overwrites it)" }] } } as HostMessage);
+  await card.locator(".change-conflict").waitFor();
+  assert.match(await card.locator(".change-conflict").innerText(), /Not undone: a\.py: changed since the run/);
+  assert.equal(await card.locator('.change-file[data-path="b.txt"] .badge.undone').innerText(), "undone");
+  assert.equal(await card.locator('.change-file[data-path="b.txt"] .undo-file').count(), 0);
+  assert.match(await card.locator(".changes-summary").innerText(), /3 files changed, 1 undone/);
+  await shot("run-changes-conflict");
+  await card.getByRole("button", { name: "Force" }).click();
+  assert.deepEqual((await posted()).at(-1), { type: "undoChanges", runId: "run-7", paths: ["a.py"], force: true });
+  assert.deepEqual(violations, []);
+});
