@@ -22,6 +22,7 @@ import json
 import logging
 import os
 import select
+import signal
 import stat
 import sys
 from collections.abc import Awaitable, Callable
@@ -98,12 +99,46 @@ async def _serve(server: CrankServer, read: ReadChunk, start: Start | None = Non
         for event in start.events if start else ():
             inbox.receive(event)
         if start is None or not start.ended:
-            await pump(read, inbox, start.parser if start else None)
+            reading = asyncio.get_running_loop().create_task(
+                pump(read, inbox, start.parser if start else None)
+            )
+            signalled = _end_on_signals(reading)
+            try:
+                await reading
+            except asyncio.CancelledError:
+                if not signalled:
+                    raise
+                log.info("ended by %s: closing as at the end of input", signalled[0].name)
     except BaseException:  # exit (SystemExit), a closed pipe: no one to answer
         await server.close_all()
         raise
     await server.close_all()
     await _answer_in_flight(server)
+
+
+END_SIGNALS = (signal.SIGTERM, signal.SIGHUP)
+"""Signals that end the server as the end of input does: an editor that stops its
+language server without ``shutdown`` (a timeout, a crash of its own, a closed
+terminal) sends SIGTERM, and the runs must still be saved and every MCP server's
+process group ended (each runs in a session of its own, so nothing else ends it)."""
+
+
+def _end_on_signals(reading: asyncio.Task[None]) -> list[signal.Signals]:
+    """Cancel ``reading`` on an end signal; the signals seen (empty: none yet). Where
+    the loop cannot take signal handlers (not the main thread), nothing is installed."""
+    seen: list[signal.Signals] = []
+    loop = asyncio.get_running_loop()
+
+    def on_signal(sig: signal.Signals) -> None:
+        seen.append(sig)
+        reading.cancel()
+
+    for sig in END_SIGNALS:
+        try:
+            loop.add_signal_handler(sig, on_signal, sig)
+        except (RuntimeError, ValueError, NotImplementedError):
+            break
+    return seen
 
 
 ANSWER_GRACE = 10.0
