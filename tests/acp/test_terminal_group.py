@@ -204,3 +204,40 @@ async def test_a_memory_hog_in_the_terminal_fails_to_allocate(tmp_path: Path) ->
     result = await run_limited(tmp_path, hog, {"memoryMB": 256})
     assert "MemoryError" in result and "exited with code 1" in result, result
     assert "sandbox.limits.memoryMB" in result, result
+
+
+async def test_a_timeout_ends_the_whole_group_too(tmp_path: Path) -> None:
+    """The command's children write their pids before it blocks, so the test knows
+    them without racing the timeout; a process-only client, the sandbox off."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    command = (
+        "env -i bash -c 'echo $$ >> pids; exec sleep 1000' & "
+        "(setsid env -i bash -c 'echo $$ >> pids; exec sleep 1001' &) ; "
+        'until [ "$(wc -l < pids)" -ge 2 ] 2>/dev/null; do sleep 0.05; done; sleep 120'
+    )
+    call = {"id": "c1", "name": "bash", "arguments": {"command": command, "timeout": 15}}
+    script = {"replies": [{"toolCalls": [call]}, {"text": "timed out"}]}
+    client = ProcessOnlyTerminals(["allow"])
+    async with (
+        ModelServer(script) as model,
+        crank_acp(
+            model,
+            tmp_path,
+            client,
+            "--permission-mode",
+            "auto",
+            "--sandbox",
+            "off",
+            capabilities=TERMINAL,
+        ) as conn,
+    ):
+        session = await conn.new_session(cwd=str(folder))
+        answer = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("run")])
+        assert answer.stop_reason == "end_turn"
+        messages = model.requests[-1]["body"]["messages"]
+    [result] = [str(m["content"]) for m in messages if m.get("role") == "tool"]
+    assert "timed out after 15 seconds" in result, result
+    pids = [int(line) for line in (folder / "pids").read_text().split()]
+    assert len(pids) == 2, pids
+    assert await gone(pids) == [], f"left running: {pids}"
