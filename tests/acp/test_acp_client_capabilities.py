@@ -273,10 +273,8 @@ async def test_cancel_mid_command_kills_and_releases_the_terminal(tmp_path: Path
         )
         terminal = client.terminals["term-1"]
         assert ("kill", "term-1") in client.calls, client.calls
-        assert terminal.killed and terminal.process.returncode is not None, (
-            terminal.process.returncode,
-            terminal.output,
-        )
+        # Crank ended the command's group itself (SIGTERM) before it asked for the kill
+        assert terminal.process.returncode is not None, terminal.output
         again = await conn.prompt(session_id=session.session_id, prompt=[acp.text_block("more")])
         assert again.stop_reason == "end_turn"
         assert client.text().endswith("after the cancel")

@@ -1,7 +1,10 @@
-"""A client that kills only the process it started (not its group) still leaves
-nothing of the command running (issue 26 item 7): after ``terminal/kill``, Crank runs
-a sweep in a second terminal of the same client that kills every process carrying
-the command's ``CRANK_TERMINAL`` mark, in whatever session (``setsid``) it is."""
+"""The fallback when Crank cannot learn the command's process group (a client on
+another machine, where Crank's private folder is not: ``tools/detached.py``): a
+client that kills only the process it started (not its group) still leaves nothing
+of the command running that carries its mark (issue 26 item 7). After
+``terminal/kill``, Crank runs a sweep in a second terminal of the same client that
+kills every process carrying the command's ``CRANK_TERMINAL`` mark, in whatever
+session (``setsid``) it is. The group end itself: test_terminal_group.py."""
 
 from __future__ import annotations
 
@@ -40,7 +43,23 @@ class ProcessOnlyTerminals(Terminals):
         return answer
 
 
-async def test_a_process_only_kill_leaves_no_process_of_the_command(tmp_path: Path) -> None:
+class ElsewhereTerminals(ProcessOnlyTerminals):
+    """A client whose terminal cannot reach Crank's private folder, as one on another
+    machine could not (simulated: the leader is handed a folder that does not exist)."""
+
+    async def create_terminal(
+        self, session_id: str, command: str, args: list[str] | None = None, **kwargs: Any
+    ) -> schema.CreateTerminalResponse:
+        args = list(args or [])
+        for at, arg in enumerate(args[:-1]):
+            if Path(arg).name == "leader.py":
+                args[at + 1] = "/nonexistent-crank-folder/leader"
+        return await super().create_terminal(session_id, command, args, **kwargs)
+
+
+async def test_without_the_group_a_process_only_kill_leaves_no_marked_process(
+    tmp_path: Path,
+) -> None:
     folder = tmp_path / "project"
     folder.mkdir()
     mark = marker()
@@ -50,7 +69,7 @@ async def test_a_process_only_kill_leaves_no_process_of_the_command(tmp_path: Pa
     )
     call = {"id": "c1", "name": "bash", "arguments": {"command": command}}
     script = {"replies": [{"toolCalls": [call]}, {"text": "after the cancel"}]}
-    client = ProcessOnlyTerminals(answers=["allow", "allow"])
+    client = ElsewhereTerminals(answers=["allow", "allow"])
     async with (
         ModelServer(script) as model,
         crank_acp(

@@ -17,6 +17,9 @@ import os
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from tests.security.frontends import bad_workspace
 from tests.support.model_server import ModelServer
 from tests.support.processes import marker, survivors
 
@@ -64,3 +67,36 @@ async def test_state_is_answered_while_grep_is_stuck_and_the_abort_lands(
             assert needle not in str(end["result"]["content"])  # it did not run to the end
             # the abort ended ripgrep and its sandbox, not just the process crank started
             assert survivors(needle, in_arguments=True) == []
+
+
+ESCAPED = r"bad\xffname.txt"
+"""``bad\xffname.txt`` as the tools show it to the model (``tools/names.py``)."""
+
+
+def sent_results(model: ModelServer) -> str:
+    """The tool results of the last request the model got, as one text."""
+    messages = model.requests[-1]["body"]["messages"]
+    return "\n".join(str(m["content"]) for m in messages if m.get("role") == "tool")
+
+
+@pytest.mark.parametrize(
+    ("tool", "arguments"), [("ls", {"path": "."}), ("find", {"pattern": "**/*"})]
+)
+async def test_a_name_that_is_not_utf8_settles_the_run_and_reaches_the_model_escaped(
+    tmp_path: Path, tool: str, arguments: dict[str, Any]
+) -> None:
+    """ls and find over ``bad\\xffname.txt``: the run never ended (no
+    ``tool_execution_end``, no ``agent_settled``) before the one rule for text."""
+    folder = bad_workspace(project(tmp_path))
+    call = {"id": "t", "name": tool, "arguments": arguments}
+    script = {"replies": [{"toolCalls": [call]}, {"text": "listed"}]}
+    with ModelServer(script) as model:
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            run_id = await started(crank, "list")
+            (end,) = tool_ends(await crank.settled(run_id, within=60))
+            assert end["result"]["isError"] is False, end
+            assert ESCAPED in str(end["result"]["content"]), end
+            assert isinstance(await crank.request("crank/state", {}), dict)
+        assert ESCAPED in sent_results(model)
+        if tool == "find":
+            assert r"d\xfe\xfe/x\x80.py" in sent_results(model)

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import os
-from collections.abc import Sequence
 from pathlib import Path
 
 from crank.tools import TerminalRun, ToolContext, standard_tools
+from crank.tools.detached import Detached
 
 from .conftest import Approvals, call
 
@@ -27,11 +27,11 @@ class StartingTerminal:
         """Answer this instead of what the command printed (a client's own report)."""
 
     async def run(
-        self, call_id: str, argv: Sequence[str], cwd: Path, seconds: float, output_limit: int
+        self, call_id: str, command: Detached, cwd: Path, seconds: float, output_limit: int
     ) -> TerminalRun:
-        self.argv = list(argv)
+        self.argv = list(command.argv)
         process = await asyncio.create_subprocess_exec(
-            *argv,
+            *command.argv,
             cwd=cwd,
             env=dict(os.environ, ANTHROPIC_API_KEY=KEY, GITHUB_TOKEN=KEY),
             stdout=asyncio.subprocess.PIPE,

@@ -6,6 +6,7 @@ bubblewrap: a machine without it fails here, it does not skip."""
 from __future__ import annotations
 
 import asyncio
+import sys
 from pathlib import Path
 
 from crank.tools import ToolContext, standard_tools
@@ -47,3 +48,14 @@ async def test_a_normal_command_is_not_limited(root: Path, tmp_path: Path) -> No
     ctx = ToolContext(root, output_dir=tmp_path / "out", sandbox=lambda: settings)
     result = await call(standard_tools(ctx), "bash", {"command": "seq 3 | wc -l"})
     assert not result.is_error and result.content == "3"
+
+
+async def test_a_memory_hog_fails_to_allocate_and_the_result_names_the_limit(
+    root: Path, tmp_path: Path
+) -> None:
+    settings = SandboxSettings(limits=Limits(memory_mb=256))
+    ctx = ToolContext(root, output_dir=tmp_path / "out", sandbox=lambda: settings)
+    hog = f"{sys.executable} -c 'bytearray(1024 * 1024 * 1024)'"
+    result = await call(standard_tools(ctx), "bash", {"command": hog})
+    assert result.is_error and "MemoryError" in result.content, result.content
+    assert "at most 256 MB of data memory (sandbox.limits.memoryMB)" in result.content

@@ -50,6 +50,16 @@ async def test_find_shows_the_name_escaped(odd: Path, tools: list[Tool]) -> None
     assert not result.is_error and encodable(result.content) == SHOWN
 
 
+@pytest.mark.parametrize("pattern", ["*", "**/*", "**", "bad*"])
+async def test_find_wildcards_match_the_name_too(
+    odd: Path, tools: list[Tool], pattern: str
+) -> None:
+    """RE2 matches no byte that is not UTF-8, so ``*`` (a glob RE2 runs, unlike the
+    ``*.txt`` suffix) skipped the name until it was matched in its shown form."""
+    result = await call(tools, "find", {"pattern": pattern})
+    assert not result.is_error and encodable(result.content) == SHOWN
+
+
 @pytest.mark.parametrize("engine", ["python", "rg"])
 async def test_grep_shows_the_name_escaped(odd: Path, ctx: ToolContext, engine: str) -> None:
     from crank.tools.grep import make_grep

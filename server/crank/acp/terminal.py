@@ -1,24 +1,25 @@
 """The agent's commands in the editor's terminal: ACP's ``terminal/*``.
 
 Used when the client offers ``clientCapabilities.terminal`` (and ``crank acp`` was not
-started with ``--local-commands``). The argv it is handed is already the whole,
-confined command (``crank.tools.process.detached_argv``: ``env -i`` with Crank's
-scrubbed environment, then the sandbox, then ``bash -c``), so the client starts it as
-it is: ``command`` is argv[0], ``args`` the rest, ``env`` empty (nothing to add), and
-nothing of the editor's environment reaches the command.
+started with ``--local-commands``). The command it is handed is already whole
+(``crank.tools.detached``: ``env -i`` with Crank's scrubbed environment, the leader
+that gives it a process group of its own, the limits, the sandbox, then ``bash -c``),
+so the client starts it as it is: ``command`` is argv[0], ``args`` the rest, ``env``
+empty (nothing to add), and nothing of the editor's environment reaches the command.
 
 Promises (``crank.tools.EditorTerminal``):
 - ``terminal/create`` with ``outputByteLimit``; the call's ``tool_call_update`` then
   embeds ``{"type": "terminal", "terminalId": ...}`` so the client shows it live.
-- ``terminal/wait_for_exit`` waits for the command, at most its timeout; then
-  ``terminal/kill`` and the exit status it ends with.
-- On every way out, including a cancelled turn, the terminal is killed (if it may
-  still run) and released, in a cleanup a second cancellation cannot cut short; each
-  of those calls waits at most CLIENT_SECONDS.
-- After a kill, a second terminal of the same client runs a sweep that SIGKILLs every
-  process whose environment holds the command's ``CRANK_TERMINAL`` mark (put there by
-  ``detached_argv``): a client that kills only the process it started, not its group,
-  left the command's children running; a ``setsid`` child is found the same way.
+- ``terminal/wait_for_exit`` waits for the command, at most its timeout.
+- On a timeout and on every other way out while it may still run, a cancelled turn
+  included, Crank ends the command's whole process group itself (``Detached.end``:
+  SIGTERM, then SIGKILL), then asks for ``terminal/kill``; the terminal is always
+  released, in a cleanup a second cancellation cannot cut short; each of those calls
+  waits at most CLIENT_SECONDS.
+- Only when the group could not be learnt (a client on another machine), a second
+  terminal of the same client runs the sweep after the kill, which SIGKILLs every
+  process carrying the command's ``CRANK_TERMINAL`` mark (a process that cleared its
+  environment escapes that one).
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any
 from crank.agent.tools import ToolError
 from crank.tools import TerminalRun
 from crank.tools.bash import uncancellable
-from crank.tools.process import sweep_argv, terminal_mark
+from crank.tools.detached import Detached, sweep_argv
 
 from .files import ask
 from .wire import Peer, PeerGone, RpcError
@@ -69,8 +70,6 @@ class AcpTerminal:
         self._session_id = session_id
         self._show = show
         """``(tool_call_id, terminal_id)``: embed the terminal in the call's updates."""
-        self._mark: str | None = None
-        self._cwd = Path.cwd()
 
     async def _call(self, method: str, terminal_id: str) -> Any:
         params = {"sessionId": self._session_id(), "terminalId": terminal_id}
@@ -82,16 +81,15 @@ class AcpTerminal:
             raise ToolError(f"The client closed the connection during {method}.") from None
 
     async def run(
-        self, call_id: str, argv: Sequence[str], cwd: Path, seconds: float, output_limit: int
+        self, call_id: str, command: Detached, cwd: Path, seconds: float, output_limit: int
     ) -> TerminalRun:
-        self._mark = terminal_mark(argv)
-        self._cwd = cwd
-        creating = asyncio.create_task(self._create(argv, cwd, output_limit))
+        creating = asyncio.create_task(self._create(command.argv, cwd, output_limit))
         try:
             terminal_id = await asyncio.shield(creating)
         except asyncio.CancelledError:  # it may be created still: end it once it is
-            await uncancellable(self._end_created(creating))
+            await uncancellable(self._end_created(creating, command, cwd))
             raise
+        command.watch()
         ended = False
         try:
             self._show(call_id, terminal_id)
@@ -104,9 +102,11 @@ class AcpTerminal:
                     )
             except TimeoutError:
                 timed_out = True
+                grouped = await command.end()
                 await self._call("terminal/kill", terminal_id)
                 status = await self._call("terminal/wait_for_exit", terminal_id)
-                await self._sweep()
+                if not grouped:
+                    await self._sweep(command, cwd)
             except RpcError as exc:
                 raise ToolError(
                     f"The editor's terminal/wait_for_exit failed: {exc.message}"
@@ -116,7 +116,7 @@ class AcpTerminal:
             ended = True
             output = await self._call("terminal/output", terminal_id)
         finally:
-            await uncancellable(self._end(terminal_id, kill=not ended))
+            await uncancellable(self._end(terminal_id, command, cwd, kill=not ended))
         code, signal = _exit(status)
         text = output.get("output") if isinstance(output, dict) else None
         if code is None and signal is None and isinstance(output, dict):
@@ -150,36 +150,39 @@ class AcpTerminal:
             raise ToolError("The editor's answer to terminal/create had no terminalId.")
         return terminal_id
 
-    async def _end_created(self, creating: asyncio.Future[str]) -> None:
+    async def _end_created(
+        self, creating: asyncio.Future[str], command: Detached, cwd: Path
+    ) -> None:
         try:
             terminal_id = await creating
         except (ToolError, asyncio.CancelledError):
             return  # never created
-        await self._end(terminal_id, kill=True)
+        command.watch()
+        await self._end(terminal_id, command, cwd, kill=True)
 
-    async def _end(self, terminal_id: str, *, kill: bool) -> None:
-        """Kill (when it may still run) and release the terminal; failures are logged,
-        never raised over the command's own outcome."""
+    async def _end(self, terminal_id: str, command: Detached, cwd: Path, *, kill: bool) -> None:
+        """End the command's group and kill the terminal (when it may still run), then
+        release it; failures are logged, never raised over the command's own outcome."""
+        grouped = await command.end() if kill else True
         methods = ("terminal/kill", "terminal/release") if kill else ("terminal/release",)
         for method in methods:
             try:
                 await self._call(method, terminal_id)
             except ToolError as exc:
                 log.warning("%s of terminal %s failed: %s", method, terminal_id, exc)
-        if kill:
-            await self._sweep()
+        if not grouped:
+            await self._sweep(command, cwd)
 
-    async def _sweep(self) -> None:
-        """After a kill: a client may kill only the process it started, and the
-        command's children (in their own session or not) live on. A second terminal
-        of the same client then kills every process carrying the command's mark
-        (``process.sweep_argv``), released at once; failures are logged."""
-        if self._mark is None:
-            return
-        argv = sweep_argv(self._mark)
+    async def _sweep(self, command: Detached, cwd: Path) -> None:
+        """The fallback when the command's group was not learnt: a client may kill
+        only the process it started, and the command's children live on. A second
+        terminal of the same client kills every process carrying the command's mark
+        (``detached.sweep_argv``), released at once; failures are logged."""
+        log.info("the command's process group was not learnt; sweeping by its mark")
+        argv = sweep_argv(command.mark)
         try:
             async with asyncio.timeout(SWEEP_SECONDS):
-                swept = await self._create(argv, self._cwd, 4096)
+                swept = await self._create(argv, cwd, 4096)
                 try:
                     await self._call("terminal/wait_for_exit", swept)
                 finally:

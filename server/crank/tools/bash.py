@@ -7,9 +7,10 @@ says where. A timeout or an abort (the task is cancelled) kills the whole proces
 group; the cancellation is then re-raised for the caller.
 
 With ``ctx.terminal`` set, the command runs in the editor's terminal instead, so the
-user watches it: the same sandboxed argv, under ``env -i`` with Crank's scrubbed
-environment (``process.detached_argv``), so the editor's own environment (which may
-hold provider keys) never reaches it. The editor keeps the last
+user watches it: the same sandboxed argv and limits, under ``env -i`` with Crank's
+scrubbed environment, in a process group of its own that Crank ends itself on a
+timeout or an abort (``detached``), so the editor's own environment (which may hold
+provider keys) never reaches it and nothing it started outlives it. The editor keeps the last
 ``TERMINAL_OUTPUT_BYTES`` of output; the terminal shows the rest live.
 """
 
@@ -38,13 +39,13 @@ from .agreement import command_note, with_note
 from .capture import Capture
 from .change import declined
 from .context import CommandPreview, EditorTerminal, TerminalRun, ToolContext, approval_request
+from .detached import detached
 from .details import CommandDetails
-from .limits import Cage, limit_note
+from .limits import Cage, Limits, limit_note, memory_note
 from .process import (
     CONFINED_GRACE_SECONDS,
     KILL_GRACE_SECONDS,
     Box,
-    detached_argv,
     kill_group,
     start,
 )
@@ -148,7 +149,8 @@ async def run_command(
         start(command, ctx.root, box, settings.env, settings.limits, cage)
     )
     try:
-        return await _run(starting, capture, grace, seconds, on_update, cage)
+        done = await _run(starting, capture, grace, seconds, on_update, cage)
+        return with_limits(done, settings.limits)
     finally:
         if cage is not None:
             cage.close()
@@ -189,6 +191,16 @@ async def _run(
     return Finished(process.returncode, timed_out, left_running, capture, limit_note(cage))
 
 
+def with_limits(done: Finished, limits: Limits) -> Finished:
+    """``done`` with the memory limit's note when its output says an allocation
+    failed (``limits.memory_note``), beside the process limit's (if any)."""
+    note = memory_note(limits, done.exit_code, done.capture.tail())
+    if note is None:
+        return done
+    done.note = f"{done.note}\n{note}" if done.note else note
+    return done
+
+
 def _exit_code(ran: TerminalRun) -> int | None:
     """The terminal's exit as a process's return code (a signal as its negative)."""
     if ran.exit_code is not None:
@@ -211,12 +223,21 @@ async def run_in_terminal(
 ) -> tuple[Finished, bool]:
     """Run ``command`` in the editor's terminal; the Finished (its output captured as
     a local command's is) and whether the editor cut the output's beginning."""
-    argv = detached_argv(command, ctx.root, box)
-    ran = await terminal.run(call_id, argv, ctx.root, seconds, TERMINAL_OUTPUT_BYTES)
+    settings = ctx.sandbox()
+    cage = None
+    if box is not None:
+        cage = await asyncio.to_thread(Cage.make, settings.limits.processes)
+    job = detached(command, ctx.root, box, settings.env, settings.limits, cage)
+    try:
+        ran = await terminal.run(call_id, job, ctx.root, seconds, TERMINAL_OUTPUT_BYTES)
+        note = limit_note(cage)
+    finally:
+        job.close()
     capture = Capture(ctx.output_dir)
     if ran.output:
         capture.add(ran.output)
-    return Finished(_exit_code(ran), ran.timed_out, False, capture), ran.truncated
+    done = Finished(_exit_code(ran), ran.timed_out, False, capture, note)
+    return with_limits(done, settings.limits), ran.truncated
 
 
 def _status(done: Finished, timeout: float) -> str | None:

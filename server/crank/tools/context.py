@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, NotRequired, Protocol, TypedDict
@@ -35,6 +35,7 @@ import anyio
 
 from crank.agent.tools import ToolCall, ToolError
 
+from .detached import Detached
 from .names import candidates, shown
 from .sandbox import SandboxSettings, is_protected, protected_paths
 
@@ -98,14 +99,15 @@ class EditorTerminal(Protocol):
     async def run(
         self,
         call_id: str,
-        argv: Sequence[str],
+        command: Detached,
         cwd: Path,
         seconds: float,
         output_limit: int,
     ) -> TerminalRun:
-        """Run ``argv`` (exactly: program and arguments, no shell added) in ``cwd``;
-        kill it after ``seconds``. On every way out (its end, the timeout, a
-        cancellation of the caller) the terminal is killed if still running and
+        """Run ``command.argv`` (exactly: program and arguments, no shell added) in
+        ``cwd``; end it after ``seconds``. On every way out (its end, the timeout, a
+        cancellation of the caller) a command that may still run is ended
+        (``command.end()``, the sweep when that cannot), the terminal killed and
         released before this returns or re-raises. Raises ToolError when the editor
         refuses or does not answer."""
         ...

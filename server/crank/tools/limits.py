@@ -120,3 +120,26 @@ def limit_note(cage: Cage | None) -> str | None:
         f"[The command reached the sandbox's limit of {cage.processes} processes "
         "(sandbox.limits.processes); the forks beyond it failed.]"
     )
+
+
+ALLOCATION_FAILED = (
+    "MemoryError",
+    "Cannot allocate memory",
+    "out of memory",
+    "std::bad_alloc",
+    "memory allocation of",
+)
+"""How programs say an allocation failed (Python, libc's strerror, V8 and most C
+programs, C++, Rust): RLIMIT_DATA leaves no trace of its own, so the output is all
+there is to tell that the memory limit may be why a command failed."""
+
+
+def memory_note(limits: Limits, exit_code: int | None, output: str) -> str | None:
+    """The sentence for the tool result when a failed command says an allocation
+    failed: the model then knows the limit is the sandbox's, and which setting it is."""
+    if not exit_code or not any(words in output for words in ALLOCATION_FAILED):
+        return None
+    return (
+        f"[An allocation failed; commands may use at most {limits.memory_mb} MB of data "
+        "memory (sandbox.limits.memoryMB).]"
+    )

@@ -26,6 +26,8 @@ import re2
 
 from crank.agent.tools import ToolError
 
+from .names import shown
+
 _UNANCHORED: Any = re2._re2.RE2.Anchor.UNANCHORED
 _ANCHOR_BOTH: Any = re2._re2.RE2.Anchor.ANCHOR_BOTH
 _NO_MATCH = (-1, -1)
@@ -66,7 +68,14 @@ class Pattern:
         return bool(self._regexp.Match(_UNANCHORED, data, 0, len(data))[0] != _NO_MATCH)
 
     def fullmatch(self, text: str) -> bool:
-        data = text.encode("utf-8", "surrogateescape")
+        """Does the whole of ``text`` (a name or a path) match? RE2 matches no byte
+        that is not UTF-8, not even with ``.`` or ``[^/]``, so ``*`` skipped
+        ``bad\\xffname.txt``: such a name is matched as the tools show it
+        (``names.shown``), where each of those bytes is the text ``\\xff``."""
+        try:
+            data = text.encode("utf-8")
+        except UnicodeEncodeError:
+            data = shown(text).encode("utf-8")
         return bool(self._regexp.Match(_ANCHOR_BOTH, data, 0, len(data))[0] != _NO_MATCH)
 
 

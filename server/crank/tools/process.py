@@ -11,7 +11,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
-import secrets
 import shutil
 import signal
 import sys
@@ -83,54 +82,6 @@ def command_argv(command: str, cwd: Path, box: Box | None) -> list[str]:
     if box is None:
         return reaped(argv)
     return confine(argv, cwd, box.settings, protected=box.protected, readable=box.readable)
-
-
-def detached_argv(command: str, cwd: Path, box: Box | None) -> list[str]:
-    """The command as someone else starts it (the editor's terminal): the same argv,
-    under ``env -i`` with ``command_env()`` spelled out, so the process gets exactly
-    the environment a command Crank starts gets, and nothing of the starter's own
-    (an editor's environment may hold the provider keys Crank keeps from commands)."""
-    env = shutil.which("env") or "/usr/bin/env"
-    extra = box.settings.env if box is not None else ()
-    pairs = [f"{name}={value}" for name, value in command_env(extra).items()]
-    pairs.append(f"{TERMINAL_MARK}={secrets.token_hex(8)}")
-    return [env, "-i", *pairs, *command_argv(command, cwd, box)]
-
-
-TERMINAL_MARK = "CRANK_TERMINAL"
-"""A variable with a fresh value in the environment of each command run in an editor's
-terminal: every process the command starts inherits it, whatever session or group it
-moves to, so ``sweep_argv`` can find them all. A client that kills only the process it
-started (not its group) left two processes of a command behind."""
-
-_SWEEP = """
-import os, signal, sys
-mark = ("%s=" % sys.argv[1]).encode() + sys.argv[2].encode()
-for name in os.listdir("/proc"):
-    if name.isdigit() and int(name) != os.getpid():
-        try:
-            with open("/proc/%s/environ" % name, "rb") as handle:
-                found = mark in handle.read().split(b"\\0")
-        except OSError:
-            continue
-        if found:
-            try:
-                os.kill(int(name), signal.SIGKILL)
-            except OSError:
-                pass
-"""
-
-
-def terminal_mark(argv: Sequence[str]) -> str | None:
-    """The mark ``detached_argv`` put in this argv's environment, if any."""
-    prefix = TERMINAL_MARK + "="
-    return next((arg[len(prefix) :] for arg in argv if arg.startswith(prefix)), None)
-
-
-def sweep_argv(mark: str) -> list[str]:
-    """A command that SIGKILLs every process whose environment holds ``mark`` (run in
-    a terminal of the same client, after the command's own terminal was killed)."""
-    return [sys.executable, "-I", "-c", _SWEEP, TERMINAL_MARK, mark]
 
 
 async def start(
@@ -207,4 +158,19 @@ async def kill_group(
     with contextlib.suppress(ProcessLookupError):
         os.killpg(pgid, signal.SIGKILL)
     await process.wait()
+    await _within(KILL_GRACE_SECONDS, lambda: not _live_member(pgid))
+
+
+async def end_group(pgid: int, grace: float = KILL_GRACE_SECONDS) -> None:
+    """``kill_group`` for a group whose leader is not our child (someone else started
+    it: an editor's terminal): SIGTERM, SIGKILL after ``grace`` if anything is left,
+    then wait (bounded) until no member is running; zombies left for their parent."""
+    try:
+        os.killpg(pgid, signal.SIGTERM)
+    except ProcessLookupError:
+        return
+    if await _within(grace, lambda: not _live_member(pgid)):
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
     await _within(KILL_GRACE_SECONDS, lambda: not _live_member(pgid))
