@@ -491,7 +491,7 @@ async def _rg_in(
     ):  # the limit is set before ripgrep starts, so it holds from the first byte
         limit = f'ulimit -v {RG_MEMORY // 1024} 2>/dev/null; exec "$@"'
         argv = ["/bin/sh", "-c", limit, "rg", *argv]
-    spawn = asyncio.ensure_future(
+    spawn = asyncio.get_running_loop().create_task(
         asyncio.create_subprocess_exec(
             *argv,
             stdin=asyncio.subprocess.DEVNULL,
