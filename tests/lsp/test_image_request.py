@@ -86,12 +86,14 @@ async def test_a_reopened_session_serves_its_blobs_and_nothing_else(tmp_path: Pa
                 (sha(READ).upper(), f"'{sha(READ).upper()}'"),
                 (sha(READ) + "/../x", f"'{sha(READ)}/../x'"),
                 ("a" * 200, "'" + "a" * 80 + "'"),
-                (7, "'7'"),
-                (None, "'null'"),
             ]:
                 error = await refusal(crank, {"sha256": bad})
                 assert error.code == -32602, (bad, error)
                 assert f"sha256: expected 64 lowercase hex digits, got {shown}" in error.message
+            # not a string at all: refused by the contract's type, before the handler
+            for bad, said in [(7, "sha256: must be a string"), (None, "sha256: is required")]:
+                error = await refusal(crank, {"sha256": bad})
+                assert error.code == -32602 and said in error.message, (bad, error)
 
             nobody = await refusal(crank, {"sha256": sha(b"never stored")})
             assert nobody.code == 1009

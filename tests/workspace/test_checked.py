@@ -59,6 +59,9 @@ def test_nested_items_lists_unions_and_choices() -> None:
     assert "images[0].data: must be a string" in refusal(
         {**good, "images": [{"mimeType": "image/png", "data": 1}]}, PromptParams
     )
+    assert "images[0].mimeType: is required" in refusal(
+        {**good, "images": [{"data": "AAAA"}]}, PromptParams
+    ), "the shape sharing the most fields is the one meant"
     assert "images[0]: must be an object with" in refusal(
         {**good, "images": [{"name": "x"}]}, PromptParams
     )

@@ -112,15 +112,21 @@ def _required(expected: type) -> frozenset[str]:
 
 
 def _union_problem(value: Any, options: tuple[Any, ...], where: str) -> tuple[str, str] | None:
-    """Fits if any option fits; else the problem of the object option whose required
-    fields are all there (the one the sender meant), else a plain list of what fits."""
+    """Fits if any option fits; else the problem of the object option the sender meant:
+    the one whose required fields are all there, else the one sharing the most of them
+    (``{data}`` meant an inline image: its ``mimeType`` is missing); else what fits."""
     problems = [_problem(value, option, where) for option in options]
     if any(p is None for p in problems):
         return None
     if isinstance(value, dict):
-        for option, found in zip(options, problems, strict=True):
-            if _is_typeddict(option) and _required(option) <= value.keys():
+        objects = [(o, p) for o, p in zip(options, problems, strict=True) if _is_typeddict(o)]
+        for option, found in objects:
+            if _required(option) <= value.keys():
                 return found
+        shared = [(len(_required(o) & value.keys()), p) for o, p in objects]
+        best = max((n for n, _ in shared), default=0)
+        if best > 0 and [n for n, _ in shared].count(best) == 1:
+            return next(p for n, p in shared if n == best)
         shapes = ["{" + ", ".join(sorted(_required(o))) + "}" for o in options if _is_typeddict(o)]
         if shapes:
             return where, f"must be an object with {' or '.join(shapes)}"
