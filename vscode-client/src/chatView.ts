@@ -52,7 +52,6 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
   readonly onWaitingChanged = this.waitingChanged.event;
   private nextPermissionId = 1;
   /** Whether the chat was told which folder settings Restricted Mode ignored (once per window). */
-  private toldIgnored = false;
   /** Permission ids are unique across reloads, so a card restored from an old page state never answers a new question. */
   private readonly permissionPrefix = `perm-${Date.now().toString(36)}`;
 
@@ -244,10 +243,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
       this.applyState(state, workspace);
       this.dispatch({ type: "transcript", messages, sessionId: state.sessionId, workspace });
       // After the transcript, which replaces what the chat shows.
-      if (ignored && !this.toldIgnored) {
-        this.toldIgnored = true;
-        this.notice("warning", ignored);
-      }
+      // Every read: a later transcript (another refresh) replaces what the chat shows.
+      if (ignored) this.dispatch({ type: "notice", level: "warning", text: ignored, once: true });
       await this.runChanges.reloaded(workspace);
       await this.postBranches();
       await this.postCommands();

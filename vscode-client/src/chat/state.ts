@@ -125,7 +125,8 @@ export type ChatAction =
   | { type: "sessions"; sessions: SessionInfo[] }
   | { type: "models"; models: ModelInfo[] }
   | { type: "queue"; queue: Queue }
-  | { type: "notice"; level: NoticeItem["level"]; text: string }
+  /** `once`: not added again while the chat shows the same line (a line re-sent after every transcript read). */
+  | { type: "notice"; level: NoticeItem["level"]; text: string; once?: boolean }
   /** The MCP servers as crank/mcpServer answered (the chat line's Restart/Disable/Enable). */
   | { type: "mcp"; servers: McpServerState[] }
   /** One run's changed files (crank/changes), shown under it; `settled`: the run just ended (its list goes last). */
@@ -543,6 +544,7 @@ function reduceAction(s: ChatState, a: ChatAction): ChatState {
     case "queue":
       return { ...s, queue: a.queue };
     case "notice":
+      if (a.once && s.items.some((it) => it.kind === "notice" && it.text === a.text)) return s;
       return { ...s, items: [...s.items, notice(a.level, a.text)] };
     case "mcp":
       return { ...s, mcp: a.servers };

@@ -399,3 +399,16 @@ test("a transcript read while a tool runs keeps what its events told the card", 
   assert.equal((s.items.find((i) => i.kind === "tool" && i.id === "c1") as ToolItem).output, "half way\ndone\n");
   assert.equal(s.items.filter((i) => i.kind === "tool").length, 1);
 });
+
+test("a notice sent with once is shown once, and again after a transcript read replaced it", () => {
+  const line = { type: "notice" as const, level: "warning" as const, text: "This workspace is not trusted (Restricted Mode), so its crank.permissionMode was ignored", once: true };
+  let s = reduce(initialState(), line);
+  s = reduce(s, line);
+  assert.equal(s.items.filter((i) => i.kind === "notice").length, 1, "not twice while shown");
+  s = reduce(s, { type: "transcript", messages: [{ role: "user", content: "hi", timestamp: 1 }], sessionId: run.sessionId });
+  assert.equal(s.items.filter((i) => i.kind === "notice").length, 0, "the transcript replaced it");
+  s = reduce(s, line);
+  assert.equal(s.items.filter((i) => i.kind === "notice").length, 1, "shown again after the read");
+  const plain = reduce(reduce(initialState(), { ...line, once: undefined }), { ...line, once: undefined });
+  assert.equal(plain.items.filter((i) => i.kind === "notice").length, 2, "a notice without once is added each time");
+});
