@@ -7,6 +7,7 @@ closes (so a test that dies takes the server with it)."""
 from __future__ import annotations
 
 import json
+import signal
 import sys
 
 from tests.support import llama_cpp_server
@@ -18,6 +19,8 @@ def main() -> None:
         print(json.dumps({"skip": reason}), flush=True)
         return
     server = llama_cpp_server.start()
+    # A test runner that ends this process by a signal still takes the server with it.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     try:
         print(
             json.dumps({"url": server.url, "model": server.model, "nCtx": server.n_ctx}), flush=True

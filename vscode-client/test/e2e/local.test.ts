@@ -65,8 +65,15 @@ before(async () => {
 
 after(async () => {
   await h?.stop();
-  llama?.stdin.end();
-  llama?.kill("SIGTERM");
+  // serve_llama stops llama-server when its stdin closes (and on SIGTERM, should it not exit).
+  const child = llama;
+  if (child && child.exitCode === null) {
+    const exited = new Promise<void>((resolve) => child.once("exit", () => resolve()));
+    child.stdin.end();
+    const timer = setTimeout(() => child.kill("SIGTERM"), 30_000);
+    await exited;
+    clearTimeout(timer);
+  }
 });
 
 test("llama-server from a base URL alone: the meter reads its 4,096 before the first prompt", async (t) => {
