@@ -263,6 +263,13 @@ export class ServerManager implements vscode.Disposable {
       });
     }
     if (this.status === "idle") return; // not started yet: it will start with the new settings
+    // Not found with the settings it had: in a reloaded code-server window the User
+    // settings can reach the extension after the first start; try the new ones at once.
+    if (this.status === "notInstalled" && e.affectsConfiguration("crank.server")) {
+      this.output.info("crank.server changed after the server was not found: starting again");
+      void this.restart();
+      return;
+    }
     if (["crank.server", "crank.provider", "crank.sessionDir"].some((s) => e.affectsConfiguration(s))) {
       void vscode.window.showInformationMessage("Crank: restart the server to apply the new settings?", "Restart").then((pick) => {
         if (pick) void this.restart();
