@@ -17,6 +17,7 @@ line happens to read which field first. What it promises, and what it leaves alo
 
 from __future__ import annotations
 
+import functools
 import types
 from typing import Any, Literal, NotRequired, Required, Union, get_args, get_origin, get_type_hints
 
@@ -83,7 +84,7 @@ def _problem(value: Any, expected: Any, where: str) -> tuple[str, str] | None:
 def _object_problem(value: Any, expected: type, where: str) -> tuple[str, str] | None:
     if not isinstance(value, dict):
         return where, "must be an object"
-    hints = get_type_hints(expected, include_extras=True)
+    hints = _hints(expected)
     required = _required(expected)
     prefix = "" if where == "params" else f"{where}."
     for name, hint in hints.items():
@@ -98,11 +99,18 @@ def _object_problem(value: Any, expected: type, where: str) -> tuple[str, str] |
     return None
 
 
+@functools.cache
+def _hints(expected: type) -> dict[str, Any]:
+    """A type's resolved field hints, once per type (every request is checked)."""
+    return get_type_hints(expected, include_extras=True)
+
+
+@functools.cache
 def _required(expected: type) -> frozenset[str]:
     """The keys the type requires, read from its resolved hints: ``__required_keys__``
     is wrong under ``from __future__ import annotations`` (the contract's), where
     ``NotRequired`` is still a string when the class is made."""
-    hints = get_type_hints(expected, include_extras=True)
+    hints = _hints(expected)
     total = bool(getattr(expected, "__total__", True))
     return frozenset(
         name
