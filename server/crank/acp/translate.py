@@ -337,6 +337,7 @@ NOTICE_TITLES: dict[str, tuple[NoticeSeverity, str]] = {
     "window_learned": ("info", "The model's context window was learned"),
     "model_discovered": ("info", "The model server's model was chosen"),
     "settings_ignored": ("warning", "Folder settings were ignored"),
+    "fix_not_applied": ("warning", "The file was not changed"),
 }
 """ACP's severity and a title that stands alone, for each ``NoticeKind`` (a test
 holds the keys to that Literal's values)."""

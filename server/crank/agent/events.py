@@ -140,7 +140,8 @@ class ImagesOmitted(TypedDict):
 class Notice(TypedDict):
     """One line for the chat, said once: the server cannot call tools, the window was
     learned from a refusal, the one served model was chosen, folder settings were
-    ignored. ``kind`` says which; ``message`` is the text to show."""
+    ignored, a "Fix This File" run left its file unchanged. ``kind`` says which;
+    ``message`` is the text to show."""
 
     type: Literal["notice"]
     kind: NoticeKind

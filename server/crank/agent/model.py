@@ -166,7 +166,9 @@ def accepts_images(model: Model) -> bool:
     return bool(getattr(model, "accepts_images", True))
 
 
-NoticeKind = Literal["tools_unsupported", "window_learned", "model_discovered", "settings_ignored"]
+NoticeKind = Literal[
+    "tools_unsupported", "window_learned", "model_discovered", "settings_ignored", "fix_not_applied"
+]
 """What a ``notice`` event is about (``crank.agent.events.Notice``)."""
 
 

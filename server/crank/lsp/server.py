@@ -359,10 +359,7 @@ class CrankServer(LanguageServer):
         await host.ready.wait()
         diagnostics = check_diagnostics(params.raw.get("diagnostics"), "diagnostics")
         range_ = check_range(params.raw.get("range"), "range")
-        from crank.workspace import fix_file_text
-
-        text = fix_file_text(host.root, path, diagnostics, range_, params.text("instruction"))
-        return host.prompt_run(text)
+        return host.fix_file(path, diagnostics, range_, params.text("instruction"))
 
     async def _fix_file_command(self, *arguments: Any) -> Any:
         return await self.call(

@@ -51,10 +51,11 @@ from .commands import BUILTIN_NAMES, CommandCatalog, parse_command, perform
 from .daily import DailyRefresh
 from .diagnostics import EditorDiagnostics
 from .errors import RunInProgress, invalid_params
+from .fix_outcome import unchanged_reason
 from .images import image_json, with_stored_images
 from .mcp import McpAction, WorkspaceMcp
 from .permissions import PERMISSION_MODES, PermissionMode, Permissions
-from .prompts import ContextRef, context_text
+from .prompts import ContextRef, context_text, display_path, fix_file_text
 from .provider import ModelConfig
 from .server_discovery import discover_server
 from .session_slot import SessionSlot, require_idle
@@ -489,6 +490,37 @@ class WorkspaceHost:
             raise RunInProgress(str(exc)) from exc
         self._run = run
         return self._images_note(images, {"sessionId": self.session_id, "runId": run.id})
+
+    def fix_file(
+        self,
+        path: Path,
+        diagnostics: Sequence[dict[str, Any]],
+        range_: dict[str, Any] | None,
+        instruction: str | None,
+    ) -> dict[str, Any]:
+        """``crank.fixFile``: a run asked to fix ``path``. When it ends with the file as
+        it was (and was neither aborted nor failed), a ``fix_not_applied`` notice says
+        so and why (``fix_outcome``): the user watching the file is owed a word."""
+        text = fix_file_text(self.root, path, diagnostics, range_, instruction)
+        start = len(self.harness.messages)
+        answer = self.prompt_run(text)
+        run = self._run
+        if run is not None and answer.get("runId") == run.id:
+            target = display_path(self.root, path.resolve())
+            self._tasks.start(self._tell_if_unchanged(run, target, start))
+        return answer
+
+    async def _tell_if_unchanged(self, run: Run, target: str, start: int) -> None:
+        await run.settled.wait()
+        record = self.harness.messages
+        changed = [file["path"] for file in self.changes.list(self.session.log, run.id)["files"]]
+        reason = unchanged_reason(target, record[start:], changed)
+        if reason is not None:
+            self.stream.emit(
+                self.session_id,
+                None,
+                {"type": "notice", "kind": "fix_not_applied", "message": reason},
+            )
 
     def _images_note(self, images: Sequence[ImageBlock], answer: dict[str, Any]) -> dict[str, Any]:
         """``answer`` plus ``imagesOmitted`` when the model takes no images."""

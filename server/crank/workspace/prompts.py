@@ -27,7 +27,8 @@ class ContextRef:
     diagnostics: tuple[dict[str, Any], ...] | None = None
 
 
-def _display(root: Path, path: Path) -> str:
+def display_path(root: Path, path: Path) -> str:
+    """``path`` as the workspace names it: relative to ``root`` when inside it."""
     return path.relative_to(root).as_posix() if path.is_relative_to(root) else str(path)
 
 
@@ -55,7 +56,7 @@ def context_text(root: Path, documents: Documents, items: Sequence[ContextRef]) 
     parts: list[str] = []
     for item in items:
         resolved = item.path.resolve()
-        name = _display(root, resolved)
+        name = display_path(root, resolved)
         if item.diagnostics is not None:
             parts.append(problems_text(name, item.diagnostics))
             continue
@@ -107,7 +108,7 @@ def fix_file_text(
 ) -> str:
     """The prompt of ``crank.fixFile``: the file, its diagnostics with their ranges and
     messages, any range and instruction, and how to go about it."""
-    name = _display(root, path.resolve())
+    name = display_path(root, path.resolve())
     lines = [f"Fix the problems in the file {name}."]
     if diagnostics:
         lines.append("The editor reports these diagnostics:")

@@ -354,10 +354,10 @@ export interface ModelsResult {
   models: ModelInfo[];
 }
 
-/** One line for the chat, said once: the server cannot call tools, the window was learned from a refusal, the one served model was chosen, folder settings were ignored. ``kind`` says which; ``message`` is the text to show. */
+/** One line for the chat, said once: the server cannot call tools, the window was learned from a refusal, the one served model was chosen, folder settings were ignored, a "Fix This File" run left its file unchanged. ``kind`` says which; ``message`` is the text to show. */
 export interface Notice {
   type: "notice";
-  kind: "tools_unsupported" | "window_learned" | "model_discovered" | "settings_ignored";
+  kind: "tools_unsupported" | "window_learned" | "model_discovered" | "settings_ignored" | "fix_not_applied";
   message: string;
 }
 
