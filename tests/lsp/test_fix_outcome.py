@@ -65,16 +65,17 @@ async def test_a_reply_in_prose_is_told_as_no_change(tmp_path: Path) -> None:
 
 
 async def test_a_read_of_a_made_up_path_is_named(tmp_path: Path) -> None:
-    """What SmolLM2 does on llama-cpp-python: it reads a file that is not there."""
+    """What SmolLM2 does on llama-cpp-python: it reads a file that is not there (and
+    then another, turn after turn, minutes each on one core): the user hears at the
+    first reply's end, while the run goes on, and again when it ends."""
     read = {"name": "read", "arguments": {"path": "src/calculator.py"}}
     script = {"replies": [{"toolCalls": [read]}, {"text": "I could not find it."}]}
     told, text = await run_fix(tmp_path, script)
     assert text == BUG
-    (said,) = told
-    assert said.startswith(
-        "Fix This File left calc.py unchanged: 1 of its 1 tool calls failed: read ("
-    )
-    assert "src/calculator.py" in said
+    soon, end = told
+    assert soon.startswith("Fix This File has not changed calc.py yet: 1 of its 1 tool calls")
+    assert end.startswith("Fix This File left calc.py unchanged: 1 of its 1 tool calls failed")
+    assert "src/calculator.py" in soon and "src/calculator.py" in end
 
 
 async def test_a_fix_that_lands_says_nothing_more(tmp_path: Path) -> None:

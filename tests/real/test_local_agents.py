@@ -11,8 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from lsprotocol import types
 
 from tests.lsp.helpers import running_server
+from tests.lsp.test_runs import untyped_request
 from tests.support import llama_server
 from tests.support.llama_server import LlamaServer
 
@@ -120,6 +122,63 @@ async def test_llama_cpp_python_calls_a_tool(roomy_llama: LlamaServer, tmp_path:
         kinds = [e["event"]["type"] for e in events]
         assert calls and calls[0]["toolName"] == "read", f"{kinds}\n{roomy_llama.tail(30)}"
         assert not notices(crank.events, "tools_unsupported")
+
+
+async def test_llama_cpp_python_fix_this_file_lands_or_says_why(
+    roomy_llama: LlamaServer, tmp_path: Path
+) -> None:
+    """Issue 29's "done when" on this server: "Fix This File" on a one-line bug lands
+    the edit or says within one reply why it cannot. SmolLM2 calls ``read`` with a
+    path it makes up (``{your_dir}/test.py``), turn after turn; the first reply whose
+    calls all failed brings the ``fix_not_applied`` notice naming the call, and the
+    run is then aborted (it would go on for minutes a turn)."""
+    work = tmp_path / "work"
+    work.mkdir()
+    target = work / "calc.py"
+    target.write_text(BUG, "utf-8")
+    provider = {"api": "openai", "baseUrl": roomy_llama.url, "model": "smollm2"}
+    provider["maxOutputTokens"] = 60
+    options = {
+        "provider": provider,
+        "sessionDir": str(tmp_path / "sessions"),
+        "permissionMode": "autoEdit",
+    }
+    diagnostic = {
+        "range": {"start": {"line": 1, "character": 11}, "end": {"line": 1, "character": 16}},
+        "message": "add returns a - b: it must return a + b",
+        "severity": 1,
+    }
+    async with running_server(tmp_path, [work], options) as crank:
+        arguments = [{"uri": target.as_uri(), "diagnostics": [diagnostic]}]
+        command = types.ExecuteCommandParams(command="crank.fixFile", arguments=arguments)
+        answer = await untyped_request(crank, types.WORKSPACE_EXECUTE_COMMAND, command)
+        run = answer["runId"]
+        first = await crank.wait_for(
+            lambda e: (
+                e.get("runId") == run
+                and (
+                    e["event"]["type"] == "agent_settled"
+                    or (e["event"]["type"] == "notice" and e["event"]["kind"] == "fix_not_applied")
+                )
+            ),
+            BOUND,
+        )
+        replies_before = sum(
+            1
+            for e in crank.events
+            if e.get("runId") == run
+            and e["event"]["type"] == "message_end"
+            and e["event"]["message"]["role"] == "assistant"
+        )
+        await crank.request("crank/abort", {})
+        await crank.settled(run, BOUND)
+        landed = target.read_text("utf-8") != BUG
+        told = first["event"]["type"] == "notice"
+        assert landed or told, f"neither landed nor said\n{roomy_llama.tail(30)}"
+        if told:
+            assert first["event"]["message"].startswith("Fix This File ")
+            assert "calc.py" in first["event"]["message"]
+            assert replies_before == 1, "said within one reply"
 
 
 async def test_llama_cpp_python_window_is_learned_once_and_kept(

@@ -71,3 +71,18 @@ def test_a_silent_reply() -> None:
         "Fix This File left calc.py unchanged: the model answered without calling a tool, "
         "so nothing was edited."
     )
+
+
+def test_before_the_end_only_a_reply_whose_calls_all_failed_is_told() -> None:
+    stuck = [USER, reply("read"), result("read", "File not found: {your_dir}/test.py", True)]
+    said = unchanged_reason("calc.py", stuck, [], ended=False)
+    assert said == (
+        "Fix This File has not changed calc.py yet: 1 of its 1 tool calls failed: "
+        "read (File not found: {your_dir}/test.py)."
+    )
+    working = [USER, reply("read", "grep"), result("read", "x", True), result("grep", "y", False)]
+    assert unchanged_reason("calc.py", working, [], ended=False) is None, "one call worked"
+    waiting = [USER, reply("read", "grep"), result("read", "x", True)]
+    assert unchanged_reason("calc.py", waiting, [], ended=False) is None, "a call still runs"
+    assert unchanged_reason("calc.py", [USER, reply(stop="stop")], [], ended=False) is None
+    assert unchanged_reason("calc.py", stuck, ["calc.py"], ended=False) is None

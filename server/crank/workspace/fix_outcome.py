@@ -12,8 +12,9 @@ abort is theirs and the failure has its own event.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
+from crank.agent.events import Event
 from crank.agent.messages import Message, text_of, tool_calls
 
 MOST_FAILURES = 3
@@ -37,23 +38,35 @@ def _result_text(message: Message) -> str:
 
 
 def unchanged_reason(
-    target: str, messages: Sequence[Message], changed: Sequence[str]
+    target: str, messages: Sequence[Message], changed: Sequence[str], *, ended: bool = True
 ) -> str | None:
-    """None when ``target`` (a workspace-relative path) is among the run's ``changed``
-    paths or the run ended by abort or error; else the sentence that says so and why.
-    ``messages`` are the run's own, in order."""
+    """The sentence for a fix run whose ``messages`` (its own, in order) and ``changed``
+    paths (workspace-relative) leave ``target`` as it was; None when there is nothing
+    to say. At the run's end (``ended``): said unless ``target`` changed or the run was
+    aborted or failed. Before it: said only when the newest reply's calls all failed
+    (the model is stuck, not at work), so the user hears within one reply."""
     if target in changed:
         return None
     replies = [m for m in messages if m["role"] == "assistant"]
-    if replies and replies[-1].get("stopReason") in ("aborted", "error"):
+    if ended and replies and replies[-1].get("stopReason") in ("aborted", "error"):
         return None
-    head = f"Fix This File left {target} unchanged: "
     calls = [call for reply in replies for call in tool_calls(reply)]
     failures = [
         f"{m.get('toolName') or 'a tool'} ({_first_line(_result_text(m))})"
         for m in messages
         if m["role"] == "toolResult" and m.get("isError")
     ]
+    if not ended:
+        newest = tool_calls(replies[-1]) if replies else []
+        last = max((i for i, m in enumerate(messages) if m["role"] == "assistant"), default=-1)
+        results = [m for m in messages[last + 1 :] if m["role"] == "toolResult"]
+        if not newest or len(results) < len(newest) or not all(m.get("isError") for m in results):
+            return None
+    head = (
+        f"Fix This File left {target} unchanged: "
+        if ended
+        else f"Fix This File has not changed {target} yet: "
+    )
     others = [path for path in changed if path != target]
     if not calls:
         said = next((text_of(r) for r in reversed(replies) if text_of(r).strip()), "")
@@ -75,4 +88,37 @@ def unchanged_reason(
     return head + "; ".join(parts) + "."
 
 
-__all__ = ["unchanged_reason"]
+class FixWatch:
+    """One fix run, heard event by event (``WorkspaceHost`` forwards its run's events):
+    at the first ``turn_end`` whose calls all failed, and at ``agent_settled``, the
+    sentence of ``unchanged_reason`` is said once each through ``say``. ``record`` and
+    ``changed`` read the transcript and the run's changed paths as they are now."""
+
+    def __init__(
+        self,
+        target: str,
+        start: int,
+        record: Callable[[], Sequence[Message]],
+        changed: Callable[[], list[str]],
+        say: Callable[[str], None],
+    ) -> None:
+        self._target, self._start = target, start
+        self._record, self._changed, self._say = record, changed, say
+        self._warned = False
+
+    def hear(self, event: Event) -> bool:
+        """Take one event of the run; False once the run has settled (drop the watch)."""
+        kind = event["type"]
+        if kind not in ("turn_end", "agent_settled"):
+            return True
+        ended = kind == "agent_settled"
+        if ended or not self._warned:
+            messages = self._record()[self._start :]
+            reason = unchanged_reason(self._target, messages, self._changed(), ended=ended)
+            if reason is not None:
+                self._warned = True
+                self._say(reason)
+        return not ended
+
+
+__all__ = ["FixWatch", "unchanged_reason"]

@@ -26,7 +26,7 @@ from typing import Any, Literal, get_args
 
 import anyio.to_thread
 
-from crank.agent.events import Event, QueueState
+from crank.agent.events import Event, Notice, QueueState
 from crank.agent.harness import Harness, HarnessBusy, QueueKind, Queues, Run
 from crank.agent.messages import ImageBlock
 from crank.agent.model import Model, accepts_images
@@ -51,7 +51,7 @@ from .commands import BUILTIN_NAMES, CommandCatalog, parse_command, perform
 from .daily import DailyRefresh
 from .diagnostics import EditorDiagnostics
 from .errors import RunInProgress, invalid_params
-from .fix_outcome import unchanged_reason
+from .fix_outcome import FixWatch
 from .images import image_json, with_stored_images
 from .mcp import McpAction, WorkspaceMcp
 from .permissions import PERMISSION_MODES, PermissionMode, Permissions
@@ -146,6 +146,8 @@ class WorkspaceHost:
         self.harness.recover_overflow = self.session.recover_overflow
         self.harness.subscribe(self._on_event)
         self._run: Run | None = None
+        self._fix: FixWatch | None = None
+        """The active run's watch when it is a "Fix This File" run."""
         self.prompt: SystemPrompt | None = None
         self.catalog = CommandCatalog()
         self.watcher: PromptWatcher | None = None
@@ -393,6 +395,8 @@ class WorkspaceHost:
         client hears the event in its envelope."""
         await self.session.save(event)
         self.stream.emit(self.session_id, self.run_id, event)
+        if self._fix is not None and not self._fix.hear(event):
+            self._fix = None
         if event["type"] == "agent_settled":
             self._run = None
             if self.session.trimmed() and not any(t.name == "recall" for t in self.tools):
@@ -506,21 +510,19 @@ class WorkspaceHost:
         answer = self.prompt_run(text)
         run = self._run
         if run is not None and answer.get("runId") == run.id:
-            target = display_path(self.root, path.resolve())
-            self._tasks.start(self._tell_if_unchanged(run, target, start))
+            run_id = run.id
+            self._fix = FixWatch(
+                display_path(self.root, path.resolve()),
+                start,
+                lambda: self.harness.messages,
+                lambda: [f["path"] for f in self.changes.list(self.session.log, run_id)["files"]],
+                self._say_unchanged,
+            )
         return answer
 
-    async def _tell_if_unchanged(self, run: Run, target: str, start: int) -> None:
-        await run.settled.wait()
-        record = self.harness.messages
-        changed = [file["path"] for file in self.changes.list(self.session.log, run.id)["files"]]
-        reason = unchanged_reason(target, record[start:], changed)
-        if reason is not None:
-            self.stream.emit(
-                self.session_id,
-                None,
-                {"type": "notice", "kind": "fix_not_applied", "message": reason},
-            )
+    def _say_unchanged(self, reason: str) -> None:
+        notice: Notice = {"type": "notice", "kind": "fix_not_applied", "message": reason}
+        self.stream.emit(self.session_id, self.run_id, notice)
 
     def _images_note(self, images: Sequence[ImageBlock], answer: dict[str, Any]) -> dict[str, Any]:
         """``answer`` plus ``imagesOmitted`` when the model takes no images."""
