@@ -11,16 +11,16 @@ message timestamps; the header's ``created`` is an ISO 8601 string for people.
 from __future__ import annotations
 
 import secrets
-from collections.abc import Callable, Container
+from collections.abc import Callable, Container, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, NotRequired, TypedDict, get_args, get_origin, get_type_hints
 
 from . import jsonio
 from .errors import SessionUnreadable, TornSession
 
 VERSION = 1
-ENTRY_TYPES = (
+EntryType = Literal[
     "message",
     "branch",
     "compaction",
@@ -30,7 +30,107 @@ ENTRY_TYPES = (
     "sessionInfo",
     "fileChanges",
     "revert",
-)
+]
+"""Every kind of entry this version writes (docs/session.md describes each)."""
+ENTRY_TYPES: tuple[EntryType, ...] = get_args(EntryType)
+
+
+# What each kind of entry holds besides ``type``, ``id``, ``parentId`` and ``timestamp``:
+# the one statement of an entry's shape. Writing is strict (``check_fields``: the keys
+# each names, the required ones present, nothing else; values typed for mypy); reading
+# is not, so a file a newer version wrote with more fields still opens.
+
+
+class MessageFields(TypedDict):
+    message: dict[str, Any]
+    """A ``crank.agent.messages.Message``, ``role`` first, large images as blob refs."""
+
+
+class BranchFields(TypedDict):
+    """Nothing: the entry's ``parentId`` is where the branch goes back to."""
+
+
+class CompactionFields(TypedDict):
+    summary: str
+    firstKeptId: str
+    tokensBefore: int
+    usage: NotRequired[dict[str, Any]]
+
+
+class BranchSummaryFields(TypedDict):
+    summary: str
+    fromId: str | None
+    usage: NotRequired[dict[str, Any]]
+
+
+class ModelChangeFields(TypedDict):
+    api: str
+    modelId: str
+
+
+class LabelFields(TypedDict):
+    targetId: str
+    label: str | None
+
+
+class SessionInfoFields(TypedDict):
+    name: str
+
+
+class FileChangesFields(TypedDict):
+    runId: str
+    toolCallId: str | None
+    files: list[dict[str, Any]]
+
+
+class RevertFields(TypedDict):
+    runId: str
+    reverts: list[str]
+    files: list[dict[str, Any]]
+    reverted: list[str]
+    conflicts: list[dict[str, str]]
+
+
+ENTRY_FIELDS: dict[EntryType, type] = {
+    "message": MessageFields,
+    "branch": BranchFields,
+    "compaction": CompactionFields,
+    "branchSummary": BranchSummaryFields,
+    "modelChange": ModelChangeFields,
+    "label": LabelFields,
+    "sessionInfo": SessionInfoFields,
+    "fileChanges": FileChangesFields,
+    "revert": RevertFields,
+}
+
+
+def _keys(spec: type) -> tuple[frozenset[str], frozenset[str]]:
+    """A fields type's (required, allowed) keys, from its resolved hints: under
+    ``from __future__ import annotations`` ``__required_keys__`` counts NotRequired ones."""
+    hints = get_type_hints(spec, include_extras=True)
+    required = frozenset(k for k, v in hints.items() if get_origin(v) is not NotRequired)
+    return required, frozenset(hints)
+
+
+_KEYS = {kind: _keys(spec) for kind, spec in ENTRY_FIELDS.items()}
+
+
+def check_fields(kind: str, fields: Mapping[str, Any]) -> None:
+    """Refuse (``ValueError``) an entry about to be written whose kind is unknown, or
+    whose fields are not those its type names: a misspelt key would be written for
+    good, and read back as a missing one."""
+    keys = _KEYS.get(kind)  # type: ignore[call-overload]
+    if keys is None:
+        raise ValueError(f"{kind!r} is not a kind of session entry ({', '.join(ENTRY_TYPES)})")
+    required, allowed = keys
+    missing = sorted(required - fields.keys())
+    unknown = sorted(fields.keys() - allowed)
+    if missing or unknown:
+        said = [f"missing {', '.join(missing)}"] if missing else []
+        said += [f"unknown {', '.join(unknown)}"] if unknown else []
+        raise ValueError(f"a {kind} entry's fields are wrong: {'; '.join(said)}")
+
+
 MESSAGE_ROLES = ("user", "assistant", "toolResult")
 MESSAGE_LINE_PREFIX = b'{"type":"message",'
 SESSION_INFO_LINE_PREFIX = b'{"type":"sessionInfo",'

@@ -22,7 +22,7 @@ import asyncio
 import os
 import secrets
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -38,7 +38,16 @@ from .blobs import blob_dir, stored_message
 from .blobs import load as load_blob
 from .branch_summary import abandoned_messages, summarize_branch
 from .durable import fsync_dir
-from .entries import Entry, encode, make_header, new_entry_id
+from .entries import (
+    Entry,
+    EntryType,
+    FileChangesFields,
+    RevertFields,
+    check_fields,
+    encode,
+    make_header,
+    new_entry_id,
+)
 from .errors import SessionBusy, SessionClosed, SessionLocked, UnknownEntry
 from .filelock import try_lock
 from .replay import transcript
@@ -155,12 +164,15 @@ class SessionLog:
 
     # -- appending -----------------------------------------------------------------
 
-    def append_sync(self, kind: str, fields: dict[str, Any], parent: str | None = None) -> str:
-        """Append one entry under ``parent`` (default: the tip); return its id once synced."""
+    def append_sync(
+        self, kind: EntryType, fields: Mapping[str, Any], parent: str | None = None
+    ) -> str:
+        """Append one entry under ``parent`` (default: the tip); return its id once synced.
+        The fields must be those ``entries.ENTRY_FIELDS`` names for ``kind`` (ValueError)."""
         return self.append_many_sync([(kind, fields)], parent)[0]
 
     def append_many_sync(
-        self, items: Sequence[tuple[str, dict[str, Any]]], parent: str | None = None
+        self, items: Sequence[tuple[EntryType, Mapping[str, Any]]], parent: str | None = None
     ) -> list[str]:
         """Append entries that complete together, each the child of the one before (the
         first under ``parent``, default: the tip), with one write and one ``fsync``;
@@ -176,6 +188,7 @@ class SessionLog:
             taken: set[str] = set()
             lines: list[bytes] = []
             for kind, fields in items:
+                check_fields(kind, fields)
                 entry_id = new_entry_id(_Taken(self._tree.by_id, taken))
                 taken.add(entry_id)
                 entry: Entry = {
@@ -198,7 +211,9 @@ class SessionLog:
                 self._tree.add(entry)
             return [str(entry["id"]) for entry in entries]
 
-    async def append(self, kind: str, fields: dict[str, Any], parent: str | None = None) -> str:
+    async def append(
+        self, kind: EntryType, fields: Mapping[str, Any], parent: str | None = None
+    ) -> str:
         """``append_sync`` off the event loop, in call order."""
         if self._order is None:
             self._order = asyncio.Lock()
@@ -224,7 +239,9 @@ class SessionLog:
         their large images are stored as blobs first, as ``append_message`` does."""
         if any(images_of(message) for message in messages):
             messages = await anyio.to_thread.run_sync(self._stored_all, messages)
-        items = [("message", {"message": _role_first(message)}) for message in messages]
+        items: list[tuple[EntryType, Mapping[str, Any]]] = [
+            ("message", {"message": _role_first(message)}) for message in messages
+        ]
         if self._order is None:
             self._order = asyncio.Lock()
         async with self._order:
@@ -248,6 +265,14 @@ class SessionLog:
     async def set_name(self, name: str) -> str:
         """Name the session; the newest name is its title."""
         return await self.append("sessionInfo", {"name": name})
+
+    async def append_file_changes(self, fields: FileChangesFields) -> str:
+        """What one tool call changed in the workspace (``crank.workspace.changes``)."""
+        return await self.append("fileChanges", fields)
+
+    async def append_revert(self, fields: RevertFields) -> str:
+        """What a revert put back, with its own before and after images."""
+        return await self.append("revert", fields)
 
     async def append_compaction(
         self, summary: str, first_kept_id: str, tokens_before: int, *, usage: Usage | None = None

@@ -45,6 +45,7 @@ import anyio.to_thread
 from crank.agent.model import AbortSignal
 from crank.agent.tools import OnUpdate, Tool, ToolCall, ToolOutput
 from crank.session import SessionLog, fileblobs
+from crank.session.entries import FileChangesFields, RevertFields
 from crank.tools import ApprovalRequest, Approve, Decision, ToolContext
 from crank.tools.context import EditNotSaved, EditRefused, absolute
 from crank.tools.snapshot import (
@@ -347,10 +348,14 @@ class RunChanges:
     ) -> None:
         if not found:
             return
-        fields = {"runId": run, "toolCallId": call_id, "files": [_file_json(c) for c in found]}
+        fields: FileChangesFields = {
+            "runId": run,
+            "toolCallId": call_id,
+            "files": [_file_json(c) for c in found],
+        }
         try:
             await anyio.to_thread.run_sync(self._make_durable, session, found)
-            await session.append("fileChanges", fields)
+            await session.append_file_changes(fields)
         except Exception as exc:
             self._note(f"Crank: the run's changes could not be recorded: {exc}")
 
@@ -476,7 +481,7 @@ class RunChanges:
         after = await anyio.to_thread.run_sync(scanner.scan_paths, files)
         found = diff_snapshots(before, after)
         revert_id = new_revert_id()
-        fields = {
+        fields: RevertFields = {
             "runId": revert_id,
             "reverts": list(runs),
             "files": [_file_json(change) for change in found],
@@ -484,7 +489,7 @@ class RunChanges:
             "conflicts": conflicts,
         }
         await anyio.to_thread.run_sync(self._make_durable, session, found)
-        await session.append("revert", fields)
+        await session.append_revert(fields)
         if reverted:
             self._notes.append(
                 f"[The user took back what {', '.join(runs)} changed in {', '.join(reverted)}: "
