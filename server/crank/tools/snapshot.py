@@ -21,11 +21,12 @@ listed exactly once, as added, modified or deleted, in path order.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import stat
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from pathlib import Path
@@ -175,6 +176,8 @@ class Scanner:
         feed: bool = True,
     ) -> None:
         self.root = root.resolve()
+        self._base = os.path.join(self.root, "")
+        """The root as a string ending in a separator: paths joined by ``+``, not ``/``."""
         self.store = store
         self.save: Save = store.put
         self.limit = limit
@@ -202,14 +205,14 @@ class Scanner:
     def scan(self) -> Snapshot:
         """Every file of the workspace (see the module docstring for what is one entry),
         from a full walk; ``TooLarge`` past ``max_entries``."""
-        with self._lock:
+        with self._lock, self._saving():
             self._walk_all()
             return dict(self._known)
 
     def mark(self) -> int:
         """Bring the state up to date and mark it: ``since`` gives what changed after.
         Every mark is given to ``since`` or ``release`` once."""
-        with self._lock:
+        with self._lock, self._saving():
             self._refresh()
             position = self._journal_start + len(self._journal)
             self._marks[position] = self._marks.get(position, 0) + 1
@@ -220,7 +223,8 @@ class Scanner:
         snapshots would say; the mark is used up."""
         with self._lock:
             try:
-                self._refresh()
+                with self._saving():
+                    self._refresh()
                 return _net(self._journal[mark - self._journal_start :])
             finally:
                 self._release(mark)
@@ -251,6 +255,26 @@ class Scanner:
         """Release the change feed (the workspace closes)."""
         with self._lock:
             self._drop_feed(None)
+
+    @contextlib.contextmanager
+    def _saving(self) -> Iterator[None]:
+        """What a scan reads is saved in one batch (one pack), opened at the first file
+        to save and kept when the scan ends, even when it ends with an error (what it
+        saved is named by the states it already keeps)."""
+        stack = contextlib.ExitStack()
+        batch: list[Save] = []
+
+        def save(data: bytes) -> str:
+            if not batch:
+                batch.append(stack.enter_context(self.store.batch()))
+            return batch[0](data)
+
+        self.save = save
+        try:
+            yield
+        finally:
+            self.save = self.store.put
+            stack.close()
 
     @property
     def watching(self) -> int:
@@ -326,7 +350,7 @@ class Scanner:
             return False  # under a folder not walked (ignored, or gone): its own entry says
         self.counts.stats += 1
         try:
-            info: os.stat_result | None = os.lstat(self.root / path)
+            info: os.stat_result | None = os.lstat(self._base + path)
         except OSError:
             info = None
         layers = folder.layers
@@ -520,7 +544,7 @@ class Scanner:
         if info.st_size > self.limit:
             return _with(plain, why=f"larger than {self.limit} bytes")
         self.counts.reads += 1
-        data = _read(self.root / relative, self.limit)
+        data = _read(self._base + relative, self.limit)
         if data is None:
             return _with(plain, why="unreadable")
         if len(data) > self.limit:
@@ -582,7 +606,7 @@ def _with(plain: FileState, *, sha: str | None = None, why: str) -> FileState:
     return FileState(plain.size, plain.mtime_ns, plain.ctime_ns, plain.ino, sha, False, why)
 
 
-def _read(path: Path, limit: int) -> bytes | None:
+def _read(path: str, limit: int) -> bytes | None:
     """The file's bytes (no more than ``limit`` + 1), never following a link nor
     blocking on a FIFO put in its place; None when it cannot be read."""
     try:
