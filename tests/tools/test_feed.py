@@ -151,7 +151,6 @@ def test_a_command_touching_one_file_among_many_stats_only_it(tmp_path: Path) ->
     counts = {}
     for use_feed in (True, False):
         scanner = Scanner(root, FileStore(tmp_path / f"s{use_feed}"), feed=use_feed)
-        scanner.close()  # closing before any scan is fine; the first mark opens the feed
         scanner.since(scanner.mark())  # the first snapshot is always a walk
         stats, reads = scanner.counts.stats, scanner.counts.reads
         mark = scanner.mark()
@@ -262,3 +261,5 @@ def test_the_feed_adds_no_thread_and_overlapping_marks_each_see_their_changes(
     assert scanner.watching > 0
     scanner.close()
     assert scanner.watching == 0
+    scanner.since(scanner.mark())  # used after its workspace closed: walks, opens nothing
+    assert scanner.watching == 0 and scanner.counts.walks == 3

@@ -199,20 +199,21 @@ class Scanner:
         """The position of ``_journal[0]``: positions count every change ever journaled."""
         self._marks: dict[int, int] = {}
         self._lock = threading.Lock()
+        self._closed = False
 
     # -- the public calls ------------------------------------------------------------------
 
     def scan(self) -> Snapshot:
         """Every file of the workspace (see the module docstring for what is one entry),
         from a full walk; ``TooLarge`` past ``max_entries``."""
-        with self._lock, self._saving():
+        with self._held(), self._saving():
             self._walk_all()
             return dict(self._known)
 
     def mark(self) -> int:
         """Bring the state up to date and mark it: ``since`` gives what changed after.
         Every mark is given to ``since`` or ``release`` once."""
-        with self._lock, self._saving():
+        with self._held(), self._saving():
             self._refresh()
             position = self._journal_start + len(self._journal)
             self._marks[position] = self._marks.get(position, 0) + 1
@@ -221,7 +222,7 @@ class Scanner:
     def since(self, mark: int) -> list[Change]:
         """What changed between ``mark`` and now, as ``changes`` of the two full
         snapshots would say; the mark is used up."""
-        with self._lock:
+        with self._held():
             try:
                 with self._saving():
                     self._refresh()
@@ -231,13 +232,13 @@ class Scanner:
 
     def release(self, mark: int) -> None:
         """Forget a mark that will not be asked about (a call that never ran)."""
-        with self._lock:
+        with self._held():
             self._release(mark)
 
     def scan_paths(self, paths: Iterable[str]) -> Snapshot:
         """Only these workspace-relative paths (a tool that names the file it changes)."""
         found: Snapshot = {}
-        with self._lock:
+        with self._held():
             for relative in paths:
                 self.counts.stats += 1
                 try:
@@ -252,9 +253,24 @@ class Scanner:
         return found
 
     def close(self) -> None:
-        """Release the change feed (the workspace closes)."""
+        """Release the change feed (the workspace closes). Never waits for a scan in
+        progress (this is called on the event loop): that scan releases it as it ends.
+        A scanner used after this walks the workspace every time."""
+        self._closed = True
+        if self._lock.acquire(blocking=False):
+            try:
+                self._drop_feed(None)
+            finally:
+                self._lock.release()
+
+    @contextlib.contextmanager
+    def _held(self) -> Iterator[None]:
         with self._lock:
-            self._drop_feed(None)
+            try:
+                yield
+            finally:
+                if self._closed:
+                    self._drop_feed(None)
 
     @contextlib.contextmanager
     def _saving(self) -> Iterator[None]:
@@ -415,7 +431,7 @@ class Scanner:
     # -- the full walk ---------------------------------------------------------------------
 
     def _walk_all(self) -> None:
-        if self._use_feed and self.feed_problem is None:
+        if self._use_feed and self.feed_problem is None and not self._closed:
             self._drop_feed(None)
             try:
                 self._feed = Feed()

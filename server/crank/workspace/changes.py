@@ -322,7 +322,7 @@ class RunChanges:
 
             async def snapshot_now() -> None:
                 if taken:
-                    self._forget(scanner, taken.pop())
+                    await self._forget(scanner, taken.pop())
                 before = await self._before(scanner, targets)
                 if before is not None:
                     taken.append(before)
@@ -354,9 +354,9 @@ class RunChanges:
         return None if after is None else diff_snapshots(before, after)
 
     @staticmethod
-    def _forget(scanner: Scanner, before: _Before) -> None:
+    async def _forget(scanner: Scanner, before: _Before) -> None:
         if isinstance(before, int):
-            scanner.release(before)
+            await anyio.to_thread.run_sync(scanner.release, before)
 
     async def _guarded(self, scanner: Scanner, scan: Callable[[], _T]) -> _T | None:
         """``scan`` in a worker thread; a problem is said, never raised (recording
