@@ -172,6 +172,8 @@ def test_an_overflowed_queue_falls_back_to_a_full_scan(tmp_path: Path) -> None:
     scanner = Scanner(root, FileStore(tmp_path / "blobs"))
     mark = scanner.mark()
     limit = int(Path("/proc/sys/fs/inotify/max_queued_events").read_text())
+    if limit > 100_000:
+        pytest.skip(f"the kernel queues {limit} events: too many files to make to overflow it")
     many = limit // 2 + 100  # each new file queues a create, a modify and a close
     subprocess.run(
         [

@@ -7,7 +7,10 @@ each one and, for a file whose stat (size, mtime, ctime, inode) differs from wha
 saw last time, reads it, hashes it and hands its bytes to ``save`` (the session's
 content store) so the before image survives whatever the command does. A file whose
 stat is unchanged keeps the hash it had: after the first scan, a scan costs one
-``lstat`` per file and a read only of what changed.
+``lstat`` per file and a read only of what changed. With the change feed
+(``crank.tools.feed``, Linux inotify) a snapshot after the first costs one ``lstat`` per
+path the kernel reported changed instead (``Scanner.mark`` / ``since``), the walk
+staying the fallback and the truth.
 
 Bounded: a file over ``SAVE_LIMIT`` bytes is never read (its stat stands for its
 content), a binary file is hashed but not saved, and an ignored folder (or
@@ -108,16 +111,17 @@ class Change:
 
 
 def changes(before: Snapshot, after: Snapshot) -> list[Change]:
-    found: list[Change] = []
-    for path in sorted(before.keys() | after.keys()):
-        old, new = before.get(path), after.get(path)
-        if old is None and new is not None:
-            found.append(Change(path, "added", None, new))
-        elif new is None and old is not None:
-            found.append(Change(path, "deleted", old, None))
-        elif old is not None and new is not None and not old.same_content(new):
-            found.append(Change(path, "modified", old, new))
-    return found
+    found = (_change(path, before.get(path), after.get(path)) for path in sorted(before | after))
+    return [change for change in found if change is not None]
+
+
+def _change(path: str, old: FileState | None, new: FileState | None) -> Change | None:
+    """What happened to ``path`` from ``old`` to ``new`` (None: nothing)."""
+    if old is None:
+        return None if new is None else Change(path, "added", None, new)
+    if new is None:
+        return Change(path, "deleted", old, None)
+    return None if old.same_content(new) else Change(path, "modified", old, new)
 
 
 def sha256_hex(data: bytes) -> str:
@@ -606,16 +610,8 @@ def _net(journal: Journal) -> list[Change]:
     for path, old, new in journal:
         first.setdefault(path, old)
         last[path] = new
-    found: list[Change] = []
-    for path in sorted(first):
-        old, new = first[path], last[path]
-        if old is None and new is not None:
-            found.append(Change(path, "added", None, new))
-        elif new is None and old is not None:
-            found.append(Change(path, "deleted", old, None))
-        elif old is not None and new is not None and not old.same_content(new):
-            found.append(Change(path, "modified", old, new))
-    return found
+    found = (_change(path, first[path], last[path]) for path in sorted(first))
+    return [change for change in found if change is not None]
 
 
 def _with(plain: FileState, *, sha: str | None = None, why: str) -> FileState:
