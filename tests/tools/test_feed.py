@@ -265,3 +265,24 @@ def test_the_feed_adds_no_thread_and_overlapping_marks_each_see_their_changes(
     assert scanner.watching == 0
     scanner.since(scanner.mark())  # used after its workspace closed: walks, opens nothing
     assert scanner.watching == 0 and scanner.counts.walks == 3
+
+
+def test_a_workspace_folder_deleted_and_made_again_is_walked_again(tmp_path: Path) -> None:
+    root = tmp_path / "w"
+    root.mkdir()
+    seed_tree(root)
+    scanner = Scanner(root, FileStore(tmp_path / "blobs"))
+    mark = scanner.mark()
+    subprocess.run(["rm", "-rf", str(root)], check=True)
+    gone = scanner.since(mark)
+    assert {c.status for c in gone} == {"deleted"}
+    assert len(gone) == 26  # 20 .py, 4 .log, .gitignore and build/
+    mark = scanner.mark()
+    root.mkdir()
+    (root / "back.txt").write_text("back\n")
+    assert listed(scanner.since(mark)) == [("back.txt", "added")]
+    mark = scanner.mark()
+    (root / "back.txt").write_text("again\n")
+    assert listed(scanner.since(mark)) == [("back.txt", "modified")]
+    assert scanner.feed_problem is None
+    scanner.close()

@@ -448,7 +448,11 @@ class Scanner:
         self.counts.walks += 1
         try:
             self.counts.stats += 1
-            self._walk(self.root, "", [], found, self._known, os.stat(self.root).st_ino)
+            try:
+                ino = os.stat(self.root).st_ino
+            except OSError:
+                ino = -1  # the workspace is gone: the walk finds nothing, as it should
+            self._walk(self.root, "", [], found, self._known, ino)
         except BaseException:
             self._drop_feed(None)
             raise
@@ -456,7 +460,7 @@ class Scanner:
             self._put(key, None)
         for key, state in found.items():
             self._put(key, state)
-        self._walked = True
+        self._walked = "" in self._folders  # else the root is not there (to watch): walk again
 
     def _drop_feed(self, problem: str | None) -> None:
         if self._feed is not None:
