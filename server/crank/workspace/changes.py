@@ -38,7 +38,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio.to_thread
 
@@ -68,6 +68,11 @@ log = logging.getLogger(__name__)
 NAMED_TARGET = {"edit": "path", "write": "path"}
 """Tools that change exactly the file their argument names: only it is snapshot."""
 REVERT_PREFIX = "revert-"
+
+_T = TypeVar("_T")
+_Before = int | Snapshot
+"""What a recorded call is measured from: a command's mark in the scanner's journal
+(``Scanner.mark``), or the snapshot of the files an edit or a write names."""
 
 
 _SNAPSHOT_NOW: ContextVar[Callable[[], Awaitable[None]] | None] = ContextVar(
@@ -271,12 +276,15 @@ class RunChanges:
         self._store: fileblobs.FileStore | None = None
         self._notes: list[str] = []
         self._too_large_said = False
+        self._feed_said = False
 
     def scanner(self, session: SessionLog) -> Scanner:
         """The scanner saving into ``session``'s content store (a new session starts
         a new one: what the old one remembers is in the old session's folder)."""
         folder = session.blobs
         if self._scanner is None or self._folder != folder:
+            if self._scanner is not None:
+                self._scanner.close()
             self._store = fileblobs.FileStore(folder)
             self._scanner = Scanner(self.root, self._store, limit=self.limit)
             self._folder = folder
@@ -311,29 +319,51 @@ class RunChanges:
                 return await inner(call, signal, on_update)
             targets = self._targets(tool, call)
             scanner = self.scanner(session)
-            taken: list[Snapshot | None] = []
+            taken: list[_Before] = []
 
             async def snapshot_now() -> None:
-                taken[:] = [await self._scan(scanner, targets)]
+                if taken:
+                    await self._forget(scanner, taken.pop())
+                before = await self._before(scanner, targets)
+                if before is not None:
+                    taken.append(before)
 
             token = _SNAPSHOT_NOW.set(snapshot_now)
             try:
                 return await inner(call, signal, on_update)
             finally:
                 _SNAPSHOT_NOW.reset(token)
-                before = taken[0] if taken else None
-                if before is not None:
-                    after = await self._scan(scanner, targets)
-                    if after is not None:
-                        await self._record(session, run, call.id, diff_snapshots(before, after))
+                if taken:
+                    found = await self._after(scanner, targets, taken[0])
+                    if found is not None:
+                        await self._record(session, run, call.id, found)
 
         return execute
 
-    async def _scan(self, scanner: Scanner, targets: list[str] | None) -> Snapshot | None:
+    async def _before(self, scanner: Scanner, targets: list[str] | None) -> _Before | None:
+        """A command's mark (the whole workspace), or the named files' snapshot."""
+        if targets is None:
+            return await self._guarded(scanner, scanner.mark)
+        return await self._guarded(scanner, lambda: scanner.scan_paths(targets))
+
+    async def _after(
+        self, scanner: Scanner, targets: list[str] | None, before: _Before
+    ) -> list[Change] | None:
+        if isinstance(before, int):
+            return await self._guarded(scanner, lambda: scanner.since(before))
+        after = await self._guarded(scanner, lambda: scanner.scan_paths(targets or []))
+        return None if after is None else diff_snapshots(before, after)
+
+    @staticmethod
+    async def _forget(scanner: Scanner, before: _Before) -> None:
+        if isinstance(before, int):
+            await anyio.to_thread.run_sync(scanner.release, before)
+
+    async def _guarded(self, scanner: Scanner, scan: Callable[[], _T]) -> _T | None:
+        """``scan`` in a worker thread; a problem is said, never raised (recording
+        must not fail the tool)."""
         try:
-            if targets is None:
-                return await anyio.to_thread.run_sync(scanner.scan)
-            return await anyio.to_thread.run_sync(scanner.scan_paths, targets)
+            return await anyio.to_thread.run_sync(scan)
         except TooLarge as exc:
             if not self._too_large_said:
                 self._too_large_said = True
@@ -342,6 +372,19 @@ class RunChanges:
         except Exception as exc:  # recording must never fail the tool
             self._note(f"Crank: the workspace could not be snapshot for the run's changes: {exc}")
             return None
+        finally:
+            if scanner.feed_problem is not None and not self._feed_said:
+                self._feed_said = True
+                log.info(
+                    "the change feed is off (%s): each command's changes are found by "
+                    "walking the workspace",
+                    scanner.feed_problem,
+                )
+
+    def close(self) -> None:
+        """Release the change feed (the workspace closes)."""
+        if self._scanner is not None:
+            self._scanner.close()
 
     async def _record(
         self, session: SessionLog, run: str, call_id: str | None, found: list[Change]

@@ -276,6 +276,7 @@ class WorkspaceHost:
         self.stream.flush()
         if self.watcher is not None:
             await self.watcher.stop()
+        self.changes.close()
         self.session.close()
 
     # -- configuration ----------------------------------------------------------------
