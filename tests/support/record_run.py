@@ -21,11 +21,11 @@ Then it asks ``crank/messages``, ``crank/changes`` and ``crank/state`` and keeps
 answers. Every ``crank/event`` notification and the permission question are written
 verbatim except for what differs from one recording to the next: the temporary folder
 (written as ``/home/dev``), the session, run and entry ids (numbered in order of first
-appearance), timestamps and the prompt's hash. ``comparable`` also merges adjacent
-deltas of one block (the server coalesces those that arrive within a few ms, so how a
-stream is cut depends on the machine's load) and renumbers ``seq`` to match; the
-freshness test (tests/workspace/test_recorded_fixtures.py) compares recordings that
-way.
+appearance), timestamps, the prompt's hash, and in ``crank/state`` whether this machine
+has bubblewrap. ``comparable`` also merges adjacent deltas of one block (the server
+coalesces those that arrive within a few ms, so how a stream is cut depends on the
+machine's load) and renumbers ``seq`` to match; the freshness test
+(tests/lsp/test_client_fixtures.py) compares recordings that way.
 
 Run it to refresh the fixtures after a change to what the server sends::
 
@@ -54,6 +54,7 @@ NVIM_FIXTURE = Path("nvim-client/tests/fixtures/run.json")
 HOME_SHOWN = "/home/dev"
 """What the temporary folder is written as in the fixtures."""
 TIMESTAMP = 1764430000000
+SANDBOX_SHOWN = "(as on the machine that records)"
 PROMPT = "The tests in calc.py fail. Please fix add()."
 STEER = "also add a test for negative numbers"
 MODEL = "claude-sonnet-4-5"
@@ -412,6 +413,8 @@ def normalised(recording: dict[str, Any], root: Path) -> dict[str, Any]:
 
     collect(recording)
     rewritten: dict[str, Any] = rewrite(recording)
+    # Whether bubblewrap is installed is the machine's, not the server's (mode is off).
+    rewritten["answers"]["state"]["sandbox"].update(available=False, detail=SANDBOX_SHOWN)
     return rewritten
 
 
