@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 from crank.session import workspace_key
+from tests.lsp.helpers import server_env
 from tests.support.model_server import ModelServer
 
 REPO = Path(__file__).resolve().parents[2]
@@ -225,22 +226,6 @@ class Server:
         await asyncio.gather(self._reader, self._stderr)
 
 
-def server_env(home: Path) -> dict[str, str]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if not key.startswith(("OPENAI_", "ANTHROPIC_", "CRANK_"))
-    }
-    env.update(
-        HOME=str(home),
-        XDG_DATA_HOME=str(home / "data"),
-        XDG_CONFIG_HOME=str(home / "config"),
-        XDG_CACHE_HOME=str(home / "cache"),
-        PYTHONPATH=str(REPO / "server"),
-    )
-    return env
-
-
 def make_project(root: Path) -> Path:
     project = root / "calc"
     project.mkdir()
@@ -265,8 +250,8 @@ def is_event(frame: dict[str, Any], kind: str | None = None) -> bool:
 
 async def drive(root: Path) -> dict[str, Any]:
     """Run the scenario in ``root`` (a fresh folder); the raw recording."""
-    home = root / "home"
-    home.mkdir()
+    env = server_env(root)  # HOME and the XDG folders under root / "home"
+    home = Path(env["HOME"])
     project = make_project(root)
     allow_python(home, project)
     with ModelServer(SCRIPT) as model:
@@ -285,7 +270,7 @@ async def drive(root: Path) -> dict[str, Any]:
             stdin=asyncio.subprocess.PIPE,
             stdout=asyncio.subprocess.PIPE,
             stderr=asyncio.subprocess.PIPE,
-            env=server_env(home),
+            env=env,
             cwd=str(root),
         )
         server = Server(process)

@@ -13,6 +13,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .schema_ts import METHOD_MAPS
+
 __all__ = ["render"]
 
 JSON = dict[str, Any]
@@ -104,27 +106,9 @@ def render(schema: JSON) -> str:
     for name, definition in schema["$defs"].items():
         out += _declaration(name, definition)
         out.append("")
-    out += _map(
-        "Requests",
-        "Every request a client sends: its params and its result.",
-        schema["requests"],
-        ("params", "result"),
-    )
-    out.append("")
-    out += _map(
-        "ServerRequests",
-        "Every request the server sends the client: its params and the answer it expects.",
-        schema["serverRequests"],
-        ("params", "result"),
-    )
-    out.append("")
-    out += _map(
-        "Notifications",
-        "Every notification the server sends: its params.",
-        schema["notifications"],
-        ("params",),
-    )
-    out.append("")
+    for name, doc, key, fields in METHOD_MAPS:
+        out += _map(name, doc, schema[key], fields)
+        out.append("")
     events = "|".join(_literal(kind) for kind in schema["events"])
     out.append("--- Every event's `type`, as `crank/event` carries it.")
     out.append(f"---@alias {PREFIX}EventType {events}")
