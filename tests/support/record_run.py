@@ -281,9 +281,13 @@ async def drive(root: Path) -> dict[str, Any]:
                 print(json.dumps(frame)[:300], file=sys.stderr)
             raise
         finally:
-            if process.returncode is None:
-                process.kill()
-                await process.wait()
+            if process.returncode is None:  # the scenario failed: stop the server, as a
+                process.terminate()  # user's editor would (a SIGKILL leaves the
+                try:  # command it runs behind: its reaper never hears of it)
+                    await asyncio.wait_for(process.wait(), 10)
+                except TimeoutError:
+                    process.kill()
+                    await process.wait()
 
 
 async def scenario(server: Server, project: Path, options: dict[str, Any]) -> dict[str, Any]:
