@@ -1,7 +1,8 @@
 -- Pure parts and the chat renderer, without a server. The chat tests drive the buffer
 -- with protocol-shaped crank/event params; the workspace they use is a stand-in that
 -- answers crank/messages from a list (a mock: these tests are about rendering; the
--- e2e_*.lua tests run the same code against the real server).
+-- e2e_*.lua tests run the same code against the real server). One test replays the run
+-- recorded from the real server (tests/fixtures/run.json).
 local H = dofile(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)) .. "/helpers.lua")
 local format = require("crank.format")
 local config = require("crank.config")
@@ -901,6 +902,63 @@ H.test("without a viewer, vim.ui.open's own error is shown with where the file i
   H.ok(ok, err)
   H.ok(H.notified("crank: cannot open [image: dot.png, image/png, 75 B]: ", since), "a clear error")
   H.ok(H.notified("(the image is in ", since), "saying where the file is")
+end)
+
+-- The run recorded from the real server (tests/support/record_run.py writes
+-- tests/fixtures/run.json; the Python suite fails when it is stale).
+local function recorded_run()
+  local file = assert(io.open(H.here .. "/fixtures/run.json", "r"))
+  local run = vim.json.decode(file:read("*a"), { luanil = { object = true, array = true } })
+  file:close()
+  return run
+end
+
+H.test("the recorded run streamed renders as its crank/messages replay does", function()
+  local run = recorded_run()
+  local chat = fresh_chat()
+  chat.ws.session_id = run.sessionId
+  local question, usage
+  for _, step in ipairs(run.steps) do
+    if step.notify and step.params.event.type == "usage_update" then
+      usage = step.params.event
+    end
+    if step.notify then
+      chat.ws:note_event(step.params)
+      chat:on_event(step.params)
+    else
+      question = step.params
+    end
+  end
+  local streamed = chat:transcript()
+  H.ok(not chat.ws.running, "the aborted run settled")
+  H.eq({ steering = {}, followUp = {} }, chat.ws.queue, "the cleared queue is empty")
+  H.eq(usage, chat.ws.usage, "the meter shows the last usage_update")
+  H.contains(streamed, "> The user says add() is wrong.")
+  H.contains(streamed, "✗ **bash** `python3 test_calc.py`")
+  H.contains(streamed, "FAILED test_calc.py::test_add - assert -1 == 5")
+  H.contains(streamed, "Retrying (attempt 1)")
+  H.contains(streamed, "Aborted by the user before it finished.")
+  -- What a reload shows (crank/messages) is what the stream showed, minus its notices.
+  local function without_notices(lines)
+    local out = {}
+    for _, line in ipairs(lines) do
+      local notice = line:match("^_.+_$") ~= nil
+      if not notice and not (line == "" and out[#out] == "") then
+        out[#out + 1] = line
+      end
+    end
+    if out[#out] == "" then
+      out[#out] = nil
+    end
+    return out
+  end
+  local replayed = fresh_chat(run.answers.messages.messages):transcript()
+  H.eq(without_notices(replayed), without_notices(streamed))
+  -- The question as the server asked it: the edit's diff of calc.py.
+  local lines = format.permission_lines(question)
+  H.contains(lines, "Crank wants to run")
+  H.contains(lines, "-    return a - b")
+  H.contains(lines, "+    return a + b")
 end)
 
 H.run()

@@ -118,6 +118,12 @@ async def test_a_configuration_answer_withdraws_trust_but_never_grants_it(tmp_pa
 
 
 async def test_the_watcher_over_the_wire(tmp_path: Path) -> None:
+    """Files that are no input of the prompt announce nothing. Nothing on the wire says
+    the watcher has seen a change it ignored, so AGENTS.md, written after them, is the
+    fence: the watcher takes the folder's changes in order, so a change the unrelated
+    files caused would come before (or with) the one AGENTS.md makes, and the only
+    change announced must be that one (before, a 0.5 s sleep stood for "the watcher
+    has seen them", which a slow machine breaks)."""
     folder = project(tmp_path)
     with ModelServer({"replies": []}) as model:
         opts = options(model, tmp_path, trusted=True)
@@ -126,16 +132,20 @@ async def test_the_watcher_over_the_wire(tmp_path: Path) -> None:
             (folder / "notes.txt").write_text("unrelated\n")
             (folder / "src").mkdir()
             (folder / "src" / "main.py").write_text("print('hi')\n")
-            await asyncio.sleep(0.5)
-            assert prompt_changes(crank) == []
 
             (folder / "AGENTS.md").write_text(RULE + "\n")
             changed = await crank.wait_for(
-                lambda e: e["event"]["type"] == "system_prompt_changed", within=1.0
+                lambda e: (
+                    e["event"]["type"] == "system_prompt_changed"
+                    and any(s.get("path", "").endswith("AGENTS.md") for s in e["event"]["sources"])
+                )
             )
             now = await crank.request("crank/systemPrompt", {})
+            assert prompt_changes(crank) == [changed["event"]], "one change: AGENTS.md's"
             assert changed["event"]["hash"] == now["hash"] != first["hash"]
             assert RULE in now["text"]
+            assert "notes.txt" not in now["text"] and "main.py" not in now["text"]
+            assert context_files(now["sources"]) == ["AGENTS.md"]
 
 
 async def logged_line(crank: Any, words: str) -> None:

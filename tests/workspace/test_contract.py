@@ -27,6 +27,9 @@ def test_schema_and_types_are_generated_from_the_contract() -> None:
     assert schema.TYPES_FILE.read_text(encoding="utf-8") == schema.render(json.loads(text)), (
         "vscode-client/src/protocol/types.ts is stale: run python -m crank.workspace.schema"
     )
+    assert schema.LUA_FILE.read_text(encoding="utf-8") == schema.render_lua(json.loads(text)), (
+        "nvim-client/lua/crank/types.lua is stale: run python -m crank.workspace.schema"
+    )
     assert schema.main(["--check"]) == 0
 
 
@@ -127,3 +130,32 @@ def test_the_schema_says_what_the_hand_copied_types_got_wrong() -> None:
     steer = _built()["requests"]["crank/steer"]["params"]
     assert steer == {"$ref": "#/$defs/QueueParams"}
     assert "images" in _built()["$defs"]["QueueParams"]["properties"]
+
+
+def test_the_lua_client_names_only_types_the_contract_declares() -> None:
+    """lua-language-server cannot be installed here (no npm, PyPI or Debian package), so
+    this is the check within reach: every ``crank.Name`` an annotation in the Neovim
+    client uses is declared, by the generated ``types.lua`` or by the plugin's own
+    classes (``crank.Chat``, ``crank.Workspace``...), and no plugin class takes a name
+    the contract has."""
+    generated = schema.LUA_FILE.read_text(encoding="utf-8")
+    declaring = re.compile(r"^---@(?:class|alias) (crank\.\w+)", re.M)
+    wire = set(declaring.findall(generated))
+    assert {"crank.EventParams", "crank.PermissionRequest", "crank.StopReason"} <= wire
+    own: set[str] = set()
+    used: dict[str, set[str]] = {}
+    for path in sorted(schema.LUA_FILE.parent.rglob("*.lua")):
+        if path == schema.LUA_FILE:
+            continue
+        text = path.read_text(encoding="utf-8")
+        own |= set(declaring.findall(text))
+        for line in text.splitlines():
+            if line.startswith("---@"):
+                for name in re.findall(r"\bcrank\.[A-Z]\w*", line):
+                    used.setdefault(name, set()).add(path.name)
+    assert not own & wire, f"a plugin class has a contract type's name: {own & wire}"
+    missing = {name: sorted(files) for name, files in used.items() if name not in wire | own}
+    assert not missing, missing
+    assert {"crank.EventParams", "crank.PermissionRequest"} <= set(used), "annotated"
+    referred = set(re.findall(r"\bcrank\.[A-Z]\w*", generated))
+    assert referred <= wire, referred - wire

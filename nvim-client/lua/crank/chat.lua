@@ -170,6 +170,7 @@ end
 
 -- rendering -----------------------------------------------------------------------
 
+---@param message crank.UserMessage
 function Chat:user_message(message)
   -- A /command shows as typed (`typed`); the model was sent its expansion (`content`).
   local content = type(message.typed) == "string" and message.typed or message.content
@@ -191,6 +192,9 @@ function Chat:user_message(message)
 end
 
 --- Stream a delta of the content block `kind:index`.
+---@param kind crank.DeltaKind
+---@param index integer
+---@param text string
 function Chat:delta(kind, index, text)
   if kind == "toolCall" then
     return
@@ -224,6 +228,7 @@ function Chat:assistant_blocks(message, with_tools)
   self:assistant_end(message)
 end
 
+---@param message crank.AssistantMessage
 function Chat:assistant_end(message)
   if message.stopReason == "error" then
     self:_block(format.error_lines(message.errorMessage), "notice")
@@ -297,6 +302,7 @@ function Chat:notice(text)
 end
 
 --- Wipe the transcript and render `messages` (a crank/messages result).
+---@param messages crank.Message[]
 function Chat:render_messages(messages)
   local sep = self:sep_row()
   vim.api.nvim_buf_set_lines(self.buf, 0, sep, false, {})
@@ -361,6 +367,7 @@ function Chat:update_status()
 end
 
 --- Apply one crank/event to the buffer.
+---@param params crank.EventParams
 function Chat:on_event(params)
   local event = params.event or {}
   if event.type == "session_changed" then

@@ -116,6 +116,7 @@ function Workspace:execute(command, arguments, callback)
 end
 
 --- Record an event's effect on the workspace state; true when it is new (not a replay).
+---@param params crank.EventParams
 function Workspace:note_event(params)
   local event = params.event or {}
   self.session_id = self.session_id or params.sessionId
@@ -139,6 +140,8 @@ function Workspace:note_event(params)
 end
 
 --- Whether `seq` for this session jumped (a lost notification).
+---@param params crank.EventParams
+---@return boolean
 function Workspace:seq_gap(params)
   local sid = params.sessionId or "?"
   local last = self.last_seq[sid]
@@ -146,6 +149,7 @@ function Workspace:seq_gap(params)
   return last ~= nil and type(params.seq) == "number" and params.seq ~= last + 1
 end
 
+---@param callback fun(err: table|nil, result: crank.StateResult|nil)|nil
 function Workspace:refresh_state(callback)
   self:request("crank/state", {}, function(err, result)
     if not err and result then

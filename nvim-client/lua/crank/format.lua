@@ -188,7 +188,7 @@ end
 M.IMAGE_EXTENSIONS = { ["image/png"] = "png", ["image/jpeg"] = "jpg", ["image/gif"] = "gif", ["image/webp"] = "webp" }
 
 --- A notice line for retries, compactions and the like (nil: nothing to show).
----@param event table a crank/event `event`
+---@param event crank.CrankEvent a crank/event `event`
 ---@return string|nil
 function M.notice(event)
   local t = event.type
@@ -224,6 +224,8 @@ function M.notice(event)
 end
 
 --- "12%" style context use; nil when unknown.
+---@param usage crank.ContextUsage|crank.UsageUpdate|nil
+---@return string|nil
 function M.context_percent(usage)
   if type(usage) ~= "table" then
     return nil
@@ -236,7 +238,7 @@ function M.context_percent(usage)
 end
 
 --- The statusline text for a workspace state (nil state: not started).
----@param state {running: boolean, usage: table|nil}|nil
+---@param state {running: boolean, usage: crank.ContextUsage|crank.UsageUpdate|nil}|nil
 ---@return string
 function M.status(state)
   if state == nil then
@@ -258,7 +260,7 @@ function M.status(state)
 end
 
 --- One sentence about the sandbox (crank/state's `sandbox`), and whether it is fine.
----@param sb table|nil
+---@param sb crank.SandboxState|nil
 ---@return string|nil text, boolean ok
 function M.sandbox_line(sb)
   if type(sb) ~= "table" then
@@ -276,7 +278,7 @@ end
 
 --- The lines :CrankMcp and :checkhealth show for crank/state's `mcp` list: a line per
 --- server (name, source, transport, state, tool count), its error's lines under it.
----@param servers table[]|nil
+---@param servers crank.McpServerState[]|nil
 ---@return string[]
 function M.mcp_lines(servers)
   if type(servers) ~= "table" or #servers == 0 then
@@ -307,6 +309,8 @@ function M.mcp_lines(servers)
 end
 
 --- One line per session for a picker.
+---@param s crank.SessionInfo
+---@return string
 function M.session_item(s)
   local title = s.title or s.firstMessage or s.sessionId
   return string.format(
@@ -355,6 +359,8 @@ function M.lsp_diagnostic(d)
 end
 
 --- The lines of a permission preview (diff or command) for a floating window.
+---@param params crank.PermissionRequest
+---@return string[]
 function M.permission_lines(params)
   local out = {}
   local preview = params.preview

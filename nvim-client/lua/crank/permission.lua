@@ -17,6 +17,8 @@ M.CHOICES = {
 }
 
 --- Open the preview float; returns its window (or nil when there is no UI room).
+---@param params crank.PermissionRequest
+---@return integer|nil win, integer buf
 function M.preview(params)
   local lines = format.permission_lines(params)
   local buf = vim.api.nvim_create_buf(false, true)
@@ -48,6 +50,8 @@ end
 M.open = {}
 
 --- Ask the user; `callback({decision, reason?})` once. Closes the preview afterwards.
+---@param params crank.PermissionRequest
+---@param callback fun(answer: crank.PermissionResponse)
 function M.ask(params, callback)
   local win = M.preview(params)
   M.last_preview = win and vim.api.nvim_buf_get_lines(vim.api.nvim_win_get_buf(win), 0, -1, false) or nil
@@ -108,6 +112,8 @@ function M.withdraw(run_id)
 end
 
 --- The crank/requestPermission handler body: waits (in the RPC coroutine) for the user.
+---@param params crank.PermissionRequest
+---@return crank.PermissionResponse
 function M.handle(_, params)
   local co, main = coroutine.running()
   local answer

@@ -1,7 +1,8 @@
 """The JSON Schema of the wire contract, generated from ``crank.workspace.contract``.
 
 ``python -m crank.workspace.schema`` writes ``docs/protocol.schema.json`` and, from that
-file's content alone, ``vscode-client/src/protocol/types.ts`` (``schema_ts``);
+file's content alone, ``vscode-client/src/protocol/types.ts`` (``schema_ts``) and the
+Neovim client's LuaCATS annotations ``nvim-client/lua/crank/types.lua`` (``schema_lua``);
 ``--check`` writes nothing and exits 1 naming each file that is stale (the test suite
 runs the same comparison). The translation is our own because msgspec's schema
 generator takes no union of TypedDicts, and every event union is one.
@@ -24,12 +25,22 @@ import typing
 from pathlib import Path
 from typing import Any, Literal, NotRequired, Required, get_args, get_origin, is_typeddict
 
-__all__ = ["PROTOCOL_VERSION", "SCHEMA_FILE", "TYPES_FILE", "build", "main", "render"]
+__all__ = [
+    "LUA_FILE",
+    "PROTOCOL_VERSION",
+    "SCHEMA_FILE",
+    "TYPES_FILE",
+    "build",
+    "main",
+    "render",
+    "render_lua",
+]
 
 PROTOCOL_VERSION = 1
 REPO = Path(__file__).resolve().parents[3]
 SCHEMA_FILE = REPO / "docs" / "protocol.schema.json"
 TYPES_FILE = REPO / "vscode-client" / "src" / "protocol" / "types.ts"
+LUA_FILE = REPO / "nvim-client" / "lua" / "crank" / "types.lua"
 JSON = dict[str, Any]
 
 
@@ -236,13 +247,24 @@ def render(schema: JSON) -> str:
     return to_typescript(schema)
 
 
+def render_lua(schema: JSON) -> str:
+    """``types.lua`` from the schema document (``schema_lua``)."""
+    from .schema_lua import render as to_lua
+
+    return to_lua(schema)
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     schema_text = dumps(build())
-    types_text = render(json.loads(schema_text))
+    generated = {
+        SCHEMA_FILE: schema_text,
+        TYPES_FILE: render(json.loads(schema_text)),
+        LUA_FILE: render_lua(json.loads(schema_text)),
+    }
     stale = [
         path
-        for path, text in ((SCHEMA_FILE, schema_text), (TYPES_FILE, types_text))
+        for path, text in generated.items()
         if not path.is_file() or path.read_text(encoding="utf-8") != text
     ]
     if "--check" in args:
@@ -250,9 +272,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{path} is stale: run python -m crank.workspace.schema", file=sys.stderr)
         return 1 if stale else 0
     for path in stale:
-        path.write_text(
-            schema_text if path == SCHEMA_FILE else types_text, encoding="utf-8", newline="\n"
-        )
+        path.write_text(generated[path], encoding="utf-8", newline="\n")
         print(f"wrote {path}")
     return 0
 

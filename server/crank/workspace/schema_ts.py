@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["render"]
+__all__ = ["METHOD_MAPS", "render"]
 
 JSON = dict[str, Any]
 _HEADER = """\
@@ -24,6 +24,30 @@ _HEADER = """\
  * when this file is stale. The client's own declarations are in ./local.ts.
  */
 """
+
+
+METHOD_MAPS: tuple[tuple[str, str, str, tuple[str, ...]], ...] = (
+    (
+        "Requests",
+        "Every request a client sends: its params and its result.",
+        "requests",
+        ("params", "result"),
+    ),
+    (
+        "ServerRequests",
+        "Every request the server sends the client: its params and the answer it expects.",
+        "serverRequests",
+        ("params", "result"),
+    ),
+    (
+        "Notifications",
+        "Every notification the server sends: its params.",
+        "notifications",
+        ("params",),
+    ),
+)
+"""The method maps each generated file ends with: (name, description, the schema's
+key, the shapes each entry names). ``schema_lua`` writes the same ones."""
 
 
 def _name(ref: str) -> str:
@@ -104,27 +128,9 @@ def render(schema: JSON) -> str:
     for name, definition in schema["$defs"].items():
         out += _declaration(name, definition)
         out.append("")
-    out += _map(
-        "Requests",
-        "Every request a client sends: its params and its result.",
-        schema["requests"],
-        ("params", "result"),
-    )
-    out.append("")
-    out += _map(
-        "ServerRequests",
-        "Every request the server sends the client: its params and the answer it expects.",
-        schema["serverRequests"],
-        ("params", "result"),
-    )
-    out.append("")
-    out += _map(
-        "Notifications",
-        "Every notification the server sends: its params.",
-        schema["notifications"],
-        ("params",),
-    )
-    out.append("")
+    for name, doc, key, fields in METHOD_MAPS:
+        out += _map(name, doc, schema[key], fields)
+        out.append("")
     out.append("/** Every event's `type`, as `crank/event` carries it. */")
     out.append('export type EventType = CrankEvent["type"];')
     out.append("")

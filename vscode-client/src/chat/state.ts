@@ -390,12 +390,18 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
       const kept = j < 0 ? items : [...items.slice(0, j), ...items.slice(j + 1).filter((it) => it.kind !== "notice")];
       return { ...s, items: [...kept, notice("info", ev.message)] };
     }
-    case "retry_start":
+    case "retry_start": {
+      // The server opens the reply (message_start) before its request is refused: the
+      // line goes before that still empty bubble, so the reply reads after the retry.
+      const line = notice("warning", `Retrying (attempt ${ev.attempt}) in ${Math.round(ev.delayMs / 100) / 10}s: ${ev.error}`);
+      const last = items.at(-1);
+      const empty = last?.kind === "assistant" && last.streaming && last.blocks.length === 0;
       return {
         ...s,
         retry: { attempt: ev.attempt, delayMs: ev.delayMs, error: ev.error },
-        items: [...items, notice("warning", `Retrying (attempt ${ev.attempt}) in ${Math.round(ev.delayMs / 100) / 10}s: ${ev.error}`)],
+        items: empty ? [...items.slice(0, -1), line, last] : [...items, line],
       };
+    }
     case "retry_end":
       return {
         ...s,

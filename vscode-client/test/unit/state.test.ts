@@ -22,7 +22,7 @@ test("a recorded run becomes user, assistant, tool, notice and edit items in ord
   assert.equal(edit.status, "running");
   assert.deepEqual(edit.edit?.path, "calc.py");
   assert.equal(s.running, true);
-  assert.equal(s.usage?.contextTokens, 10380);
+  assert.equal(s.usage?.contextTokens, 11117);
   assert.equal(s.gap, false);
   assert.match((s.items[3] as { text: string }).text, /Retrying \(attempt 1\).*529/);
 });
@@ -411,4 +411,18 @@ test("a notice sent with once is shown once, and again after a transcript read r
   assert.equal(s.items.filter((i) => i.kind === "notice").length, 1, "shown again after the read");
   const plain = reduce(reduce(initialState(), { ...line, once: undefined }), { ...line, once: undefined });
   assert.equal(plain.items.filter((i) => i.kind === "notice").length, 2, "a notice without once is added each time");
+});
+
+test("the recorded run streamed and its crank/messages replay give the same cards", () => {
+  const streamed = feed(initialState(), [...eventsOf(run.untilPermission), ...eventsOf(run.afterAllow), ...eventsOf(run.afterStop)]);
+  const replayed = itemsFromMessages(run.answers.messages.messages);
+  const shape = (items: ChatState["items"]) =>
+    items
+      .filter((i) => i.kind !== "notice")
+      .map((i) => (i.kind === "tool" ? `tool:${i.id}:${i.status}:${i.result}` : i.kind === "assistant" ? `assistant:${JSON.stringify(i.blocks)}` : i.kind));
+  assert.deepEqual(shape(streamed.items), shape(replayed));
+  assert.equal(streamed.running, false);
+  const aborted = streamed.items.find((i) => i.kind === "tool" && i.id === "call_bash_2") as ToolItem;
+  assert.equal(aborted.status, "failed");
+  assert.deepEqual(streamed.queue, { steering: [], followUp: [] }, "the cleared queue is empty");
 });

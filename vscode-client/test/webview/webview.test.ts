@@ -141,7 +141,7 @@ test("a recorded run streams text, then shows tool, edit and permission cards an
   await host(...asHost(steps.slice(cut + 1)));
   await page.waitForSelector(".card.permission");
   const bash = page.locator('.card.tool[data-tool="bash"]').first();
-  assert.match(await bash.innerText(), /python -m pytest -q/);
+  assert.match(await bash.innerText(), /python3 test_calc.py/);
   assert.equal(await bash.locator(".badge").innerText(), "failed");
   const edit = page.locator(".card.edit");
   assert.match(await edit.locator(".tool-arg").innerText(), /calc\.py/);
@@ -157,8 +157,8 @@ test("a recorded run streams text, then shows tool, edit and permission cards an
   assert.match(await perm.locator(".line.add").first().innerText(), /return a \+ b/);
   assert.match(await perm.locator(".line.del").first().innerText(), /return a - b/);
   for (const label of ["Allow", "Allow for this session", "Always allow", "Reject"]) assert.equal(await perm.getByRole("button", { name: label, exact: true }).count(), 1);
-  assert.equal(await page.locator(".meter-text").innerText(), "10.4k / 200k (5%)");
-  assert.equal(await page.locator(".cost").innerText(), "$0.0063");
+  assert.equal(await page.locator(".meter-text").innerText(), "11.1k / 200k (6%)");
+  assert.equal(await page.locator(".cost").innerText(), "$0.0181");
   assert.equal(await page.locator("details.thinking").getAttribute("open"), null, "thinking is folded");
   assert.match(await page.locator(".notice.warning").innerText(), /Retrying \(attempt 1\)/);
   assert.equal(await page.locator(".code-block .copy").count(), 1);
