@@ -289,10 +289,10 @@
 ---@class crank.ModelsResult
 ---@field models crank.ModelInfo[]
 
---- One line for the chat, said once: the server cannot call tools, the window was learned from a refusal, the one served model was chosen, folder settings were ignored. ``kind`` says which; ``message`` is the text to show.
+--- One line for the chat, said once: the server cannot call tools, the window was learned from a refusal, the one served model was chosen, folder settings were ignored, a "Fix This File" run left its file unchanged. ``kind`` says which; ``message`` is the text to show.
 ---@class crank.Notice
 ---@field type "notice"
----@field kind "tools_unsupported"|"window_learned"|"model_discovered"|"settings_ignored"
+---@field kind "tools_unsupported"|"window_learned"|"model_discovered"|"settings_ignored"|"fix_not_applied"
 ---@field message string
 
 ---@class crank.OpenSessionParams
