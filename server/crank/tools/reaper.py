@@ -11,6 +11,11 @@ timeout), it SIGKILLs every descendant it has, found by following
 ``/proc/<pid>/task/<tid>/children`` from itself, whatever session or group they moved
 to, then exits. When the command ends by itself, it exits with the command's status
 at once and leaves the rest as they are (a background job may go on, as before).
+When Crank itself dies while the command runs (killed, crashed: no abort will come),
+the kernel sends this process SIGTERM (``prctl(PR_SET_PDEATHSIG)``), and it ends
+everything as for an abort, as a sandboxed command dies with bwrap's
+``--die-with-parent``. Crank starts it from the event loop's thread, the one the
+kernel watches, so only the process's end sends it.
 
 Small on purpose: imports only the standard library, so it starts in a few tens of
 milliseconds.
@@ -28,18 +33,29 @@ import time
 from pathlib import Path
 from types import FrameType
 
+PR_SET_PDEATHSIG = 1
 PR_SET_CHILD_SUBREAPER = 36
 
 
-def become_subreaper() -> bool:
-    """Mark this process a child subreaper; False where the system has none."""
+def _prctl(option: int, value: int) -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
         libc = ctypes.CDLL(None, use_errno=True)
-        return int(libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)) == 0
+        return int(libc.prctl(option, value, 0, 0, 0)) == 0
     except (OSError, AttributeError):
         return False
+
+
+def become_subreaper() -> bool:
+    """Mark this process a child subreaper; False where the system has none."""
+    return _prctl(PR_SET_CHILD_SUBREAPER, 1)
+
+
+def end_with_parent(parent: int) -> None:
+    """SIGTERM when the parent dies; at once if it died before this was asked."""
+    if _prctl(PR_SET_PDEATHSIG, signal.SIGTERM) and os.getppid() != parent:
+        os.kill(os.getpid(), signal.SIGTERM)
 
 
 def children(pid: int) -> list[int]:
@@ -88,6 +104,7 @@ def main(argv: list[str]) -> int:
     if not argv:
         print("usage: python -m crank.tools.reaper COMMAND [ARG...]", file=sys.stderr)
         return 2
+    parent = os.getppid()
     become_subreaper()
     me = os.getpid()
 
@@ -99,6 +116,7 @@ def main(argv: list[str]) -> int:
 
     signal.signal(signal.SIGTERM, end)
     signal.signal(signal.SIGHUP, end)
+    end_with_parent(parent)
     try:
         child = subprocess.Popen(argv)
     except OSError as exc:
