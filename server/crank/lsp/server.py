@@ -564,6 +564,12 @@ async def _revert(ls: CrankServer, params: Params) -> Any:
     return await host.revert(runs, params.strings("paths"), params.flag("force"))
 
 
+@handles("crank/keep")
+async def _keep(ls: CrankServer, params: Params) -> Any:
+    run = params.required_text("runId")
+    return await (await ls.session_host(params)).keep(run, params.strings("paths"))
+
+
 @handles("crank/branch")
 async def _branch(ls: CrankServer, params: Params) -> Any:
     entry_id = params.required_text("entryId")

@@ -30,6 +30,7 @@ ENTRY_TYPES = (
     "sessionInfo",
     "fileChanges",
     "revert",
+    "keep",
 )
 MESSAGE_ROLES = ("user", "assistant", "toolResult")
 MESSAGE_LINE_PREFIX = b'{"type":"message",'

@@ -50,7 +50,7 @@ from .client import EditorClient
 from .commands import BUILTIN_NAMES, CommandCatalog, parse_command, perform
 from .daily import DailyRefresh
 from .diagnostics import EditorDiagnostics
-from .errors import RunInProgress, invalid_params
+from .errors import RefusedWhileRunning, RunInProgress, invalid_params
 from .images import image_json, with_stored_images
 from .mcp import McpAction, WorkspaceMcp
 from .permissions import PERMISSION_MODES, PermissionMode, Permissions
@@ -576,6 +576,13 @@ class WorkspaceHost:
         """``crank/revert``: refused while a run is active (it could be changing them)."""
         require_idle(self.harness, "crank/revert")
         return await self.changes.revert(self.session.log, runs, paths, force)
+
+    async def keep(self, run: str, paths: Sequence[str] | None) -> dict[str, Any]:
+        """``crank/keep``: refused only for the run still active (its list is not final);
+        keeping an earlier run's files while another works is fine (nothing is written)."""
+        if self.harness.is_running and run == self.active_run_id:
+            raise RefusedWhileRunning(f"crank/keep of {run} is refused while it runs")
+        return await self.changes.keep(self.session.log, run, paths)
 
     def file_content(self, sha256: object) -> dict[str, Any]:
         """``crank/fileContent``: a before/after image of this session's changes."""
