@@ -6,6 +6,10 @@
 --- before the run (from `crank/fileContent`) beside the file as it is now.
 --- :CrankRevert [runId] [path...] takes the run's changes back (`crank/revert`); `!`
 --- forces files the user changed since. What is not put back is listed with its reason.
+--- :CrankKeep [runId] [path...] (or `K` in the quickfix window, for that file) accepts the
+--- run's changes (`crank/keep`): recorded in the session, so the list says "kept" from
+--- then on, here and in any other editor, and a revert of the whole run leaves them.
+--- Each entry's text says how many lines the change added and removed (`+3 -1`).
 ---
 --- `crank/diagnostics` is answered from `vim.diagnostic.get`: what the buffer's language
 --- servers report now, as LSP Diagnostics (`format.lsp_diagnostic`; a file with no
@@ -39,6 +43,14 @@ function M.quickfix_items(root, files)
   local items = {}
   for _, f in ipairs(files or {}) do
     local text = f.status
+    if type(f.linesAdded) == "number" and type(f.linesRemoved) == "number" then
+      text = string.format("%s +%d -%d", text, f.linesAdded, f.linesRemoved)
+    end
+    if f.kept then
+      text = text .. " (kept)"
+    elseif f.revertedBy then
+      text = text .. " (undone by " .. f.revertedBy .. ")"
+    end
     if not f.restorable then
       text = text .. " (not restorable: " .. tostring(f.reason) .. ")"
     end
@@ -80,6 +92,9 @@ function M.changes(arg, done)
       vim.keymap.set("n", "D", function()
         M.diff_entry(vim.fn.line("."))
       end, { buffer = true, desc = "Crank: diff this change" })
+      vim.keymap.set("n", "K", function()
+        M.keep_entry(vim.fn.line("."))
+      end, { buffer = true, desc = "Crank: keep this change" })
     end
     if done then
       done(ws.changes.files)
@@ -130,17 +145,24 @@ function M.diff(f, done)
   end)
 end
 
+--- The run a :CrankRevert / :CrankKeep line names (a first word `run-...` or
+--- `revert-...`; else the last finished run), and the paths after it.
+local function run_and_paths(ws, args)
+  local words = vim.split(vim.trim(args or ""), "%s+", { trimempty = true })
+  local run = ws.last_run_id
+  if words[1] and words[1]:match("^run%-") or (words[1] or ""):match("^revert%-") then
+    run = table.remove(words, 1)
+  end
+  return run, words
+end
+
 --- :CrankRevert[!] [runId] [path...]
 function M.revert(args, force, done)
   local ws = require("crank.actions").workspace()
   if ws == nil then
     return
   end
-  local words = vim.split(vim.trim(args or ""), "%s+", { trimempty = true })
-  local run = ws.last_run_id
-  if words[1] and words[1]:match("^run%-") or (words[1] or ""):match("^revert%-") then
-    run = table.remove(words, 1)
-  end
+  local run, words = run_and_paths(ws, args)
   if not run then
     return vim.notify("crank: no run to revert yet", vim.log.levels.WARN)
   end
@@ -163,6 +185,58 @@ function M.revert(args, force, done)
       done(result)
     end
   end)
+end
+
+--- :CrankKeep [runId] [path...]: the run's changes to these files (all its files still
+--- waiting, without paths) are accepted; the quickfix list of that run, when shown, is
+--- read again.
+function M.keep(args, done)
+  local ws = require("crank.actions").workspace()
+  if ws == nil then
+    return
+  end
+  local run, words = run_and_paths(ws, args)
+  if not run then
+    return vim.notify("crank: no run to keep yet", vim.log.levels.WARN)
+  end
+  local params = { runId = run }
+  if #words > 0 then
+    params.paths = words
+  end
+  ws:request("crank/keep", params, function(err, result)
+    if err then
+      return report("keeping " .. run .. "'s changes", err)
+    end
+    local lines = { string.format("crank: kept %d file(s) as %s left them", #result.kept, run) }
+    for _, c in ipairs(result.conflicts or {}) do
+      lines[#lines + 1] = "  not kept: " .. c.path .. ": " .. c.reason
+    end
+    local level = #(result.conflicts or {}) > 0 and vim.log.levels.WARN or vim.log.levels.INFO
+    vim.notify(table.concat(lines, "\n"), level)
+    local function finish()
+      if done then
+        done(result)
+      end
+    end
+    if ws.changes and ws.changes.run == run and vim.fn.getqflist({ title = 0 }).title:match("^Crank changes") then
+      return M.changes(run, finish)
+    end
+    finish()
+  end)
+end
+
+--- `K` in the quickfix window: keep the change of entry `index` (1-based).
+function M.keep_entry(index, done)
+  local ws = require("crank.actions").workspace()
+  local entry = vim.fn.getqflist()[index]
+  local f = entry and entry.user_data
+  if ws == nil or type(f) ~= "table" then
+    return
+  end
+  if not (ws.changes and ws.changes.run) then
+    return vim.notify("crank: Keep takes one run's list (:CrankChanges [runId], not all)", vim.log.levels.WARN)
+  end
+  M.keep(ws.changes.run .. " " .. f.path, done)
 end
 
 return M
