@@ -56,6 +56,14 @@ async def run(crank: Crank) -> str:
     return str(answer["runId"])
 
 
+async def listed_after(crank: Crank, text: str) -> tuple[str, dict[str, dict[str, Any]]]:
+    """Prompt ``text``, wait for the run to settle; its id and its files by path."""
+    answer = await crank.request("crank/prompt", {"text": text})
+    await crank.settled(answer["runId"], within=60)
+    files = by_path(await crank.request("crank/changes", {"runId": answer["runId"]}))
+    return str(answer["runId"]), files
+
+
 def entry_lines(session_file: str) -> list[str]:
     return Path(session_file).read_text().splitlines()
 
@@ -224,13 +232,11 @@ async def test_binary_and_oversized_files_are_listed_but_refused_by_name(tmp_pat
     )
     with ModelServer(change) as model:
         async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
-            answer = await crank.request("crank/prompt", {"text": "touch them"})
-            await crank.settled(answer["runId"], within=60)
-            files = by_path(await crank.request("crank/changes", {"runId": answer["runId"]}))
+            run_id, files = await listed_after(crank, "touch them")
             assert files["image.bin"]["restorable"] is False
             assert files["image.bin"]["reason"] == "a binary file: not restorable"
             assert files["big.txt"]["reason"] == "larger than 1048576 bytes: not restorable"
-            reverted = await crank.request("crank/revert", {"runId": answer["runId"]})
+            reverted = await crank.request("crank/revert", {"runId": run_id})
             assert reverted["reverted"] == []
             reasons = {c["path"]: c["reason"] for c in reverted["conflicts"]}
             assert reasons == {
@@ -371,9 +377,7 @@ async def test_each_file_says_how_many_lines_it_added_and_removed(tmp_path: Path
     )
     with ModelServer(change) as model:
         async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
-            answer = await crank.request("crank/prompt", {"text": "change them"})
-            await crank.settled(answer["runId"], within=60)
-            files = by_path(await crank.request("crank/changes", {"runId": answer["runId"]}))
+            _, files = await listed_after(crank, "change them")
             counts = {p: (i.get("linesAdded"), i.get("linesRemoved")) for p, i in files.items()}
             assert counts == {
                 "a.py": (1, 1),

@@ -27,7 +27,7 @@ def test_a_large_file_is_counted_linearly_with_the_same_figures(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     old = [f"line {n}" for n in range(1000)]
-    new = [*old[:100], "a", "b", *old[103:900], *old[901:]]
+    new = [*old[:100], "a", "b", *old[103:200], *old[201:]]  # a middle of 200 lines: a diff
     small = line_counts(text(old), text(new))
     monkeypatch.setattr(changes, "DIFF_LINES", 10)  # the bound is read at each call
     assert line_counts(text(old), text(new)) == small == (2, 4)

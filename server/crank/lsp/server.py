@@ -547,7 +547,7 @@ async def _tree(ls: CrankServer, params: Params) -> Any:
 
 @handles("crank/changes")
 async def _changes(ls: CrankServer, params: Params) -> Any:
-    return (await ls.session_host(params)).file_changes(params.text("runId"))
+    return await (await ls.session_host(params)).file_changes(params.text("runId"))
 
 
 @handles("crank/fileContent")

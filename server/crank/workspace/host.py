@@ -566,9 +566,10 @@ class WorkspaceHost:
     def tree(self) -> dict[str, Any]:
         return self.session.tree()
 
-    def file_changes(self, run_id: str | None) -> dict[str, Any]:
-        """``crank/changes``: what one run (or the whole session) changed."""
-        return self.changes.list(self.session.log, run_id)
+    async def file_changes(self, run_id: str | None) -> dict[str, Any]:
+        """``crank/changes``: what one run (or the whole session) changed; in a worker
+        thread, as counting a file's +/- lines reads its contents."""
+        return await anyio.to_thread.run_sync(self.changes.list, self.session.log, run_id)
 
     async def revert(
         self, runs: Sequence[str], paths: Sequence[str] | None, force: bool
