@@ -145,42 +145,50 @@ function M.diff(f, done)
   end)
 end
 
---- The run a :CrankRevert / :CrankKeep line names (a first word `run-...` or
---- `revert-...`; else the last finished run), and the paths after it.
-local function run_and_paths(ws, args)
+--- The workspace and the params a :CrankRevert / :CrankKeep line asks for: the run it
+--- names (a first word `run-...` or `revert-...`; else the last finished run) and the
+--- paths after it. Nil (and said why) when there is no workspace or no run.
+local function run_params(args, what)
+  local ws = require("crank.actions").workspace()
+  if ws == nil then
+    return nil
+  end
   local words = vim.split(vim.trim(args or ""), "%s+", { trimempty = true })
   local run = ws.last_run_id
   if words[1] and words[1]:match("^run%-") or (words[1] or ""):match("^revert%-") then
     run = table.remove(words, 1)
   end
-  return run, words
+  if not run then
+    vim.notify("crank: no run to " .. what .. " yet", vim.log.levels.WARN)
+    return nil
+  end
+  return ws, { runId = run, paths = #words > 0 and words or nil }
+end
+
+--- One notification: `head`, then each conflict as "<refused>: path: reason" (a warning then).
+local function tell(head, conflicts, refused)
+  local lines = { head }
+  for _, c in ipairs(conflicts or {}) do
+    lines[#lines + 1] = "  " .. refused .. ": " .. c.path .. ": " .. c.reason
+  end
+  local level = #(conflicts or {}) > 0 and vim.log.levels.WARN or vim.log.levels.INFO
+  vim.notify(table.concat(lines, "\n"), level)
 end
 
 --- :CrankRevert[!] [runId] [path...]
 function M.revert(args, force, done)
-  local ws = require("crank.actions").workspace()
+  local ws, params = run_params(args, "revert")
   if ws == nil then
     return
   end
-  local run, words = run_and_paths(ws, args)
-  if not run then
-    return vim.notify("crank: no run to revert yet", vim.log.levels.WARN)
-  end
-  local params = { runId = run, force = force or nil }
-  if #words > 0 then
-    params.paths = words
-  end
+  local run = params.runId
+  params.force = force or nil
   ws:request("crank/revert", params, function(err, result)
     if err then
       return report("reverting " .. run, err)
     end
     vim.cmd("checktime")
-    local lines = { string.format("crank: %d file(s) put back as before %s", #result.reverted, run) }
-    for _, c in ipairs(result.conflicts or {}) do
-      lines[#lines + 1] = "  not restored: " .. c.path .. ": " .. c.reason
-    end
-    local level = #(result.conflicts or {}) > 0 and vim.log.levels.WARN or vim.log.levels.INFO
-    vim.notify(table.concat(lines, "\n"), level)
+    tell(string.format("crank: %d file(s) put back as before %s", #result.reverted, run), result.conflicts, "not restored")
     if done then
       done(result)
     end
@@ -191,28 +199,16 @@ end
 --- waiting, without paths) are accepted; the quickfix list of that run, when shown, is
 --- read again.
 function M.keep(args, done)
-  local ws = require("crank.actions").workspace()
+  local ws, params = run_params(args, "keep")
   if ws == nil then
     return
   end
-  local run, words = run_and_paths(ws, args)
-  if not run then
-    return vim.notify("crank: no run to keep yet", vim.log.levels.WARN)
-  end
-  local params = { runId = run }
-  if #words > 0 then
-    params.paths = words
-  end
+  local run = params.runId
   ws:request("crank/keep", params, function(err, result)
     if err then
       return report("keeping " .. run .. "'s changes", err)
     end
-    local lines = { string.format("crank: kept %d file(s) as %s left them", #result.kept, run) }
-    for _, c in ipairs(result.conflicts or {}) do
-      lines[#lines + 1] = "  not kept: " .. c.path .. ": " .. c.reason
-    end
-    local level = #(result.conflicts or {}) > 0 and vim.log.levels.WARN or vim.log.levels.INFO
-    vim.notify(table.concat(lines, "\n"), level)
+    tell(string.format("crank: kept %d file(s) as %s left them", #result.kept, run), result.conflicts, "not kept")
     local function finish()
       if done then
         done(result)
