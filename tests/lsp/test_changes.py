@@ -388,3 +388,19 @@ async def test_each_file_says_how_many_lines_it_added_and_removed(tmp_path: Path
             }
             whole = by_path(await crank.request("crank/changes", {}))
             assert whole["long.txt"]["linesAdded"] == 1 and whole["long.txt"]["linesRemoved"] == 2
+
+
+async def test_keep_without_paths_keeps_the_whole_run_and_undo_passes_over_it(
+    tmp_path: Path,
+) -> None:
+    """Keep all: every file of the run still waiting is kept; ``/undo`` then finds
+    nothing of that run to take back (a run kept whole is answered, not pending)."""
+    folder = project(tmp_path)
+    with ModelServer(FOUR) as model:
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            run_id = await run(crank)
+            answer = await crank.request("crank/keep", {"runId": run_id})
+            assert sorted(answer["kept"]) == ["a.py", "b.txt", "c.txt", "d.py"]
+            undo = await crank.request("crank/prompt", {"text": "/undo"})
+            assert undo["command"] == "undo" and undo["result"]["runId"] is None, undo
+            assert (folder / "d.py").read_text() == "x = 1\ny = 3\n"  # nothing was put back

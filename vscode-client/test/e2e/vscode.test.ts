@@ -888,8 +888,8 @@ test("under a finished run the chat lists the files its commands changed; Keep t
     await runCommand(page, "Crank: Open Chat");
     chat = await chatFrame(page);
     await chat.locator("button.send:not([disabled])").waitFor();
-    // No New here: right after the chat opens, its first refresh can put the last session
-    // back over a new one (seen on a loaded machine); the session shown is fine for this.
+    // No New here: the session shown is fine for this. (A New right after the chat opened
+    // could once be undone by its first refresh; test/unit/lastSession.test.ts has that.)
     await send(chat, "e2e-run-changes");
     await answer(/^Allow$/);
     await card("rv-1").locator(".badge.done").waitFor();
