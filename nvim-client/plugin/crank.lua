@@ -136,6 +136,11 @@ command("CrankRevert", function(o)
   require("crank.review").revert(o.args, o.bang)
 end, { nargs = "*", bang = true, complete = "file", desc = "Put back the files the last run (or runId) changed; ! forces" })
 
+command("CrankKeep", function(o)
+  require("crank").ensure_setup()
+  require("crank.review").keep(o.args)
+end, { nargs = "*", complete = "file", desc = "Keep what the last run (or runId) changed in these files (all, without paths)" })
+
 -- Mappings to bind (none is bound by default; see :help crank-mappings).
 local plug = function(modes, name, rhs, desc)
   vim.keymap.set(modes, "<Plug>(" .. name .. ")", rhs, { desc = desc, silent = true })

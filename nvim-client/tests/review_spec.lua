@@ -2,7 +2,8 @@
 -- server: a run edits a.py, creates b.txt and deletes c.txt with commands and rewrites
 -- d.py with sed -i. :CrankChanges lists all four in the quickfix list, a diff shows
 -- d.py before the run, :CrankRevert puts everything back except the file the user
--- changed since. And the editor's diagnostics: an edit that a language server flags
+-- changed since; `K` in the list (:CrankKeep) keeps a file, which the list then says and
+-- a revert of the whole run leaves alone. And the editor's diagnostics: an edit that a language server flags
 -- gets the diagnostic (from vim.diagnostic.get) in its tool result.
 local H = dofile(vim.fs.dirname(debug.getinfo(1, "S").source:sub(2)) .. "/helpers.lua")
 vim.cmd("runtime plugin/crank.lua")
@@ -42,6 +43,27 @@ local function start(port, files, open, extra)
   return root, ws
 end
 
+--- Call `start(done)` and wait until it calls `done(value)`; the value.
+local function answered(start_, what)
+  local got
+  start_(function(value)
+    got = value
+  end)
+  H.wait_for(function()
+    return got ~= nil
+  end, what)
+  return got
+end
+
+--- The quickfix list as file name -> entry text.
+local function texts()
+  local out = {}
+  for _, item in ipairs(vim.fn.getqflist()) do
+    out[vim.fn.fnamemodify(vim.fn.bufname(item.bufnr), ":t")] = item.text
+  end
+  return out
+end
+
 local function prompt(ws, text)
   local before = ws.settled_count or 0
   vim.cmd("Crank " .. text)
@@ -57,18 +79,10 @@ H.test(":CrankChanges lists the run's four files, a diff shows before, :CrankRev
   prompt(ws, "change four files")
   H.ok(ws.last_run_id, "the finished run is remembered")
 
-  local listed
-  review.changes(nil, function(files)
-    listed = files
-  end)
-  H.wait_for(function()
-    return listed ~= nil
+  local listed = answered(function(done)
+    review.changes(nil, done)
   end, "crank/changes")
-  local statuses = {}
-  for _, item in ipairs(vim.fn.getqflist()) do
-    statuses[vim.fn.fnamemodify(vim.fn.bufname(item.bufnr), ":t")] = item.text
-  end
-  H.eq({ ["a.py"] = "modified", ["b.txt"] = "added", ["c.txt"] = "deleted", ["d.py"] = "modified" }, statuses)
+  H.eq({ ["a.py"] = "modified +1 -1", ["b.txt"] = "added +1 -0", ["c.txt"] = "deleted +0 -1", ["d.py"] = "modified +1 -1" }, texts())
 
   local before_buf
   for _, f in ipairs(listed) do
@@ -86,12 +100,8 @@ H.test(":CrankChanges lists the run's four files, a diff shows before, :CrankRev
   vim.cmd("tabonly")
 
   vim.fn.writefile({ "mine" }, root .. "/d.py") -- the user changes d.py since
-  local result
-  review.revert("", false, function(r)
-    result = r
-  end)
-  H.wait_for(function()
-    return result ~= nil
+  local result = answered(function(done)
+    review.revert("", false, done)
   end, "crank/revert")
   table.sort(result.reverted)
   H.eq({ "a.py", "b.txt", "c.txt" }, result.reverted)
@@ -102,6 +112,40 @@ H.test(":CrankChanges lists the run's four files, a diff shows before, :CrankRev
   H.eq("gone\n", disk(root .. "/c.txt"))
   H.ok(vim.fn.filereadable(root .. "/b.txt") == 0, "b.txt is gone again")
   H.eq("mine\n", disk(root .. "/d.py"), "the user's change is not overwritten")
+end)
+
+H.test("K in the changes list keeps a file: the list says kept, a revert of the run leaves it", function()
+  local port = H.model_server(four())
+  local root, ws = start(port, { ["a.py"] = "x = a - b\n", ["c.txt"] = "gone\n", ["d.py"] = "y = 2\n" }, "a.py")
+  prompt(ws, "change four files")
+  answered(function(done)
+    review.changes(nil, done)
+  end, "crank/changes")
+  local index
+  for i, item in ipairs(vim.fn.getqflist()) do
+    if vim.fn.fnamemodify(vim.fn.bufname(item.bufnr), ":t") == "b.txt" then
+      index = i
+    end
+  end
+  H.ok(index, "b.txt is listed")
+  H.eq("K", vim.fn.maparg("K", "n", false, true).lhs, "K is mapped in the quickfix window")
+  local kept = answered(function(done)
+    review.keep_entry(index, done)
+  end, "crank/keep")
+  H.eq({ "b.txt" }, kept.kept)
+  H.eq("added +1 -0 (kept)", texts()["b.txt"], "the list is read again and says kept")
+
+  local refused = answered(function(done)
+    review.keep("nothing.py", done)
+  end, ":CrankKeep of a path the run did not change")
+  H.eq({ { path = "nothing.py", reason = "not changed by this run" } }, refused.conflicts)
+
+  local result = answered(function(done)
+    review.revert("", false, done)
+  end, "crank/revert")
+  table.sort(result.reverted)
+  H.eq({ "a.py", "c.txt", "d.py" }, result.reverted, "the kept file is left alone")
+  H.eq("made\n", disk(root .. "/b.txt"))
 end)
 
 H.test("an edit gets the buffer's diagnostics (vim.diagnostic.get) in its tool result", function()

@@ -56,6 +56,18 @@ async def run(crank: Crank) -> str:
     return str(answer["runId"])
 
 
+async def listed_after(crank: Crank, text: str) -> tuple[str, dict[str, dict[str, Any]]]:
+    """Prompt ``text``, wait for the run to settle; its id and its files by path."""
+    answer = await crank.request("crank/prompt", {"text": text})
+    await crank.settled(answer["runId"], within=60)
+    files = by_path(await crank.request("crank/changes", {"runId": answer["runId"]}))
+    return str(answer["runId"]), files
+
+
+def entry_lines(session_file: str) -> list[str]:
+    return Path(session_file).read_text().splitlines()
+
+
 def by_path(answer: dict[str, Any]) -> dict[str, dict[str, Any]]:
     return {item["path"]: item for item in answer["files"]}
 
@@ -220,13 +232,11 @@ async def test_binary_and_oversized_files_are_listed_but_refused_by_name(tmp_pat
     )
     with ModelServer(change) as model:
         async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
-            answer = await crank.request("crank/prompt", {"text": "touch them"})
-            await crank.settled(answer["runId"], within=60)
-            files = by_path(await crank.request("crank/changes", {"runId": answer["runId"]}))
+            run_id, files = await listed_after(crank, "touch them")
             assert files["image.bin"]["restorable"] is False
             assert files["image.bin"]["reason"] == "a binary file: not restorable"
             assert files["big.txt"]["reason"] == "larger than 1048576 bytes: not restorable"
-            reverted = await crank.request("crank/revert", {"runId": answer["runId"]})
+            reverted = await crank.request("crank/revert", {"runId": run_id})
             assert reverted["reverted"] == []
             reasons = {c["path"]: c["reason"] for c in reverted["conflicts"]}
             assert reasons == {
@@ -301,3 +311,96 @@ async def test_each_run_is_listed_and_a_reverted_file_says_by_which_revert(
             again = by_path(await crank.request("crank/changes", {"runId": run_id}))
             assert "revertedBy" not in again["d.py"]
             assert (folder / "d.py").read_text() == "x = 1\ny = 3\n"
+
+
+async def test_a_kept_file_leaves_the_pending_list_for_good(tmp_path: Path) -> None:
+    """Keep (issue 30): the user accepts a file's change. It is recorded as a ``keep``
+    entry, so every later answer, after a restart too, says ``kept``; a revert of the
+    whole run leaves it alone; a bad path or a put-back file is a per-file conflict."""
+    folder = project(tmp_path)
+    with ModelServer(FOUR) as model:
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            run_id = await run(crank)
+            answer = await crank.request(
+                "crank/keep", {"runId": run_id, "paths": ["a.py", "a.py", "nothing.py"]}
+            )
+            assert answer == {
+                "kept": ["a.py"],
+                "conflicts": [{"path": "nothing.py", "reason": "not changed by this run"}],
+            }
+            again = await crank.request("crank/keep", {"runId": run_id, "paths": ["a.py"]})
+            assert again == {"kept": ["a.py"], "conflicts": []}
+            undone = await crank.request("crank/revert", {"runId": run_id, "paths": ["d.py"]})
+            refused = await crank.request("crank/keep", {"runId": run_id, "paths": ["d.py"]})
+            assert refused["kept"] == []
+            [conflict] = refused["conflicts"]
+            assert conflict["path"] == "d.py"
+            assert conflict["reason"].startswith(f"put back by {undone['revertId']}")
+            with pytest.raises(JsonRpcException) as raised:
+                await crank.request("crank/keep", {"runId": "run-9-00000000"})
+            assert "no changes of run run-9-00000000 are recorded" in str(raised.value)
+            state = await crank.request("crank/state", {})
+        keeps = [line for line in entry_lines(state["sessionFile"]) if '"type":"keep"' in line]
+        assert len(keeps) == 1  # the second keep of a.py recorded nothing new
+
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            await crank.request("crank/openSession", {"sessionId": state["sessionId"]})
+            files = by_path(await crank.request("crank/changes", {"runId": run_id}))
+            assert {p: i.get("kept") for p, i in files.items()} == {
+                "a.py": True,
+                "b.txt": None,
+                "c.txt": None,
+                "d.py": None,
+            }
+            whole = await crank.request("crank/changes", {})
+            assert by_path(whole["runs"][0]) == files
+            # The whole run's revert takes back what is pending, not what was kept.
+            answer = await crank.request("crank/revert", {"runId": run_id})
+            assert sorted(answer["reverted"]) == ["b.txt", "c.txt"]
+            assert (folder / "a.py").read_text() == A.replace("a - b", "a + b")
+            # Naming a kept file takes it back, and that ends the keep.
+            answer = await crank.request("crank/revert", {"runId": run_id, "paths": ["a.py"]})
+            assert answer["reverted"] == ["a.py"] and (folder / "a.py").read_text() == A
+            files = by_path(await crank.request("crank/changes", {"runId": run_id}))
+            assert "kept" not in files["a.py"] and files["a.py"]["revertedBy"] == answer["revertId"]
+
+
+async def test_each_file_says_how_many_lines_it_added_and_removed(tmp_path: Path) -> None:
+    folder = project(tmp_path)
+    (folder / "image.bin").write_bytes(b"\0\1\2")
+    (folder / "long.txt").write_text("".join(f"line {n}\n" for n in range(10)))
+    change = script(
+        {"tool": "edit", "path": "a.py", "oldText": "a - b", "newText": "a + b"},
+        {"tool": "bash", "command": "printf 'one\\ntwo\\n' > b.txt && rm c.txt"},
+        {"tool": "bash", "command": "sed -i '3d;5d' long.txt && echo end >> long.txt"},
+        {"tool": "bash", "command": "printf '\\0\\3' > image.bin"},
+    )
+    with ModelServer(change) as model:
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            _, files = await listed_after(crank, "change them")
+            counts = {p: (i.get("linesAdded"), i.get("linesRemoved")) for p, i in files.items()}
+            assert counts == {
+                "a.py": (1, 1),
+                "b.txt": (2, 0),
+                "c.txt": (0, 1),
+                "long.txt": (1, 2),
+                "image.bin": (None, None),  # binary: not counted
+            }
+            whole = by_path(await crank.request("crank/changes", {}))
+            assert whole["long.txt"]["linesAdded"] == 1 and whole["long.txt"]["linesRemoved"] == 2
+
+
+async def test_keep_without_paths_keeps_the_whole_run_and_undo_passes_over_it(
+    tmp_path: Path,
+) -> None:
+    """Keep all: every file of the run still waiting is kept; ``/undo`` then finds
+    nothing of that run to take back (a run kept whole is answered, not pending)."""
+    folder = project(tmp_path)
+    with ModelServer(FOUR) as model:
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            run_id = await run(crank)
+            answer = await crank.request("crank/keep", {"runId": run_id})
+            assert sorted(answer["kept"]) == ["a.py", "b.txt", "c.txt", "d.py"]
+            undo = await crank.request("crank/prompt", {"text": "/undo"})
+            assert undo["command"] == "undo" and undo["result"]["runId"] is None, undo
+            assert (folder / "d.py").read_text() == "x = 1\ny = 3\n"  # nothing was put back

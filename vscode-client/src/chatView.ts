@@ -20,6 +20,7 @@ import { runMcpAction, type McpAction } from "./chat/mcp";
 import { toLsp } from "./protocol/diagnostics";
 import type { ChangesReview } from "./review";
 import { RunChangesView } from "./runChangesView";
+import { LastSession } from "./chat/lastSession";
 
 interface TrackedEdit {
   edit: EditInfo;
@@ -57,9 +58,12 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
 
   /** The files each run changed, listed under it (runChangesView.ts). */
   private readonly runChanges: RunChangesView;
+  /** The session the chat shows, remembered across reloads; a refresh never writes back one older than the user's choice (chat/lastSession.ts). */
+  private readonly lastSession: LastSession;
 
   constructor(private readonly ext: vscode.ExtensionContext, private readonly server: ServerManager, review: ChangesReview) {
     this.runChanges = new RunChangesView(server, review, (a) => this.dispatch(a), (level, text) => this.notice(level, text));
+    this.lastSession = new LastSession(ext.workspaceState);
     server.permissionHandler = (p, cancelled) => this.askPermission(p, cancelled);
     server.beforeServerCommand = () => void this.reveal();
     ext.subscriptions.push(
@@ -227,18 +231,15 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     if (!client) return;
     const ignored = ignoredLine(await this.ignoredSettings());
     try {
-      let state = await client.state({ workspace });
-      const key = `crank.lastSession.${workspace}`;
-      const last = this.ext.workspaceState.get<string>(key);
-      if (last && last !== state.sessionId && !state.running) {
-        try {
-          await client.openSession({ workspace, sessionId: last });
-          state = await client.state({ workspace });
-        } catch {
-          // The session is gone or locked; stay on the server's active one.
-        }
+      const state = await this.lastSession.settle(workspace, {
+        state: () => client.state({ workspace }),
+        openSession: (sessionId) => client.openSession({ workspace, sessionId }),
+      });
+      if (!state) {
+        // The user chose a session meanwhile (New, Open, or the server said so): the next pass shows it.
+        this.refreshAgain = true;
+        return;
       }
-      await this.ext.workspaceState.update(key, state.sessionId);
       const { messages } = await client.messages({ workspace, sessionId: state.sessionId });
       this.applyState(state, workspace);
       this.dispatch({ type: "transcript", messages, sessionId: state.sessionId, workspace });
@@ -320,7 +321,10 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     const workspace = this.workspace();
     const fork = forkPointFor(await client.tree({ workspace }), fromEnd, text);
     if (!fork) return this.notice("error", "That message is not on the session's current branch any more; nothing was changed.");
-    if (fork.entryId === null) await client.newSession({ workspace });
+    if (fork.entryId === null) {
+      this.lastSession.choosing();
+      await client.newSession({ workspace });
+    }
     else await client.branch({ workspace, entryId: fork.entryId });
     await this.refresh();
     this.post({ type: "restoreInput", text });
@@ -348,7 +352,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     if (ev.type === "agent_settled" && p.workspace === this.workspace()) void this.postBranches().catch(() => undefined);
     if (ev.type === "agent_settled" && p.runId && p.workspace === this.workspace()) void this.runChanges.settled(p.workspace, p.runId);
     if (ev.type === "session_changed" && p.workspace === this.workspace()) {
-      void this.ext.workspaceState.update(`crank.lastSession.${p.workspace}`, ev.sessionId);
+      void this.lastSession.chosen(p.workspace, ev.sessionId);
       void this.refresh();
     }
     if (p.workspace !== this.workspace()) return;
@@ -493,6 +497,10 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
         return this.runChanges.diff(workspace, m.runId, m.path);
       case "undoChanges":
         return this.runChanges.undo(workspace, m.runId, m.paths, m.force === true);
+      case "keepChanges":
+        return this.runChanges.keep(workspace, m.runId, m.paths);
+      case "redoChange":
+        return this.runChanges.redo(workspace, m.runId, m.revertId, m.path);
     }
     const client = await this.server.ensureStarted(true);
     if (!client) {
@@ -526,9 +534,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
         return;
       }
       case "newSession":
+        this.lastSession.choosing();
         await client.newSession({ workspace });
         return this.refresh();
       case "openSession":
+        this.lastSession.choosing();
         await client.openSession({ workspace, sessionId: m.sessionId });
         return this.refresh();
       case "editResend":

@@ -2,9 +2,12 @@
  * The chat's side of the files each run changed (the list under each finished run): it
  * reads `crank/changes` when a run settles and after the transcript is read again (a
  * window reload), answers the page's "diff" and "Undo" clicks, and reads the run again
- * after every Undo so a file put back shows as undone. The diff is the quick pick's
- * (`ChangesReview.diff`, through `crank/fileContent`); Undo is `crank/revert`, and a
- * file changed since the run comes back as a conflict the page shows with Force.
+ * after every Undo, Keep and Redo so the list shows what the server now records. The
+ * diff is the quick pick's (`ChangesReview.diff`, through `crank/fileContent`); Undo is
+ * `crank/revert`, and a file changed since the run comes back as a conflict the page
+ * shows with Force; Keep is `crank/keep` (recorded in the session: the row stays gone
+ * after a reload and in another editor); Redo is `crank/revert` of the revert that put
+ * the file back (`revertedBy`), for that file.
  */
 import type { ChatAction } from "./chat/state";
 import type { ChangedFile } from "./protocol/types";
@@ -65,6 +68,36 @@ export class RunChangesView {
     }
     const files = await this.read(workspace, runId);
     if (files) this.dispatch({ type: "runChanges", runId, files, conflicts });
+  }
+
+  /** Keep the run's changes to `paths`: they leave its list; what could not be kept is said. */
+  async keep(workspace: string | undefined, runId: string, paths: string[]): Promise<void> {
+    const client = this.server.client;
+    if (!client || !workspace) return;
+    let conflicts;
+    try {
+      ({ conflicts } = await client.keep({ workspace, runId, paths }));
+    } catch (err) {
+      return this.notice("error", `Keep failed: ${(err as Error)?.message ?? String(err)}`);
+    }
+    if (conflicts.length) this.notice("warning", `Not kept: ${conflicts.map((c) => `${c.path}: ${c.reason}`).join("; ")}`);
+    const files = await this.read(workspace, runId);
+    if (files) this.dispatch({ type: "runChanges", runId, files });
+  }
+
+  /** Redo one file's change a revert put back: that revert is reverted for that file; the run's list is read again. */
+  async redo(workspace: string | undefined, runId: string, revertId: string, path: string): Promise<void> {
+    const client = this.server.client;
+    if (!client || !workspace) return;
+    let conflicts;
+    try {
+      ({ conflicts } = await client.revert({ workspace, runId: revertId, paths: [path] }));
+    } catch (err) {
+      return this.notice("error", `Redo failed: ${(err as Error)?.message ?? String(err)}`);
+    }
+    if (conflicts.length) this.notice("warning", `Not redone: ${conflicts.map((c) => `${c.path}: ${c.reason}`).join("; ")}`);
+    const files = await this.read(workspace, runId);
+    if (files) this.dispatch({ type: "runChanges", runId, files });
   }
 
   private async read(workspace: string, runId: string): Promise<ChangedFile[] | undefined> {

@@ -49,6 +49,9 @@
 ---@field after? string
 ---@field reason? string
 ---@field revertedBy? string (additive, a run's list) the revert that put this file back, when one did.
+---@field kept? boolean (additive, a run's list) ``true``: the user kept this change (``crank/keep``).
+---@field linesAdded? integer (additive) lines the change added; absent when not counted (binary, too large).
+---@field linesRemoved? integer (additive) lines the change removed; absent exactly when ``linesAdded`` is.
 
 ---@class crank.ChangesParams
 ---@field workspace? string
@@ -224,6 +227,16 @@
 ---@field mimeType string
 ---@field data string
 ---@field name? string
+
+---@class crank.KeepParams
+---@field workspace? string
+---@field sessionId? string
+---@field runId string
+---@field paths? string[]
+
+---@class crank.KeepResult
+---@field kept string[]
+---@field conflicts crank.RevertConflict[] The paths not kept, each with why (not changed by the run, put back by a revert).
 
 --- An LSP ``Diagnostic`` as the editor reports it (the fields Crank reads).
 ---@class crank.LspDiagnostic
@@ -678,6 +691,7 @@
 ---@field ["crank/setPermissionMode"] { params: crank.SetPermissionModeParams, result: crank.SetPermissionModeResult }
 ---@field ["crank/changes"] { params: crank.ChangesParams, result: crank.ChangesResult }
 ---@field ["crank/revert"] { params: crank.RevertParams, result: crank.RevertResult }
+---@field ["crank/keep"] { params: crank.KeepParams, result: crank.KeepResult }
 ---@field ["crank/fileContent"] { params: crank.FileContentParams, result: crank.FileContentResult }
 ---@field ["crank/mcpServer"] { params: crank.McpServerParams, result: crank.McpServerResult }
 

@@ -544,7 +544,7 @@ async def _tree(ls: CrankServer, params: Params) -> Any:
 
 @handles("crank/changes")
 async def _changes(ls: CrankServer, params: Params) -> Any:
-    return (await ls.session_host(params)).file_changes(params.text("runId"))
+    return await (await ls.session_host(params)).file_changes(params.text("runId"))
 
 
 @handles("crank/fileContent")
@@ -559,6 +559,12 @@ async def _revert(ls: CrankServer, params: Params) -> Any:
         raise invalid_params("runId", "is required (a run id, or a list of them)")
     host = await ls.session_host(params)
     return await host.revert(runs, params.strings("paths"), params.flag("force"))
+
+
+@handles("crank/keep")
+async def _keep(ls: CrankServer, params: Params) -> Any:
+    run = params.required_text("runId")
+    return await (await ls.session_host(params)).keep(run, params.strings("paths"))
 
 
 @handles("crank/branch")

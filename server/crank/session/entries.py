@@ -30,6 +30,7 @@ EntryType = Literal[
     "sessionInfo",
     "fileChanges",
     "revert",
+    "keep",
 ]
 """Every kind of entry this version writes (docs/session.md describes each)."""
 ENTRY_TYPES: tuple[EntryType, ...] = get_args(EntryType)
@@ -91,6 +92,11 @@ class RevertFields(TypedDict):
     conflicts: list[dict[str, str]]
 
 
+class KeepFields(TypedDict):
+    runId: str
+    paths: list[str]
+
+
 ENTRY_FIELDS: dict[EntryType, type] = {
     "message": MessageFields,
     "branch": BranchFields,
@@ -101,6 +107,7 @@ ENTRY_FIELDS: dict[EntryType, type] = {
     "sessionInfo": SessionInfoFields,
     "fileChanges": FileChangesFields,
     "revert": RevertFields,
+    "keep": KeepFields,
 }
 
 

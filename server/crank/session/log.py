@@ -42,6 +42,7 @@ from .entries import (
     Entry,
     EntryType,
     FileChangesFields,
+    KeepFields,
     RevertFields,
     check_fields,
     encode,
@@ -273,6 +274,10 @@ class SessionLog:
     async def append_revert(self, fields: RevertFields) -> str:
         """What a revert put back, with its own before and after images."""
         return await self.append("revert", fields)
+
+    async def append_keep(self, fields: KeepFields) -> str:
+        """Files of a run the user accepted as they are (``crank/keep``)."""
+        return await self.append("keep", fields)
 
     async def append_compaction(
         self, summary: str, first_kept_id: str, tokens_before: int, *, usage: Usage | None = None

@@ -18,6 +18,13 @@ file, rename). Each file is judged and applied alone, and every refusal is a
 per-file conflict with its reason. The revert is itself a ``revert`` entry, with its
 own id (``revert-<hex>``) and its own before/after images, so it can be reverted.
 
+``keep`` is the other answer to a run's change: the user accepts it. It touches no
+file; it appends a ``keep`` entry (``runId``, ``paths``), so the run's list says
+``kept`` for those files after a reload and in every client, a revert of the whole run
+leaves them alone, and only a revert naming one takes it back (which ends the keep).
+Each file of a list also says how many lines its change added and removed
+(``linesAdded``/``linesRemoved``), counted from the kept before and after contents.
+
 The order is ask, then snapshot, then run: every tool that changes files asks
 (``ToolContext.approve``) before it touches anything, and ``snapshot_after`` wraps that
 question so the call's first snapshot is taken when the answer is yes (the mode or a
@@ -30,10 +37,12 @@ the MCP tools that are not trusted read-only).
 from __future__ import annotations
 
 import contextlib
+import difflib
 import logging
 import os
 import secrets
 import stat
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from contextvars import ContextVar
 from dataclasses import dataclass, field, replace
@@ -68,6 +77,18 @@ log = logging.getLogger(__name__)
 NAMED_TARGET = {"edit": "path", "write": "path"}
 """Tools that change exactly the file their argument names: only it is snapshot."""
 REVERT_PREFIX = "revert-"
+DIFF_LINES = 400
+"""A file's +/- counts are a line diff's (``difflib``) over what differs between the
+common first and last lines, when that middle has up to this many lines (both sides
+together: difflib's worst case, many repeated lines, grows with the cube, 0.3 s here at
+400); above it, a count of the lines one side has more of than the other (linear; the
+same figures unless lines moved, which it counts as neither)."""
+COUNTS_KEPT = 4096
+"""How many (before, after) pairs' counts a workspace remembers (content hashes: a
+pair's counts never change, so every list after the first reads them for free)."""
+
+LineCounts = tuple[int, int] | None
+"""A change's (added, removed) lines, or None when they cannot be counted."""
 
 _T = TypeVar("_T")
 _Before = int | Snapshot
@@ -219,16 +240,73 @@ def run_ids(entries: Iterable[dict[str, Any]]) -> list[str]:
     return seen
 
 
-def run_files(entries: Sequence[dict[str, Any]], run: str) -> list[dict[str, Any]]:
-    """One run's files as ``crank/changes`` lists them, a reverted one with ``revertedBy``."""
+def run_files(
+    entries: Sequence[dict[str, Any]],
+    run: str,
+    counts: Callable[[Net], LineCounts] | None = None,
+) -> list[dict[str, Any]]:
+    """One run's files as ``crank/changes`` lists them: a reverted one with
+    ``revertedBy``, a kept one with ``kept``, each with its +/- line counts when
+    ``counts`` can tell them."""
     undone = reverted_paths(entries, run)
+    kept = kept_paths(entries, [run])
     out: list[dict[str, Any]] = []
     for net in net_changes(entries, [run]).values():
-        item = net.to_json()
+        item = with_counts(net, counts)
         if net.path in undone:
             item["revertedBy"] = undone[net.path]
+        elif net.path in kept:
+            item["kept"] = True
         out.append(item)
     return out
+
+
+def with_counts(net: Net, counts: Callable[[Net], LineCounts] | None) -> dict[str, Any]:
+    """``net`` as ``crank/changes`` lists it, with ``linesAdded``/``linesRemoved`` when
+    they can be counted."""
+    item = net.to_json()
+    found = counts(net) if counts is not None else None
+    if found is not None:
+        item["linesAdded"], item["linesRemoved"] = found
+    return item
+
+
+def kept_paths(entries: Iterable[dict[str, Any]], runs: Sequence[str]) -> set[str]:
+    """The paths of ``runs`` the user kept (``keep`` entries); a later revert of one of
+    those runs that put a kept path back ends its keep."""
+    wanted = set(runs)
+    kept: set[str] = set()
+    for entry in entries:
+        kind = entry.get("type")
+        if kind == "keep" and entry.get("runId") in wanted:
+            kept.update(p for p in entry.get("paths") or () if isinstance(p, str))
+        elif kind == "revert" and wanted.intersection(entry.get("reverts") or ()):
+            kept.difference_update(entry.get("reverted") or ())
+    return kept
+
+
+def line_counts(before: bytes, after: bytes) -> tuple[int, int]:
+    """(added, removed): the lines a change from ``before`` to ``after`` added and
+    removed, as a line diff counts them (``DIFF_LINES`` bounds the diff)."""
+    old, new = before.splitlines(keepends=True), after.splitlines(keepends=True)
+    start = 0
+    while start < min(len(old), len(new)) and old[start] == new[start]:
+        start += 1
+    end = 0
+    while end < min(len(old), len(new)) - start and old[-1 - end] == new[-1 - end]:
+        end += 1
+    old, new = old[start : len(old) - end], new[start : len(new) - end]
+    if len(old) + len(new) <= DIFF_LINES:
+        added = removed = 0
+        matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            if tag != "equal":
+                removed += i2 - i1
+                added += j2 - j1
+        return added, removed
+    more = Counter(new)
+    more.subtract(Counter(old))
+    return sum(n for n in more.values() if n > 0), sum(-n for n in more.values() if n < 0)
 
 
 def reverted_paths(entries: Iterable[dict[str, Any]], run: str) -> dict[str, str]:
@@ -277,6 +355,7 @@ class RunChanges:
         self._notes: list[str] = []
         self._too_large_said = False
         self._feed_said = False
+        self._counts: dict[tuple[str | None, str | None], LineCounts] = {}
 
     def scanner(self, session: SessionLog) -> Scanner:
         """The scanner saving into ``session``'s content store (a new session starts
@@ -425,15 +504,48 @@ class RunChanges:
         if session is None:
             return {"files": []} if run is not None else {"files": [], "runs": []}
         entries = session.entries()
+
+        def counts(net: Net) -> LineCounts:
+            return self.line_counts(session, net)
+
         if run is not None:
-            return {"files": run_files(entries, run)}
+            return {"files": run_files(entries, run, counts)}
         nets = net_changes(entries, None)
         runs = [
-            {"runId": one, "files": run_files(entries, one)}
+            {"runId": one, "files": run_files(entries, one, counts)}
             for one in run_ids(entries)
             if not one.startswith(REVERT_PREFIX)
         ]
-        return {"files": [net.to_json() for net in nets.values()], "runs": runs}
+        return {"files": [with_counts(net, counts) for net in nets.values()], "runs": runs}
+
+    def line_counts(self, session: SessionLog, net: Net) -> LineCounts:
+        """How many lines ``net``'s change added and removed, from the contents kept
+        beside the session; None when a side it needs was not kept (binary, too large,
+        ignored) or cannot be read. Remembered per pair of hashes."""
+        sides: list[str | None] = []
+        for needed, state in ((net.existed, net.before), (net.exists, net.after)):
+            if not needed:
+                sides.append(None)
+            elif state is None or not state.get("saved") or "sha256" not in state:
+                return None
+            else:
+                sides.append(str(state["sha256"]))
+        key = (sides[0], sides[1])
+        if key in self._counts:
+            return self._counts[key]
+        self.scanner(session)
+        assert self._store is not None
+        contents: list[bytes] = []
+        for sha in key:
+            data = b"" if sha is None else self._store.get(sha)
+            if isinstance(data, str):
+                return None  # gone: not remembered, it may be a passing read error
+            contents.append(data)
+        found = line_counts(contents[0], contents[1])
+        if len(self._counts) >= COUNTS_KEPT:
+            self._counts.clear()
+        self._counts[key] = found
+        return found
 
     def content(self, session: SessionLog | None, sha256: object) -> dict[str, Any]:
         """``crank/fileContent``: a kept before or after image, as text, for a client's
@@ -472,9 +584,51 @@ class RunChanges:
         runs = [
             run
             for run in run_ids(entries)
-            if not run.startswith(REVERT_PREFIX) and run not in taken
+            if not run.startswith(REVERT_PREFIX)
+            and run not in taken
+            and not set(net_changes(entries, [run])) <= kept_paths(entries, [run])
         ]
         return runs[-1] if runs else None
+
+    # -- keeping -------------------------------------------------------------------------
+
+    async def keep(
+        self, session: SessionLog | None, run: str, paths: Sequence[str] | None
+    ) -> dict[str, Any]:
+        """``crank/keep``: the user accepts the run's change to ``paths`` (all its files
+        still changed: ``None``). Nothing on disk changes; a ``keep`` entry records the
+        newly kept ones (a file kept already is answered as kept again, not recorded
+        twice). A path the run did not change, or one a revert put back, is a per-file
+        conflict; a run with no recorded change is refused (-32602) like ``revert``."""
+        if session is None:
+            raise invalid_params("runId", "this session has no log yet: nothing to keep")
+        entries = session.entries()
+        if run not in run_ids(entries):
+            raise invalid_params(
+                "runId", f"no changes of run {run} are recorded in session {session.session_id}"
+            )
+        nets = net_changes(entries, [run])
+        undone = reverted_paths(entries, run)
+        already = kept_paths(entries, [run])
+        kept: list[str] = []
+        conflicts: list[dict[str, str]] = []
+        for path in paths if paths is not None else [p for p in nets if p not in undone]:
+            if path not in nets:
+                conflicts.append({"path": path, "reason": "not changed by this run"})
+            elif path in undone:
+                conflicts.append(
+                    {
+                        "path": path,
+                        "reason": f"put back by {undone[path]}: there is no change to keep "
+                        "(redo it first)",
+                    }
+                )
+            elif path not in kept:
+                kept.append(path)
+        new = [path for path in kept if path not in already]
+        if new:
+            await session.append_keep({"runId": run, "paths": new})
+        return {"kept": kept, "conflicts": conflicts}
 
     # -- taking back ---------------------------------------------------------------------
 
@@ -498,7 +652,8 @@ class RunChanges:
         nets = net_changes(entries, runs)
         conflicts: list[dict[str, str]] = []
         chosen: list[Net] = []
-        for path in paths if paths is not None else list(nets):
+        kept = kept_paths(entries, runs) if paths is None else set()
+        for path in paths if paths is not None else [p for p in nets if p not in kept]:
             net = nets.get(path)
             if net is None:
                 conflicts.append({"path": path, "reason": "not changed by this run"})

@@ -396,6 +396,12 @@ class ChangedFile(TypedDict):
     reason: NotRequired[str]
     revertedBy: NotRequired[str]
     """(additive, a run's list) the revert that put this file back, when one did."""
+    kept: NotRequired[bool]
+    """(additive, a run's list) ``true``: the user kept this change (``crank/keep``)."""
+    linesAdded: NotRequired[int]
+    """(additive) lines the change added; absent when not counted (binary, too large)."""
+    linesRemoved: NotRequired[int]
+    """(additive) lines the change removed; absent exactly when ``linesAdded`` is."""
 
 
 class RunChangesJson(TypedDict):
@@ -424,6 +430,17 @@ class RevertResult(TypedDict):
     reverted: list[str]
     conflicts: list[RevertConflict]
     revertId: NotRequired[str]
+
+
+class KeepParams(SessionParams):
+    runId: str
+    paths: NotRequired[list[str]]
+
+
+class KeepResult(TypedDict):
+    kept: list[str]
+    conflicts: list[RevertConflict]
+    """The paths not kept, each with why (not changed by the run, put back by a revert)."""
 
 
 class FileContentParams(SessionParams):
@@ -481,6 +498,7 @@ REQUESTS: dict[str, tuple[type, type]] = {
     "crank/setPermissionMode": (SetPermissionModeParams, SetPermissionModeResult),
     "crank/changes": (ChangesParams, ChangesResult),
     "crank/revert": (RevertParams, RevertResult),
+    "crank/keep": (KeepParams, KeepResult),
     "crank/fileContent": (FileContentParams, FileContentResult),
     "crank/mcpServer": (McpServerParams, McpServerResult),
 }

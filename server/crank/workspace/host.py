@@ -50,7 +50,7 @@ from .client import EditorClient
 from .commands import BUILTIN_NAMES, CommandCatalog, parse_command, perform
 from .daily import DailyRefresh
 from .diagnostics import EditorDiagnostics
-from .errors import RunInProgress, invalid_params
+from .errors import RefusedWhileRunning, RunInProgress, invalid_params
 from .fix_outcome import FixWatch
 from .images import image_json, with_stored_images
 from .mcp import McpAction, WorkspaceMcp
@@ -601,9 +601,10 @@ class WorkspaceHost:
     def tree(self) -> dict[str, Any]:
         return self.session.tree()
 
-    def file_changes(self, run_id: str | None) -> dict[str, Any]:
-        """``crank/changes``: what one run (or the whole session) changed."""
-        return self.changes.list(self.session.log, run_id)
+    async def file_changes(self, run_id: str | None) -> dict[str, Any]:
+        """``crank/changes``: what one run (or the whole session) changed; in a worker
+        thread, as counting a file's +/- lines reads its contents."""
+        return await anyio.to_thread.run_sync(self.changes.list, self.session.log, run_id)
 
     async def revert(
         self, runs: Sequence[str], paths: Sequence[str] | None, force: bool
@@ -611,6 +612,13 @@ class WorkspaceHost:
         """``crank/revert``: refused while a run is active (it could be changing them)."""
         require_idle(self.harness, "crank/revert")
         return await self.changes.revert(self.session.log, runs, paths, force)
+
+    async def keep(self, run: str, paths: Sequence[str] | None) -> dict[str, Any]:
+        """``crank/keep``: refused only for the run still active (its list is not final);
+        keeping an earlier run's files while another works is fine (nothing is written)."""
+        if self.harness.is_running and run == self.active_run_id:
+            raise RefusedWhileRunning(f"crank/keep of {run} is refused while it runs")
+        return await self.changes.keep(self.session.log, run, paths)
 
     def file_content(self, sha256: object) -> dict[str, Any]:
         """``crank/fileContent``: a before/after image of this session's changes."""

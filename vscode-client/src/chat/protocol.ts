@@ -73,7 +73,11 @@ export type ViewMessage =
   /** The diff of one file a run changed (before the run against now). */
   | { type: "changeDiff"; runId: string; path: string }
   /** Undo what a run did to these files (crank/revert); `force` overwrites what changed since. */
-  | { type: "undoChanges"; runId: string; paths: string[]; force?: boolean };
+  | { type: "undoChanges"; runId: string; paths: string[]; force?: boolean }
+  /** Keep what a run did to these files (crank/keep): they leave its list. */
+  | { type: "keepChanges"; runId: string; paths: string[] }
+  /** Redo a file's change that a revert put back (crank/revert of that revert, for that path). */
+  | { type: "redoChange"; runId: string; revertId: string; path: string };
 
 const DECISIONS = new Set(["allow", "allowSession", "allowAlways", "reject"]);
 const MODES = new Set(["ask", "autoEdit", "auto", "readOnly"]);
@@ -162,6 +166,8 @@ export function parseViewMessage(m: unknown): ViewMessage | undefined {
       return isStr(o.name) && o.name && isMcpAction(o.action) ? { type: "mcpServer", name: o.name, action: o.action } : undefined;
     case "changeDiff":
     case "undoChanges":
+    case "keepChanges":
+    case "redoChange":
       return parseRunChangeMessage(o);
     case "image":
       return isSha256(o.sha256) && optStr(o.sessionId) ? { type: "image", sha256: o.sha256, ...(isStr(o.sessionId) ? { sessionId: o.sessionId } : {}) } : undefined;
@@ -170,10 +176,13 @@ export function parseViewMessage(m: unknown): ViewMessage | undefined {
   }
 }
 
-/** `changeDiff` / `undoChanges`: a run id, and a path or a non-empty list of paths (strings). */
+/** `changeDiff` / `redoChange` / `undoChanges` / `keepChanges`: a run id, and a path or a non-empty list of paths (strings). */
 function parseRunChangeMessage(o: Record<string, unknown>): ViewMessage | undefined {
   if (!isStr(o.runId) || !o.runId) return undefined;
   if (o.type === "changeDiff") return isStr(o.path) && o.path ? { type: "changeDiff", runId: o.runId, path: o.path } : undefined;
-  if (!Array.isArray(o.paths) || !o.paths.length || !o.paths.every((p) => isStr(p) && p) || !(o.force === undefined || typeof o.force === "boolean")) return undefined;
+  if (o.type === "redoChange") return isStr(o.path) && o.path && isStr(o.revertId) && o.revertId ? { type: "redoChange", runId: o.runId, revertId: o.revertId, path: o.path } : undefined;
+  if (!Array.isArray(o.paths) || !o.paths.length || !o.paths.every((p) => isStr(p) && p)) return undefined;
+  if (o.type === "keepChanges") return { type: "keepChanges", runId: o.runId, paths: o.paths as string[] };
+  if (!(o.force === undefined || typeof o.force === "boolean")) return undefined;
   return { type: "undoChanges", runId: o.runId, paths: o.paths as string[], ...(o.force ? { force: true } : {}) };
 }

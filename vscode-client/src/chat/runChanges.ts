@@ -1,7 +1,8 @@
 /**
  * The files a finished run changed, as the chat shows them under that run: one item per
- * run (`crank/changes` for it), each file with what happened to it, whether a revert
- * put it back (`revertedBy`), and the conflicts of the last Undo (with Force offered).
+ * run (`crank/changes` for it), each file with what happened to it and its +/- lines,
+ * whether a revert put it back (`revertedBy`: Redo offered) or the user kept it (`kept`:
+ * its row leaves the list), and the conflicts of the last Undo (with Force offered).
  *
  * Pure (no `vscode`, no DOM): the reducer and the page use it, and node --test runs it.
  * Where the list goes: after the run's last tool card that changed a file, at the end of
@@ -32,14 +33,35 @@ interface Placeable {
   summary?: unknown;
 }
 
-/** A file of the run an Undo can still take back (restorable, not put back already). */
+/** A file of the run an Undo can still take back (restorable, not put back already, not kept). */
 export function undoable(f: ChangedFile): boolean {
-  return f.restorable && !f.revertedBy;
+  return f.restorable && !f.revertedBy && !f.kept;
 }
 
-/** The paths "Undo all" sends: every file of the run not already put back and restorable. */
+/** A file of the run still waiting for the user's answer (Keep or Undo): neither kept nor put back. */
+export function pending(f: ChangedFile): boolean {
+  return !f.revertedBy && !f.kept;
+}
+
+/** The files the list shows as rows: every one but those kept (a kept file has had its answer). */
+export function shownFiles(item: ChangesItem): ChangedFile[] {
+  return item.files.filter((f) => !f.kept);
+}
+
+/** The paths "Undo all" sends: every file of the run not already put back, not kept, and restorable. */
 export function undoAllPaths(item: ChangesItem): string[] {
   return item.files.filter(undoable).map((f) => f.path);
+}
+
+/** The paths "Keep all" sends: every file still pending. */
+export function keepAllPaths(item: ChangesItem): string[] {
+  return item.files.filter(pending).map((f) => f.path);
+}
+
+/** "+3 -1": the lines the file's change added and removed, or "" when the server did not count them (binary, too large). */
+export function lineCounts(f: ChangedFile): string {
+  if (typeof f.linesAdded !== "number" || typeof f.linesRemoved !== "number") return "";
+  return `+${f.linesAdded} -${f.linesRemoved}`;
 }
 
 /**
@@ -105,10 +127,14 @@ export function runChangesIn(items: readonly Placeable[]): ChangesItem[] {
   return items.filter((it): it is ChangesItem & Placeable => it.kind === "changes") as ChangesItem[];
 }
 
-/** The line under the run's title: how many files, and how many of them were put back. */
+/** The line under the run's title: how many files, and how many of them were put back or kept. */
 export function changesSummary(item: ChangesItem): string {
   const n = item.files.length;
-  const undone = item.files.filter((f) => f.revertedBy).length;
   const files = `${n} file${n === 1 ? "" : "s"} changed`;
-  return undone ? `${files}, ${undone === n ? "all" : undone} undone` : files;
+  const parts = [
+    [item.files.filter((f) => f.revertedBy).length, "undone"],
+    [item.files.filter((f) => f.kept).length, "kept"],
+  ] as const;
+  const said = parts.filter(([count]) => count > 0).map(([count, word]) => `${count === n ? "all" : count} ${word}`);
+  return [files, ...said].join(", ");
 }

@@ -17,6 +17,7 @@ import type {
   McpServerState,
   Message,
   ModelInfo,
+  KeepResult,
   ModelRef,
   PermissionMode,
   PermissionRequest,
@@ -79,6 +80,7 @@ export const Methods = {
   image: "crank/image",
   changes: "crank/changes",
   revert: "crank/revert",
+  keep: "crank/keep",
   fileContent: "crank/fileContent",
   diagnostics: "crank/diagnostics",
 } as const;
@@ -178,6 +180,10 @@ export class CrankClient {
   /** Put the run's files (or `paths`) back as they were before it; a file changed since is a conflict unless `force`. */
   revert(t: Target & { runId: string | string[]; paths?: string[]; force?: boolean }): Promise<RevertResult> {
     return this.rpc.sendRequest(Methods.revert, params({ ...t }));
+  }
+  /** The user accepts the run's change to `paths` (all its pending files without them): recorded in the session, nothing on disk changes. */
+  keep(t: Target & { runId: string; paths?: string[] }): Promise<KeepResult> {
+    return this.rpc.sendRequest(Methods.keep, params({ ...t }));
   }
   /** A kept before/after content of the session's changes, for a diff view. */
   fileContent(t: Target & { sha256: string }): Promise<{ sha256: string; text: string }> {

@@ -1,7 +1,7 @@
 /**
  * What the review of a run's changes shows, free of `vscode` (unit-tested): one quick
- * pick item per changed file, with what happened to it and, when it cannot be put
- * back, why; and the sentence that sums up a revert.
+ * pick item per changed file, with what happened to it (its +/- lines, whether the user
+ * kept it) and, when it cannot be put back, why; and the sentence that sums up a revert.
  */
 import type { ChangedFile, RevertResult } from "./types";
 
@@ -17,7 +17,7 @@ export interface ChangeItem {
 export function changeItems(files: readonly ChangedFile[]): ChangeItem[] {
   return files.map((file) => ({
     label: `${ICON[file.status]} ${file.path}`,
-    description: file.status,
+    description: [file.status, typeof file.linesAdded === "number" ? `+${file.linesAdded} -${file.linesRemoved ?? 0}` : "", file.kept ? "kept" : ""].filter(Boolean).join(" "),
     detail: file.restorable ? undefined : `not restorable: ${file.reason ?? "its content was not kept"}`,
     file,
   }));

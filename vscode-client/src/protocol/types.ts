@@ -62,6 +62,12 @@ export interface ChangedFile {
   reason?: string;
   /** (additive, a run's list) the revert that put this file back, when one did. */
   revertedBy?: string;
+  /** (additive, a run's list) ``true``: the user kept this change (``crank/keep``). */
+  kept?: boolean;
+  /** (additive) lines the change added; absent when not counted (binary, too large). */
+  linesAdded?: number;
+  /** (additive) lines the change removed; absent exactly when ``linesAdded`` is. */
+  linesRemoved?: number;
 }
 
 export interface ChangesParams {
@@ -274,6 +280,19 @@ export interface InlineImage {
   mimeType: string;
   data: string;
   name?: string;
+}
+
+export interface KeepParams {
+  workspace?: string;
+  sessionId?: string;
+  runId: string;
+  paths?: string[];
+}
+
+export interface KeepResult {
+  kept: string[];
+  /** The paths not kept, each with why (not changed by the run, put back by a revert). */
+  conflicts: RevertConflict[];
 }
 
 /** An LSP ``Diagnostic`` as the editor reports it (the fields Crank reads). */
@@ -823,6 +842,7 @@ export interface Requests {
   "crank/setPermissionMode": { params: SetPermissionModeParams; result: SetPermissionModeResult };
   "crank/changes": { params: ChangesParams; result: ChangesResult };
   "crank/revert": { params: RevertParams; result: RevertResult };
+  "crank/keep": { params: KeepParams; result: KeepResult };
   "crank/fileContent": { params: FileContentParams; result: FileContentResult };
   "crank/mcpServer": { params: McpServerParams; result: McpServerResult };
 }

@@ -16,7 +16,7 @@ import { ImageCache, imageCaption, imageLabel, imageOfBytes, imageView } from ".
 import type { ShownImage, PromptImage } from "../protocol/types";
 import { renderMarkdown } from "./markdown";
 import { mcpRows, type McpAction } from "../chat/mcp";
-import { CHANGE_KIND, changesSummary, undoable, undoAllPaths, type ChangesItem } from "../chat/runChanges";
+import { CHANGE_KIND, changesSummary, keepAllPaths, lineCounts, pending, shownFiles, undoable, undoAllPaths, type ChangesItem } from "../chat/runChanges";
 
 interface VsCodeApi {
   postMessage(msg: unknown): void;
@@ -724,12 +724,15 @@ function renderItem(it: ChatItem): HTMLElement {
 }
 
 /**
- * The files a finished run changed, under it: each with its kind and a click for its
- * diff, Undo per file, Undo all; a file a revert put back says "undone"; what the last
- * Undo could not put back is listed with its reason and a Force button.
+ * The files a finished run changed, under it: each with its kind, its +/- lines and a
+ * click for its diff, Keep and Undo per file, Keep all and Undo all; a file the user
+ * kept leaves the list (the summary counts it); a file a revert put back says "undone"
+ * and offers Redo; what the last Undo could not put back is listed with its reason and a
+ * Force button.
  */
 function renderRunChanges(c: ChangesItem): HTMLElement {
   const undoAll = undoAllPaths(c);
+  const keepAll = keepAllPaths(c);
   const card = h("div", { class: "card changes", "data-run": c.id, role: "group", "aria-label": "Files this run changed" });
   card.append(
     h(
@@ -738,21 +741,26 @@ function renderRunChanges(c: ChangesItem): HTMLElement {
       h("span", { class: "tool-name" }, "Changed files"),
       h("span", { class: "changes-summary" }, changesSummary(c)),
       h("span", { class: "spacer" }),
+      button("Keep all", () => post({ type: "keepChanges", runId: c.id, paths: keepAll }), { class: "secondary keep-all", disabled: !keepAll.length, title: "Accept every change of this run still waiting: the files leave this list" }),
       button("Undo all", () => post({ type: "undoChanges", runId: c.id, paths: undoAll }), { class: "secondary undo-all", disabled: !undoAll.length, title: "Put back every file of this run as it was before it" }),
     ),
   );
   const rows = h("ul", { class: "change-files" });
-  for (const f of c.files) {
+  for (const f of shownFiles(c)) {
     const kind = CHANGE_KIND[f.status];
+    const lines = lineCounts(f);
     rows.append(
       h(
         "li",
         { class: `change-file ${kind}${f.revertedBy ? " undone" : ""}`, "data-path": f.path },
         h("span", { class: "change-kind" }, kind),
         h("button", { type: "button", class: "change-path", title: `Open the diff of ${f.path} (before the run ↔ now)`, onclick: () => post({ type: "changeDiff", runId: c.id, path: f.path }) }, f.path),
+        lines ? h("span", { class: "change-lines", title: `${f.linesAdded} line(s) added, ${f.linesRemoved} removed` }, h("span", { class: "lines-added" }, `+${f.linesAdded}`), " ", h("span", { class: "lines-removed" }, `-${f.linesRemoved}`)) : null,
         f.revertedBy ? h("span", { class: "badge undone" }, "undone") : null,
         !f.restorable ? h("span", { class: "change-note", title: f.reason ?? "" }, f.reason?.includes("not restorable") ? f.reason : `not restorable: ${f.reason ?? "its content was not kept"}`) : null,
         h("span", { class: "spacer" }),
+        f.revertedBy ? button("Redo", () => post({ type: "redoChange", runId: c.id, revertId: f.revertedBy!, path: f.path }), { class: "secondary redo-file", "aria-label": `Redo the change to ${f.path}` }) : null,
+        pending(f) ? button("Keep", () => post({ type: "keepChanges", runId: c.id, paths: [f.path] }), { class: "secondary keep-file", "aria-label": `Keep the change to ${f.path}` }) : null,
         undoable(f) ? button("Undo", () => post({ type: "undoChanges", runId: c.id, paths: [f.path] }), { class: "secondary undo-file", "aria-label": `Undo the change to ${f.path}` }) : null,
       ),
     );

@@ -76,7 +76,7 @@ test("the run's four files are listed, diffed and one is undone; the edit carrie
   const { files } = await crank.changes({ runId: runId! });
   assert.deepEqual(
     changeItems(files).map((i) => [i.file.path, i.description]),
-    [["a.py", "modified"], ["b.txt", "added"], ["c.txt", "deleted"], ["d.py", "modified"]],
+    [["a.py", "modified +1 -1"], ["b.txt", "added +1 -0"], ["c.txt", "deleted +0 -1"], ["d.py", "modified +1 -1"]],
   );
   const d = files.find((f) => f.path === "d.py")!;
   assert.equal((await crank.fileContent({ sha256: d.before! })).text, "y = 2\n");

@@ -7,12 +7,14 @@ test("each changed file is an item saying what happened, and why it cannot be pu
   const items = changeItems([
     { path: "a.py", status: "modified", byTool: ["c1"], restorable: true, before: "1", after: "2" },
     { path: "build/", status: "modified", byTool: ["c2"], restorable: false, reason: "an ignored folder: not restorable" },
+    { path: "b.txt", status: "added", byTool: ["c3"], restorable: true, after: "3", linesAdded: 2, linesRemoved: 0, kept: true },
   ]);
   assert.deepEqual(
     items.map((i) => [i.label, i.description, i.detail]),
     [
       ["$(diff-modified) a.py", "modified", undefined],
       ["$(diff-modified) build/", "modified", "not restorable: an ignored folder: not restorable"],
+      ["$(diff-added) b.txt", "added +2 -0 kept", undefined],
     ],
   );
 });

@@ -2,7 +2,8 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { initialState, reduce, type ChatItem, type ChatState } from "../../src/chat/state";
-import { changesSummary, undoAllPaths, type ChangesItem } from "../../src/chat/runChanges";
+import { changesSummary, keepAllPaths, lineCounts, shownFiles, undoAllPaths, type ChangesItem } from "../../src/chat/runChanges";
+import { parseViewMessage } from "../../src/chat/protocol";
 import type { ChangedFile, EventParams, Message } from "../../src/protocol/types";
 
 const S = "s1";
@@ -75,4 +76,36 @@ test("the same list read again (every refresh reads them) keeps its item, so the
   assert.equal(changesOf(again, "r1"), changesOf(s, "r1"));
   const settledAgain = reduce(s, { type: "runChanges", runId: "r1", files: [edited, created] });
   assert.equal(settledAgain.items, s.items);
+});
+
+test("a kept file leaves the rows and Keep all / Undo all, the summary counts it; read again after a reload it stays out", () => {
+  const kept: ChangedFile = { ...edited, kept: true };
+  const item: ChangesItem = { kind: "changes", id: "r1", files: [kept, created, later] };
+  assert.deepEqual(shownFiles(item).map((f) => f.path), ["b.txt", "z.md"]);
+  assert.deepEqual(keepAllPaths(item), ["b.txt", "z.md"]);
+  assert.deepEqual(undoAllPaths(item), ["b.txt", "z.md"]);
+  assert.equal(changesSummary(item), "3 files changed, 1 kept");
+  const undone: ChangesItem = { ...item, files: [kept, { ...created, revertedBy: "revert-1" }, later] };
+  assert.deepEqual(keepAllPaths(undone), ["z.md"], "a file put back has no change to keep");
+  assert.equal(changesSummary(undone), "3 files changed, 1 undone, 1 kept");
+  assert.equal(changesSummary({ ...item, files: [kept, { ...created, kept: true }] }), "2 files changed, all kept");
+  // After a reload the server's list says kept: the row is not back.
+  const s = reduce(read(), { type: "allRunChanges", runs: [{ runId: "r1", files: [kept, created] }] });
+  assert.deepEqual(shownFiles(changesOf(s, "r1")).map((f) => f.path), ["b.txt"]);
+});
+
+test("a file's +/- lines read as the server counted them, nothing when it did not", () => {
+  assert.equal(lineCounts({ ...edited, linesAdded: 3, linesRemoved: 1 }), "+3 -1");
+  assert.equal(lineCounts({ ...created, linesAdded: 2, linesRemoved: 0 }), "+2 -0");
+  assert.equal(lineCounts(edited), "");
+});
+
+test("the page's Keep and Redo messages are checked like Undo's", () => {
+  assert.deepEqual(parseViewMessage({ type: "keepChanges", runId: "r1", paths: ["a.py"] }), { type: "keepChanges", runId: "r1", paths: ["a.py"] });
+  assert.equal(parseViewMessage({ type: "keepChanges", runId: "r1", paths: [] }), undefined);
+  assert.equal(parseViewMessage({ type: "keepChanges", runId: "", paths: ["a.py"] }), undefined);
+  assert.deepEqual(parseViewMessage({ type: "redoChange", runId: "r1", revertId: "revert-1", path: "a.py" }), { type: "redoChange", runId: "r1", revertId: "revert-1", path: "a.py" });
+  assert.equal(parseViewMessage({ type: "redoChange", runId: "r1", path: "a.py" }), undefined);
+  assert.deepEqual(parseViewMessage({ type: "undoChanges", runId: "r1", paths: ["a.py"], force: true }), { type: "undoChanges", runId: "r1", paths: ["a.py"], force: true });
+  assert.equal(parseViewMessage({ type: "undoChanges", runId: "r1", paths: ["a.py"], force: "yes" }), undefined);
 });

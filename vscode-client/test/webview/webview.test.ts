@@ -672,7 +672,7 @@ test("the MCP line: a row per server with its state; Restart, Disable and Enable
   assert.deepEqual(violations, []);
 });
 
-test("under a finished run: its changed files with their kind, a diff per file, Undo per file and all, Force after a conflict", async () => {
+test("under a finished run: its changed files with their kind and +/- lines, a diff per file, Keep and Undo per file and all, Force after a conflict, Redo of an undone file", async () => {
   const call = (id: string, command: string) => ({ role: "assistant", content: [{ type: "toolCall", id, name: "bash", arguments: { command } }], stopReason: "toolUse", timestamp: 0 });
   const result = (id: string) => ({ role: "toolResult", toolCallId: id, toolName: "bash", content: "ok", isError: false, timestamp: 0 });
   await host({
@@ -685,8 +685,8 @@ test("under a finished run: its changed files with their kind, a diff per file, 
     },
   } as HostMessage);
   const files = [
-    { path: "a.py", status: "modified", byTool: ["rc1"], restorable: true, before: "1".repeat(64), after: "2".repeat(64) },
-    { path: "b.txt", status: "added", byTool: ["rc2"], restorable: true, after: "3".repeat(64) },
+    { path: "a.py", status: "modified", byTool: ["rc1"], restorable: true, before: "1".repeat(64), after: "2".repeat(64), linesAdded: 3, linesRemoved: 1 },
+    { path: "b.txt", status: "added", byTool: ["rc2"], restorable: true, after: "3".repeat(64), linesAdded: 1, linesRemoved: 0 },
     { path: "logo.png", status: "deleted", byTool: ["rc2"], restorable: false, reason: "binary: not restorable" },
   ];
   await host({ type: "action", action: { type: "allRunChanges", runs: [{ runId: "run-7", files }] } } as HostMessage);
@@ -703,8 +703,10 @@ test("under a finished run: its changed files with their kind, a diff per file, 
     ["b.txt", "created"],
     ["logo.png", "deleted"],
   ]);
-  assert.match(await card.locator('.change-file[data-path="logo.png"]').innerText(), /binary: not restorable$/);
+  assert.equal(await card.locator('.change-file[data-path="logo.png"] .change-note').innerText(), "binary: not restorable");
   assert.equal(await card.locator('.change-file[data-path="logo.png"] .undo-file').count(), 0, "no Undo for what cannot be put back");
+  assert.deepEqual(await card.locator(".change-file").evaluateAll((els) => els.map((e) => e.querySelector(".change-lines")?.textContent ?? null)), ["+3 -1", "+1 -0", null]);
+  assert.equal(await card.locator('.change-file[data-path="logo.png"] .keep-file').count(), 1, "what cannot be put back can still be kept");
   await shot("run-changes");
 
   await card.locator('.change-file[data-path="a.py"] .change-path').click();
@@ -713,17 +715,30 @@ test("under a finished run: its changed files with their kind, a diff per file, 
   assert.deepEqual((await posted()).at(-1), { type: "undoChanges", runId: "run-7", paths: ["b.txt"] });
   await card.getByRole("button", { name: "Undo all" }).click();
   assert.deepEqual((await posted()).at(-1), { type: "undoChanges", runId: "run-7", paths: ["a.py", "b.txt"] });
+  await card.getByRole("button", { name: "Keep the change to logo.png" }).click();
+  assert.deepEqual((await posted()).at(-1), { type: "keepChanges", runId: "run-7", paths: ["logo.png"] });
+  await card.getByRole("button", { name: "Keep all" }).click();
+  assert.deepEqual((await posted()).at(-1), { type: "keepChanges", runId: "run-7", paths: ["a.py", "b.txt", "logo.png"] });
+
+  // The host reads the run again after a Keep: the kept file's row leaves, the summary counts it.
+  await host({ type: "action", action: { type: "runChanges", runId: "run-7", files: [files[0], files[1], { ...files[2], kept: true }] } } as HostMessage);
+  await card.locator('.change-file[data-path="logo.png"]').waitFor({ state: "detached" });
+  assert.match(await card.locator(".changes-summary").innerText(), /3 files changed, 1 kept/);
 
   // The host reads the run again after an Undo: b.txt is undone, a.py was changed since (a conflict, Force offered).
-  const after = [files[0], { ...files[1], revertedBy: "revert-1" }, files[2]];
+  const after = [files[0], { ...files[1], revertedBy: "revert-1" }, { ...files[2], kept: true }];
   await host({ type: "action", action: { type: "runChanges", runId: "run-7", files: after, conflicts: [{ path: "a.py", reason: "changed since the run (now differs from what the run left); not overwritten (force: true overwrites it)" }] } } as HostMessage);
   await card.locator(".change-conflict").waitFor();
   assert.match(await card.locator(".change-conflict").innerText(), /Not undone: a\.py: changed since the run/);
   assert.equal(await card.locator('.change-file[data-path="b.txt"] .badge.undone').innerText(), "undone");
   assert.equal(await card.locator('.change-file[data-path="b.txt"] .undo-file').count(), 0);
-  assert.match(await card.locator(".changes-summary").innerText(), /3 files changed, 1 undone/);
+  assert.match(await card.locator(".changes-summary").innerText(), /3 files changed, 1 undone, 1 kept/);
+  assert.equal(await card.locator('.change-file[data-path="b.txt"] .keep-file').count(), 0, "an undone file has no change to keep");
   await shot("run-changes-conflict");
   await card.getByRole("button", { name: "Force" }).click();
   assert.deepEqual((await posted()).at(-1), { type: "undoChanges", runId: "run-7", paths: ["a.py"], force: true });
+  // Redo on the undone file: the revert that put it back is itself reverted, for that file.
+  await card.getByRole("button", { name: "Redo the change to b.txt" }).click();
+  assert.deepEqual((await posted()).at(-1), { type: "redoChange", runId: "run-7", revertId: "revert-1", path: "b.txt" });
   assert.deepEqual(violations, []);
 });
