@@ -707,6 +707,16 @@ test("under a finished run: its changed files with their kind and +/- lines, a d
   assert.equal(await card.locator('.change-file[data-path="logo.png"] .undo-file').count(), 0, "no Undo for what cannot be put back");
   assert.deepEqual(await card.locator(".change-file").evaluateAll((els) => els.map((e) => e.querySelector(".change-lines")?.textContent ?? null)), ["+3 -1", "+1 -0", null]);
   assert.equal(await card.locator('.change-file[data-path="logo.png"] .keep-file').count(), 1, "what cannot be put back can still be kept");
+  // In a side bar as narrow as code-server's (300 px), Keep all and Undo all stay on the
+  // card: the summary goes under them instead of pushing them off its edge.
+  await page.setViewportSize({ width: 300, height: 900 });
+  const cut = await card.evaluate((el) => {
+    const edge = el.getBoundingClientRect().right;
+    return [...el.querySelectorAll(".card-head button")].filter((b) => b.getBoundingClientRect().right > edge + 0.5).map((b) => b.textContent);
+  });
+  await shot("run-changes-narrow");
+  await page.setViewportSize({ width: 440, height: 900 });
+  assert.deepEqual(cut, [], "buttons past the card's edge");
   await shot("run-changes");
 
   await card.locator('.change-file[data-path="a.py"] .change-path').click();
