@@ -154,12 +154,12 @@ async def test_remembered_sizes_and_views_build_the_same_request_as_a_full_rebui
                 record = [user_message("a replaced transcript"), *record[-4:]]
             built = await lived.build_request(record, prompt)
             fresh = Housekeeper(log, model, settings)
-            fresh._clear = lived._clear
-            fresh._calibration = copy.copy(lived._calibration)
+            fresh._view._clear = lived._view._clear
+            fresh._view.calibration = copy.copy(lived._view.calibration)
             rebuilt = await fresh.build_request(record, prompt)
             assert built.messages == rebuilt.messages, f"step {step}"
             assert built.cache_marks == rebuilt.cache_marks
-            assert lived._last_request_chars == fresh._last_request_chars
+            assert lived._view.last_request_chars == fresh._view.last_request_chars
 
 
 def test_running_size_equals_the_plain_sum_as_views_change() -> None:

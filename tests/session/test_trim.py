@@ -179,7 +179,7 @@ def test_trimming_a_growing_record_equals_a_full_rebuild(
             for length in range(1, len(record) + 1):
                 prefix = record[:length]
                 request = await growing.build_request(prefix, PROMPT)
-                boundary = growing._trim.boundary
+                boundary = growing._view._trim.boundary
                 expected = apply_trim(repair_view(prefix)[0], boundary)
                 assert request.messages == expected
                 assert request.cache_marks == cache_marks(expected)

@@ -29,10 +29,7 @@ if TYPE_CHECKING:
         TornSession,
         UnknownEntry,
     )
-    from .housekeeping import (  # noqa: F401  (re-exported: crank.lazy)
-        ContextSettings,
-        Housekeeper,
-    )
+    from .housekeeping import Housekeeper  # noqa: F401  (re-exported: crank.lazy)
     from .index import (  # noqa: F401  (re-exported: crank.lazy)
         SessionInfo,
         list_sessions,
@@ -57,6 +54,7 @@ if TYPE_CHECKING:
         workspace_key,
     )
     from .tree import SessionTree  # noqa: F401
+    from .window import ContextSettings  # noqa: F401  (re-exported: crank.lazy)
 
 
 __getattr__, __dir__, __all__ = exports(__name__, __file__, "resume")
