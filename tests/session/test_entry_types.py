@@ -26,6 +26,10 @@ def test_required_optional_and_unknown_keys() -> None:
         check_fields("compaction", {"summary": "s", "tokensBefore": 3})
     with pytest.raises(ValueError, match="unknown modelID"):
         check_fields("modelChange", {"api": "openai", "modelID": "x"})
+    with pytest.raises(ValueError, match=r"Expected `int`, got `str` - at `\$.tokensBefore`"):
+        check_fields("compaction", {"summary": "s", "firstKeptId": "a", "tokensBefore": "3"})
+    with pytest.raises(ValueError, match="a label entry's fields are wrong"):
+        check_fields("label", {"targetId": 7, "label": None})
     with pytest.raises(ValueError, match="'note' is not a kind of session entry"):
         check_fields("note", {})
 

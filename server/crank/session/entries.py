@@ -17,6 +17,11 @@ from pathlib import Path
 from typing import Any, Literal, NotRequired, TypedDict, get_args, get_origin, get_type_hints
 
 from . import jsonio
+
+try:
+    import msgspec
+except ImportError:  # pragma: no cover - a dependency; see jsonio: slower, still checked
+    msgspec = None  # type: ignore[assignment]
 from .errors import SessionUnreadable, TornSession
 
 VERSION = 1
@@ -38,8 +43,8 @@ ENTRY_TYPES: tuple[EntryType, ...] = get_args(EntryType)
 
 # What each kind of entry holds besides ``type``, ``id``, ``parentId`` and ``timestamp``:
 # the one statement of an entry's shape. Writing is strict (``check_fields``: the keys
-# each names, the required ones present, nothing else; values typed for mypy); reading
-# is not, so a file a newer version wrote with more fields still opens.
+# each names, the required ones present, nothing else, and each value of its type,
+# checked by msgspec); reading is not, so a file a newer version wrote still opens.
 
 
 class MessageFields(TypedDict):
@@ -136,6 +141,11 @@ def check_fields(kind: str, fields: Mapping[str, Any]) -> None:
         said = [f"missing {', '.join(missing)}"] if missing else []
         said += [f"unknown {', '.join(unknown)}"] if unknown else []
         raise ValueError(f"a {kind} entry's fields are wrong: {'; '.join(said)}")
+    if msgspec is not None:  # the values too, strictly (no "3" for 3): about 2 us an entry
+        try:
+            msgspec.convert(fields, ENTRY_FIELDS[kind], strict=True)  # type: ignore[index]
+        except msgspec.ValidationError as error:
+            raise ValueError(f"a {kind} entry's fields are wrong: {error}") from None
 
 
 MESSAGE_ROLES = ("user", "assistant", "toolResult")
