@@ -719,6 +719,22 @@ function recordingPython(file: string, record: string): string {
   return file;
 }
 
+/** The Crank output channel's lines about settings and starts, from every window's log so far (user data's logs/). */
+function crankLog(): string[] {
+  const out: string[] = [];
+  const walk = (dir: string) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (/Crank\.log$/.test(e.name)) {
+        for (const line of readFileSync(p, "utf8").split("\n")) if (line && !/^\s*\[Trace|^Params|^Result/.test(line)) out.push(line.slice(0, 300));
+      }
+    }
+  };
+  if (existsSync(path.join(h.userData, "logs"))) walk(path.join(h.userData, "logs"));
+  return out.sort();
+}
+
 /** The starts `record` holds (one line each), [] before the first. */
 function starts(record: string): string[] {
   return existsSync(record) ? readFileSync(record, "utf8").split("\n").filter(Boolean) : [];
@@ -752,6 +768,7 @@ test("crank.server.python set only in the User settings starts the server, again
 
     // A window reload: a new extension host reads the settings again.
     await reloadWindow(page);
+    console.log(`[User/settings.json after the reload] ${readFileSync(path.join(h.userData, "User", "settings.json"), "utf8").replace(/\s+/g, " ")}`);
     await runCommand(page, "Crank: Open Chat");
     chat = await chatFrame(page);
     await chat.locator("button.send:not([disabled])").waitFor();
@@ -782,8 +799,11 @@ test("crank.server.python set only in the User settings starts the server, again
     assert.deepEqual(starts(planted), [], "the folder's planted Python never ran");
     await shot(page, "22-untrusted-python-ignored");
   } catch (err) {
+    console.log(`[User/settings.json at the failure] ${readFileSync(path.join(h.userData, "User", "settings.json"), "utf8").replace(/\s+/g, " ")}`);
+    console.log(`[crank log]\n${crankLog().join("\n")}`);
     await dump("user-python", err);
   }
+  console.log(`[crank log]\n${crankLog().join("\n")}`);
 });
 
 // ---- MCP: a real server from npm in crank.mcpServers, the chat's MCP line ---------------
