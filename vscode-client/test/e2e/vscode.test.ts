@@ -97,6 +97,7 @@ afterTool("planted-mode-ignored", { text: "Answered in Restricted Mode." });
 onPrompt("e2e-upy-first", { text: "Started by the user's Python." });
 onPrompt("e2e-upy-restarted", { text: "Started again by the user's Python." });
 onPrompt("e2e-upy-untrusted", { text: "The planted Python stayed unused." });
+onPrompt("e2e-upy-remembered", { text: "Started by the remembered Python." });
 // the per-run changed files (the last test): its rules are with it, at the end of the file
 runChangesRules();
 
@@ -804,6 +805,36 @@ test("crank.server.python set only in the User settings starts the server, again
     await dump("user-python", err);
   }
   console.log(`[crank log]\n${crankLog().join("\n")}`);
+});
+
+test("a window whose settings name no server (code-server after a reload without its User settings) starts the command the User settings last started", async () => {
+  try {
+    const record = path.join(h.tmp, "user-python.starts");
+    const before = starts(record).length;
+    assert.ok(before > 0, "the test before started the server from the User settings' Python");
+    // What such a window sees: no crank.server.* in any layer (the files say none here,
+    // which VS Code cannot tell apart from a User settings file it failed to read).
+    const base = baseSettings({ sessions: h.sessions, modelUrl: h.modelUrl });
+    delete base["crank.server.command"];
+    writeSettings(h.userData, base);
+    const folder = path.join(h.tmp, "remembered-python-project");
+    mkdirSync(folder, { recursive: true });
+    await openFolder(h, folder, true);
+    await runCommand(page, "Crank: Open Chat");
+    chat = await chatFrame(page);
+    await chat.locator("button.send:not([disabled])").waitFor();
+    await until("the remembered User Python started the server", async () => starts(record).length, (n) => n === before + 1);
+    await until("the log says why", async () => crankLog().join("\n"), (log) => log.includes("the one your User settings started last time"));
+    await send(chat, "e2e-upy-remembered");
+    await chat.locator(".msg.assistant", { hasText: "Started by the remembered Python." }).waitFor();
+    await settled();
+    await shot(page, "23-remembered-python");
+  } catch (err) {
+    console.log(`[crank log]\n${crankLog().join("\n")}`);
+    await dump("remembered-python", err);
+  } finally {
+    writeSettings(h.userData, baseSettings({ sessions: h.sessions, modelUrl: h.modelUrl }));
+  }
 });
 
 // ---- MCP: a real server from npm in crank.mcpServers, the chat's MCP line ---------------
