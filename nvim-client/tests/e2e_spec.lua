@@ -231,6 +231,25 @@ H.test(":checkhealth crank checks that the model server answers", function()
   H.ok(not text:find("ERROR", 1, true), "no error when everything works: " .. text)
 end)
 
+H.test(":checkhealth crank checks the model server the environment names (none in setup())", function()
+  local port = H.model_server({})
+  local url = "http://127.0.0.1:" .. port .. "/v1"
+  require("crank").setup({
+    cmd = H.server_cmd(),
+    cmd_env = vim.tbl_extend("force", H.server_env(), { OPENAI_BASE_URL = url, CRANK_MODEL = "test" }),
+    session_dir = H.tmpdir("sessions"),
+    global_keymaps = false,
+  })
+  H.project({})
+  vim.cmd("checkhealth crank")
+  local text = table.concat(vim.api.nvim_buf_get_lines(0, 0, -1, false), "\n")
+  H.contains(text, "no provider in setup(): the server's own settings apply")
+  H.contains(text, "model: openai/test at " .. url)
+  H.contains(text, "model server " .. url .. " answers (HTTP 404")
+  H.ok(not text:find("api.openai.com", 1, true), "not the hosted default: " .. text)
+  H.ok(not text:find("WARNING", 1, true) and not text:find("ERROR", 1, true), "all well: " .. text)
+end)
+
 H.test(":checkhealth crank: a model server that does not answer is an error", function()
   -- a port that was just free: nothing listens there
   local probe = vim.uv.new_tcp()

@@ -103,6 +103,88 @@ H.test("the README's lazy.nvim spec: its shape, and the runtime path it yields l
   H.eq(home .. "/crank/lua/crank/init.lua", result.rtp, "loaded from the clone's root")
 end)
 
+H.test("vim.pack.add() from a file:// clone installs and loads it (Neovim 0.12's own manager)", function()
+  if vim.pack == nil then
+    io.stdout:write("   (this Neovim has no vim.pack: nothing to check)\n")
+    return
+  end
+  local src = H.tmpdir("src") .. "/crank"
+  local cloned = vim.system({ "git", "clone", "-q", H.repo, src }):wait(60000)
+  H.eq(0, cloned.code, cloned.stderr)
+  -- Exactly what the README says to put in init.lua, with this clone's URL.
+  local result = try({
+    "vim.pack.add({ " .. vim.inspect("file://" .. src) .. " })",
+    "vim.g.crank_spec_rtp = vim.api.nvim_get_runtime_file('lua/crank/init.lua', false)[1]",
+  })
+  H.eq(ALL, { command = result.command, require = result.require, help = result.help, plug = result.plug })
+  H.ok(
+    result.rtp and result.rtp:find("/nvim/site/pack/core/opt/crank/lua/crank/init.lua$"),
+    "loaded from vim.pack's own folder: " .. tostring(result.rtp)
+  )
+end)
+
+--- `:checkhealth crank` in a fresh Neovim that has the plugin as a native package and
+--- runs `init_lines`; the report's text. `env` replaces HOME, PATH and the like.
+local function health(init_lines, env)
+  local dir = H.tmpdir("health")
+  local site = dir .. "/site"
+  vim.fn.mkdir(site .. "/pack/crank/start", "p")
+  vim.uv.fs_symlink(H.repo, site .. "/pack/crank/start/crank")
+  local project = dir .. "/project"
+  vim.fn.mkdir(project .. "/.git", "p")
+  local init = dir .. "/init.lua"
+  vim.fn.writefile(vim.list_extend({ "vim.opt.packpath = { " .. vim.inspect(site) .. " }" }, init_lines), init)
+  local out = dir .. "/health.txt"
+  local argv = { vim.v.progpath, "--headless", "-u", init, "-i", "NONE", "+checkhealth crank", "+write! " .. out, "+qa!" }
+  local full = { XDG_CONFIG_HOME = dir, XDG_DATA_HOME = dir, XDG_STATE_HOME = dir, HOME = dir .. "/home" }
+  vim.fn.mkdir(full.HOME, "p")
+  for k, v in pairs(env or {}) do
+    full[k] = v
+  end
+  local done = vim.system(argv, { cwd = project, env = full, text = true }):wait(90000)
+  H.eq(0, done.code, done.stderr)
+  return table.concat(vim.fn.readfile(out), "\n"), full.HOME
+end
+
+H.test(":checkhealth crank: the server not installed says how to install it", function()
+  local empty = H.tmpdir("empty-path")
+  local text = health({}, { PATH = empty })
+  H.contains(text, "server command not found: crank")
+  H.contains(text, "`pipx install .` (or `uv tool install .`)")
+end)
+
+H.test(":checkhealth crank: crank in ~/.local/bin but not on Neovim's PATH says so", function()
+  local empty = H.tmpdir("empty-path")
+  local dir = H.tmpdir("health-home")
+  vim.fn.mkdir(dir .. "/.local/bin", "p")
+  vim.fn.writefile({ "#!/bin/sh", "exit 0" }, dir .. "/.local/bin/crank")
+  vim.uv.fs_chmod(dir .. "/.local/bin/crank", 493) -- 0755
+  local text = health({}, { PATH = empty, HOME = dir })
+  H.contains(text, "server command not found: crank")
+  H.contains(text, dir .. "/.local/bin/crank is installed, but ~/.local/bin is not on the PATH Neovim was started with")
+  H.contains(text, "pipx ensurepath")
+end)
+
+H.test(":checkhealth crank: a Python without Crank in cmd says what it printed and what to do", function()
+  -- -S: no site-packages at all, so no Crank whatever this machine has installed
+  local python = vim.env.CRANK_PYTHON or "python3"
+  local text = health({ "require('crank').setup({ cmd = { " .. vim.inspect(python) .. ", '-I', '-S', '-m', 'crank.lsp' } })" })
+  H.contains(text, "the server did not start: it exited (code 1) before answering")
+  H.contains(text, "No module named 'crank'")
+  H.contains(text, "does not have Crank installed")
+  H.ok(not text:find("no answer to initialize within", 1, true), "not a 15 s wait for an answer: " .. text)
+end)
+
+H.test(":checkhealth crank: a crank whose Python is gone says to reinstall it", function()
+  local dir = H.tmpdir("broken")
+  -- What pipx leaves when the Python its venv was made with is removed.
+  vim.fn.writefile({ "#!" .. dir .. "/venv/bin/python", "print('never')" }, dir .. "/crank")
+  vim.uv.fs_chmod(dir .. "/crank", 493)
+  local text = health({ "require('crank').setup({ cmd = { " .. vim.inspect(dir .. "/crank") .. ", 'serve' } })" })
+  H.contains(text, "the server did not start:")
+  H.contains(text, "pipx reinstall crank-agent")
+end)
+
 H.test("an older Neovim is told plainly that Crank needs 0.10+, and how to get one", function()
   local crank = require("crank")
   local problem = crank.version_problem({ major = 0, minor = 7, patch = 2 })

@@ -97,6 +97,8 @@ async def test_a_claude_model_is_refused_on_a_local_server(tmp_path: Path) -> No
             assert "ANTHROPIC_API_KEY" in message and "claude-opus-4" in message
             state = await crank.request("crank/state", {})
             assert (state["model"]["api"], state["model"]["id"]) == ("openai", "qwen")
+            # Where it is asked, though the editor set none: the environment's URL.
+            assert state["model"]["baseUrl"] == f"{local.url}/v1"
             await ask(crank, "still local")
             assert [r["path"] for r in local.requests] == ["/v1/chat/completions"]
             assert local.requests[0]["body"]["model"] == "qwen"
@@ -189,4 +191,6 @@ async def test_the_editors_stored_key_does_not_follow_the_environments_api(
             await ask(crank, "hello")
             state = await crank.request("crank/state", {})
             assert (state["model"]["api"], state["model"]["id"]) == ("openai", "qwen")
+            # Where it is asked, though the editor set none: the environment's URL.
+            assert state["model"]["baseUrl"] == f"{local.url}/v1"
         assert len(local.requests) == 1 and keys_sent(local) == set()

@@ -36,7 +36,12 @@ async def test_a_base_url_alone_window_and_tools_are_known_before_the_first_repl
             )
             state = await crank.request("crank/state", {})
             assert state.get("configError") is None
-            assert state["model"] == {"api": "openai", "id": "smol.gguf", "contextWindow": 4096}
+            assert state["model"] == {
+                "api": "openai",
+                "id": "smol.gguf",
+                "contextWindow": 4096,
+                "baseUrl": f"{model.url}/v1",
+            }
             told = [e["event"] for e in crank.events if e["event"]["type"] == "notice"]
             assert [n["kind"] for n in told] == ["model_discovered"]
 

@@ -45,7 +45,12 @@ async def test_models_set_model_and_system_prompt(tmp_path: Path) -> None:
             answer = await crank.request("crank/setModel", {"api": "openai", "id": "other-model"})
             assert answer == {"model": {"api": "openai", "id": "other-model"}}
             state = await crank.request("crank/state", {})
-            assert state["model"] == {"api": "openai", "id": "other-model", "contextWindow": 8192}
+            assert state["model"] == {
+                "api": "openai",
+                "id": "other-model",
+                "contextWindow": 8192,
+                "baseUrl": f"{model.url}/v1",
+            }
             assert session_lines(state)[-1]["type"] == "modelChange"
             await ask(crank, "again")
             assert model.requests[-1]["body"]["model"] == "other-model"

@@ -54,7 +54,12 @@ async def test_prompt_streams_every_event_to_settled_and_saves_the_session(tmp_p
 
             state = await crank.request("crank/state", {})
             assert state["running"] is False
-            assert state["model"] == {"api": "openai", "id": "test", "contextWindow": 8192}
+            assert state["model"] == {
+                "api": "openai",
+                "id": "test",
+                "contextWindow": 8192,
+                "baseUrl": f"{model.url}/v1",
+            }
             messages = (await crank.request("crank/messages", {}))["messages"]
             assert [m["role"] for m in messages] == ["user", "assistant"]
 

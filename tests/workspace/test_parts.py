@@ -190,6 +190,15 @@ def test_state_json_adds_optional_keys_only_when_they_apply(tmp_path: Path) -> N
     busy = state_json(**common, run_id="run-1-x", config_error="set a key", repairs=Repairs(1))
     assert list(busy)[2] == "runId" and busy["configError"] == "set a key"
     assert busy["viewRepairs"]["interruptedResults"] == 1
+    assert "baseUrl" not in idle["model"]
+    at = state_json(
+        **common,
+        run_id=None,
+        config_error=None,
+        repairs=Repairs(),
+        base_url="http://user:secret@127.0.0.1:8080/v1",
+    )
+    assert at["model"]["baseUrl"] == "http://***@127.0.0.1:8080/v1"
 
 
 async def test_the_daily_refresh_fires_once_per_new_day() -> None:

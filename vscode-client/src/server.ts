@@ -21,7 +21,7 @@ import {
   type StaticFeature,
 } from "vscode-languageclient/node";
 import { CrankClient, experimentalCapabilities } from "./protocol/client";
-import { findExecutable, initOptions, platformNote, redacted, serverCommand, settingsFrom, type CrankSettings } from "./protocol/launch";
+import { afterServerSettings, commandLine, findExecutable, initOptions, platformNote, redacted, rememberedCommand, serverCommand, settingsFrom, type CrankSettings, type ServerCommand, type StartState } from "./protocol/launch";
 import { redactingChannel } from "./protocol/redact";
 import { answerDiagnostics } from "./protocol/diagnostics";
 import { answerSave, type SaveHost } from "./protocol/save";
@@ -31,11 +31,33 @@ import type { BarServerStatus } from "./chat/status";
 const SECRET_KEY = "crank.apiKey";
 /** globalState: the command line whose "not found" message was last shown. */
 const MISSING_SHOWN_KEY = "crank.missingServerShown";
+/** globalState: the server command the User settings last started successfully (`rememberedCommand`). */
+const USER_COMMAND_KEY = "crank.lastUserServerCommand";
 
 /** Only what the user set (never a contributed default); restricted settings from the user alone while untrusted. */
 export function readSettings(): CrankSettings {
   const c = vscode.workspace.getConfiguration("crank");
   return settingsFrom((key) => c.inspect(key), vscode.workspace.isTrusted);
+}
+
+/** The server command the User settings alone give, or undefined when they set none. */
+function userServerCommand(): ServerCommand | undefined {
+  const c = vscode.workspace.getConfiguration("crank");
+  const user = settingsFrom(<T,>(key: string) => {
+    const i = c.inspect<T>(key);
+    return i && { globalValue: i.globalValue };
+  }, false);
+  return user.command.some((x) => x.trim()) || user.python.trim() ? serverCommand(user) : undefined;
+}
+
+/** Where `crank.server.*` come from right now (each layer's value), for the log. */
+function serverSettingsLine(): string {
+  const c = vscode.workspace.getConfiguration("crank");
+  const layers = (key: string) => {
+    const i = c.inspect(key);
+    return JSON.stringify({ user: i?.globalValue, workspace: i?.workspaceValue, folder: i?.workspaceFolderValue });
+  };
+  return `crank.server.python ${layers("server.python")}, crank.server.command ${layers("server.command")}`;
 }
 
 /** Adds `capabilities.experimental.crank` so the server sends events and permission requests. */
@@ -74,6 +96,8 @@ export class ServerManager implements vscode.Disposable {
   private status: BarServerStatus = "idle";
   private statusMessage: string | undefined;
   private starting: Promise<void> | undefined;
+  /** The command line the last start tried (undefined before the first). */
+  private tried: string | undefined;
   private readonly statusEmitter = new vscode.EventEmitter<{ status: BarServerStatus; message?: string }>();
   private readonly eventEmitter = new vscode.EventEmitter<EventParams>();
   private readonly commandsEmitter = new vscode.EventEmitter<{ workspace: string }>();
@@ -88,6 +112,7 @@ export class ServerManager implements vscode.Disposable {
   beforeServerCommand: (() => void) | undefined;
 
   constructor(private readonly context: vscode.ExtensionContext) {
+    this.output.info(`Settings at activation: ${serverSettingsLine()}`);
     context.subscriptions.push(
       vscode.workspace.onDidGrantWorkspaceTrust(() => this.trustGranted()),
       vscode.workspace.onDidChangeConfiguration((e) => this.configChanged(e)),
@@ -124,17 +149,56 @@ export class ServerManager implements vscode.Disposable {
 
   start(userAsked = true): Promise<void> {
     if (this.starting) return this.starting;
-    this.starting = this.doStart(userAsked).finally(() => (this.starting = undefined));
+    this.starting = this.doStart(userAsked).finally(() => {
+      this.starting = undefined;
+      // The settings may have changed while it started (their event found it under way).
+      this.serverSettingsMoved("after the start");
+    });
     return this.starting;
+  }
+
+  private startState(): StartState {
+    if (this.starting) return "starting";
+    if (this.tried === undefined) return "never";
+    return this.status === "notInstalled" ? "notInstalled" : "started";
+  }
+
+  /** Acts on a server command in the settings other than the one the last start tried. */
+  private serverSettingsMoved(when: string): boolean {
+    const now = commandLine(readSettings());
+    const move = afterServerSettings(this.startState(), this.tried, now);
+    if (move === "startNow") {
+      this.output.info(`The server command is now ${now} (${when}; ${this.tried} was not found): starting again`);
+      void this.restart();
+    } else if (move === "offerRestart") this.offerRestart();
+    return move !== "nothing";
+  }
+
+  private offerRestart(): void {
+    void vscode.window.showInformationMessage("Crank: restart the server to apply the new settings?", "Restart").then((pick) => {
+      if (pick) void this.restart();
+    });
   }
 
   private async doStart(userAsked: boolean): Promise<void> {
     const settings = readSettings();
-    const { command, args } = serverCommand(settings);
-    const line = [command, ...args].join(" ");
+    let { command, args } = serverCommand(settings);
+    const line = commandLine(settings);
+    this.tried = line;
+    const fallback = findExecutable(command) ? undefined : rememberedCommand(settings, this.context.globalState.get<ServerCommand>(USER_COMMAND_KEY), (c) => !!findExecutable(c));
+    if (fallback) {
+      this.output.warn(
+        `\`${command}\` is not found and this window's settings name no Crank server (crank.server.*: ${serverSettingsLine()}): ` +
+          `starting ${[fallback.command, ...fallback.args].join(" ")}, the one your User settings started last time. ` +
+          "A reloaded code-server window can come up without the User settings; reload it if other User settings are missing too.",
+      );
+      ({ command, args } = fallback);
+      this.tried = commandLine({ command: [command, ...args], python: "" });
+    }
     if (!findExecutable(command)) {
       const msg = [`Cannot find \`${command}\` to start the Crank server (${line}).`, platformNote()].filter(Boolean).join(" ");
       this.output.error(msg);
+      this.output.info(`Settings when not found: ${serverSettingsLine()}`);
       // Once per command line, across windows and start-ups; again when the user asked for something.
       const shown = this.context.globalState.get<string>(MISSING_SHOWN_KEY) === line;
       if (userAsked || !shown) {
@@ -151,7 +215,7 @@ export class ServerManager implements vscode.Disposable {
     const apiKey = await this.context.secrets.get(SECRET_KEY);
     if (apiKey) this.keys.add(apiKey);
     const init = initOptions(settings, apiKey, vscode.workspace.isTrusted);
-    this.output.info(`Starting ${line} with ${JSON.stringify(redacted(init))}`);
+    this.output.info(`Starting ${[command, ...args].join(" ")} with ${JSON.stringify(redacted(init))}`);
     const serverOptions: ServerOptions = { command, args, options: { env: process.env } };
     const clientOptions: LanguageClientOptions = {
       documentSelector: [{ scheme: "file" }, { scheme: "untitled" }],
@@ -197,6 +261,9 @@ export class ServerManager implements vscode.Disposable {
       await lc.start();
       this.errorCodes = errorCodesFrom(lc.initializeResult);
       this.setStatus("running");
+      // What the User settings (alone) started: the command to fall back on when a window comes up without them.
+      const user = userServerCommand();
+      if (!fallback && user && user.command === command && user.args.join(" ") === args.join(" ")) await this.context.globalState.update(USER_COMMAND_KEY, user);
     } catch (err) {
       const msg = `The Crank server failed to start: ${err instanceof Error ? err.message : String(err)}`;
       this.output.error(msg);
@@ -220,6 +287,11 @@ export class ServerManager implements vscode.Disposable {
   }
 
   async restart(): Promise<void> {
+    this.output.info(`Restarting the server (${this.status})`);
+    // A start under way ends first: stopping it midway and then calling start() got that
+    // same start's promise back, so Restart Server pressed while the chat was starting
+    // the server left none running (seen 2 in 22 e2e runs under load).
+    if (this.starting) await this.starting.catch(() => undefined);
     await this.stop();
     await this.start();
   }
@@ -255,6 +327,7 @@ export class ServerManager implements vscode.Disposable {
 
   private configChanged(e: vscode.ConfigurationChangeEvent): void {
     if (!e.affectsConfiguration("crank")) return;
+    this.output.info(`Settings changed (server ${this.status}): ${serverSettingsLine()}`);
     if (e.affectsConfiguration("crank.permissionMode")) {
       const mode = readSettings().permissionMode ?? "ask";
       void this.client?.setPermissionMode({ mode }).catch((err: Error) => {
@@ -262,19 +335,11 @@ export class ServerManager implements vscode.Disposable {
         void vscode.window.showErrorMessage(`Crank: the permission mode setting (${mode}) was not applied: ${err.message}`);
       });
     }
-    if (this.status === "idle") return; // not started yet: it will start with the new settings
-    // Not found with the settings it had: in a reloaded code-server window the User
-    // settings can reach the extension after the first start; try the new ones at once.
-    if (this.status === "notInstalled" && e.affectsConfiguration("crank.server")) {
-      this.output.info("crank.server changed after the server was not found: starting again");
-      void this.restart();
-      return;
-    }
-    if (["crank.server", "crank.provider", "crank.sessionDir"].some((s) => e.affectsConfiguration(s))) {
-      void vscode.window.showInformationMessage("Crank: restart the server to apply the new settings?", "Restart").then((pick) => {
-        if (pick) void this.restart();
-      });
-    }
+    // The server command: compared with what the last start tried (afterServerSettings).
+    if (e.affectsConfiguration("crank.server") && this.serverSettingsMoved("a settings change")) return;
+    const state = this.startState();
+    if (state !== "started" && state !== "starting") return; // never started, or no server to restart
+    if (["crank.provider", "crank.sessionDir"].some((s) => e.affectsConfiguration(s))) this.offerRestart();
   }
 
   dispose(): void {

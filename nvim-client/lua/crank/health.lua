@@ -9,6 +9,7 @@ local health = vim.health
 ---@return table|nil result, string|nil err
 function M.probe(cmd, opts)
   local stderr = {}
+  local exited = nil
   local dispatchers = {
     notification = function() end,
     server_request = function(method, params)
@@ -24,11 +25,14 @@ function M.probe(cmd, opts)
     on_error = function(_, err)
       stderr[#stderr + 1] = tostring(err)
     end,
-    on_exit = function() end,
+    on_exit = function(code, signal)
+      exited = { code = code, signal = signal }
+    end,
   }
   local ok, rpc = pcall(vim.lsp.rpc.start, cmd, dispatchers, { cwd = opts.cwd, env = opts.env })
   if not ok then
-    return nil, tostring(rpc)
+    -- Only the reason, not the Lua location of the LSP client's error().
+    return nil, (tostring(rpc):gsub("^.-%.lua:%d+: ", ""))
   end
   local done, response, failure, state = false, nil, nil, nil
   rpc.request("initialize", {
@@ -41,8 +45,12 @@ function M.probe(cmd, opts)
     done, response, failure = true, result, err
   end)
   local finished = vim.wait(opts.timeout or 15000, function()
-    return done
+    return done or exited ~= nil
   end, 20)
+  if not done and exited then
+    rpc.terminate()
+    return nil, M.exit_reason(cmd, opts, exited)
+  end
   if done and failure == nil then
     -- The workspace's state (the sandbox) once its host is up: until the server has
     -- made the host (after `initialized`), crank/state is refused, so ask again.
@@ -86,6 +94,77 @@ function M.probe(cmd, opts)
   return response, nil, state
 end
 
+--- Why the server ended before it answered: its exit status and the last lines it
+--- wrote to stderr. The LSP client sends stderr to its log only, so the command is run
+--- once more (stdin closed, at most 10 s) to read them.
+---@param cmd string[]
+---@param opts {cwd: string, env: table|nil}
+---@param exited {code: integer, signal: integer}
+---@return string
+function M.exit_reason(cmd, opts, exited)
+  local how = exited.signal ~= 0 and ("signal " .. exited.signal) or ("code " .. tostring(exited.code))
+  local ok, res = pcall(function()
+    return vim.system(cmd, { cwd = opts.cwd, env = opts.env, stdin = true, text = true }):wait(10000)
+  end)
+  local lines = {}
+  if ok then
+    for _, line in ipairs(vim.split(vim.trim((res.stderr or "") .. "\n" .. (res.stdout or "")), "\n")) do
+      if vim.trim(line) ~= "" then
+        lines[#lines + 1] = vim.trim(line)
+      end
+    end
+  end
+  local tail = table.concat(vim.list_slice(lines, math.max(1, #lines - 2)), " | ")
+  return string.format("it exited (%s) before answering%s", how, tail ~= "" and (": " .. tail) or "")
+end
+
+--- What to do about a server that did not start, from what it said (nil: nothing known).
+---@param err string
+---@param cmd string[]
+---@return string[]
+function M.start_advice(err, cmd)
+  local line = table.concat(cmd, " ")
+  if err:find("No module named", 1, true) then
+    return {
+      string.format("the Python in cmd (%s) does not have Crank installed", cmd[1]),
+      "use cmd = { 'crank', 'serve' } after installing the server (README: `pipx install .` in your clone)",
+      "or set cmd to the python of the environment Crank is installed in",
+    }
+  end
+  -- The command is there (it was checked) yet cannot be spawned: a script whose
+  -- interpreter is missing (execve's ENOENT; the LSP client says "Spawning ... failed").
+  if err:find("ENOENT", 1, true) or err:find("bad interpreter", 1, true) or err:find("Spawning language server", 1, true) then
+    return {
+      string.format("%s exists but cannot be run: the Python it was installed with is gone (a system upgrade?)", cmd[1]),
+      "reinstall it: `pipx reinstall crank-agent` (or `uv tool install --reinstall .` in your clone)",
+    }
+  end
+  if err:find("SyntaxError", 1, true) or err:find("requires Python", 1, true) or err:find("Python 3.11", 1, true) then
+    return { "Crank needs Python 3.11 or newer: install it with one (`pipx install --python python3.11 .`)" }
+  end
+  return { "run `" .. line .. "` in a terminal to see the whole error" }
+end
+
+--- Advice for a server command that is not on Neovim's PATH.
+---@param name string
+---@return string[]
+function M.not_found_advice(name)
+  if not name:find("/", 1, true) then
+    local user_bin = vim.fs.normalize("~/.local/bin/" .. name)
+    if vim.fn.executable(user_bin) == 1 then
+      return {
+        user_bin .. " is installed, but ~/.local/bin is not on the PATH Neovim was started with",
+        "run `pipx ensurepath` (or `uv tool update-shell`) and start Neovim from a new terminal",
+        "or set cmd = { " .. vim.inspect(user_bin) .. ", 'serve' } in setup()",
+      }
+    end
+  end
+  return {
+    "install the server: in your clone of the repository, `pipx install .` (or `uv tool install .`); see the README",
+    "or set cmd = { '/path/to/crank', 'serve' } in setup()",
+  }
+end
+
 local function report_sandbox(sb)
   local text, ok = require("crank.format").sandbox_line(sb)
   if text == nil then
@@ -114,26 +193,28 @@ local function report_mcp(servers)
   end
 end
 
+--- The provider as setup() gives it (nil: none given there), never the key itself.
 local function describe_provider(p)
   if p == nil then
-    local env = {}
-    for _, name in ipairs({ "CRANK_PROVIDER", "CRANK_MODEL", "ANTHROPIC_API_KEY", "OPENAI_API_KEY" }) do
-      if vim.env[name] and vim.env[name] ~= "" then
-        env[#env + 1] = name
-      end
-    end
-    if #env == 0 then
-      return nil
-    end
-    return "from the environment (" .. table.concat(env, ", ") .. ") or the server's config file"
+    return nil
   end
   return string.format(
     "api=%s model=%s baseUrl=%s apiKey=%s",
     tostring(p.api or "?"),
     tostring(p.model or "(server default)"),
     tostring(p.baseUrl or "(default)"),
-    p.apiKey and "set" or "(from the environment)"
+    p.apiKey and "set" or "(not set here)"
   )
+end
+
+--- The model the server settled on from all its settings (setup(), its config file,
+--- the environment), and where it asks it.
+local function report_model(model)
+  if type(model) ~= "table" or model.api == nil or model.api == "none" then
+    return
+  end
+  local at = type(model.baseUrl) == "string" and model.baseUrl ~= "" and (" at " .. model.baseUrl) or ""
+  health.ok(string.format("model: %s/%s%s", tostring(model.api), tostring(model.id), at))
 end
 
 --- The model server's base URL as the server will use it: the one set in setup(), or
@@ -183,17 +264,21 @@ function M.ping(url, timeout_s)
   end
   local code = tonumber(vim.trim(res.stdout or ""))
   if code == nil or code == 0 then
-    return nil, string.format("no answer within %d s (curl exit %s)", t, tostring(res.code))
+    local why = ({ [6] = "its host name does not resolve", [7] = "the connection was refused (nothing listens there)" })[res.code]
+    return nil, why or string.format("no answer within %d s (curl exit %s)", t, tostring(res.code))
   end
   return code, nil
 end
 
---- One health line for the model server of `api` (from the state) and `provider`.
-local function report_model_server(provider, api)
+--- One health line for the model server the state names (`model.baseUrl`; a server
+--- too old to say: the one setup() sets, or the api's default).
+local function report_model_server(provider, model)
+  local api = model and model.api
   if api == "scripted" then
     return
   end
-  local base = M.base_url(provider, api)
+  local base = (model and type(model.baseUrl) == "string" and model.baseUrl ~= "" and model.baseUrl)
+    or M.base_url(provider, api)
   if base == nil then
     return
   end
@@ -204,7 +289,7 @@ local function report_model_server(provider, api)
       health.info("model server " .. base .. ": " .. err)
     else
       health.error("model server " .. base .. " does not answer: " .. tostring(err), {
-        "start the model server, or fix provider.baseUrl in setup()",
+        "start the model server, or fix its URL where it is set: provider.baseUrl in setup(), ~/.config/crank/config.json, or OPENAI_BASE_URL / ANTHROPIC_BASE_URL",
       })
     end
   elseif code == 401 or code == 403 then
@@ -238,12 +323,9 @@ function M.check()
   local cfg = config.values
   local provider = describe_provider(cfg.provider)
   if provider then
-    health.ok("provider: " .. provider)
+    health.ok("provider in setup(): " .. provider)
   else
-    health.warn("no provider configured", {
-      "pass provider = { api = 'anthropic', model = '...', apiKey = ... } to setup()",
-      "or set ANTHROPIC_API_KEY / OPENAI_API_KEY",
-    })
+    health.info("no provider in setup(): the server's own settings apply (~/.config/crank/config.json, the environment)")
   end
   local cmd = cfg.cmd
   local root = client.root_for(0)
@@ -251,7 +333,7 @@ function M.check()
     cmd = cmd(root)
   end
   if vim.fn.executable(cmd[1]) == 0 then
-    health.error("server command not found: " .. tostring(cmd[1]), { "set cmd = { 'crank', 'serve' } (or a path) in setup()" })
+    health.error("server command not found: " .. tostring(cmd[1]), M.not_found_advice(tostring(cmd[1])))
     return
   end
   health.ok("server command: " .. table.concat(cmd, " "))
@@ -261,13 +343,14 @@ function M.check()
     report_sandbox(ws.sandbox)
     report_mcp(ws.mcp)
     if not report_config_error(ws.config_error) then
-      report_model_server(cfg.provider, ws.model and ws.model.api)
+      report_model(ws.model)
+      report_model_server(cfg.provider, ws.model)
     end
     return
   end
   local result, err, state = M.probe(cmd, { cwd = root, env = cfg.cmd_env, init_options = config.init_options() })
   if result == nil then
-    health.error("the server did not start: " .. tostring(err))
+    health.error("the server did not start: " .. tostring(err), M.start_advice(tostring(err), cmd))
     return
   end
   local info = result.serverInfo or {}
@@ -283,7 +366,8 @@ function M.check()
     return
   end
   if not report_config_error(state.configError) then
-    report_model_server(cfg.provider, state.model and state.model.api)
+    report_model(state.model)
+    report_model_server(cfg.provider, state.model)
   end
 end
 

@@ -97,6 +97,10 @@ class ModelInfo(ModelRef):
 
 class CurrentModel(ModelRef):
     contextWindow: NotRequired[int]
+    baseUrl: NotRequired[str]
+    """The endpoint the model is asked at, credentials taken out (additive): absent while
+    no provider is configured and for the scripted model. What a client checks is
+    listening (Neovim's ``:checkhealth crank``), whichever layer set it."""
 
 
 class SandboxState(TypedDict):

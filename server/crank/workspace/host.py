@@ -580,6 +580,7 @@ class WorkspaceHost:
             repairs=self.session.repairs,
             tools=self.tools,
             mcp=self.mcp.state(),
+            base_url=self.model_config.base_url,
         )
 
     def messages(self) -> dict[str, Any]:

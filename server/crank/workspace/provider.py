@@ -79,6 +79,13 @@ class ModelConfig:
             )
         return model
 
+    @property
+    def base_url(self) -> str | None:
+        """Where the current model is asked (the one waiting for a model name too), or
+        None while no provider is configured; "" for the scripted model."""
+        provider = self.provider or self.pending
+        return provider.base_url if provider is not None else None
+
     async def _served_by_pending(self) -> list[ServedModel] | None:
         if self.pending is None:
             return None

@@ -14,6 +14,7 @@ from crank.agent.tools import Tool, ToolInfo
 from crank.agent.view import Repairs
 from crank.mcp.manager import McpServerState
 from crank.prompt import SystemPrompt
+from crank.vendors.config import without_credentials
 
 from .permissions import PermissionMode
 
@@ -33,18 +34,25 @@ def state_json(
     repairs: Repairs,
     tools: Sequence[Tool] = (),
     mcp: Sequence[McpServerState] | None = None,
+    base_url: str | None = None,
 ) -> dict[str, Any]:
     """``crank/state``: ``runId`` only while a run is active, ``configError`` only while
     no provider is configured, ``viewRepairs`` only when the view repaired something,
     ``tools`` (what each tool says about itself) when there are tools, ``mcp`` only
-    when an MCP server is configured (one object per server)."""
+    when an MCP server is configured (one object per server), ``model.baseUrl`` when
+    the model has an endpoint (``base_url``, shown without credentials)."""
     model = harness.model
     state: dict[str, Any] = {"sessionId": session_id, "running": harness.is_running}
     if run_id is not None:
         state["runId"] = run_id
     state.update(
         {
-            "model": {"api": model.api, "id": model.id, "contextWindow": model.context_window},
+            "model": {
+                "api": model.api,
+                "id": model.id,
+                "contextWindow": model.context_window,
+                **({"baseUrl": without_credentials(base_url)} if base_url else {}),
+            },
             "permissionMode": permission_mode,
             "trusted": trusted,
             "sandbox": sandbox,

@@ -166,6 +166,56 @@ export function serverCommand(s: Pick<CrankSettings, "command" | "python">): { c
   return { command: "crank", args: ["serve"] };
 }
 
+/** Where the server's start is, as far as a change of `crank.server.*` is concerned. */
+export type StartState = "never" | "starting" | "notInstalled" | "started";
+
+/** What a settings change (or a start that just ended) calls for. */
+export type SettingsMove = "nothing" | "startNow" | "offerRestart" | "lookWhenStarted";
+
+/**
+ * What to do about the server command the settings give `now`, given the command line
+ * the last start `tried`. VS Code promises no order between an extension's activation
+ * and the user's settings reaching its host: in a reloaded code-server window the
+ * User settings can arrive after the first start read them (a change event follows),
+ * even while that start is still under way (its event comes before it has decided).
+ * So every change, and the end of every start, compares the two: a start that found no
+ * server tries the new command at once; a running one offers a restart; a start under
+ * way looks again when it ends. The same line is nothing, whatever the event says.
+ */
+export function afterServerSettings(state: StartState, tried: string | undefined, now: string): SettingsMove {
+  if (state === "never" || tried === undefined || tried === now) return "nothing";
+  if (state === "starting") return "lookWhenStarted";
+  return state === "notInstalled" ? "startNow" : "offerRestart";
+}
+
+/** A server command (argv split as `serverCommand` gives it). */
+export interface ServerCommand {
+  command: string;
+  args: string[];
+}
+
+/**
+ * The server command to use when the settings' one is not found: the last one the
+ * user's own settings (the User layer, never a workspace's) started successfully, when
+ * this window's settings name no server at all and that command still exists. In
+ * code-server a reloaded window sometimes loads no User settings whatever (VS Code's
+ * web workbench reads User/settings.json once at start-up and takes a failed read as
+ * an empty file, re-reading it only when the file changes), so no settings change event
+ * ever brings `crank.server.python` back; the command it gave last time is the user's
+ * choice all the same. Undefined: report "not found" as it is.
+ */
+export function rememberedCommand(settings: Pick<CrankSettings, "command" | "python">, remembered: ServerCommand | undefined, exists: (command: string) => boolean): ServerCommand | undefined {
+  if (settings.command.some((x) => x.trim()) || settings.python.trim()) return undefined; // the settings chose: they are right
+  if (!remembered || typeof remembered.command !== "string" || !Array.isArray(remembered.args)) return undefined;
+  return exists(remembered.command) ? { command: remembered.command, args: remembered.args.map(String) } : undefined;
+}
+
+/** A server command as one line, for comparing and for messages. */
+export function commandLine(s: Pick<CrankSettings, "command" | "python">): string {
+  const { command, args } = serverCommand(s);
+  return [command, ...args].join(" ");
+}
+
 /**
  * The absolute path a command resolves to on PATH, or undefined when it cannot run.
  * Checked before launching so a missing server gets a "how to install" message rather

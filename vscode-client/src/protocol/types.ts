@@ -164,6 +164,8 @@ export interface CurrentModel {
   api: string;
   id: string;
   contextWindow?: number;
+  /** The endpoint the model is asked at, credentials taken out (additive): absent while no provider is configured and for the scripted model. What a client checks is listening (Neovim's ``:checkhealth crank``), whichever layer set it. */
+  baseUrl?: string;
 }
 
 /** Any changing tool whose call the user declined. */

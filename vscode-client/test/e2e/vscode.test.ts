@@ -97,6 +97,7 @@ afterTool("planted-mode-ignored", { text: "Answered in Restricted Mode." });
 onPrompt("e2e-upy-first", { text: "Started by the user's Python." });
 onPrompt("e2e-upy-restarted", { text: "Started again by the user's Python." });
 onPrompt("e2e-upy-untrusted", { text: "The planted Python stayed unused." });
+onPrompt("e2e-upy-remembered", { text: "Started by the remembered Python." });
 // the per-run changed files (the last test): its rules are with it, at the end of the file
 runChangesRules();
 
@@ -719,6 +720,22 @@ function recordingPython(file: string, record: string): string {
   return file;
 }
 
+/** The Crank output channel's lines about settings and starts, from every window's log so far (user data's logs/). */
+function crankLog(): string[] {
+  const out: string[] = [];
+  const walk = (dir: string) => {
+    for (const e of readdirSync(dir, { withFileTypes: true })) {
+      const p = path.join(dir, e.name);
+      if (e.isDirectory()) walk(p);
+      else if (/Crank\.log$/.test(e.name)) {
+        for (const line of readFileSync(p, "utf8").split("\n")) if (line && !/^\s*\[Trace|^Params|^Result/.test(line)) out.push(line.slice(0, 300));
+      }
+    }
+  };
+  if (existsSync(path.join(h.userData, "logs"))) walk(path.join(h.userData, "logs"));
+  return out.sort();
+}
+
 /** The starts `record` holds (one line each), [] before the first. */
 function starts(record: string): string[] {
   return existsSync(record) ? readFileSync(record, "utf8").split("\n").filter(Boolean) : [];
@@ -752,6 +769,7 @@ test("crank.server.python set only in the User settings starts the server, again
 
     // A window reload: a new extension host reads the settings again.
     await reloadWindow(page);
+    console.log(`[User/settings.json after the reload] ${readFileSync(path.join(h.userData, "User", "settings.json"), "utf8").replace(/\s+/g, " ")}`);
     await runCommand(page, "Crank: Open Chat");
     chat = await chatFrame(page);
     await chat.locator("button.send:not([disabled])").waitFor();
@@ -782,7 +800,40 @@ test("crank.server.python set only in the User settings starts the server, again
     assert.deepEqual(starts(planted), [], "the folder's planted Python never ran");
     await shot(page, "22-untrusted-python-ignored");
   } catch (err) {
+    console.log(`[User/settings.json at the failure] ${readFileSync(path.join(h.userData, "User", "settings.json"), "utf8").replace(/\s+/g, " ")}`);
+    console.log(`[crank log]\n${crankLog().join("\n")}`);
     await dump("user-python", err);
+  }
+  console.log(`[crank log]\n${crankLog().join("\n")}`);
+});
+
+test("a window whose settings name no server (code-server after a reload without its User settings) starts the command the User settings last started", async () => {
+  try {
+    const record = path.join(h.tmp, "user-python.starts");
+    const before = starts(record).length;
+    assert.ok(before > 0, "the test before started the server from the User settings' Python");
+    // What such a window sees: no crank.server.* in any layer (the files say none here,
+    // which VS Code cannot tell apart from a User settings file it failed to read).
+    const base = baseSettings({ sessions: h.sessions, modelUrl: h.modelUrl });
+    delete base["crank.server.command"];
+    writeSettings(h.userData, base);
+    const folder = path.join(h.tmp, "remembered-python-project");
+    mkdirSync(folder, { recursive: true });
+    await openFolder(h, folder, true);
+    await runCommand(page, "Crank: Open Chat");
+    chat = await chatFrame(page);
+    await chat.locator("button.send:not([disabled])").waitFor();
+    await until("the remembered User Python started the server", async () => starts(record).length, (n) => n === before + 1);
+    await until("the log says why", async () => crankLog().join("\n"), (log) => log.includes("the one your User settings started last time"));
+    await send(chat, "e2e-upy-remembered");
+    await chat.locator(".msg.assistant", { hasText: "Started by the remembered Python." }).waitFor();
+    await settled();
+    await shot(page, "23-remembered-python");
+  } catch (err) {
+    console.log(`[crank log]\n${crankLog().join("\n")}`);
+    await dump("remembered-python", err);
+  } finally {
+    writeSettings(h.userData, baseSettings({ sessions: h.sessions, modelUrl: h.modelUrl }));
   }
 });
 

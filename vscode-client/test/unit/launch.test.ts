@@ -4,7 +4,7 @@ import { chmodSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import * as path from "node:path";
 import { readFileSync } from "node:fs";
-import { findExecutable, ignoredLine, ignoredSettings, initOptions, platformNote, redacted, restrictedIn, RESTRICTED_SETTINGS, serverCommand, settingsFrom, type CrankSettings, type Inspected } from "../../src/protocol/launch";
+import { afterServerSettings, commandLine, findExecutable, ignoredLine, ignoredSettings, initOptions, platformNote, redacted, rememberedCommand, restrictedIn, RESTRICTED_SETTINGS, serverCommand, settingsFrom, type CrankSettings, type Inspected } from "../../src/protocol/launch";
 import { chatPageHtml } from "../../src/chat/html";
 
 const base: CrankSettings = { command: [], python: "", api: "", baseUrl: "", model: "", permissionMode: undefined, sessionDir: "", contextWindow: 0 };
@@ -172,4 +172,35 @@ test("restrictedIn reads the restricted keys a folder's settings.json sets, comm
   assert.deepEqual(restrictedIn("{ not json"), []);
   assert.deepEqual(restrictedIn("[]"), []);
   assert.deepEqual(restrictedIn('{"crank.sandbox.mode": "off", "s": "// not a comment"}'), ["crank.sandbox.mode"]);
+});
+
+test("a server command that changes after a start: tried again at once when it was not found, offered when it runs, looked at again when a start is under way", () => {
+  const user = "/home/u/.venv/bin/python -m crank serve";
+  // the first start has not happened: it will read the settings itself
+  assert.equal(afterServerSettings("never", undefined, user), "nothing");
+  // a reloaded window: the first start read no crank.server.python ("crank serve", not found), then the User settings came
+  assert.equal(afterServerSettings("notInstalled", "crank serve", user), "startNow");
+  // ... or came while that start was still deciding: the end of the start looks again
+  assert.equal(afterServerSettings("starting", "crank serve", user), "lookWhenStarted");
+  // a running server: the user chooses
+  assert.equal(afterServerSettings("started", "crank serve", user), "offerRestart");
+  // the settings the start already used (activation read them, the event came after): nothing, in any state
+  for (const state of ["starting", "notInstalled", "started"] as const) assert.equal(afterServerSettings(state, user, user), "nothing");
+  assert.equal(commandLine({ command: [], python: " /p " }), "/p -m crank serve");
+  assert.equal(commandLine({ command: [], python: "" }), "crank serve");
+});
+
+test("a window whose settings name no server falls back on the command the User settings last started, only while it exists", () => {
+  const remembered = { command: "/home/u/.venv/bin/python", args: ["-m", "crank", "serve"] };
+  const there = (c: string) => c === remembered.command;
+  // code-server's reloaded window without its User settings: the default `crank serve` is not found
+  assert.deepEqual(rememberedCommand(base, remembered, there), remembered);
+  // nothing remembered, or the remembered Python is gone: "not found" as it is
+  assert.equal(rememberedCommand(base, undefined, there), undefined);
+  assert.equal(rememberedCommand(base, remembered, () => false), undefined);
+  // the settings name a server (any layer): that is the answer, found or not
+  assert.equal(rememberedCommand({ ...base, python: "/other/python" }, remembered, there), undefined);
+  assert.equal(rememberedCommand({ ...base, command: ["/nonexistent/crank-missing", "serve"] }, remembered, there), undefined);
+  // a malformed stored value is ignored
+  assert.equal(rememberedCommand(base, { command: 3 } as unknown as typeof remembered, there), undefined);
 });
