@@ -390,6 +390,8 @@ def normalised(recording: dict[str, Any], root: Path) -> dict[str, Any]:
             return TIMESTAMP
         if key == "hash" and isinstance(value, str):
             return "0" * len(value)
+        if key == "baseUrl" and isinstance(value, str):  # the loopback model's free port
+            return re.sub(r"^http://127\.0\.0\.1:\d+", "http://127.0.0.1:8080", value)
         if isinstance(value, str):
             for real, shown in (
                 (workspace_key(root / "calc"), workspace_key(Path(HOME_SHOWN) / "calc")),

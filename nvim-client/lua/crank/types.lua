@@ -133,6 +133,7 @@
 ---@field api string
 ---@field id string
 ---@field contextWindow? integer
+---@field baseUrl? string The endpoint the model is asked at, credentials taken out (additive): absent while no provider is configured and for the scripted model. What a client checks is listening (Neovim's ``:checkhealth crank``), whichever layer set it.
 
 --- Any changing tool whose call the user declined.
 ---@class crank.DeclinedDetails
