@@ -245,8 +245,17 @@ function withLiveItems(s: ChatState, sessionId: string | undefined, read: ChatIt
   const running = new Map<string, ToolItem>();
   for (const it of s.items) if (it.kind === "tool" && it.status === "running") running.set(it.id, it);
   const items = running.size ? read.map((it) => (it.kind === "tool" && it.status === "pending" && running.get(it.id)) || it) : read;
-  const streaming = s.items.filter((it) => it.kind === "assistant" && it.streaming);
+  // The reply still streaming is kept, unless the transcript already ends with it (read
+  // after the reply was saved, before its message_end arrived): two bubbles of one reply.
+  const last = items.at(-1);
+  const saved = last?.kind === "assistant" ? replyText(last.blocks) : undefined;
+  const streaming = s.items.filter((it) => it.kind === "assistant" && it.streaming && (saved === undefined || !saved.startsWith(replyText(it.blocks))));
   return streaming.length ? [...items, ...streaming] : items;
+}
+
+/** The text blocks of a reply, joined: what a streaming bubble and its saved reply share. */
+function replyText(blocks: ContentBlock[]): string {
+  return blocks.map((b) => (b.type === "text" ? b.text : "")).join("");
 }
 
 /** The card with the images its tool result carries (none: the card as it was). */
@@ -303,8 +312,10 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
         const copy = items.slice();
         // A transcript read between the reply's save and this event has it already, before the bubble kept for it.
         const before = i > 0 ? copy[i - 1] : undefined;
+        const last = copy.at(-1);
         if (i >= 0 && before?.kind === "assistant" && JSON.stringify(before.blocks) === JSON.stringify(m.content)) copy.splice(i, 1);
         else if (i >= 0) copy[i] = assistantFinal(copy[i].id, m);
+        else if (last?.kind === "assistant" && !last.streaming && JSON.stringify(last.blocks) === JSON.stringify(m.content)) return s; // the transcript has it
         else copy.push(assistantFinal(`a${p.seq}`, m));
         return { ...s, items: toolCardsFor(copy, m, s.tools) };
       }

@@ -371,8 +371,30 @@ test("a transcript read while a reply streams keeps the bubble: the rest of the 
   // Read after the reply was saved but before its message_end arrived: the transcript has it, the event does not add it again.
   let t = feed(reduce(initialState(), { type: "server", status: "running" }), [at(1, { type: "agent_start" }), at(2, { type: "message_start", message: user }), at(3, { type: "message_start", message: { ...reply, content: [] } })]);
   t = reduce(t, { type: "transcript", messages: [user, reply], sessionId: run.sessionId });
+  assert.deepEqual(t.items.map((i) => i.kind), ["user", "assistant"], "the saved reply, not beside its bubble too");
   t = reduce(t, { type: "event", params: at(4, { type: "message_end", message: reply }) });
   assert.deepEqual(t.items.map((i) => i.kind), ["user", "assistant"], "one reply, not two");
+
+  // The same with the whole text streamed before the read: still one reply, then and after.
+  let u = feed(reduce(initialState(), { type: "server", status: "running" }), [
+    at(1, { type: "agent_start" }),
+    at(2, { type: "message_start", message: user }),
+    at(3, { type: "message_start", message: { ...reply, content: [] } }),
+    at(4, { type: "message_update", delta: { kind: "text", contentIndex: 0, text: "Hello there" } }),
+  ]);
+  u = reduce(u, { type: "transcript", messages: [user, reply], sessionId: run.sessionId });
+  assert.equal(u.items.filter((i) => i.kind === "assistant").length, 1);
+  u = reduce(u, { type: "event", params: at(5, { type: "message_end", message: reply }) });
+  assert.equal(u.items.filter((i) => i.kind === "assistant").length, 1);
+
+  // A bubble for a reply the transcript does not end with is kept.
+  let v = feed(reduce(initialState(), { type: "server", status: "running" }), [
+    at(1, { type: "agent_start" }),
+    at(2, { type: "message_start", message: { ...reply, content: [] } }),
+    at(3, { type: "message_update", delta: { kind: "text", contentIndex: 0, text: "Another" } }),
+  ]);
+  v = reduce(v, { type: "transcript", messages: [user, reply], sessionId: run.sessionId });
+  assert.equal((v.items.at(-1) as AssistantItem).streaming, true);
 
   // Another session's transcript replaces everything.
   const other = reduce(s, { type: "transcript", messages: [user], sessionId: "another" });
