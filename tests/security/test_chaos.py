@@ -54,7 +54,7 @@ def check_after(world: World, before: Any, texts: dict[str, str], model: ModelSe
     assert leaks_in_files(world, *data) == {}, "a secret was written to a file"
     assert world.unchanged() == before, "something outside the workspace changed"
     assert not world.tmp_probe.exists(), "a command wrote to the real /tmp"
-    assert survivors("crank-chaos-left") == [], "a command's process outlived its run"
+    assert survivors(world.left) == [], "a command's process outlived its run"
 
 
 def results_of(events: list[dict[str, Any]]) -> list[dict[str, Any]]:
