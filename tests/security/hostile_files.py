@@ -69,26 +69,55 @@ def big_file_cases(world: Any) -> list[dict[str, Any]]:
 
 
 def run_measured(
-    command: list[str], *, cwd: Path, env: dict[str, str], timeout: float
+    command: list[str], *, cwd: Path, env: dict[str, str], quiet: float
 ) -> tuple[subprocess.CompletedProcess[str], int]:
     """``subprocess.run`` that also gives the child's peak resident memory in kB (the
-    largest of it and the processes it waited for), from ``wait4``. A timer kills it
-    past ``timeout``, so a hang fails the test instead of blocking it."""
-    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+    largest of it and the processes it waited for), from ``wait4``. It is killed once
+    it has printed nothing for ``quiet`` seconds, so a hang fails the test instead of
+    blocking it. The bound is on the silence, not on the whole run: a loaded machine
+    slows every step of a run of many tool calls (the whole run took over the two
+    minutes it once had, next to CPU hogs), while a hang is a step that never ends."""
+    with tempfile.TemporaryFile() as err:
         process = subprocess.Popen(
-            command, cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=err
+            command,
+            cwd=cwd,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=err,
         )
-        timer = threading.Timer(timeout, process.kill)
-        timer.start()
+        out: list[bytes] = []
+        heard = threading.Event()
+        ended = threading.Event()
+
+        def pump() -> None:
+            assert process.stdout is not None
+            while chunk := process.stdout.read1(1 << 16):
+                out.append(chunk)
+                heard.set()
+
+        def watch() -> None:
+            while heard.wait(quiet):
+                if ended.is_set():
+                    return
+                heard.clear()
+            process.kill()
+
+        threads = [threading.Thread(target=pump), threading.Thread(target=watch)]
+        for thread in threads:
+            thread.start()
         try:
             _, status, usage = os.wait4(process.pid, 0)
         finally:
-            timer.cancel()
+            ended.set()
+            heard.set()
+        threads[1].join()
+        threads[0].join(quiet)  # ends when the last holder of its stdout does
+        assert not threads[0].is_alive(), "a process it started still holds its stdout"
         process.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
         err.seek(0)
-        stdout = out.read().decode("utf-8", "replace")
         stderr = err.read().decode("utf-8", "replace")
+    stdout = b"".join(out).decode("utf-8", "replace")
     done = subprocess.CompletedProcess(command, process.returncode, stdout, stderr)
     return done, usage.ru_maxrss
 

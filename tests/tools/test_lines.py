@@ -4,7 +4,11 @@ boundary case (a line across chunks, a cut line, a missing final newline) is met
 from __future__ import annotations
 
 import io
+import os
+from pathlib import Path
+from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -87,3 +91,62 @@ def test_tolerant_positions_match_the_per_character_map(text: str) -> None:
     naive = _naive_positions(text)
     assert len(folded) == len(naive)
     assert [where[i] for i in range(len(folded))] == naive
+
+
+class _Tally:
+    """A file handle that counts the bytes read through it; ``dense`` cannot seek, so
+    the reader reads every byte, holes too (the reading the answers must match)."""
+
+    def __init__(self, handle: io.BufferedReader, *, dense: bool = False) -> None:
+        self.handle = handle
+        self.dense = dense
+        self.read_bytes = 0
+
+    def read(self, size: int) -> bytes:
+        data = self.handle.read(size)
+        self.read_bytes += len(data)
+        return data
+
+    def tell(self) -> int:
+        return self.handle.tell()
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        if self.dense:
+            raise io.UnsupportedOperation("seek")
+        return self.handle.seek(offset, whence)
+
+
+HOLE = 256 * 1024 * 1024
+
+
+def _sparse_with_lines(path: Path) -> Path:
+    """Two lines, a 256 MB hole (NULs when read, no disk), then two more lines."""
+    with open(path, "wb") as handle:
+        handle.write(b"one\ntwo\n")
+        handle.seek(HOLE, os.SEEK_CUR)
+        handle.write(b"three\nfour")
+    if path.stat().st_blocks * 512 >= HOLE:
+        pytest.skip("this file system stores no holes")
+    return path
+
+
+@pytest.mark.parametrize("skip", [1, 2, 3, 4, 5, 1000])
+def test_skips_and_counts_step_over_a_sparse_files_holes(tmp_path: Path, skip: int) -> None:
+    """The chaos run's read at offset 1,000,000 of a 2 GB sparse file read the whole
+    hole to count its lines (8 s of CPU; over two minutes next to CPU hogs, killing
+    the run). Skipping and counting step over holes, with the answers of a reading of
+    every byte, and read only the file's data."""
+    path = _sparse_with_lines(tmp_path / "sparse.log")
+
+    def answers(handle: _Tally) -> tuple[int, Any, int | None, int | None]:
+        reader = LineReader(handle)  # type: ignore[arg-type]  # read and seek suffice
+        skipped = reader.skip_lines(skip)
+        line = reader.read_line(8, skip_rest=False)
+        short = LineReader(handle).count_lines(1024)  # type: ignore[arg-type]
+        return skipped, line and (line.data, line.cut), reader.count_lines(HOLE * 2), short
+
+    with open(path, "rb") as sparse, open(path, "rb") as dense:
+        stepped, read_all = _Tally(sparse), _Tally(dense, dense=True)
+        assert answers(stepped) == answers(read_all)
+    assert read_all.read_bytes > HOLE
+    assert stepped.read_bytes < 8 * 1024 * 1024, "the hole was read"

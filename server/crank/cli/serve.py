@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+from typing import NoReturn
 
 from crank.lsp import serve
 
@@ -15,11 +16,11 @@ def add_serve_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPar
     parser.set_defaults(handler=run_serve)
 
 
-def run_serve(args: argparse.Namespace) -> int:
-    return run_server(list(args.args))
+def run_serve(args: argparse.Namespace) -> NoReturn:
+    run_server(list(args.args))
 
 
-def run_server(argv: list[str]) -> int:
-    """``crank serve ARGS``: the server's own parser reads ARGS (``--tcp``, ``--log-file``)."""
-    code: int = serve.main(argv)
-    return code
+def run_server(argv: list[str]) -> NoReturn:
+    """``crank serve ARGS``: the server's own parser reads ARGS (``--tcp``, ``--log-file``);
+    the process ends when the server does (``serve.leave``)."""
+    serve.main(argv)

@@ -7,4 +7,4 @@ from crank.vendors.secrets import handover
 from .serve import main
 
 handover()  # provider keys out of the environment before anything runs
-sys.exit(main(sys.argv[1:]))
+main(sys.argv[1:])  # ends the process (serve.leave)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -26,7 +27,7 @@ import signal
 import stat
 import sys
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, NoReturn
 
 from .early import Start, read_start
 from .framing import FrameParser
@@ -302,7 +303,7 @@ def serve_tcp(server: CrankServer, host: str, port: int) -> int:
     return 0
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str]) -> NoReturn:
     args = parser().parse_args(argv)
     stdin, stdout = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr
@@ -314,5 +315,22 @@ def main(argv: list[str]) -> int:
 
     server = build_server()
     if args.tcp is not None:
-        return serve_tcp(server, *args.tcp)
-    return serve_stdio(server, stdin, stdout, start)
+        leave(serve_tcp(server, *args.tcp))
+    leave(serve_stdio(server, stdin, stdout, start))
+
+
+def leave(code: int) -> NoReturn:
+    """End the process with ``code`` now that the server is over: its runs are aborted
+    and saved, every MCP server's group ended, the answers written (``_serve``). What
+    is left is the interpreter's teardown of some 600 modules and their objects, which
+    costs an idle server a fifth of its CPU (0.28 of 1.35 s, measured) and, on a
+    loaded machine (load 17 on two cores), kept the editor waiting 5 s and more for
+    the process to go. So the logs and the standard streams are flushed, and the
+    process ends without it (``os._exit``): no thread is waited for, and none has
+    anything left to do (what remains is at most a read nobody will use)."""
+    logging.shutdown()
+    for stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__):
+        with contextlib.suppress(Exception):
+            if stream is not None:
+                stream.flush()
+    os._exit(code)

@@ -4,7 +4,11 @@
 chunk plus one capped line: a line longer than the cap comes back cut (its first
 ``cap`` bytes, ``cut=True``) and the rest of it is skipped unread into memory. Skipping
 to a line and counting lines go a chunk at a time without building line objects, so
-they cost a pass over the bytes and nothing more.
+they cost a pass over the bytes and nothing more, less the holes of a sparse file:
+those read as NUL bytes, so they hold no newline, and a skip or a count steps over
+them (``SEEK_DATA``) instead of reading them. The answers are the ones a reading of
+every byte gives; only the reading is saved (a 2 GB hole cost a read pass of seconds,
+and minutes on a loaded machine).
 
 A line is what ``str.split("\\n")`` would give minus the empty piece after a final
 newline: ``b"a\\nb"`` and ``b"a\\nb\\n"`` both have two lines. Lines come without their
@@ -13,6 +17,9 @@ newline: ``b"a\\nb"`` and ``b"a\\nb\\n"`` both have two lines. Lines come withou
 
 from __future__ import annotations
 
+import errno
+import io
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import BinaryIO
@@ -81,6 +88,28 @@ class LineReader:
         self._pos = 0
         return True
 
+    def _over_hole(self) -> int:
+        """With the buffer all consumed, step over the hole (a sparse file's unwritten
+        bytes, NULs when read) that starts at the next byte, if there is one: its
+        length, 0 when there is none or the handle cannot tell (no ``SEEK_DATA``, not
+        seekable). Only for the callers that look at newlines alone."""
+        if self._pos != len(self._buf) or self._eof or self._stop():
+            return 0
+        try:
+            here = self._handle.tell()
+            data = self._handle.seek(here, os.SEEK_DATA)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:  # ENXIO: no data past here, the rest is a hole
+                return 0
+            data = self._handle.seek(0, os.SEEK_END)
+        except (AttributeError, ValueError, io.UnsupportedOperation):
+            return 0
+        if data <= here:
+            return 0
+        self._base, self._buf, self._pos = self._base + len(self._buf) + data - here, b"", 0
+        self._partial = True  # a hole is part of a line: it holds no newline
+        return data - here
+
     def _consume(self, end: int) -> None:
         if end > self._pos:
             self._partial = self._buf[end - 1] != 0x0A
@@ -99,6 +128,7 @@ class LineReader:
                 self._consume(newline + 1)
                 return
             self._consume(len(self._buf))
+            self._over_hole()
             if not self._more():
                 self._partial = False  # the line ended with the file; it was returned
                 return
@@ -155,6 +185,7 @@ class LineReader:
         """Skip up to ``count`` lines; returns how many there were."""
         skipped = 0
         while skipped < count:
+            self._over_hole()
             if self._pos == len(self._buf) and not self._more():
                 return skipped + (1 if self._partial else 0)
             found = self._buf.count(b"\n", self._pos)
@@ -175,6 +206,9 @@ class LineReader:
         counted = 0
         scanned = 0
         while True:
+            scanned += self._over_hole()  # counted as read, so the answer is a reading's
+            if scanned > most_bytes:
+                return None
             if self._pos == len(self._buf) and not self._more():
                 return counted + (1 if self._partial else 0)
             scanned += len(self._buf) - self._pos
