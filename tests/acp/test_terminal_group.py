@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +24,7 @@ from acp import schema
 from crank.tools.limits import Cage
 from crank.tools.sandbox import probe
 from tests.support.model_server import ModelServer
-from tests.support.processes import marker, survivors
+from tests.support.processes import HOST_PYTHON, marker, survivors
 
 from .client_side import Recorder, Terminals
 from .helpers import crank_acp
@@ -201,7 +200,7 @@ async def test_a_fork_bomb_in_the_terminal_ends_as_an_error_naming_the_limit(
 
 
 async def test_a_memory_hog_in_the_terminal_fails_to_allocate(tmp_path: Path) -> None:
-    hog = f"{sys.executable} -c 'bytearray(1024 * 1024 * 1024)'"
+    hog = f"{HOST_PYTHON} -c 'bytearray(1024 * 1024 * 1024)'"  # seen in the sandbox
     result = await run_limited(tmp_path, hog, {"memoryMB": 256})
     assert "MemoryError" in result and "exited with code 1" in result, result
     assert "sandbox.limits.memoryMB" in result, result

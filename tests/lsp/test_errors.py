@@ -90,7 +90,8 @@ def test_a_bug_is_not_a_refusal() -> None:
 
 def test_the_numbers_are_written_in_one_module_only() -> None:
     """Crank's numbers (1001-1009) and JSON-RPC's (-32xxx) appear as numbers in code
-    only in crank.workspace.errors (prose may name them); the Lua client has none."""
+    only in crank.workspace.errors (prose may name them); the Lua client's code has none
+    (its comments may: the generated types.lua carries the contract's docstrings)."""
     crank_numbers = {str(n) for n in range(1001, 1010)}
     rpc_numbers = {"32700", "32600", "32601", "32602", "32603", "32800", "32002", "32000"}
     table = REPO / "server" / "crank" / "workspace" / "errors.py"
@@ -108,7 +109,7 @@ def test_the_numbers_are_written_in_one_module_only() -> None:
     number = re.compile(r"\b100[1-9]\b")
     for path in (REPO / "nvim-client" / "lua").rglob("*.lua"):
         for index, line in enumerate(path.read_text("utf-8").splitlines(), 1):
-            if number.search(line):
+            if number.search(line.split("--", 1)[0]):  # code, not comments (prose may)
                 found.append(f"{path.relative_to(REPO)}:{index}")
     assert found == []
 

@@ -19,6 +19,7 @@ import select
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -99,11 +100,17 @@ def setting(tmp_path: Path) -> Iterator[tuple[dict[str, str], dict[str, Any], Mo
 
 
 def servers_of(agent: int) -> list[int]:
-    """The two servers' pids; the odd one's group holds its sleeping child too."""
-    pids = mcp_children(agent)
-    assert len(pids) == 2, f"expected the two MCP servers under {agent}, found {pids}"
-    assert max(len(group(pid)) for pid in pids) >= 2, "the odd server's child is in its group"
-    return pids
+    """The two servers' pids, once the odd one's group holds its sleeping child too: the
+    server leads its group as soon as it is started, its child comes once its Python is
+    up (a loaded machine kept it waiting past the first look, and this failed)."""
+    deadline = time.monotonic() + GUARD_S
+    while True:
+        pids = mcp_children(agent)
+        assert len(pids) == 2, f"expected the two MCP servers under {agent}, found {pids}"
+        if max(len(group(pid)) for pid in pids) >= 2:
+            return pids
+        assert time.monotonic() < deadline, "the odd server's child never joined its group"
+        time.sleep(0.05)
 
 
 def end_left(pids: list[int]) -> dict[int, list[int]]:

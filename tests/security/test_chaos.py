@@ -105,6 +105,7 @@ def test_crank_run_lets_nothing_out(tmp_path: Path) -> None:
         # bounded but larger than the server's 200 MB. The server process's own peak is
         # held to 200 MB below, in the crank serve test, which measures it alone.
         tree_bound_kb = max(PEAK_BOUND_KB, (RG_MEMORY >> 10) + 64 * 1024)
+        print(f"PEAK {peak_kb} kB of {tree_bound_kb}")
         assert peak_kb < tree_bound_kb, f"crank run (or a command) peaked at {peak_kb} kB"
         events = [json.loads(line)["event"] for line in done.stdout.splitlines()]
         assert_every_call_answered(events, batches)

@@ -10,8 +10,13 @@ host: that finds a survivor whichever namespace it lives in. Zombies do not coun
 from __future__ import annotations
 
 import os
+import sys
 import uuid
 from pathlib import Path
+
+HOST_PYTHON = os.path.realpath(sys.executable)
+"""The interpreter the test venv links to, for a command in the sandbox: the venv may
+sit where the sandbox shows an empty /tmp (a checkout under /tmp); this is under /usr."""
 
 
 def marker(name: str = "crank-test") -> str:

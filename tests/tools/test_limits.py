@@ -6,12 +6,12 @@ bubblewrap: a machine without it fails here, it does not skip."""
 from __future__ import annotations
 
 import asyncio
-import sys
 from pathlib import Path
 
 from crank.tools import ToolContext, standard_tools
 from crank.tools.limits import Cage, Limits
 from crank.tools.sandbox import SandboxSettings, probe
+from tests.support.processes import HOST_PYTHON
 
 from .conftest import call
 
@@ -55,7 +55,7 @@ async def test_a_memory_hog_fails_to_allocate_and_the_result_names_the_limit(
 ) -> None:
     settings = SandboxSettings(limits=Limits(memory_mb=256))
     ctx = ToolContext(root, output_dir=tmp_path / "out", sandbox=lambda: settings)
-    hog = f"{sys.executable} -c 'bytearray(1024 * 1024 * 1024)'"
+    hog = f"{HOST_PYTHON} -c 'bytearray(1024 * 1024 * 1024)'"  # seen in the sandbox
     result = await call(standard_tools(ctx), "bash", {"command": hog})
     assert result.is_error and "MemoryError" in result.content, result.content
     assert "at most 256 MB of data memory (sandbox.limits.memoryMB)" in result.content
