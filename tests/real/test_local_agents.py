@@ -138,6 +138,9 @@ async def test_llama_cpp_python_fix_this_file_lands_or_says_why(
     target.write_text(BUG, "utf-8")
     provider = {"api": "openai", "baseUrl": roomy_llama.url, "model": "smollm2"}
     provider["maxOutputTokens"] = 60
+    # With tools this server answers unstreamed: the whole reply is one silence, past the
+    # default 120 s read timeout on a loaded machine (the run then failed, not the fix).
+    provider["readTimeoutMs"] = int(BOUND * 1000)
     options = {
         "provider": provider,
         "sessionDir": str(tmp_path / "sessions"),
