@@ -11,6 +11,7 @@ import pytest
 
 from crank.agent.harness import Harness, HarnessBusy, ListenerFailed
 from crank.agent.images import image_block
+from crank.agent.lineage import FrozenError
 from crank.agent.messages import assistant_message, user_message
 from crank.agent.model import AbortSignal, ModelRequest, StreamEvent
 from crank.agent.scripted import Reply, ScriptedModel, call, reply_from_dict, say
@@ -45,8 +46,27 @@ async def test_the_snapshot_cannot_change_the_record() -> None:
     harness = Harness(system="s", tools=[], model=ScriptedModel([say("hi")]))
     await harness.prompt("go").wait()
     snapshot = harness.messages
-    assert isinstance(snapshot, tuple)
+    with pytest.raises(FrozenError):
+        snapshot.append(user_message("smuggled"))  # type: ignore[attr-defined]
+    with pytest.raises(FrozenError):
+        snapshot[0] = user_message("rewritten")  # type: ignore[index]
+    copy = list(snapshot)
+    copy.append(user_message("mine"))
     assert len(harness.messages) == 2
+    assert harness.messages is snapshot  # nothing changed: the same snapshot, no copy
+
+
+async def test_a_replaced_record_starts_a_new_lineage() -> None:
+    """Memos trust a shared lineage instead of comparing (agent/lineage.py): a record
+    swapped in place (compaction's adopt) or replaced must not keep the old one."""
+    harness = Harness(system="s", tools=[], model=ScriptedModel([say("hi"), say("again")]))
+    await harness.prompt("go").wait()
+    before = harness.messages
+    await harness.prompt("more").wait()
+    grown = harness.messages
+    assert grown.lineage is before.lineage and grown.stable == 4
+    harness.replace_messages(list(grown[:2]))
+    assert harness.messages.lineage is not before.lineage
 
 
 async def test_steering_enters_only_after_the_whole_tool_batch_is_answered() -> None:

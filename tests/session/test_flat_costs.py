@@ -9,6 +9,11 @@ quadratic. The per-turn count at the end of a run three times longer must be the
 with usage on every reply and without any (many local servers report none, and the
 estimate then took a path that rescanned the whole view twice a turn).
 
+What runs at C speed is counted apart: the messages the memos compare to learn what a
+view shares with the previous one (``ComparedCounter``). The lineage of the request
+path's lists (agent/lineage.py) vouches for all but the newest turn's few; without it,
+each turn compared the whole transcript about a dozen times.
+
 The figures in time are bench/long_run.py's.
 """
 
@@ -16,18 +21,19 @@ from __future__ import annotations
 
 import statistics
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
 
 import pytest
 
+from crank.agent import images, lineage
 from crank.agent.harness import Harness
-from crank.agent.messages import assistant_message
+from crank.agent.messages import Message, assistant_message
 from crank.agent.model import AbortSignal, ModelRequest, StreamEvent
 from crank.agent.tools import OnUpdate, Tool, ToolCall
-from crank.session import ContextSettings, Housekeeper, SessionLog
+from crank.session import ContextSettings, Housekeeper, SessionLog, estimate, policies
 
 CRANK = str(Path(__file__).resolve().parents[2] / "server" / "crank")
 
@@ -77,7 +83,7 @@ class CountingModel:
     id = "counting"
     context_window = 10**9
 
-    def __init__(self, turns: int, counter: LineCounter, *, usage: bool) -> None:
+    def __init__(self, turns: int, counter: LineCounter | ComparedCounter, *, usage: bool) -> None:
         self.left = turns
         self.counter = counter
         self.usage = usage
@@ -105,8 +111,32 @@ class CountingModel:
         yield {"type": "done", "message": message}
 
 
-async def lines_per_turn_at_the_end(turns: int, folder: Path, *, usage: bool) -> float:
-    counter = LineCounter()
+class ComparedCounter:
+    """Counts the messages the per-turn memos compare to learn what is new (what a
+    ``shared_prefix`` could not take on its lists' lineage): each such comparison is
+    a pass over the transcript at C speed, which the line count cannot see."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.lines = 0  # read by CountingModel at each request, as a line count is
+        self._patch = monkeypatch
+
+    def _counted(self, messages: Sequence[Message], before: Sequence[Message]) -> int:
+        self.lines += min(len(messages), len(before)) - lineage.known_shared(messages, before)
+        return lineage.shared_prefix(messages, before)
+
+    def __enter__(self) -> ComparedCounter:
+        for module in (images, estimate, policies):
+            self._patch.setattr(module, "shared_prefix", self._counted)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._patch.undo()
+
+
+async def lines_per_turn_at_the_end(
+    turns: int, folder: Path, *, usage: bool, counter: LineCounter | ComparedCounter | None = None
+) -> float:
+    counter = counter or LineCounter()
     log = SessionLog.create(folder, str(folder))
     model = CountingModel(turns, counter, usage=usage)
     # A small kept size, so clearing has long been under way when the count is read.
@@ -137,3 +167,24 @@ async def test_the_work_of_a_turn_does_not_grow_with_the_run(tmp_path: Path, usa
     # Before the running totals, the 300-turn run's last turns ran about 2.5x the lines
     # of the 100-turn run's; a constant per-turn cost gives the same count.
     assert long <= short * 1.02, f"{short:.0f} lines a turn at 100 turns, {long:.0f} at 300"
+
+
+@pytest.mark.parametrize("usage", [True, False], ids=["with usage", "without usage"])
+async def test_what_a_turn_compares_does_not_grow_with_the_run(
+    tmp_path: Path, usage: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The memos learn what a view shares with the last one from its lineage
+    (agent/lineage.py), clearing under way included, and compare only the newest
+    turn's messages. Before lineages, each turn compared the whole transcript several
+    times over (4,000 turns: 1.9x the CPU per turn at the end as at the start)."""
+    counts = []
+    for turns in (100, 300):
+        counter = ComparedCounter(monkeypatch)
+        counts.append(
+            await lines_per_turn_at_the_end(
+                turns, tmp_path / str(turns), usage=usage, counter=counter
+            )
+        )
+    short, long = counts
+    assert long == short, f"{short} messages compared a turn at 100 turns, {long} at 300"
+    assert long <= 8

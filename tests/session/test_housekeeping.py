@@ -83,7 +83,7 @@ async def test_manual_compaction_with_instructions(tmp_path: Path) -> None:
     assert outcome["compacted"] is True
     assert outcome["tokensAfter"] < outcome["tokensBefore"]
     assert len(r.harness.messages) < before
-    assert r.harness.messages == tuple(r.log.replay())
+    assert r.harness.messages == r.log.replay()
     assert (
         "Focus the summary on: the port numbers"
         in r.summary_model.requests[0].messages[0]["content"]

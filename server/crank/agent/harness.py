@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeVar, get_args
 
 from .events import Event, QueueState
+from .lineage import Lineage, LineageList
 from .loop import BuildRequest, LoopConfig, PlainRequests, RunPrompt, agent_loop
 from .messages import ImageBlock, Message, UserMessage, assistant_message, user_message
 from .model import AbortSignal, Model
@@ -210,7 +211,9 @@ class Harness:
         self.before_request = before_request
         self.recover_overflow = recover_overflow
         self._in_hook = False
-        self._record: list[Message] = list(messages)
+        self._record = LineageList(messages, Lineage())
+        """Only appended to; replacing it in place mints a new lineage (see lineage.py)."""
+        self._snapshot = LineageList((), self._record.lineage, 0)
         self._listeners: list[Listener] = []
         self._queues = _Pending([], [])
         self._run: Run | None = None
@@ -222,9 +225,20 @@ class Harness:
     # -- reading ---------------------------------------------------------------------
 
     @property
-    def messages(self) -> tuple[Message, ...]:
-        """A snapshot of the transcript; the Harness is its only writer."""
-        return tuple(self._record)
+    def messages(self) -> LineageList:
+        """A snapshot of the transcript; the Harness is its only writer. Never changed
+        once handed out (treat it as read-only); asked again before the record changed,
+        the same snapshot is handed out again, not another copy."""
+        snapshot, record = self._snapshot, self._record
+        if len(snapshot) != len(record) or snapshot.lineage is not record.lineage:
+            snapshot = self._snapshot = record.frozen()
+        return snapshot
+
+    @property
+    def live_record(self) -> Sequence[Message]:
+        """The record itself, for one look now without a copy (the Housekeeper sizes it
+        several times a turn). It grows while a run goes on: keep ``messages``, never this."""
+        return self._record
 
     @property
     def is_running(self) -> bool:
@@ -287,7 +301,7 @@ class Harness:
         """Swap the whole transcript (resume, branch, compaction). Refused during a run."""
         if self._run is not None:
             raise HarnessBusy("cannot replace the transcript while a run is active")
-        self._record = list(messages)
+        self._record = LineageList(messages, Lineage())
 
     def adopt_messages(self, messages: Sequence[Message]) -> None:
         """Swap the transcript from inside a run's hook (``before_request``,
@@ -296,6 +310,7 @@ class Harness:
         if self._run is not None and not self._in_hook:
             raise HarnessBusy("the transcript can only be swapped at a safe point of a run")
         self._record[:] = list(messages)
+        self._record.lineage = Lineage()  # no longer the history it was
 
     async def announce(self, event: Event) -> None:
         """Send an event of one's own (``compaction_start``, ``usage_update``...) in order

@@ -18,7 +18,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, get_args
 
-from .messages import ImageBlock, Message, images_of, shared_prefix
+from .lineage import LineageList, kept, shared_prefix
+from .messages import ImageBlock, Message, images_of
 
 ImageMime = Literal["image/png", "image/jpeg", "image/gif", "image/webp"]
 """The image types both APIs accept; anything else is refused by name."""
@@ -253,6 +254,8 @@ def _resolve_at(
     messages: Sequence[Message], positions: Sequence[int], load: Load, accepts: bool
 ) -> Resolved:
     """``resolve_images`` when the messages with images are known to be at ``positions``."""
+    if not positions and isinstance(messages, LineageList) and messages.is_frozen:
+        return Resolved(messages, 0, 0)  # nothing to resolve, and nobody can change it
     out = list(messages)
     omitted = missing = 0
     for position in positions:
@@ -289,13 +292,12 @@ class ImageResolver:
     """``resolve_images`` for successive views that share most of their messages.
 
     Which messages carry images is remembered per position and looked for again only
-    after the first message that differs from the previous view (identities compared at
-    C speed), so a long run does not look through its whole transcript for images on
+    after the first message that differs from the previous view (``shared_prefix``), so a long run does not look through its whole transcript for images on
     every request. Blob bytes are still read for every request and never kept here: a
     session's pictures are not held in memory between requests."""
 
     def __init__(self) -> None:
-        self._messages: list[Message] = []
+        self._messages: Sequence[Message] = []
         self._positions: list[int] = []
 
     def resolve(self, messages: Sequence[Message], load: Load, accepts: bool) -> Resolved:
@@ -304,5 +306,5 @@ class ImageResolver:
         while positions and positions[-1] >= same:
             positions.pop()
         positions.extend(i for i in range(same, len(messages)) if images_of(messages[i]))
-        self._messages = list(messages)
+        self._messages = kept(messages)
         return _resolve_at(messages, positions, load, accepts)

@@ -222,30 +222,3 @@ def is_empty_failure(message: Message) -> bool:
         if block["type"] == "text" and block["text"].strip():
             return False
     return True
-
-
-def shared_prefix(messages: Sequence[Message], before: Sequence[Message]) -> int:
-    """How many leading messages ``messages`` shares with ``before``.
-
-    A message is never changed once it is in a record (what changes is rebuilt as a new
-    object), so the memos that keep a long run's per-turn work flat (sizes, images,
-    clearing) use this to find what is new since the previous request. Lists compare
-    at C speed and look at identity first, so the usual case (the same messages and a
-    few more) costs a pointer comparison per message; the first difference otherwise is
-    found by bisection over slices. (A Python-level ``map(operator.is_)`` here cost a
-    4,000-turn run 23 seconds.) Equal messages that are not the same object count as
-    shared: what the memos keep for a message depends only on its content."""
-    count = min(len(messages), len(before))
-    head, old = messages[:count], before[:count]
-    if type(head) is not type(old):  # a tuple never equals a list
-        head, old = list(head), list(old)
-    if head == old:
-        return count
-    low, high = 0, count  # head[:low] == old[:low]; head[:high] != old[:high]
-    while high - low > 1:
-        middle = (low + high) // 2
-        if head[low:middle] == old[low:middle]:
-            low = middle
-        else:
-            high = middle
-    return low

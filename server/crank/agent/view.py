@@ -14,6 +14,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
+from .lineage import Lineage, LineageList
 from .messages import (
     Message,
     ToolCallBlock,
@@ -205,6 +206,9 @@ class GrowingView:
     every result its call: the view of such a prefix is final, whatever comes after
     it, as long as no later call reuses one of its call ids (then, and whenever the
     record was replaced rather than extended, the whole record is repaired again).
+    The views handed out are ``LineageList``s: up to the clean point they are one
+    history, which grows as the clean point moves and starts over when the whole record
+    is repaired again, so what reads them next learns what they share without looking.
     Tested against ``repair_view`` property-style (tests/agent/test_view.py)."""
 
     def __init__(self) -> None:
@@ -214,18 +218,28 @@ class GrowingView:
         self._clean = 0
         self._last: Message | None = None
         self._view: list[Message] = []
+        """The final view of the record up to the clean point, only appended to."""
         self._calls: set[str] = set()
         self._repairs = Repairs()
+        self._lineage = Lineage()
+        self._record_lineage: Lineage | None = None
 
-    def repair(self, record: Sequence[Message]) -> tuple[list[Message], Repairs]:
+    def repair(self, record: Sequence[Message]) -> tuple[LineageList, Repairs]:
         start = self._clean
-        if start and (len(record) < start or record[start - 1] is not self._last):
+        lineage = record.lineage if isinstance(record, LineageList) else None
+        if start and (
+            len(record) < start
+            or record[start - 1] is not self._last
+            or (lineage is not None and lineage is not self._record_lineage)
+        ):
             self._reset()
             start = 0
+        self._record_lineage = lineage
         tail = record[start:]
         tail_calls = _call_ids(tail)
         if tail_calls & self._calls or _reuses_ids(tail):
             self._reset()
+            self._record_lineage = lineage
             start, tail = 0, record
             tail_calls = _call_ids(tail)
         tail_view, tail_repairs = repair_view(tail)
@@ -238,10 +252,14 @@ class GrowingView:
             self._repairs.duplicates + tail_repairs.duplicates + late,
             self._repairs.empty_replies + tail_repairs.empty_replies,
         )
-        view = self._view + tail_view if start else tail_view
-        if tail and _is_clean(tail, self._calls):
+        clean = bool(tail) and _is_clean(tail, self._calls)
+        final = len(self._view)  # empty unless there is a clean point (start > 0)
+        stable = final + len(tail_view) if clean else final
+        view = LineageList.joined(self._view, tail_view, self._lineage, stable)
+        if clean:
             self._clean, self._last = len(record), record[-1]
-            self._view, self._repairs = list(view), repairs
+            self._view.extend(tail_view)
+            self._repairs = repairs
             self._calls |= tail_calls | _call_ids(tail_view)  # renamed ids are taken too
         return view, repairs
 

@@ -19,7 +19,8 @@ import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from crank.agent.messages import Message, Usage, images_of, shared_prefix
+from crank.agent.lineage import kept, shared_prefix
+from crank.agent.messages import Message, Usage, images_of
 from crank.agent.model import ModelRequest, ToolSpec
 
 from .replay import COMPACTION_PREFIX
@@ -94,13 +95,13 @@ class RunningSize:
     Consecutive requests of a run send the same messages plus a few new ones (and now
     and then a cleared result's note in place of the result), so both are kept per
     position and only what follows the first message that differs is looked at again.
-    Finding that message compares identities at C speed (``shared_prefix``). A
-    long run therefore costs the same per turn at its end as at its start, with or
+    Finding that message costs only what the lists' lineage does not vouch for
+    (``shared_prefix``: the newest turn's few messages, for the request path). A long run therefore costs the same per turn at its end as at its start, with or
     without usage (without it, every turn used to scan the whole view twice over)."""
 
     def __init__(self, chars: Chars) -> None:
         self._chars = chars
-        self._messages: list[Message] = []
+        self._messages: Sequence[Message] = []
         self._sums: list[int] = []
         self._anchors: list[int] = []
         """Per position: the newest usage-bearing reply at or before it, or -1."""
@@ -122,7 +123,7 @@ class RunningSize:
                 anchor = position
             sums.append(running)
             anchors.append(anchor)
-        self._messages = list(messages)
+        self._messages = kept(messages)
         self._source = messages
 
     def total(self, messages: Sequence[Message]) -> int:

@@ -179,7 +179,7 @@ class Housekeeper:
     def context_tokens(self, harness: Harness) -> int:
         """The size of the request the harness's record would send now, policies applied."""
         at_rest = not harness.is_running
-        return self._view.tokens(harness.messages, self._prompt(harness), at_rest=at_rest)
+        return self._view.tokens(harness.live_record, self._prompt(harness), at_rest=at_rest)
 
     # -- harness hooks ------------------------------------------------------------------
 

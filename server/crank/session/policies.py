@@ -29,7 +29,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, get_args
 
-from crank.agent.messages import Message, ToolResultMessage, shared_prefix, tool_calls
+from crank.agent.lineage import Lineage, LineageList, kept, shared_prefix
+from crank.agent.messages import Message, ToolResultMessage, tool_calls
 
 MIN_CLEAR_CHARS = 600
 """Results shorter than this cost less than the re-read a note would cause."""
@@ -141,27 +142,56 @@ TailStart = Callable[[Sequence[Message], int, int], int]
 """``newest_within`` as a caller measures it: (view, keep_tokens, floor) -> position."""
 
 
+@dataclass(frozen=True)
+class _Cleared:
+    view: Sequence[Message]
+    boundary: int
+    sent: list[Message]
+
+
 class PolicyMemo:
     """The last view cleared, remembered between the requests of one session so that
     clearing costs what changed, not the length of the record. The policies stay pure
     functions of their inputs: with or without a memo, the same view and state send the
-    same messages."""
+    same messages.
+
+    What it sends keeps the lineage of the view it was handed (lineage.py): a view
+    cleared at the same boundary as the last, of the same lineage, continues the last
+    one's history (the same notes, the same messages after them); a new boundary, or a
+    view of another lineage, starts a new one. A plain list gives a plain list."""
 
     def __init__(self) -> None:
-        self._cleared: tuple[list[Message], int, list[Message]] | None = None
+        self._cleared: _Cleared | None = None
 
     def apply_clearing(self, view: Sequence[Message], boundary: int) -> list[Message]:
         """``apply_clearing``, reusing the notes of the last view cleared at the same
         boundary when the view still starts with the same messages up to it."""
-        if boundary <= 0:
-            return list(view)
+        if boundary <= 0:  # nothing to clear: the view itself, lineage and all
+            return view if isinstance(view, LineageList) else list(view)
         last = self._cleared
-        if last is not None and last[1] == boundary and shared_prefix(view, last[0]) >= boundary:
-            sent = [*last[2][:boundary], *view[boundary:]]
+        lineage = None
+        if (
+            last is not None
+            and last.boundary == boundary
+            and shared_prefix(view, last.view) >= boundary
+        ):
+            sent = [*last.sent[:boundary], *view[boundary:]]
+            if isinstance(last.sent, LineageList) and _same_lineage(view, last.view):
+                lineage = last.sent.lineage
         else:
             sent = apply_clearing(view, boundary)
-        self._cleared = (list(view), boundary, sent)
+        if isinstance(view, LineageList):
+            sent = LineageList(sent, lineage or Lineage(), view.stable)
+        self._cleared = _Cleared(kept(view), boundary, sent)
         return sent
+
+
+def _same_lineage(view: Sequence[Message], before: Sequence[Message]) -> bool:
+    return (
+        isinstance(view, LineageList)
+        and isinstance(before, LineageList)
+        and view.lineage is before.lineage
+    )
 
 
 def clear_old_results(
@@ -235,7 +265,7 @@ def apply_trim(view: Sequence[Message], boundary: int) -> list[Message]:
     replaced, say by a branch) trims nothing."""
     head = task_end(view)
     if boundary <= head or not _can_cut(view, head, boundary):
-        return list(view)
+        return view if isinstance(view, LineageList) else list(view)
     dropped = view[head:boundary]
     turns = sum(1 for message in dropped if message["role"] == "assistant")
     note: Message = {
