@@ -6,7 +6,8 @@ Per-delta overhead: a scripted reply of N one-character deltas run through a bar
 Harness, then through a WorkspaceHost whose client frames every crank/event exactly as
 the server does (into /dev/null); the difference divided by N, for N = 10,000 and
 100,000 (linear if the two agree). Prompt to first event: host.prompt_run to the
-agent_start frame, in process. Start-up: spawn the server to its `initialize`
+agent_start frame, in process, for a new session's first prompt (it creates the session
+file) and for the next prompt in that session, over 21 fresh hosts. Start-up: spawn the server to its `initialize`
 answer, wall time and the child's CPU time (user + system, read from /proc when the
 answer arrives: less sensitive to a loaded machine than wall time), for `python -m
 crank.lsp` and `crank serve` (the entry editors run), beside the floor that pygls sets
@@ -15,6 +16,7 @@ crank.lsp` and `crank serve` (the entry editors run), beside the floor that pygl
 an idle server with three workspaces.
 
     .venv/bin/python bench/server.py startup    # the start-up figures alone
+    .venv/bin/python bench/server.py first      # prompt to first event alone
 """
 
 from __future__ import annotations
@@ -47,10 +49,12 @@ class NullClient:
         self.terminal = None  # commands run here
         self.out = open(os.devnull, "wb")  # noqa: SIM115
         self.first: float | None = None
+        self.first_type = ""
 
     def send_event(self, params: EventParams) -> None:
         if self.first is None:
             self.first = time.perf_counter()
+            self.first_type = params["event"]["type"]
         self.out.write(frame({"jsonrpc": "2.0", "method": "crank/event", "params": params}))
 
     async def apply_edit(self, path: Path, old_text: str, new_text: str) -> str | None:
@@ -72,41 +76,75 @@ async def bare(n: int) -> float:
     return time.perf_counter() - began
 
 
-async def hosted(n: int, root: Path) -> tuple[float, float]:
+async def hosted(n: int, root: Path) -> float:
     client = NullClient()
     settings = Settings(session_dir=str(root / "sessions"))
     host = WorkspaceHost(root.as_uri(), root, client, settings, resume_last=False)
     await host.start()
     host.harness.set_model(ScriptedModel([Reply(text="x" * n)], chunk_size=1))
     host.model_config.error = None
-    client.first = None
     began = time.perf_counter()
     host.prompt_run("go")
     run = host.harness.current_run
     assert run is not None
     await run.wait()
     took = time.perf_counter() - began
-    first = (client.first or began) - began
     await host.close()
-    return took, first
+    return took
 
 
 async def in_process() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
-        firsts: list[float] = []
         for n in (10_000, 100_000):
             overheads = []
             for _ in range(3):
                 base = await bare(n)
-                took, first = await hosted(n, root)
+                took = await hosted(n, root)
                 overheads.append((took - base) / n * 1e6)
-                firsts.append(first * 1e3)
             print(
                 f"per-delta server overhead, {n:,} deltas: "
                 f"median {statistics.median(overheads):.2f} us (3 runs)"
             )
-        print(f"crank/prompt to first event: median {statistics.median(firsts):.2f} ms")
+    await first_events()
+
+
+FIRST_RUNS = 21
+
+
+async def prompt_to_first_event(root: Path) -> tuple[float, float]:
+    """ms from ``host.prompt_run`` to its ``agent_start`` frame in a fresh host: the new
+    session's first prompt (which creates the session file), then the next prompt."""
+    client = NullClient()
+    settings = Settings(session_dir=str(root / "sessions"))
+    host = WorkspaceHost(root.as_uri(), root, client, settings, resume_last=False)
+    await host.start()
+    host.harness.set_model(ScriptedModel([Reply(text="one"), Reply(text="two")]))
+    host.model_config.error = None
+    taken: list[float] = []
+    for text in ("go", "again"):
+        client.first = None
+        began = time.perf_counter()
+        host.prompt_run(text)
+        run = host.harness.current_run
+        assert run is not None
+        await run.wait()
+        assert client.first is not None and client.first_type == "agent_start"
+        taken.append((client.first - began) * 1e3)
+    await host.close()
+    return taken[0], taken[1]
+
+
+async def first_events() -> None:
+    before = load()
+    with tempfile.TemporaryDirectory() as tmp:
+        pairs = [await prompt_to_first_event(Path(tmp)) for _ in range(FIRST_RUNS)]
+    firsts, laters = zip(*pairs, strict=True)
+    print(
+        f"crank/prompt to first event, median of {FIRST_RUNS} (load average {before} -> "
+        f"{load()}): a new session's first prompt {statistics.median(firsts):.2f} ms, "
+        f"the next prompt {statistics.median(laters):.2f} ms"
+    )
 
 
 RUNS = 9
@@ -236,6 +274,8 @@ if __name__ == "__main__":
             env.update(HOME=tmp, XDG_DATA_HOME=f"{tmp}/d", XDG_CONFIG_HOME=f"{tmp}/c")
             Path(tmp, "a").mkdir()
             startup(env, [{"uri": Path(tmp, "a").as_uri(), "name": "a"}])
+    elif sys.argv[1:] == ["first"]:
+        asyncio.run(first_events())
     else:
         asyncio.run(in_process())
         startup_and_memory()

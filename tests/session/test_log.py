@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import stat
 import subprocess
 import sys
 from pathlib import Path
@@ -123,3 +125,34 @@ def test_the_same_process_cannot_open_a_session_twice(log: SessionLog) -> None:
 def test_sync_append_for_the_command_line(log: SessionLog) -> None:
     entry_id = log.append_message_sync(ask("from the CLI"))
     assert read_tree(log.path).tip == entry_id
+
+
+def test_a_new_file_is_synced_by_its_first_append_which_returns_after_its_folder(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``create`` waits for no disk (it runs before a session's first event); the first
+    append's fsync covers the header with the entry, and the folder's (the new name)
+    follows, both before the append returns. ``os.fsync`` is wrapped only to see which
+    file each call syncs and how much of it is written; the calls reach the kernel."""
+    real = os.fsync
+    synced: list[tuple[str, int]] = []  # ("dir" | "file", bytes in it when synced)
+
+    def seeing(fd: int) -> None:
+        info = os.fstat(fd)
+        synced.append(("dir" if stat.S_ISDIR(info.st_mode) else "file", info.st_size))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", seeing)
+    log = SessionLog.create(tmp_path / "sessions", cwd=str(tmp_path))
+    try:
+        assert synced == []
+        header = log.path.stat().st_size
+        log.append_message_sync(ask("first"))
+        with_first = log.path.stat().st_size
+        assert with_first > header
+        assert [kind for kind, _ in synced] == ["file", "dir"]
+        assert synced[0][1] == with_first  # the header and the entry, in one fsync
+        log.append_message_sync(ask("second"))
+        assert [kind for kind, _ in synced] == ["file", "dir", "file"]  # the name once
+    finally:
+        log.close()

@@ -7,6 +7,8 @@ import asyncio
 import dataclasses
 import datetime
 import json
+import os
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -285,3 +287,53 @@ async def test_a_closed_host_leaves_no_task_of_its_own(tmp_path: Path) -> None:
     await host.close()
     left = {task for task in asyncio.all_tasks() - before if not task.done()}
     assert left == set(), sorted(task.get_name() for task in left)
+
+
+async def test_a_first_prompt_waits_for_no_disk_before_agent_start_and_is_saved_before_its_end(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The first prompt of a new session creates its file, and nothing is synced before
+    ``agent_start`` goes out (the loop does not wait for the disk); the user message's
+    ``message_end`` still comes only once the file (header and prompt, one fsync) and
+    its folder are synced, off the event loop. ``os.fsync`` is wrapped only to see what
+    each call syncs and from which thread; the calls reach the kernel."""
+    real = os.fsync
+    synced: list[tuple[int, int, bool]] = []  # (inode, bytes when synced, on the loop?)
+    loop_thread = threading.get_ident()
+
+    def seeing(fd: int) -> None:
+        info = os.fstat(fd)
+        synced.append((info.st_ino, info.st_size, threading.get_ident() == loop_thread))
+        real(fd)
+
+    class Watching(RecordingEditor):
+        def __init__(self) -> None:
+            super().__init__()
+            self.synced_by: dict[str, list[tuple[int, int, bool]]] = {}
+
+        def send_event(self, params: dict[str, Any]) -> None:
+            event = params["event"]
+            key = event["type"] + (f":{event['message']['role']}" if "message" in event else "")
+            self.synced_by.setdefault(key, list(synced))
+            super().send_event(params)
+
+    editor = Watching()
+    host = scripted_host(tmp_path, editor, [{"text": "hi"}])
+    await host.start()
+    try:
+        monkeypatch.setattr(os, "fsync", seeing)
+        host.prompt_run("hello")
+        run = host.harness.current_run
+        assert run is not None
+        await run.wait()
+        log = host.session.log
+        assert log is not None
+        assert editor.synced_by["agent_start"] == []
+        file, folder = log.path.stat(), log.path.parent.stat()
+        header_and_prompt = sum(len(line) for line in log.path.read_bytes().splitlines(True)[:2])
+        assert editor.synced_by["message_end:user"] == [
+            (file.st_ino, header_and_prompt, False),
+            (folder.st_ino, folder.st_size, False),
+        ]
+    finally:
+        await host.close()

@@ -4,6 +4,10 @@ Promises:
 - Appending never re-reads the file: ids and the tree are kept in memory, and a line is
   written with one ``O_APPEND`` write, then ``fsync``ed before the append returns. The
   cost of an append does not depend on the size of the file.
+- A new file's header is written by ``create`` and made durable by the first append,
+  whose ``fsync`` covers it, followed by the folder's (the file's name): both before
+  that append returns. ``create`` itself syncs nothing, so a session's first prompt
+  waits for no disk on the event loop, and a session given no entry promised nothing.
 - The blocking write runs in a worker thread (``append``), and appends are kept in the
   order they were asked for; ``append_sync`` is the same thing for the command line.
 - One writer: opening for writing takes an advisory ``flock`` on the file; a second
@@ -99,11 +103,13 @@ class SessionLog:
         self._write_lock = threading.Lock()
         self._order: asyncio.Lock | None = None
         self._broken: str | None = None
+        self._unsynced_name: Path | None = None  # the folder, until the first append syncs it
         self.running = False
 
     @classmethod
     def create(cls, directory: Path | str, cwd: str, session_id: str | None = None) -> SessionLog:
-        """A new session file in ``directory`` (made if needed), header on disk and synced."""
+        """A new session file in ``directory`` (made if needed), locked, its header
+        written; the header and the file's name are synced by the first append."""
         directory = Path(directory)
         directory.mkdir(parents=True, exist_ok=True)
         session_id = session_id or new_session_id()
@@ -113,12 +119,12 @@ class SessionLog:
         _lock(fd, path)
         try:
             _write_all(fd, encode(header))
-            os.fsync(fd)
-            fsync_dir(directory)
         except BaseException:
             os.close(fd)
             raise
-        return cls(SessionTree(path, header), fd)
+        log = cls(SessionTree(path, header), fd)
+        log._unsynced_name = directory
+        return log
 
     @classmethod
     def open(cls, path: Path | str) -> SessionLog:
@@ -203,7 +209,10 @@ class SessionLog:
                 parent_id = entry_id
             try:
                 _write_all(fd, b"".join(lines))
-                os.fsync(fd)
+                os.fsync(fd)  # a new file's header too
+                if self._unsynced_name is not None:
+                    fsync_dir(self._unsynced_name)
+                    self._unsynced_name = None
             except BaseException as error:
                 self._broken = f"an earlier write failed ({error!r})"
                 raise
