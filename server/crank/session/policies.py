@@ -278,6 +278,46 @@ def apply_trim(view: Sequence[Message], boundary: int) -> list[Message]:
     return [*view[:head], note, *view[boundary:]]
 
 
+@dataclass(frozen=True)
+class _Trimmed:
+    view: Lineage
+    boundary: int
+    head: int
+    stable: int
+    note: Message
+    sent: Lineage
+
+
+class TrimMemo:
+    """The last trim's note and lineage, so that views of one lineage trimmed at the
+    same boundary keep one history (lineage.py): the same note object, then the same
+    messages after it. What is sent is the same with or without it."""
+
+    def __init__(self) -> None:
+        self._last: _Trimmed | None = None
+
+    def apply_trim(self, view: Sequence[Message], boundary: int) -> list[Message]:
+        sent = apply_trim(view, boundary)
+        if sent is view or not isinstance(view, LineageList):
+            return sent
+        head = task_end(view)
+        note, last = sent[head], self._last
+        stable = view.stable
+        if (
+            last is not None
+            and last.view is view.lineage
+            and (last.boundary, last.head) == (boundary, head)
+            and boundary <= min(stable, last.stable)
+            and last.note == note
+        ):
+            sent[head], lineage = last.note, last.sent
+        else:
+            lineage = Lineage()
+        kept_places = head + 1 + stable - boundary if stable >= boundary else min(stable, head)
+        self._last = _Trimmed(view.lineage, boundary, head, stable, sent[head], lineage)
+        return LineageList(sent, lineage, kept_places)
+
+
 def trim_old_turns(
     view: Sequence[Message],
     state: TrimState,
@@ -287,11 +327,14 @@ def trim_old_turns(
     keep_tokens: int,
     size: Callable[[Message], int],
     tail_start: TailStart | None = None,
+    memo: TrimMemo | None = None,
 ) -> tuple[list[Message], TrimState]:
     """Trim as far as ``state`` says; if the request is still over ``limit``, move the
     boundary to the first turn start that leaves about ``keep_tokens`` of the newest
-    messages (always at least the newest turn); ``tail_start`` as for clearing."""
-    sent = apply_trim(view, state.boundary)
+    messages (always at least the newest turn); ``tail_start`` as for clearing, ``memo``
+    only saves work."""
+    trimming = apply_trim if memo is None else memo.apply_trim
+    sent = trimming(view, state.boundary)
     if tokens(sent) <= limit:
         return sent, state
     head = task_end(view)
@@ -306,7 +349,7 @@ def trim_old_turns(
         boundary += 1  # past a reply's results: the reply goes with them
     if boundary <= head or boundary == state.boundary or not _can_cut(view, head, boundary):
         return sent, state
-    return apply_trim(view, boundary), TrimState(boundary)
+    return trimming(view, boundary), TrimState(boundary)
 
 
 def cache_marks(view: Sequence[Message]) -> tuple[int, ...]:

@@ -38,6 +38,7 @@ from .policies import (
     ClearState,
     Policy,
     PolicyMemo,
+    TrimMemo,
     TrimState,
     cache_marks,
     clear_old_results,
@@ -77,6 +78,7 @@ class RequestView:
         self._policy_sizes = RunningSize(self._sizes.chars)
         """The sizes of the view the policies are handed (before clearing)."""
         self._memo = PolicyMemo()
+        self._trim_memo = TrimMemo()
         self._fixed: tuple[str, Sequence[ToolSpec], int] | None = None
         self._last_sent: _SentMemo | None = None
         self._last_chars: tuple[Sequence[Message], int, int] | None = None
@@ -199,6 +201,7 @@ class RequestView:
             keep_tokens=self._window.keep_tokens() if keep is None else keep,
             size=self.size,
             tail_start=self._tail_start,
+            memo=self._trim_memo,
         )
 
     def _clear_results(self, view: list[Message], fixed: int) -> tuple[list[Message], ClearState]:
