@@ -134,10 +134,10 @@ class _temporary:
 
 def test_a_line_the_file_grew_after_the_check_is_torn_where_it_is() -> None:
     data = _file([("a", 0), ("b", 0)]) + b'{"type":"mess'
-    batches = tree_module._line_batches(Path("s.jsonl"), io.BytesIO(data[:-13]))
-    assert len([line for batch in batches for line in batch]) == 3
+    lines = list(tree_module._complete_lines(Path("s.jsonl"), io.BytesIO(data[:-13])))
+    assert len(lines) == 3
     with pytest.raises(TornSession) as torn:
-        list(tree_module._line_batches(Path("s.jsonl"), io.BytesIO(data)))
+        list(tree_module._complete_lines(Path("s.jsonl"), io.BytesIO(data)))
     assert "line 4" in str(torn.value)
 
 

@@ -147,3 +147,22 @@ def test_a_linear_session_branched_later_replays_the_branch(tmp_path) -> None:  
         log.append_sync("branch", {}, parent=first)
         log.append_message_sync(ask("again"))
         assert [m["content"] for m in log.replay()] == ["one", "again"]
+
+
+async def test_a_branch_of_messages_only_replays_as_the_rows_do(log: SessionLog) -> None:
+    """A session never branched, compacted or labelled is replayed without the id rows
+    (the resume shortcut): the same messages, the very objects the entries hold, in a
+    list of its own (the harness's record must not be the tree's list)."""
+    from crank.session.replay import replay_rows, transcript
+
+    await build_first_attempt(log)
+    branch = log.tree.path_to(log.tip)
+    rows, summary = replay_rows(log.path, branch)
+    messages = transcript(log.path, branch)
+    assert summary is None and len(messages) == len(rows) == 8
+    assert all(m is row[1] for m, row in zip(messages, rows, strict=True))
+    messages.append(ask("only in this list"))
+    assert len(transcript(log.path, log.tree.path_to(log.tip))) == 8
+    await log.set_name("named")  # an entry with no message: the rows again
+    assert [m["content"] for m in log.replay()][:1] == ["Make main.py faster."]
+    assert len(log.replay()) == 8

@@ -10,9 +10,6 @@ message timestamps; the header's ``created`` is an ISO 8601 string for people.
 
 from __future__ import annotations
 
-import collections
-import itertools
-import operator
 import secrets
 from collections.abc import Callable, Container, Mapping
 from datetime import UTC, datetime
@@ -221,11 +218,12 @@ def parse_header(path: Path, line: bytes | memoryview) -> Header:
     return record
 
 
-def check_entry(path: Path, number: int, entry: Any, shared: dict[str, str] | None = None) -> Entry:
-    """Check one decoded entry line's own shape (not yet how it relates to the others).
-    With ``shared`` (one dict per file read), repeated short names share one string."""
-    if not isinstance(entry, dict):
-        raise SessionUnreadable(path, f"line {number}", "not a JSON object")
+def parse_entry(
+    path: Path, number: int, line: bytes | memoryview, shared: dict[str, str] | None = None
+) -> Entry:
+    """Check one entry line's own shape (not yet how it relates to the others). With
+    ``shared`` (one dict per file read), repeated short names share one string."""
+    entry = _parse_object(path, number, line)
     entry_id = entry.get("id")
     if not isinstance(entry_id, str) or not entry_id:
         raise SessionUnreadable(path, f"line {number}", "the entry has no string 'id'")
@@ -261,120 +259,6 @@ def check_entry(path: Path, number: int, entry: Any, shared: dict[str, str] | No
             path, where, f"unknown entry type {kind!r} carries a message; refusing to skip it"
         )
     return entry
-
-
-def not_json(path: Path, number: int, error: ValueError) -> SessionUnreadable:
-    """What a line that does not decode is told."""
-    return SessionUnreadable(path, f"line {number}", f"not JSON ({error})")
-
-
-_GET_TYPE = operator.itemgetter("type")
-_GET_ID = operator.itemgetter("id")
-_GET_PARENT = operator.itemgetter("parentId")
-_GET_MESSAGE = operator.itemgetter("message")
-_ROLE_SET = frozenset(MESSAGE_ROLES)
-_PARENT_TYPES = frozenset((str, type(None)))
-
-
-def checked_in_bulk(
-    path: Path, first: int, entries: list[Any], shared: dict[str, str]
-) -> tuple[list[str], list[str | None]] | None:
-    """The ids and parent ids of ``entries`` (decoded lines ``first`` onwards) when every one of
-    them passes ``check_entry``, found by whole-list operations that run at C speed (a
-    Python call per entry cost more than decoding it); names shared as ``check_entry``
-    shares them. ``None`` when that cannot be shown this way: then the entries must be
-    checked one by one, which names the first fault exactly as always. Only ever a
-    shortcut to the same verdict: anything it does not recognise goes the long way."""
-    if not entries:
-        return [], []
-    if set(map(type, entries)) != {dict}:
-        return None
-    try:
-        kinds = list(map(_GET_TYPE, entries))
-        ids = list(map(_GET_ID, entries))
-        parents = list(map(_GET_PARENT, entries))
-    except KeyError:
-        return None
-    if set(map(type, kinds)) != {str} or set(map(type, ids)) != {str} or "" in ids:
-        return None
-    if not set(map(type, parents)) <= _PARENT_TYPES:
-        return None
-    is_message = list(map("message".__eq__, kinds))
-    if all(is_message):
-        carriers = entries
-    else:
-        carriers = list(itertools.compress(entries, is_message))
-        others = itertools.compress(enumerate(entries, start=first), map(operator.not_, is_message))
-        try:
-            for number, entry in others:  # few: compactions, labels, branches...
-                check_entry(path, number, entry)
-        except SessionUnreadable:
-            return None
-    try:
-        messages = list(map(_GET_MESSAGE, carriers))
-    except KeyError:
-        return None
-    if messages and set(map(type, messages)) != {dict}:
-        return None
-    roles: list[Any] = list(map(dict.get, messages, itertools.repeat("role")))
-    try:
-        if not set(roles) <= _ROLE_SET:
-            return None
-    except TypeError:  # an unhashable role: not a known one
-        return None
-    if not _share_in_bulk(carriers, messages, roles, shared):
-        for entry, message in zip(carriers, messages, strict=True):
-            _share_names(entry, message, shared)
-    return ids, parents
-
-
-def _share_in_bulk(
-    entries: list[Entry], messages: list[dict[str, Any]], roles: list[str], shared: dict[str, str]
-) -> bool:
-    """``_share_names`` for every message entry at once; False (some of it possibly done,
-    which changes no value) when a value is not of the shape it expects."""
-    share = shared.setdefault
-    kinds = list(map(_GET_TYPE, entries))
-    _set_all(entries, "type", list(map(share, kinds, kinds)))
-    roles = list(map(share, roles, roles))
-    _set_all(messages, "role", roles)
-    results = list(itertools.compress(messages, map("toolResult".__eq__, roles)))
-    if not _share_key(results, "toolName", shared):
-        return False
-    replies = list(itertools.compress(messages, map("assistant".__eq__, roles)))
-    if not all(_share_key(replies, key, shared) for key in _REPLY_KEYS):
-        return False
-    contents: list[Any] = list(map(dict.get, replies, itertools.repeat("content")))
-    if contents and set(map(type, contents)) != {list}:
-        return False
-    blocks = list(itertools.chain.from_iterable(contents))
-    if blocks and set(map(type, blocks)) != {dict}:
-        return False
-    return _share_key(blocks, "type", shared, short=False) and _share_key(blocks, "name", shared)
-
-
-def _share_key(
-    holders: list[dict[str, Any]], key: str, shared: dict[str, str], short: bool = True
-) -> bool:
-    """Share ``holder[key]`` across the ``holders`` that hold it (not null) when each of
-    those is a string (a short one, with ``short``); False when one is not."""
-    values: list[Any] = list(map(dict.get, holders, itertools.repeat(key)))
-    held = list(map(operator.is_not, values, itertools.repeat(None)))
-    if not all(held):
-        holders = list(itertools.compress(holders, held))
-        values = list(itertools.compress(values, held))
-    try:
-        distinct = set(values)
-    except TypeError:  # an unhashable value: not a name
-        return False
-    if not all(type(value) is str and (not short or len(value) < _SHORT) for value in distinct):
-        return False
-    _set_all(holders, key, list(map(shared.setdefault, values, values)))
-    return True
-
-
-def _set_all(holders: list[dict[str, Any]], key: str, values: list[Any]) -> None:
-    collections.deque(map(operator.setitem, holders, itertools.repeat(key), values), maxlen=0)
 
 
 _SHORT = 64
@@ -418,8 +302,8 @@ def _share_names(entry: Entry, message: dict[str, Any], shared: dict[str, str]) 
 def _parse_object(path: Path, number: int, line: bytes | memoryview) -> dict[str, Any]:
     try:
         record = jsonio.loads(line)
-    except ValueError as error:  # UnicodeDecodeError included
-        raise not_json(path, number, error) from None
+    except (ValueError, UnicodeDecodeError) as error:
+        raise SessionUnreadable(path, f"line {number}", f"not JSON ({error})") from None
     if not isinstance(record, dict):
         raise SessionUnreadable(path, f"line {number}", "not a JSON object")
     return record

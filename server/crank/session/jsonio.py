@@ -29,7 +29,6 @@ Swapping the library is a change to this file only.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
 from typing import Any
 
 from crank.agent import wiretext
@@ -64,34 +63,6 @@ def loads(data: bytes | bytearray | memoryview | str) -> Any:
     else:
         suspect = wiretext.may_hold_surrogate(bytes(data))
     return wiretext.clean(value) if suspect else value
-
-
-class LoadFailure(Exception):
-    """``loads_each`` stopped at ``position``: ``values`` are the documents before it and
-    ``error`` is what ``loads`` raised for that one."""
-
-    def __init__(self, position: int, values: list[Any], error: ValueError) -> None:
-        super().__init__(position, error)
-        self.position, self.values, self.error = position, values, error
-
-
-def loads_each(documents: Sequence[bytes | bytearray | memoryview]) -> list[Any]:
-    """``[loads(d) for d in documents]``, the same values and the same errors, but one
-    call into the decoder for the whole batch when every document is one it reads (a
-    session's lines: a Python call per line cost as much as decoding them). The first
-    document ``loads`` refuses raises ``LoadFailure``."""
-    if _decode is not None:
-        try:
-            return list(map(_decode, documents))
-        except msgspec.DecodeError:
-            pass  # one of them needs the standard library (or is bad): one at a time
-    values: list[Any] = []
-    for position, document in enumerate(documents):
-        try:
-            values.append(loads(document))
-        except ValueError as error:  # UnicodeDecodeError is a ValueError
-            raise LoadFailure(position, values, error) from None
-    return values
 
 
 def _ascii_line(record: Any) -> bytes:

@@ -3,7 +3,7 @@
 Every entry names its parent, so the file is a tree; the tip is the last entry in the
 file; a branch is the path from the root to one entry. ``load`` checks the whole file
 against the rules a reader must refuse by name: duplicate ids, a missing ``parentId``
-key (in ``entries.check_entry``), a parent that is not in the file, a second root, and a
+key (in ``entries.parse_entry``), a parent that is not in the file, a second root, and a
 cycle, named where it is. ``add`` keeps the same rules for entries written live, so the
 process and the file can never disagree.
 """
@@ -11,23 +11,13 @@ process and the file can never disagree.
 from __future__ import annotations
 
 import gc
-import itertools
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
-from . import jsonio
-from .entries import (
-    Entry,
-    Header,
-    check_entry,
-    checked_in_bulk,
-    not_json,
-    parse_header,
-    split_lines,
-)
+from .entries import Entry, Header, parse_entry, parse_header, split_lines
 from .errors import SessionUnreadable, TornSession
 
 READ_BLOCK = 1024 * 1024
@@ -51,7 +41,7 @@ class SessionTree:
     @classmethod
     def load(cls, path: Path, data: bytes) -> SessionTree:
         """Check and index a whole file given as bytes (``repair`` has them in hand)."""
-        return cls._from_lines(path, [split_lines(path, data)])
+        return cls._from_lines(path, split_lines(path, data))
 
     @classmethod
     def read(cls, path: Path) -> SessionTree:
@@ -63,69 +53,18 @@ class SessionTree:
             size = os.fstat(file.fileno()).st_size
             if size == 0 or os.pread(file.fileno(), 1, size - 1) != b"\n":
                 return cls.load(path, file.read())  # refused by name in split_lines
-            return cls._from_lines(path, _line_batches(path, file))
+            return cls._from_lines(path, _complete_lines(path, file))
 
     @classmethod
-    def _from_lines(cls, path: Path, batches: Iterable[list[bytes]]) -> SessionTree:
-        """The tree of a file given as its lines in batches (the first line first).
-
-        Every line is decoded, then the entries are checked in bulk
-        (``entries.checked_in_bulk``); when that cannot vouch for all of them, or a line
-        does not decode, they are checked one by one in file order, so the first fault
-        is refused with the same words as ever. A line that does not decode is refused
-        after the lines before it were checked, as when each line was checked as read."""
-        batches = iter(batches)
-        first = next(batches)
-        tree = cls(path, parse_header(path, first[0]))
-        decoded: list[Any] = []
-        ids: list[str] = []
-        parents: list[str | None] = []
+    def _from_lines(cls, path: Path, lines: Iterable[bytes | memoryview]) -> SessionTree:
+        lines = iter(lines)
+        tree = cls(path, parse_header(path, next(lines)))
         shared: dict[str, str] = {}
-        in_bulk = True  # every batch so far passed checked_in_bulk
-        stopped: SessionUnreadable | TornSession | None = None
-        try:
-            for batch in itertools.chain((first[1:],), batches):
-                values = jsonio.loads_each(batch)
-                # Checked while the batch's objects are fresh in the processor's caches:
-                # a later pass over 50,000 entries cost a cache miss per object.
-                checked = in_bulk and checked_in_bulk(path, len(decoded) + 2, values, shared)
-                if checked:
-                    ids += checked[0]
-                    parents += checked[1]
-                else:
-                    in_bulk = False
-                decoded += values
-        except jsonio.LoadFailure as failure:
-            decoded += failure.values
-            stopped = not_json(path, len(decoded) + 2, failure.error)
-        except TornSession as torn:  # the file grew a partial line while it was read
-            stopped = torn
-        if in_bulk and stopped is None:
-            tree.by_id = dict(zip(ids, decoded, strict=True))
-            if len(tree.by_id) == len(decoded):  # else a duplicate id: named one by one
-                tree.entries = decoded
-                tree.line_of = dict(zip(ids, range(2, len(ids) + 2), strict=True))
-                tree._linear = not parents or (parents[0] is None and parents[1:] == ids[:-1])
-                if not tree._linear and not _in_order(ids, parents):
-                    tree._check_links()
-                return tree
-            tree.by_id = {}
-        tree._check_one_by_one(decoded, shared)
-        if stopped is not None:
-            raise stopped
-        if not tree._linear and not _in_order(
-            [entry["id"] for entry in tree.entries], [entry["parentId"] for entry in tree.entries]
-        ):
-            tree._check_links()
-        return tree
-
-    def _check_one_by_one(self, decoded: list[Any], shared: dict[str, str]) -> None:
-        """Check and index the entries in file order; the first fault is refused."""
-        path, by_id, line_of, entries = self.path, self.by_id, self.line_of, self.entries
-        linear = True
+        by_id, line_of, entries = tree.by_id, tree.line_of, tree.entries
+        in_order = linear = True  # every parent seen before its child / just before it
         previous: str | None = None
-        for number, record in enumerate(decoded, start=2):
-            entry = check_entry(path, number, record, shared)
+        for number, line in enumerate(lines, start=2):
+            entry = parse_entry(path, number, line, shared)
             entry_id, parent = entry["id"], entry["parentId"]
             if entry_id in by_id:
                 raise SessionUnreadable(
@@ -133,12 +72,19 @@ class SessionTree:
                     f"line {number} (entry {entry_id})",
                     f"duplicate id: line {line_of[entry_id]} already has id {entry_id}",
                 )
-            linear = linear and parent == previous
+            if parent != previous:
+                linear = False
+                in_order = in_order and parent is not None and parent in by_id
             entries.append(entry)
             by_id[entry_id] = entry
             line_of[entry_id] = number
             previous = entry_id
-        self._linear = linear
+        tree._linear = linear
+        if not in_order:
+            # A parent after its child, a missing one, a second root or a cycle: the
+            # full checks find which, and name it. A file in order can have none of them.
+            tree._check_links()
+        return tree
 
     def _index(self, entry: Entry, line: int) -> None:
         self.entries.append(entry)
@@ -230,41 +176,33 @@ class SessionTree:
         return len(self.entries)
 
 
-def _in_order(ids: list[str], parents: list[str | None]) -> bool:
-    """Every entry's parent is an entry before it, and only the first has none: a file
-    like that can have no missing parent, second root or cycle (``_check_links``)."""
-    if not ids:
-        return True
-    if parents[0] is not None:
-        return False
-    seen = {ids[0]}
-    for entry_id, parent in zip(ids[1:], parents[1:], strict=True):
-        if parent not in seen:  # None included: a second root
-            return False
-        seen.add(entry_id)
-    return True
-
-
-def _line_batches(path: Path, file: IO[bytes]) -> Iterator[list[bytes]]:
-    """The lines of ``file`` without their newlines, one list per block read (a few
-    MiB of the file at a time; a line longer than a block is joined from its pieces).
-    The file was checked to end in a newline; one that grew a partial line since (a
-    writer mid-append) is torn there."""
+def _complete_lines(path: Path, file: IO[bytes]) -> Iterator[bytes | memoryview]:
+    """The lines of ``file`` without their newlines, read a few MiB at a time and handed
+    out as views into that block (no copy per line; a line longer than a block is joined
+    from its pieces). The file was checked to end in a newline; one that grew a partial
+    line since (a writer mid-append) is torn there."""
     number = 0
     pieces: list[bytes] = []
     while block := file.read(READ_BLOCK):
-        lines = block.split(b"\n")
-        if len(lines) == 1:
-            pieces.append(block)
-            continue
+        start = 0
         if pieces:
-            pieces.append(lines[0])
-            lines[0] = b"".join(pieces)
+            end = block.find(b"\n")
+            if end < 0:
+                pieces.append(block)
+                continue
+            pieces.append(block[:end])
+            number += 1
+            yield b"".join(pieces)
             pieces = []
-        if tail := lines.pop():
-            pieces.append(tail)
-        number += len(lines)
-        yield lines
+            start = end + 1
+        view = memoryview(block)
+        find = block.find
+        while (end := find(b"\n", start)) >= 0:
+            number += 1
+            yield view[start:end]
+            start = end + 1
+        if start < len(block):
+            pieces.append(block[start:])
     if pieces:
         raise TornSession(path, number + 1, sum(map(len, pieces)))
 
