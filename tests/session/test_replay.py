@@ -166,3 +166,48 @@ async def test_a_branch_of_messages_only_replays_as_the_rows_do(log: SessionLog)
     await log.set_name("named")  # an entry with no message: the rows again
     assert [m["content"] for m in log.replay()][:1] == ["Make main.py faster."]
     assert len(log.replay()) == 8
+
+
+async def test_the_tree_counts_each_kind_of_entry_as_it_reads_and_appends(
+    log: SessionLog,
+) -> None:
+    """Resume asks the tree whether anything but messages is in the file (the transcript
+    is then the messages as they are) and whether anything was compacted (``recall``),
+    instead of a pass over every entry: the counts must follow the file."""
+    from crank.session import read_tree
+    from crank.session.entries import ENTRY_TYPES
+    from crank.session.recall import compacted_away
+
+    def counted(tree: object) -> dict[str, int]:
+        return {kind: tree.count(kind) for kind in ENTRY_TYPES}  # type: ignore[attr-defined]
+
+    def looked(tree: list[dict[str, object]]) -> dict[str, int]:
+        return {kind: sum(entry["type"] == kind for entry in tree) for kind in ENTRY_TYPES}
+
+    ids = await build_first_attempt(log)
+    assert counted(log.tree) == looked(log.entries()) and log.tree.count("message") == 8
+    assert compacted_away(log) == []
+    await log.set_label(ids[1], "read it")
+    await log.append_compaction("they asked for speed", ids[4], 1000)
+    await log.append_message(ask("more"))
+    assert counted(log.tree) == looked(log.entries())
+    assert log.tree.count("compaction") == 1 and log.tree.count("label") == 1
+    assert [entry_id for entry_id, _ in compacted_away(log)] == ids[:4]
+    assert log.replay()[0]["content"].startswith(COMPACTION_PREFIX)  # type: ignore[union-attr]
+    fresh = read_tree(log.path)
+    assert counted(fresh) == counted(log.tree)
+    assert [m["content"] for m in resume(log.path)] == [m["content"] for m in log.replay()]
+
+
+def test_a_read_entry_shares_its_parent_id_with_the_entry_before(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Every entry of a resumed session names its parent: in a file never branched that
+    is the id just before, kept as one string rather than two equal ones."""
+    from crank.session import read_tree
+
+    with SessionLog.create(tmp_path, "/w") as log:
+        for text in ("one", "two", "three"):
+            log.append_message_sync(ask(text))
+        path = log.path
+    first, second, third = read_tree(path).entries
+    assert second["parentId"] is first["id"] and third["parentId"] is second["id"]
+    assert first["parentId"] is None

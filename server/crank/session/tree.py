@@ -34,6 +34,8 @@ class SessionTree:
         self.entries: list[Entry] = []
         self.by_id: dict[str, Entry] = {}
         self.line_of: dict[str, int] = {}
+        self._others: dict[str, int] = {}
+        """How many entries of each kind other than ``message`` (most files: none)."""
         self._linear = True
         """Every entry's parent is the entry before it (no branch was ever made), so the
         path to the tip is the whole file: resume need not walk 50,000 parent links."""
@@ -60,7 +62,7 @@ class SessionTree:
         lines = iter(lines)
         tree = cls(path, parse_header(path, next(lines)))
         shared: dict[str, str] = {}
-        by_id, line_of, entries = tree.by_id, tree.line_of, tree.entries
+        by_id, line_of, entries, others = tree.by_id, tree.line_of, tree.entries, tree._others
         in_order = linear = True  # every parent seen before its child / just before it
         previous: str | None = None
         for number, line in enumerate(lines, start=2):
@@ -75,6 +77,10 @@ class SessionTree:
             if parent != previous:
                 linear = False
                 in_order = in_order and parent is not None and parent in by_id
+            elif parent is not None:  # the same text as the id before: one string for both
+                entry["parentId"] = previous
+            if (kind := entry["type"]) != "message":
+                others[kind] = others.get(kind, 0) + 1
             entries.append(entry)
             by_id[entry_id] = entry
             line_of[entry_id] = number
@@ -101,7 +107,15 @@ class SessionTree:
         if parent is not None and parent not in self.by_id:
             raise ValueError(f"parent {parent} is not an entry of {self.path}")
         self._linear = self._linear and parent == self.tip
+        if (kind := entry["type"]) != "message":
+            self._others[kind] = self._others.get(kind, 0) + 1
         self._index(entry, len(self.entries) + 2)
+
+    def count(self, kind: str) -> int:
+        """How many entries of ``kind`` the file holds, without a pass over them."""
+        if kind == "message":
+            return len(self.entries) - sum(self._others.values())
+        return self._others.get(kind, 0)
 
     def where(self, entry_id: str) -> str:
         return f"line {self.line_of[entry_id]} (entry {entry_id})"
