@@ -211,3 +211,22 @@ def test_a_read_entry_shares_its_parent_id_with_the_entry_before(tmp_path) -> No
     first, second, third = read_tree(path).entries
     assert second["parentId"] is first["id"] and third["parentId"] is second["id"]
     assert first["parentId"] is None
+
+
+async def test_an_entrys_line_is_its_line_in_the_file_live_and_read_back(
+    log: SessionLog,
+) -> None:
+    """Lines name faults; they are worked out from the entries' order, not stored, so
+    they must be the file's own, for appended entries as for read ones."""
+    import json
+
+    from crank.session import read_tree
+
+    ids = await build_first_attempt(log)
+    await log.branch_to(ids[2])
+    await log.append_message(ask("again"))
+    written = log.path.read_text().splitlines()
+    on_disk = {json.loads(text)["id"]: number for number, text in enumerate(written, 1)}
+    del on_disk[json.loads(written[0])["id"]]  # the header is no entry
+    assert log.tree.line_of == on_disk == read_tree(log.path).line_of
+    assert log.tree.where(ids[3]) == f"line 5 (entry {ids[3]})"

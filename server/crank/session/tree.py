@@ -33,7 +33,6 @@ class SessionTree:
         self.header = header
         self.entries: list[Entry] = []
         self.by_id: dict[str, Entry] = {}
-        self.line_of: dict[str, int] = {}
         self._others: dict[str, int] = {}
         """How many entries of each kind other than ``message`` (most files: none)."""
         self._linear = True
@@ -62,7 +61,7 @@ class SessionTree:
         lines = iter(lines)
         tree = cls(path, parse_header(path, next(lines)))
         shared: dict[str, str] = {}
-        by_id, line_of, entries, others = tree.by_id, tree.line_of, tree.entries, tree._others
+        by_id, entries, others = tree.by_id, tree.entries, tree._others
         in_order = linear = True  # every parent seen before its child / just before it
         previous: str | None = None
         for number, line in enumerate(lines, start=2):
@@ -72,7 +71,7 @@ class SessionTree:
                 raise SessionUnreadable(
                     path,
                     f"line {number} (entry {entry_id})",
-                    f"duplicate id: line {line_of[entry_id]} already has id {entry_id}",
+                    f"duplicate id: line {tree.line(entry_id)} already has id {entry_id}",
                 )
             if parent != previous:
                 linear = False
@@ -83,7 +82,6 @@ class SessionTree:
                 others[kind] = others.get(kind, 0) + 1
             entries.append(entry)
             by_id[entry_id] = entry
-            line_of[entry_id] = number
             previous = entry_id
         tree._linear = linear
         if not in_order:
@@ -91,11 +89,6 @@ class SessionTree:
             # full checks find which, and name it. A file in order can have none of them.
             tree._check_links()
         return tree
-
-    def _index(self, entry: Entry, line: int) -> None:
-        self.entries.append(entry)
-        self.by_id[entry["id"]] = entry
-        self.line_of[entry["id"]] = line
 
     def add(self, entry: Entry) -> None:
         """Index an entry about to be (or just) appended; its parent must already exist."""
@@ -109,7 +102,8 @@ class SessionTree:
         self._linear = self._linear and parent == self.tip
         if (kind := entry["type"]) != "message":
             self._others[kind] = self._others.get(kind, 0) + 1
-        self._index(entry, len(self.entries) + 2)
+        self.entries.append(entry)
+        self.by_id[entry_id] = entry
 
     def count(self, kind: str) -> int:
         """How many entries of ``kind`` the file holds, without a pass over them."""
@@ -117,8 +111,20 @@ class SessionTree:
             return len(self.entries) - sum(self._others.values())
         return self._others.get(kind, 0)
 
+    @property
+    def line_of(self) -> dict[str, int]:
+        """Each entry's line in the file. The file is the header, then one entry a
+        line in ``entries``' order, so the line is the position: worked out when asked
+        (only to name a fault), not kept, which cost 4 MiB of a 50,000-entry resume."""
+        return {entry["id"]: number for number, entry in enumerate(self.entries, start=2)}
+
+    def line(self, entry_id: str) -> int:
+        """The line of one entry (a walk through ``entries``: for naming faults)."""
+        entry = self.by_id[entry_id]
+        return next(n for n, held in enumerate(self.entries, start=2) if held is entry)
+
     def where(self, entry_id: str) -> str:
-        return f"line {self.line_of[entry_id]} (entry {entry_id})"
+        return f"line {self.line(entry_id)} (entry {entry_id})"
 
     def _check_links(self) -> None:
         for position, entry in enumerate(self.entries):
@@ -146,7 +152,7 @@ class SessionTree:
             while current is not None and current not in settled:
                 if current in on_trail:
                     cycle = trail[trail.index(current) :]
-                    first = min(cycle, key=self.line_of.__getitem__)
+                    first = min(cycle, key=self.line_of.__getitem__)  # lines, once
                     start = cycle.index(first)
                     ordered = cycle[start:] + cycle[:start]
                     chain = " -> ".join([*ordered, first])
