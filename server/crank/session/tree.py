@@ -17,7 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
-from .entries import Entry, Header, parse_entry, parse_header, split_lines
+from .entries import Entry, Header, Shared, parse_entry, parse_header, split_lines
 from .errors import SessionUnreadable, TornSession
 
 READ_BLOCK = 1024 * 1024
@@ -60,7 +60,7 @@ class SessionTree:
     def _from_lines(cls, path: Path, lines: Iterable[bytes | memoryview]) -> SessionTree:
         lines = iter(lines)
         tree = cls(path, parse_header(path, next(lines)))
-        shared: dict[str, str] = {}
+        shared = Shared()
         by_id, entries, others = tree.by_id, tree.entries, tree._others
         in_order = linear = True  # every parent seen before its child / just before it
         previous: str | None = None
