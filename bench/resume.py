@@ -1,6 +1,6 @@
 """Resume figures: ``crank/openSession`` of a long session on a real server process.
 
-    .venv/bin/python bench/resume.py [--quick]
+    .venv/bin/python bench/resume.py [--quick] [--repeat N] [--before OTHER/server]
 
 For 10,000 messages / 50 MB and 50,000 messages / 46 MB (``bench/synthetic_session.py``,
 spelled by the log's own encoder): a ``crank serve`` process (``python -m crank.lsp``)
@@ -120,6 +120,8 @@ def one_open(env: dict[str, str], workspace: Path, session_id: str) -> tuple[flo
 def main() -> None:
     quick = "--quick" in sys.argv
     runs = 1 if quick else 5
+    if "--repeat" in sys.argv:  # more fresh servers per figure, for a loaded machine
+        runs = int(sys.argv[sys.argv.index("--repeat") + 1])
     sources = [("this checkout", str(Path(__file__).resolve().parents[1] / "server"))]
     if "--before" in sys.argv:  # another checkout's server/, run alternately with this one
         sources.append(("before", sys.argv[sys.argv.index("--before") + 1]))

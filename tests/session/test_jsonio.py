@@ -154,3 +154,27 @@ def test_a_read_file_keeps_one_string_per_repeated_name(tmp_path: Path) -> None:
     assert first["message"]["toolName"] is second["message"]["toolName"]
     assert first["message"]["role"] is third["message"]["role"] and first["type"] is third["type"]
     assert SessionTree.read(path).entries == SessionTree.load(path, path.read_bytes()).entries
+
+
+def test_a_read_result_shares_its_tool_call_id_with_its_call(tmp_path: Path) -> None:
+    """Every tool result names its call by the call's id: read back, one string for
+    both (a model that reuses an id per turn still gets each result its own turn's)."""
+    path = tmp_path / "s.jsonl"
+    lines = [encode(make_header("s", "/w", "2026-01-01T00:00:00.000Z"))]
+    messages: list[dict[str, Any]] = []
+    for turn in range(2):
+        call = {"type": "toolCall", "id": "call_0", "name": "read", "arguments": {}}
+        messages.append({"role": "assistant", "content": [call], "timestamp": turn})
+        messages.append({"role": "toolResult", "toolCallId": "call_0", "content": str(turn)})
+    messages.append({"role": "toolResult", "toolCallId": "call_0", "content": "a stray"})
+    for number, message in enumerate(messages):
+        parent = f"{number - 1:08x}" if number else None
+        entry = {"type": "message", "id": f"{number:08x}", "parentId": parent, "timestamp": 1}
+        lines.append(encode({**entry, "message": message}))
+    path.write_bytes(b"".join(lines))
+    entries = [entry["message"] for entry in SessionTree.read(path).entries]
+    first_call, second_call = entries[0]["content"][0]["id"], entries[2]["content"][0]["id"]
+    assert entries[1]["toolCallId"] is first_call and entries[3]["toolCallId"] is second_call
+    assert first_call is not second_call  # each turn's own
+    assert entries[4]["toolCallId"] == "call_0"  # no call left to share with: its own string
+    assert SessionTree.read(path).entries == SessionTree.load(path, path.read_bytes()).entries

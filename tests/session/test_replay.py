@@ -147,3 +147,86 @@ def test_a_linear_session_branched_later_replays_the_branch(tmp_path) -> None:  
         log.append_sync("branch", {}, parent=first)
         log.append_message_sync(ask("again"))
         assert [m["content"] for m in log.replay()] == ["one", "again"]
+
+
+async def test_a_branch_of_messages_only_replays_as_the_rows_do(log: SessionLog) -> None:
+    """A session never branched, compacted or labelled is replayed without the id rows
+    (the resume shortcut): the same messages, the very objects the entries hold, in a
+    list of its own (the harness's record must not be the tree's list)."""
+    from crank.session.replay import replay_rows, transcript
+
+    await build_first_attempt(log)
+    branch = log.tree.path_to(log.tip)
+    rows, summary = replay_rows(log.path, branch)
+    messages = transcript(log.path, branch)
+    assert summary is None and len(messages) == len(rows) == 8
+    assert all(m is row[1] for m, row in zip(messages, rows, strict=True))
+    messages.append(ask("only in this list"))
+    assert len(transcript(log.path, log.tree.path_to(log.tip))) == 8
+    await log.set_name("named")  # an entry with no message: the rows again
+    assert [m["content"] for m in log.replay()][:1] == ["Make main.py faster."]
+    assert len(log.replay()) == 8
+
+
+async def test_the_tree_counts_each_kind_of_entry_as_it_reads_and_appends(
+    log: SessionLog,
+) -> None:
+    """Resume asks the tree whether anything but messages is in the file (the transcript
+    is then the messages as they are) and whether anything was compacted (``recall``),
+    instead of a pass over every entry: the counts must follow the file."""
+    from crank.session import read_tree
+    from crank.session.entries import ENTRY_TYPES
+    from crank.session.recall import compacted_away
+
+    def counted(tree: object) -> dict[str, int]:
+        return {kind: tree.count(kind) for kind in ENTRY_TYPES}  # type: ignore[attr-defined]
+
+    def looked(tree: list[dict[str, object]]) -> dict[str, int]:
+        return {kind: sum(entry["type"] == kind for entry in tree) for kind in ENTRY_TYPES}
+
+    ids = await build_first_attempt(log)
+    assert counted(log.tree) == looked(log.entries()) and log.tree.count("message") == 8
+    assert compacted_away(log) == []
+    await log.set_label(ids[1], "read it")
+    await log.append_compaction("they asked for speed", ids[4], 1000)
+    await log.append_message(ask("more"))
+    assert counted(log.tree) == looked(log.entries())
+    assert log.tree.count("compaction") == 1 and log.tree.count("label") == 1
+    assert [entry_id for entry_id, _ in compacted_away(log)] == ids[:4]
+    assert log.replay()[0]["content"].startswith(COMPACTION_PREFIX)  # type: ignore[union-attr]
+    fresh = read_tree(log.path)
+    assert counted(fresh) == counted(log.tree)
+    assert [m["content"] for m in resume(log.path)] == [m["content"] for m in log.replay()]
+
+
+def test_a_read_entry_shares_its_parent_id_with_the_entry_before(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Every entry of a resumed session names its parent: in a file never branched that
+    is the id just before, kept as one string rather than two equal ones."""
+    from crank.session import read_tree
+
+    with SessionLog.create(tmp_path, "/w") as log:
+        for text in ("one", "two", "three"):
+            log.append_message_sync(ask(text))
+        path = log.path
+    first, second, third = read_tree(path).entries
+    assert second["parentId"] is first["id"] and third["parentId"] is second["id"]
+    assert first["parentId"] is None
+
+
+async def test_an_entrys_line_is_its_line_in_the_file_live_and_read_back(
+    log: SessionLog,
+) -> None:
+    """Lines name faults; they are worked out from the entries' order, not stored, so
+    they must be the file's own, for appended entries as for read ones."""
+    import json
+
+    from crank.session import read_tree
+
+    ids = await build_first_attempt(log)
+    await log.branch_to(ids[2])
+    await log.append_message(ask("again"))
+    written = log.path.read_text().splitlines()
+    on_disk = {json.loads(text)["id"]: number for number, text in enumerate(written, 1)}
+    del on_disk[json.loads(written[0])["id"]]  # the header is no entry
+    assert log.tree.line_of == on_disk == read_tree(log.path).line_of
+    assert log.tree.where(ids[3]) == f"line 5 (entry {ids[3]})"

@@ -218,11 +218,23 @@ def parse_header(path: Path, line: bytes | memoryview) -> Header:
     return record
 
 
+class Shared:
+    """What one read of one file shares between its entries (``_share_names``): each
+    short name it repeats, and the ids of the tool calls whose results are still to
+    come (a result's ``toolCallId`` is the same text as its call's ``id``)."""
+
+    __slots__ = ("calls", "names")
+
+    def __init__(self) -> None:
+        self.names: dict[str, str] = {}
+        self.calls: dict[str, str] = {}
+
+
 def parse_entry(
-    path: Path, number: int, line: bytes | memoryview, shared: dict[str, str] | None = None
+    path: Path, number: int, line: bytes | memoryview, shared: Shared | None = None
 ) -> Entry:
     """Check one entry line's own shape (not yet how it relates to the others). With
-    ``shared`` (one dict per file read), repeated short names share one string."""
+    ``shared`` (one per file read), repeated short names share one string."""
     entry = _parse_object(path, number, line)
     entry_id = entry.get("id")
     if not isinstance(entry_id, str) or not entry_id:
@@ -265,13 +277,14 @@ _SHORT = 64
 _REPLY_KEYS = ("stopReason", "model")
 
 
-def _share_names(entry: Entry, message: dict[str, Any], shared: dict[str, str]) -> None:
+def _share_names(entry: Entry, message: dict[str, Any], shared: Shared) -> None:
     """One string object for each short name the entries of a file repeat (types, roles,
-    tool names, models): a decoder makes a new one per line, and at tens of thousands
-    of entries those copies are megabytes of a resumed session. Equal values; only the
-    duplicates go. ``shared`` belongs to one read of one file. Only the keys each role
-    has are looked at: this runs once per entry of every session opened."""
-    share = shared.setdefault
+    tool names, models) and for a tool call's id and its result's ``toolCallId``: a
+    decoder makes a new one per line, and at tens of thousands of entries those copies
+    are megabytes of a resumed session. Equal values; only the duplicates go. ``shared``
+    belongs to one read of one file. Only the keys each role has are looked at: this
+    runs once per entry of every session opened."""
+    share = shared.names.setdefault
     kind = entry["type"]
     entry["type"] = share(kind, kind)
     role = message["role"]  # checked to be a known role, so a short string
@@ -280,6 +293,9 @@ def _share_names(entry: Entry, message: dict[str, Any], shared: dict[str, str]) 
         name = message.get("toolName")
         if type(name) is str and len(name) < _SHORT:
             message["toolName"] = share(name, name)
+        call = message.get("toolCallId")
+        if type(call) is str:  # its call's id, while no other result took it
+            message["toolCallId"] = shared.calls.pop(call, call)
         return
     if role != "assistant":
         return
@@ -297,6 +313,9 @@ def _share_names(entry: Entry, message: dict[str, Any], shared: dict[str, str]) 
                 name = block.get("name")
                 if type(name) is str and len(name) < _SHORT:
                     block["name"] = share(name, name)
+                call = block.get("id")
+                if value == "toolCall" and type(call) is str:
+                    shared.calls[call] = call
 
 
 def _parse_object(path: Path, number: int, line: bytes | memoryview) -> dict[str, Any]:

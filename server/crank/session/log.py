@@ -167,7 +167,10 @@ class SessionLog:
         """The transcript at the tip, or at ``entry_id`` (an abandoned attempt's last entry)."""
         if entry_id is not None and entry_id not in self._tree.by_id:
             raise UnknownEntry(entry_id, self.path)
-        return transcript(self.path, self._tree.path_to(entry_id or self._tree.tip))
+        branch = self._tree.path_to(entry_id or self._tree.tip)
+        return transcript(
+            self.path, branch, only_messages=self._tree.count("message") == len(self._tree)
+        )
 
     # -- appending -----------------------------------------------------------------
 
