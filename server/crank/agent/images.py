@@ -292,7 +292,8 @@ class ImageResolver:
     """``resolve_images`` for successive views that share most of their messages.
 
     Which messages carry images is remembered per position and looked for again only
-    after the first message that differs from the previous view (``shared_prefix``), so a long run does not look through its whole transcript for images on
+    after the first message that differs from the previous view (``shared_prefix``), so
+    a long run does not look through its whole transcript for images on
     every request. Blob bytes are still read for every request and never kept here: a
     session's pictures are not held in memory between requests."""
 

@@ -151,13 +151,19 @@ def kept(messages: Sequence[Message]) -> Sequence[Message]:
     return list(messages)
 
 
-def known_shared(messages: Sequence[Message], before: Sequence[Message]) -> int:
-    """How many leading messages the two lists are known to share without looking."""
-    if (
+def same_lineage(messages: Sequence[Message], before: Sequence[Message]) -> bool:
+    """Both lists carry a lineage, and it is the same one."""
+    return (
         isinstance(messages, LineageList)
         and isinstance(before, LineageList)
         and messages.lineage is before.lineage
-    ):
+    )
+
+
+def known_shared(messages: Sequence[Message], before: Sequence[Message]) -> int:
+    """How many leading messages the two lists are known to share without looking."""
+    if same_lineage(messages, before):
+        assert isinstance(messages, LineageList) and isinstance(before, LineageList)
         return min(messages.stable, before.stable)
     return 0
 
@@ -193,4 +199,12 @@ def shared_prefix(messages: Sequence[Message], before: Sequence[Message]) -> int
     return low + found
 
 
-__all__ = ["FrozenError", "Lineage", "LineageList", "kept", "known_shared", "shared_prefix"]
+__all__ = [
+    "FrozenError",
+    "Lineage",
+    "LineageList",
+    "kept",
+    "known_shared",
+    "same_lineage",
+    "shared_prefix",
+]

@@ -234,14 +234,13 @@ class GrowingView:
         ):
             self._reset()
             start = 0
-        self._record_lineage = lineage
         tail = record[start:]
         tail_calls = _call_ids(tail)
         if tail_calls & self._calls or _reuses_ids(tail):
             self._reset()
-            self._record_lineage = lineage
             start, tail = 0, record
             tail_calls = _call_ids(tail)
+        self._record_lineage = lineage
         tail_view, tail_repairs = repair_view(tail)
         late = sum(
             1 for m in tail if m["role"] == "toolResult" and m["toolCallId"] in self._calls

@@ -96,7 +96,8 @@ class RunningSize:
     and then a cleared result's note in place of the result), so both are kept per
     position and only what follows the first message that differs is looked at again.
     Finding that message costs only what the lists' lineage does not vouch for
-    (``shared_prefix``: the newest turn's few messages, for the request path). A long run therefore costs the same per turn at its end as at its start, with or
+    (``shared_prefix``: the newest turn's few messages, for the request path). A long
+    run therefore costs the same per turn at its end as at its start, with or
     without usage (without it, every turn used to scan the whole view twice over)."""
 
     def __init__(self, chars: Chars) -> None:

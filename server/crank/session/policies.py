@@ -29,7 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Literal, get_args
 
-from crank.agent.lineage import Lineage, LineageList, kept, shared_prefix
+from crank.agent.lineage import Lineage, LineageList, kept, same_lineage, shared_prefix
 from crank.agent.messages import Message, ToolResultMessage, tool_calls
 
 MIN_CLEAR_CHARS = 600
@@ -176,7 +176,7 @@ class PolicyMemo:
             and shared_prefix(view, last.view) >= boundary
         ):
             sent = [*last.sent[:boundary], *view[boundary:]]
-            if isinstance(last.sent, LineageList) and _same_lineage(view, last.view):
+            if isinstance(last.sent, LineageList) and same_lineage(view, last.view):
                 lineage = last.sent.lineage
         else:
             sent = apply_clearing(view, boundary)
@@ -184,14 +184,6 @@ class PolicyMemo:
             sent = LineageList(sent, lineage or Lineage(), view.stable)
         self._cleared = _Cleared(kept(view), boundary, sent)
         return sent
-
-
-def _same_lineage(view: Sequence[Message], before: Sequence[Message]) -> bool:
-    return (
-        isinstance(view, LineageList)
-        and isinstance(before, LineageList)
-        and view.lineage is before.lineage
-    )
 
 
 def clear_old_results(
