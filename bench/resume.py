@@ -3,7 +3,10 @@
     .venv/bin/python bench/resume.py [--quick] [--repeat N] [--before OTHER/server]
 
 For 10,000 messages / 50 MB and 50,000 messages / 46 MB (``bench/synthetic_session.py``,
-spelled by the log's own encoder): a ``crank serve`` process (``python -m crank.lsp``)
+spelled by the log's own encoder), and the same 50,000 messages with a compaction every
+1,000 (as a run that outgrew a 200k-token window writes them: the model is shown only
+what follows the newest, and what came before is read later, when asked for, see
+``crank/session/deferred.py``): a ``crank serve`` process (``python -m crank.lsp``)
 is started on a workspace whose newest session is a tiny one (the server resumes that
 at start), then asked over stdio to open the long session. Printed, medians of a few
 fresh servers: the time from sending ``crank/openSession`` to its answer, and the
@@ -32,8 +35,9 @@ from crank.session.entries import encode, make_header
 from crank.session.store import workspace_key
 
 
-SIZES = ((10_000, 50.0), (50_000, 46.0))
-"""About the same bytes in five times the messages: resume should follow the bytes."""
+SIZES = ((10_000, 50.0, False), (50_000, 46.0, False), (50_000, 46.0, True))
+"""About the same bytes in five times the messages: resume should follow the bytes; then
+the long one as a long run writes it, compacted."""
 
 
 def load() -> str:
@@ -141,9 +145,10 @@ def main() -> None:
         sessions = home / "data" / "crank" / "sessions" / workspace_key(workspace)
         sessions.mkdir(parents=True)
         figures: dict[str, list[float]] = {label: [] for label, _ in sources}
-        for messages, megabytes in SIZES:
-            session_id = f"bench-{messages}"
-            size = write_session(sessions / f"{session_id}.jsonl", messages, megabytes)
+        for messages, megabytes, compacted in SIZES:
+            session_id = f"bench-{messages}" + ("-compacted" if compacted else "")
+            path = sessions / f"{session_id}.jsonl"
+            size = write_session(path, messages, megabytes, compacted=compacted)
             # A newer, tiny session: the one the server resumes at start.
             tiny = sessions / "tiny.jsonl"
             tiny.write_bytes(encode(make_header("tiny", str(workspace))))
@@ -158,22 +163,25 @@ def main() -> None:
                     statistics.median(f) for f in zip(*results[label], strict=True)
                 )
                 figures[label].append(took)
+                shape = ", compacted" if compacted else ""
                 print(
-                    f"{label:>13}: openSession {messages:>6} messages, {size / 1e6:.0f} MB: "
+                    f"{label:>13}: openSession {messages:>6} messages, {size / 1e6:.0f} MB{shape}: "
                     f"{took * 1000:5.0f} ms, peak RSS {peak:6.1f} MiB "
                     f"(before the open {before:.1f} MiB; median of {runs})"
                 )
-        for label, (small, large) in figures.items():
+        for label, (small, large, _) in figures.items():
             print(
                 f"{label:>13}: ratio {SIZES[1][0]:,} / {SIZES[0][0]:,} messages {large / small:.2f}"
                 " (the files are about the same size: 1.0 follows the bytes; goal at "
                 "50,000 messages: under 150 ms and 150 MiB)"
             )
         if len(sources) == 2:
-            now, then = figures[sources[0][0]][1], figures[sources[1][0]][1]
-            print(
-                f"{SIZES[1][0]:,} messages: this checkout takes {now / then:.2f} of the time before"
-            )
+            for index, shape in ((1, ""), (2, ", compacted")):
+                now, then = figures[sources[0][0]][index], figures[sources[1][0]][index]
+                print(
+                    f"{SIZES[index][0]:,} messages{shape}: this checkout takes "
+                    f"{now / then:.2f} of the time before"
+                )
     print(f"load average at end: {load()}")
 
 

@@ -40,8 +40,18 @@ def _usage(n: int) -> dict[str, Any]:
     }
 
 
-def session_lines(messages: int, megabytes: float, seed: int = 18) -> list[bytes]:
-    """The encoded lines (header first) of a session of ``messages`` message entries."""
+COMPACT_EVERY = 1_000
+"""With ``compacted``: one compaction per this many messages, about a 200k-token window
+of these messages, as a run that outgrew its window writes them."""
+KEPT = 200
+"""How many of the newest messages each compaction keeps."""
+
+
+def session_lines(
+    messages: int, megabytes: float, seed: int = 18, *, compacted: bool = False
+) -> list[bytes]:
+    """The encoded lines (header first) of a session of ``messages`` message entries;
+    ``compacted``: with a compaction entry every ``COMPACT_EVERY`` messages."""
     rng = random.Random(seed)
     results = max(1, messages // 2)
     unit = _CODE + _SHELL
@@ -92,20 +102,35 @@ def session_lines(messages: int, megabytes: float, seed: int = 18) -> list[bytes
         entry = {"type": "message", "id": entry_id, "parentId": parent, "timestamp": n}
         lines.append(encode(entry | {"message": message}))
         parent = entry_id
+        if compacted and n % COMPACT_EVERY == COMPACT_EVERY - 1 and not pending:
+            compaction = {
+                "type": "compaction",
+                "id": f"c{n:07x}",
+                "parentId": parent,
+                "timestamp": n,
+                "summary": f"The fix so far, up to step {n}: " + "the menu handler. " * 40,
+                "firstKeptId": f"{n - KEPT:08x}",
+                "tokensBefore": 190_000,
+                "usage": _usage(n),
+            }
+            lines.append(encode(compaction))
+            parent = compaction["id"]
     return lines
 
 
-def sized_lines(messages: int, megabytes: float) -> list[bytes]:
+def sized_lines(messages: int, megabytes: float, *, compacted: bool = False) -> list[bytes]:
     """``session_lines`` with the outputs scaled so the file is about ``megabytes``."""
-    first = session_lines(messages, megabytes)
-    fixed = sum(map(len, session_lines(messages, 0.0)))  # what does not scale with outputs
+    first = session_lines(messages, megabytes, compacted=compacted)
+    fixed = sum(map(len, session_lines(messages, 0.0, compacted=compacted)))  # not scaled
     grown = sum(map(len, first)) - fixed
     scale = (megabytes * 1e6 - fixed) / grown if grown > 0 else 1.0
-    return session_lines(messages, megabytes * scale) if scale > 0 else first
+    if scale <= 0:
+        return first
+    return session_lines(messages, megabytes * scale, compacted=compacted)
 
 
-def write_session(path: Path, messages: int, megabytes: float) -> int:
+def write_session(path: Path, messages: int, megabytes: float, *, compacted: bool = False) -> int:
     """Write the session to ``path``; its size in bytes."""
-    data = b"".join(sized_lines(messages, megabytes))
+    data = b"".join(sized_lines(messages, megabytes, compacted=compacted))
     path.write_bytes(data)
     return len(data)

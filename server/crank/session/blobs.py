@@ -24,6 +24,7 @@ from pathlib import Path
 from crank.agent.images import EXTENSIONS, MAX_IMAGE_BYTES, sha256_of
 from crank.agent.messages import ImageBlock, Message, images_of
 
+from .deferred import message_of
 from .durable import fsync_dir
 from .entries import Entry
 
@@ -104,14 +105,13 @@ def is_hash(value: object) -> bool:
     return isinstance(value, str) and _HEX.fullmatch(value) is not None
 
 
-def referenced(entries: Iterable[Entry], sha256: str) -> ImageBlock | None:
-    """The first image block a message among ``entries`` carries with this hash, or
-    None when no message refers to it."""
+def referenced(path: Path, entries: Iterable[Entry], sha256: str) -> ImageBlock | None:
+    """The first image block a message among ``entries`` (of the file at ``path``)
+    carries with this hash, or None when no message refers to it."""
     for entry in entries:
         if entry.get("type") != "message":
             continue
-        message: Message = entry["message"]
-        for block in images_of(message):
+        for block in images_of(message_of(path, entry)):
             if block.get("sha256") == sha256:
                 return block
     return None

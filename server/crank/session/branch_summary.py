@@ -13,10 +13,12 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from pathlib import Path
 
 from crank.agent.messages import Message, Usage, text_of, tool_calls, user_message
 from crank.agent.model import AbortSignal, Model, ModelRequest
 
+from .deferred import messages_of
 from .entries import Entry
 from .errors import SummaryFailed
 
@@ -45,11 +47,14 @@ def changed_files(messages: list[Message]) -> list[str]:
     return paths
 
 
-def abandoned_messages(old_branch: list[Entry], new_branch: list[Entry]) -> list[Message]:
-    """Messages on ``old_branch`` after the last entry it shares with ``new_branch``."""
+def abandoned_messages(
+    path: Path, old_branch: list[Entry], new_branch: list[Entry]
+) -> list[Message]:
+    """Messages on ``old_branch`` (of the file at ``path``) after the last entry it
+    shares with ``new_branch``."""
     shared = {entry["id"] for entry in new_branch}
     fork = max((i for i, entry in enumerate(old_branch) if entry["id"] in shared), default=-1)
-    return [entry["message"] for entry in old_branch[fork + 1 :] if entry["type"] == "message"]
+    return messages_of(path, [e for e in old_branch[fork + 1 :] if e["type"] == "message"])
 
 
 def clip(text: str, limit: int = MAX_PART_CHARS) -> str:

@@ -319,7 +319,9 @@ class SessionLog:
         if summarize is None:
             return await self.append("branch", {}, parent=entry_id)
         old_tip = self._tree.tip
-        left = abandoned_messages(self._tree.path_to(old_tip), self._tree.path_to(entry_id))
+        left = abandoned_messages(
+            self.path, self._tree.path_to(old_tip), self._tree.path_to(entry_id)
+        )
         summary = await summarize_branch(summarize, left) if left else None
         self._check_can_branch(entry_id)
         branch_id = await self.append("branch", {}, parent=entry_id)

@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 from crank.agent.messages import Message
 
+from .deferred import message_of
+from .entries import Entry
 from .log import SessionLog
 
 CONTEXT_LINES = 2
@@ -65,6 +67,17 @@ def message_text(message: Message) -> str:
 
 
 def compacted_away(log: SessionLog) -> list[tuple[str, Message]]:
+    return _with_ids(log, compacted_entries(log))
+
+
+def branch_messages(log: SessionLog) -> list[tuple[str, Message]]:
+    """Every message of the active branch with its entry id, oldest first."""
+    return _with_ids(log, branch_entries(log))
+
+
+def compacted_entries(log: SessionLog) -> list[Entry]:
+    """The message entries ``compacted_away`` gives the messages of. Their messages
+    may still be deferred (``deferred.py``): what only counts them decodes none."""
     if not log.tree.count("compaction"):  # known without a look at 50,000 entries
         return []
     branch = log.tree.path_to(log.tip)
@@ -74,13 +87,17 @@ def compacted_away(log: SessionLog) -> list[tuple[str, Message]]:
             continue
         kept = entry["firstKeptId"]
         end = next((i for i in range(position) if branch[i]["id"] == kept), position)
-        return [(e["id"], e["message"]) for e in branch[:end] if e["type"] == "message"]
+        return [e for e in branch[:end] if e["type"] == "message"]
     return []
 
 
-def branch_messages(log: SessionLog) -> list[tuple[str, Message]]:
-    """Every message of the active branch with its entry id, oldest first."""
-    return [(e["id"], e["message"]) for e in log.tree.path_to(log.tip) if e["type"] == "message"]
+def branch_entries(log: SessionLog) -> list[Entry]:
+    return [e for e in log.tree.path_to(log.tip) if e["type"] == "message"]
+
+
+def _with_ids(log: SessionLog, entries: list[Entry]) -> list[tuple[str, Message]]:
+    """Each message entry's id and message (a deferred one decoded)."""
+    return [(entry["id"], message_of(log.path, entry)) for entry in entries]
 
 
 class Recall:
@@ -91,10 +108,12 @@ class Recall:
         self._log = log
         self._trimmed = trimmed
 
-    def _region(self) -> list[tuple[str, Message]]:
+    def _region(self) -> list[Entry]:
+        """The entries searched; each message is decoded only when it is read (the tool
+        set asks whether there is any at every open, and a search stops at its limit)."""
         if self._trimmed is not None and self._trimmed():
-            return branch_messages(self._log)
-        return compacted_away(self._log)
+            return branch_entries(self._log)
+        return compacted_entries(self._log)
 
     def available(self) -> bool:
         return bool(self._region())
@@ -102,7 +121,8 @@ class Recall:
     def search(self, query: str, *, regex: bool, limit: int = SEARCH_LIMIT) -> list[Passage]:
         pattern = re.compile(query if regex else re.escape(query), re.IGNORECASE)
         found: list[Passage] = []
-        for entry_id, message in reversed(self._region()):
+        for held in reversed(self._region()):
+            entry_id, message = held["id"], message_of(self._log.path, held)
             lines = message_text(message).split("\n")
             hits = [index for index, line in enumerate(lines) if pattern.search(line)]
             taken: set[int] = set()
@@ -118,8 +138,8 @@ class Recall:
         return found
 
     def entry(self, entry_id: str, offset: int = 1) -> str | None:
-        for candidate, message in self._region():
-            if candidate == entry_id:
-                lines = message_text(message).split("\n")
+        for held in self._region():
+            if held["id"] == entry_id:
+                lines = message_text(message_of(self._log.path, held)).split("\n")
                 return "\n".join(lines[max(0, offset - 1) :])
         return None

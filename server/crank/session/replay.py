@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import operator
 from pathlib import Path
-from typing import cast
 
 from crank.agent.messages import Message, UserMessage
 
+from .deferred import message_of, messages_of
 from .entries import Entry
 from .errors import SessionUnreadable
 
 _KIND = operator.itemgetter("type")
-_MESSAGE = operator.itemgetter("message")
 _ID = operator.itemgetter("id")
 _SECOND = operator.itemgetter(1)
 
@@ -35,7 +34,7 @@ def transcript(path: Path, branch: list[Entry], *, only_messages: bool = False) 
     if only_messages or set(map(_KIND, branch)) == {"message"}:  # as it is
         # Resuming 50,000 messages, the rows ``replay_rows`` pairs with their ids cost
         # more than the messages: two passes over the entries instead.
-        return cast(list[Message], list(map(_MESSAGE, branch)))
+        return messages_of(path, branch)
     rows, _ = replay_rows(path, branch)
     return list(map(_SECOND, rows))
 
@@ -67,13 +66,13 @@ def replay_rows(
         previous = str(entry["summary"])
         rows.append((None, _as_user(f"{COMPACTION_PREFIX}\n\n{previous}", entry)))
     if kinds[start:].count("message") == len(kinds) - start:  # only messages
-        messages = cast(list[Message], list(map(_MESSAGE, branch[start:])))
+        messages = messages_of(path, branch[start:])
         rows.extend(zip(map(_ID, branch[start:]), messages, strict=True))
         return rows, previous
     for entry in branch[start:]:
         kind = entry["type"]
         if kind == "message":
-            rows.append((entry["id"], cast(Message, entry["message"])))
+            rows.append((entry["id"], message_of(path, entry)))
         elif kind == "branchSummary":
             summary = _as_user(f"{BRANCH_SUMMARY_PREFIX}\n\n{entry['summary']}", entry)
             rows.append((entry["id"], summary))

@@ -17,12 +17,21 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO
 
+from . import jsonio
+from .deferred import parse_deferred
 from .entries import Entry, Header, Shared, parse_entry, parse_header, split_lines
 from .errors import SessionUnreadable, TornSession
 
 READ_BLOCK = 1024 * 1024
 """How much of a session file ``read`` holds at once besides the entries (1 MiB: at 4 MiB
 the peak of opening a 50 MB session was 4 MiB higher and no faster)."""
+
+LIVE_SEARCH = 8 * READ_BLOCK
+"""How far back from its end a file is searched for its newest compaction, whose kept
+entry is where eager reading starts (``deferred.py``). What a model is sent after a
+compaction fits its window, a few MiB at most; a compaction further back only means
+more is decoded at once, as if there were none."""
+_COMPACTION_LINE = b'\n{"type":"compaction",'
 
 
 class SessionTree:
@@ -42,7 +51,8 @@ class SessionTree:
     @classmethod
     def load(cls, path: Path, data: bytes) -> SessionTree:
         """Check and index a whole file given as bytes (``repair`` has them in hand)."""
-        return cls._from_lines(path, split_lines(path, data))
+        lines = split_lines(path, data)
+        return cls._from_lines(path, lines, _kept_by_compaction(data[-LIVE_SEARCH:]))
 
     @classmethod
     def read(cls, path: Path) -> SessionTree:
@@ -54,18 +64,29 @@ class SessionTree:
             size = os.fstat(file.fileno()).st_size
             if size == 0 or os.pread(file.fileno(), 1, size - 1) != b"\n":
                 return cls.load(path, file.read())  # refused by name in split_lines
-            return cls._from_lines(path, _complete_lines(path, file))
+            start = max(0, size - LIVE_SEARCH)
+            kept = _kept_by_compaction(os.pread(file.fileno(), size - start, start))
+            return cls._from_lines(path, _complete_lines(path, file), kept)
 
     @classmethod
-    def _from_lines(cls, path: Path, lines: Iterable[bytes | memoryview]) -> SessionTree:
+    def _from_lines(
+        cls, path: Path, lines: Iterable[bytes | memoryview], deferred_until: str | None = None
+    ) -> SessionTree:
+        """The tree of a file's lines. Message lines before the entry ``deferred_until``
+        (the newest compaction's kept entry) have their messages deferred."""
         lines = iter(lines)
         tree = cls(path, parse_header(path, next(lines)))
         shared = Shared()
         by_id, entries, others = tree.by_id, tree.entries, tree._others
         in_order = linear = True  # every parent seen before its child / just before it
         previous: str | None = None
+        deferring = deferred_until is not None
         for number, line in enumerate(lines, start=2):
-            entry = parse_entry(path, number, line, shared)
+            entry = parse_deferred(line) if deferring else None
+            if entry is None or entry["id"] == deferred_until:
+                entry = parse_entry(path, number, line, shared)
+                if entry["id"] == deferred_until:  # the model is shown it and what follows
+                    deferring = False
             entry_id, parent = entry["id"], entry["parentId"]
             if entry_id in by_id:
                 raise SessionUnreadable(
@@ -225,6 +246,22 @@ def _complete_lines(path: Path, file: IO[bytes]) -> Iterator[bytes | memoryview]
             pieces.append(block[start:])
     if pieces:
         raise TornSession(path, number + 1, sum(map(len, pieces)))
+
+
+def _kept_by_compaction(tail: bytes) -> str | None:
+    """The ``firstKeptId`` of the last compaction line in ``tail`` (the end of a file),
+    if a whole one is there. Only a guess of where eager reading pays: the reader
+    checks every line whatever it says, and replay finds the compaction itself."""
+    at = tail.rfind(_COMPACTION_LINE)
+    end = tail.find(b"\n", at + 1)
+    if at < 0 or end < 0:
+        return None
+    try:
+        record = jsonio.loads(tail[at + 1 : end])
+    except (ValueError, UnicodeDecodeError):
+        return None  # the line is refused by name when its turn comes
+    kept = record.get("firstKeptId") if isinstance(record, dict) else None
+    return kept if isinstance(kept, str) else None
 
 
 @contextmanager

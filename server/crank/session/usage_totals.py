@@ -5,11 +5,13 @@ without an event (``recount``)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from pathlib import Path
 from typing import Any
 
 from crank.agent.messages import Usage
 
+from .deferred import reply_usage
 from .entries import Entry
 
 COUNTED = ("input", "output", "cacheRead", "cacheWrite")
@@ -21,21 +23,33 @@ class UsageTotals:
         self.cost = 0.0
 
     @classmethod
-    def of(cls, entries: Iterable[Entry]) -> UsageTotals:
-        totals = cls()
+    def of(cls, entries: Iterable[Entry], path: Path) -> UsageTotals:
+        """The totals of the entries of the file at ``path``. A reply whose message was
+        deferred (``deferred.py``) stays so: only its usage is decoded."""
+        usages: list[Mapping[str, Any]] = []
         for entry in entries:
-            message = entry.get("message")
-            if entry["type"] == "message" and message and message["role"] == "assistant":
-                totals.add(message["usage"])
-            elif entry["type"] in ("compaction", "branchSummary") and "usage" in entry:
-                totals.add(entry["usage"])
+            kind = entry["type"]
+            if kind == "message":
+                message = entry["message"]
+                if type(message) is dict:  # decoded: looked at here, for speed
+                    if message["role"] == "assistant":
+                        usages.append(message["usage"])
+                elif (usage := reply_usage(path, entry)) is not None:
+                    usages.append(usage)
+            elif kind in ("compaction", "branchSummary") and "usage" in entry:
+                usages.append(entry["usage"])
+        totals = cls()
+        totals._add_all(usages)
         return totals
 
     def add(self, usage: Usage | dict[str, Any]) -> None:
-        given: dict[str, Any] = dict(usage)
+        self._add_all((usage,))
+
+    def _add_all(self, usages: list[Mapping[str, Any]] | tuple[Mapping[str, Any], ...]) -> None:
+        """One sum per count over all of them (a resumed file holds thousands)."""
         for key in COUNTED:
-            self.counts[key] += int(given.get(key, 0))
-        self.cost += float(given.get("cost", 0.0))
+            self.counts[key] += sum(int(usage.get(key, 0)) for usage in usages)
+        self.cost += sum(float(usage.get("cost", 0.0)) for usage in usages)
 
 
 __all__ = ["UsageTotals"]

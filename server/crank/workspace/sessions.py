@@ -3,14 +3,16 @@ role and a one-line preview for messages and the newest label of each entry."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from crank.session import SessionLog
+from crank.session.deferred import message_of
 
 PREVIEW_CHARS = 80
 
 
-def preview_of(message: dict[str, Any]) -> str:
+def preview_of(message: Mapping[str, Any]) -> str:
     content = message.get("typed") or message.get("content")  # a /command as typed
     if isinstance(content, str):
         text = content
@@ -41,8 +43,9 @@ def tree_json(log: SessionLog) -> dict[str, Any]:
             "type": record["type"],
         }
         if record["type"] == "message":
-            out["role"] = record["message"]["role"]
-            out["preview"] = preview_of(record["message"])
+            message = message_of(log.path, entry)
+            out["role"] = message["role"]
+            out["preview"] = preview_of(message)
         label = labels.get(record["id"])
         if label:
             out["label"] = label

@@ -1,0 +1,225 @@
+"""Messages before the newest compaction are decoded when first asked for, never at
+the cost of a check: what a reader gets is what an eager read gives, and a broken line
+is still refused by name when the file is opened."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from crank.session import SessionLog, SessionUnreadable, resume
+from crank.session import tree as tree_module
+from crank.session.deferred import is_deferred, message_of, messages_of
+from crank.session.entries import Shared, encode, make_header, parse_entry, split_lines
+from crank.session.recall import branch_messages, compacted_away
+from crank.session.tree import SessionTree
+from crank.session.usage_totals import UsageTotals
+from crank.workspace.sessions import tree_json
+
+from .conftest import ask, call, result, say
+
+
+async def compacted_session(log: SessionLog) -> list[str]:
+    """Eight messages, a compaction keeping the last three, then two more."""
+    messages = [
+        ask("Make main.py faster."),
+        call("read", {"path": "main.py"}, "c1"),
+        result("c1", "read", "def slow(n): ... # naïve “loop” \udcff"),
+        say("Cache the results."),
+        ask("Do it."),
+        call("write", {"path": "main.py", "content": "CACHE = {}"}, "c2"),
+        result("c2", "write", "ok"),
+        say("Done."),
+    ]
+    ids = [await log.append_message(m) for m in messages]
+    await log.append_compaction("They asked for speed.", ids[5], 1234)
+    ids.append(await log.append_message(ask("next")))
+    ids.append(await log.append_message(say("ok")))
+    return ids
+
+
+def eager(path: Path) -> list[dict[str, Any]]:
+    """Every entry of the file as the eager reader parses it, line by line."""
+    lines = split_lines(path, path.read_bytes())[1:]
+    shared = Shared()
+    return [parse_entry(path, n, line, shared) for n, line in enumerate(lines, start=2)]
+
+
+async def test_messages_before_the_kept_entry_wait_and_read_back_as_an_eager_read(
+    log: SessionLog,
+) -> None:
+    ids = await compacted_session(log)
+    tree = SessionTree.read(log.path)
+    held = {e["id"]: e["message"] for e in tree.entries if e["type"] == "message"}
+    assert [is_deferred(held[i]) for i in ids] == [True] * 5 + [False] * 5
+    assert resume(log.path) == log.replay()  # the transcript needs none of them
+    assert all(is_deferred(held[i]) for i in ids[:5])
+    by_id = {e["id"]: e for e in eager(log.path)}
+    for entry in tree.entries:
+        if entry["type"] == "message":
+            assert message_of(tree.path, entry) == by_id[entry["id"]]["message"]
+    assert not any(is_deferred(e.get("message")) for e in tree.entries)  # decoded in place
+
+
+async def test_a_deferred_message_is_decoded_once_for_every_reader(log: SessionLog) -> None:
+    await compacted_session(log)
+    tree = SessionTree.read(log.path)
+    first = tree.entries[0]
+    assert is_deferred(first["message"])
+    seen: list[object] = []
+    start = threading.Barrier(4)
+
+    def read() -> None:
+        start.wait()
+        seen.append(message_of(tree.path, first))
+
+    threads = [threading.Thread(target=read) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(seen) == 4 and all(message is first["message"] for message in seen)
+
+
+async def test_what_reads_old_messages_decodes_them(log: SessionLog) -> None:
+    """Recall searches the compacted messages, the tree view previews every entry and
+    the usage totals count every reply: each sees what an eager read would show."""
+    await compacted_session(log)
+    log.close()
+    reopened = SessionLog.open(log.path)
+    try:
+        eager_entries = eager(log.path)
+        eager_messages = [e["message"] for e in eager_entries if e["type"] == "message"]
+        assert [m for _, m in compacted_away(reopened)] == eager_messages[:5]
+        assert [m for _, m in branch_messages(reopened)] == eager_messages
+        totals = UsageTotals.of(reopened.entries(), reopened.path)
+        assert totals.counts == UsageTotals.of(eager_entries, log.path).counts
+        previews = [e.get("preview") for e in tree_json(reopened)["entries"]]
+        assert previews[0] == "Make main.py faster." and "[read]" in previews
+    finally:
+        reopened.close()
+
+
+async def test_usage_is_counted_without_decoding_a_deferred_reply(log: SessionLog) -> None:
+    await compacted_session(log)
+    tree = SessionTree.read(log.path)
+    totals = UsageTotals.of(tree.entries, tree.path)
+    assert totals.counts == UsageTotals.of(eager(log.path), log.path).counts
+    assert is_deferred(tree.entries[1]["message"])  # the first reply, still its bytes
+
+
+def spelled(path: Path, lines: list[bytes]) -> Path:
+    """A file of a header, ``lines``, then a compaction keeping the last line's entry."""
+    kept = b'{"type":"message","id":"k","parentId":"m3","timestamp":1,"message":' + (
+        encode(ask("kept"))[:-1] + b"}"
+    )
+    compaction = encode(
+        {
+            "type": "compaction",
+            "id": "c",
+            "parentId": "k",
+            "timestamp": 1,
+            "summary": "s",
+            "firstKeptId": "k",
+            "tokensBefore": 1,
+        }
+    )
+    header = encode(make_header("s", "/w", "2026-01-01T00:00:00.000Z"))
+    path.write_bytes(header + b"\n".join(lines) + b"\n" + kept + b"\n" + compaction)
+    return path
+
+
+ODD_LINES = {
+    "a key the reader does not know": b'{"type":"message","id":"m1","parentId":null,'
+    b'"timestamp":1,"by":"a newer version","message":{"role":"user","content":"a"}}',
+    "a timestamp that is not an integer": b'{"type":"message","id":"m1","parentId":null,'
+    b'"timestamp":"1","message":{"role":"user","content":"a"}}',
+    "another writer's spacing": b'{"type":"message", "id":"m1", "parentId":null, '
+    b'"timestamp":1, "message": {"role": "user", "content":"a"}}',
+    "the message not last": b'{"type":"message","id":"m1","parentId":null,'
+    b'"message":{"role":"user","content":"a"},"timestamp":1}',
+    "the role not first": b'{"type":"message","id":"m1","parentId":null,'
+    b'"timestamp":1,"message":{"content":"a","role":"user"}}',
+}
+
+
+@pytest.mark.parametrize("odd", sorted(ODD_LINES))
+def test_a_line_the_reader_cannot_vouch_for_is_read_at_once(tmp_path: Path, odd: str) -> None:
+    rest = [
+        b'{"type":"message","id":"m2","parentId":"m1","timestamp":1,'
+        b'"message":{"role":"assistant","content":[],"usage":{"input":3}}}',
+        b'{"type":"message","id":"m3","parentId":"m2","timestamp":1,'
+        b'"message":{"role":"user","content":"b"}}',
+    ]
+    path = spelled(tmp_path / "s.jsonl", [ODD_LINES[odd], *rest])
+    tree = SessionTree.read(path)
+    first, second = tree.entries[0], tree.entries[1]
+    assert not is_deferred(first["message"]) and first["message"]["content"] == "a"
+    assert is_deferred(second["message"])  # our own spelling: deferred as usual
+    assert UsageTotals.of(tree.entries, path).counts["input"] == 3
+
+
+BROKEN_LINES = {
+    "not JSON": (
+        b'{"type":"message","id":"m1","parentId":null,"timestamp":1,'
+        b'"message":{"role":"user","content":[1,}}',
+        "not JSON",
+    ),
+    "an unknown role": (
+        b'{"type":"message","id":"m1","parentId":null,"timestamp":1,'
+        b'"message":{"role":"robot","content":"a"}}',
+        "known role",
+    ),
+    "no id": (
+        b'{"type":"message","id":"","parentId":null,"timestamp":1,'
+        b'"message":{"role":"user","content":"a"}}',
+        "no string 'id'",
+    ),
+}
+
+
+@pytest.mark.parametrize("broken", sorted(BROKEN_LINES))
+def test_a_broken_line_before_the_kept_entry_is_still_refused_at_open(
+    tmp_path: Path, broken: str
+) -> None:
+    line, said = BROKEN_LINES[broken]
+    rest = [
+        b'{"type":"message","id":"m2","parentId":"m1","timestamp":1,'
+        b'"message":{"role":"user","content":"b"}}',
+        b'{"type":"message","id":"m3","parentId":"m2","timestamp":1,'
+        b'"message":{"role":"user","content":"c"}}',
+    ]
+    path = spelled(tmp_path / "s.jsonl", [line, *rest])
+    with pytest.raises(SessionUnreadable) as refused:
+        SessionTree.read(path)
+    assert refused.value.where.startswith("line 2") and said in refused.value.problem
+
+
+async def test_a_compaction_further_back_than_the_search_defers_nothing(
+    log: SessionLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await compacted_session(log)
+    size = log.path.stat().st_size
+    tail = log.path.read_bytes()[-200:]
+    assert b'"compaction"' not in tail  # the two messages after it are longer than that
+    monkeypatch.setattr(tree_module, "LIVE_SEARCH", 200)
+    tree = SessionTree.read(log.path)
+    assert size > 200 and not any(is_deferred(e.get("message")) for e in tree.entries)
+    assert resume(log.path) == log.replay()
+
+
+async def test_the_whole_file_in_hand_defers_the_same_messages(log: SessionLog) -> None:
+    """``load`` (what repair reads) defers as ``read`` does, and the two agree."""
+    await compacted_session(log)
+    read = SessionTree.read(log.path)
+    loaded = SessionTree.load(log.path, log.path.read_bytes())
+    assert [is_deferred(e.get("message")) for e in loaded.entries] == [
+        is_deferred(e.get("message")) for e in read.entries
+    ]
+    messages = [e for e in loaded.entries if e["type"] == "message"]
+    assert messages_of(log.path, messages) == [
+        e["message"] for e in eager(log.path) if e["type"] == "message"
+    ]
