@@ -139,15 +139,21 @@ ODD_LINES = {
     b'"timestamp":"1","message":{"role":"user","content":"a"}}',
     "another writer's spacing": b'{"type":"message", "id":"m1", "parentId":null, '
     b'"timestamp":1, "message": {"role": "user", "content":"a"}}',
-    "the message not last": b'{"type":"message","id":"m1","parentId":null,'
-    b'"message":{"role":"user","content":"a"},"timestamp":1}',
     "the role not first": b'{"type":"message","id":"m1","parentId":null,'
     b'"timestamp":1,"message":{"content":"a","role":"user"}}',
 }
 
 
+PLAIN_LINE = (
+    b'{"type":"message","id":"m1","parentId":null,"timestamp":1,'
+    b'"message":{"role":"user","content":"a"}}'
+)
+
+
 @pytest.mark.parametrize("odd", sorted(ODD_LINES))
-def test_a_line_the_reader_cannot_vouch_for_is_read_at_once(tmp_path: Path, odd: str) -> None:
+def test_a_line_the_reader_cannot_vouch_for_has_every_line_read_at_once(
+    tmp_path: Path, odd: str
+) -> None:
     rest = [
         b'{"type":"message","id":"m2","parentId":"m1","timestamp":1,'
         b'"message":{"role":"assistant","content":[],"usage":{"input":3}}}',
@@ -156,10 +162,18 @@ def test_a_line_the_reader_cannot_vouch_for_is_read_at_once(tmp_path: Path, odd:
     ]
     path = spelled(tmp_path / "s.jsonl", [ODD_LINES[odd], *rest])
     tree = SessionTree.read(path)
-    first, second = tree.entries[0], tree.entries[1]
-    assert not is_deferred(first["message"]) and first["message"]["content"] == "a"
-    assert is_deferred(second["message"])  # our own spelling: deferred as usual
+    assert not any(is_deferred(e.get("message")) for e in tree.entries)
+    assert tree.entries[0]["message"]["content"] == "a"
+    assert [e["id"] for e in tree.entries] == ["m1", "m2", "m3", "k", "c"]
     assert UsageTotals.of(tree.entries, path).counts["input"] == 3
+    path.write_bytes(path.read_bytes().replace(ODD_LINES[odd], PLAIN_LINE))
+    assert [is_deferred(e.get("message")) for e in SessionTree.read(path).entries] == [
+        True,
+        True,
+        True,
+        False,
+        False,
+    ]  # the same file with that line as our writer spells it
 
 
 BROKEN_LINES = {

@@ -24,12 +24,12 @@ import operator
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any, NotRequired, Union, cast, get_args, get_origin, get_type_hints
 
 from crank.agent.messages import Message, Usage
 
 from . import jsonio
-from .entries import MESSAGE_LINE_PREFIX, MESSAGE_ROLES, Entry
+from .entries import ENTRY_FIELDS, MESSAGE_ROLES, Entry, EntryType
 from .errors import SessionUnreadable
 
 try:
@@ -41,25 +41,43 @@ _KIND = "message"
 _MESSAGE = operator.itemgetter("message")
 _ROLE_HEADS = tuple((f'{{"role":"{role}",'.encode(), role) for role in MESSAGE_ROLES)
 """How our writer begins each kind of message (``role`` first, then more keys)."""
+_HEAD = max(len(head) for head, _ in _ROLE_HEADS)
 
 if msgspec is not None:
 
-    class _MessageLine(msgspec.Struct, forbid_unknown_fields=True):
-        """A message line with exactly the keys our writer gives it, its message left
-        as its bytes (their JSON syntax checked all the same)."""
+    def _line_type(kind: EntryType, fields: type) -> type:
+        """A line of one kind of entry, exactly as our writer spells it (the envelope,
+        then the fields ``ENTRY_FIELDS`` names, nothing else), a message as its bytes."""
+        spelled: list[tuple[str, Any] | tuple[str, Any, Any]] = [
+            ("id", str),
+            ("parentId", str | None),
+            ("timestamp", int),
+        ]
+        optional = []
+        for name, hint in get_type_hints(fields, include_extras=True).items():
+            if kind == "message" and name == "message":
+                hint = msgspec.Raw
+            if get_origin(hint) is NotRequired:
+                optional.append((name, get_args(hint)[0] | msgspec.UnsetType, msgspec.UNSET))
+            else:
+                spelled.append((name, hint))
+        return msgspec.defstruct(
+            f"{kind}Line",
+            [*spelled, *optional],
+            tag_field="type",
+            tag=kind,
+            forbid_unknown_fields=True,
+        )
 
-        type: str
-        id: str
-        parentId: str | None
-        timestamp: int
-        message: msgspec.Raw
+    _LINE_TYPES = {kind: _line_type(kind, fields) for kind, fields in ENTRY_FIELDS.items()}
+    _MESSAGE_LINE: Any = _LINE_TYPES["message"]
+    _decode_zone = msgspec.json.Decoder(Union[tuple(_LINE_TYPES.values())]).decode_lines  # noqa: UP007
 
     class _Usage(msgspec.Struct):
         """An assistant message's ``usage``, the rest of it skipped."""
 
         usage: dict[str, Any]
 
-    _decode_line = msgspec.json.Decoder(_MessageLine).decode
     _decode_usage = msgspec.json.Decoder(_Usage).decode
 
 
@@ -82,36 +100,48 @@ _decoding = threading.Lock()
 one message object, the one every reader is given."""
 
 
-def parse_deferred(line: bytes | memoryview) -> Entry | None:
-    """A message line as an entry whose message is deferred, or None when this line
-    must be read eagerly (``entries.parse_entry``): not a message line as our writer
-    spells it, or one whose envelope or role this reader cannot vouch for."""
-    if msgspec is None or line[: len(MESSAGE_LINE_PREFIX)] != MESSAGE_LINE_PREFIX:
+def deferred_entries(zone: bytes) -> list[Entry] | None:
+    """The entries of the whole lines ``zone`` holds, their messages deferred, or None
+    when one of them is not as our writer spells it: then every line is read eagerly
+    (``entries.parse_entry``), which refuses a broken one by name. Decoded in one call:
+    line by line, the Python around each decode cost more than the decode."""
+    if msgspec is None:
         return None
-    if type(line) is memoryview:  # its own bytes: the message keeps this line, not a block
-        line = line.tobytes()
     try:
-        parsed = _decode_line(line)
-    except msgspec.DecodeError:  # a ValidationError too: the eager read names the fault
+        lines: list[Any] = _decode_zone(zone)
+    except msgspec.DecodeError:  # a ValidationError too
         return None
-    raw = parsed.message
-    # Our writer puts the message last: it begins this far into the line (elsewhere,
-    # no role is found there and the line is read eagerly).
-    role = _role_at(line, len(line) - len(raw) - 1)
-    if not parsed.id or role is None:
-        return None
-    return {
-        "type": _KIND,
-        "id": parsed.id,
-        "parentId": parsed.parentId,
-        "timestamp": parsed.timestamp,
-        "message": Deferred(raw, role),
-    }
+    entries: list[Entry] = []
+    append = entries.append
+    for line in lines:
+        if type(line) is _MESSAGE_LINE:
+            raw = line.message
+            role = _role(raw)
+            if role is None or not line.id:
+                return None
+            append(
+                {
+                    "type": _KIND,
+                    "id": line.id,
+                    "parentId": line.parentId,
+                    "timestamp": line.timestamp,
+                    "message": Deferred(raw, role),
+                }
+            )
+        else:  # the few others: as an eager read gives them, key for key
+            fields = msgspec.structs.asdict(line)
+            if not line.id:
+                return None
+            kind = line.__struct_config__.tag
+            append({"type": kind, **{k: v for k, v in fields.items() if v is not msgspec.UNSET}})
+    return entries
 
 
-def _role_at(line: bytes, start: int) -> str | None:
+def _role(raw: Any) -> str | None:
+    """The role our writer spells first, if it is one: a slice of the bytes, no decode."""
+    head = memoryview(raw)[:_HEAD].tobytes()
     for prefix, role in _ROLE_HEADS:
-        if line.startswith(prefix, start):
+        if head.startswith(prefix):
             return role
     return None
 
@@ -170,4 +200,11 @@ def reply_usage(path: Path, entry: Entry) -> Usage | dict[str, Any] | None:
     return message["usage"]
 
 
-__all__ = ["Deferred", "is_deferred", "message_of", "messages_of", "parse_deferred", "reply_usage"]
+__all__ = [
+    "Deferred",
+    "deferred_entries",
+    "is_deferred",
+    "message_of",
+    "messages_of",
+    "reply_usage",
+]

@@ -11,6 +11,7 @@ process and the file can never disagree.
 from __future__ import annotations
 
 import gc
+import itertools
 import os
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -18,7 +19,7 @@ from pathlib import Path
 from typing import IO
 
 from . import jsonio
-from .deferred import parse_deferred
+from .deferred import deferred_entries
 from .entries import Entry, Header, Shared, parse_entry, parse_header, split_lines
 from .errors import SessionUnreadable, TornSession
 
@@ -52,7 +53,13 @@ class SessionTree:
     def load(cls, path: Path, data: bytes) -> SessionTree:
         """Check and index a whole file given as bytes (``repair`` has them in hand)."""
         lines = split_lines(path, data)
-        return cls._from_lines(path, lines, _kept_by_compaction(data[-LIVE_SEARCH:]))
+        tail_start = max(0, len(data) - LIVE_SEARCH)
+        end = _deferred_zone_end(data[tail_start:], tail_start)
+        header_end = len(lines[0]) + 1
+        zone = deferred_entries(data[header_end:end]) if end and end > header_end else None
+        if zone:
+            lines = [lines[0], *lines[1 + len(zone) :]]
+        return cls._from_lines(path, lines, zone or [])
 
     @classmethod
     def read(cls, path: Path) -> SessionTree:
@@ -64,29 +71,36 @@ class SessionTree:
             size = os.fstat(file.fileno()).st_size
             if size == 0 or os.pread(file.fileno(), 1, size - 1) != b"\n":
                 return cls.load(path, file.read())  # refused by name in split_lines
-            start = max(0, size - LIVE_SEARCH)
-            kept = _kept_by_compaction(os.pread(file.fileno(), size - start, start))
-            return cls._from_lines(path, _complete_lines(path, file), kept)
+            tail_start = max(0, size - LIVE_SEARCH)
+            end = _deferred_zone_end(
+                os.pread(file.fileno(), size - tail_start, tail_start), tail_start
+            )
+            header = file.readline()
+            zone = None
+            if end is not None and end > len(header):
+                zone = deferred_entries(file.read(end - len(header)))
+                if zone is None:  # a line not as our writer spells it: all read at once
+                    file.seek(len(header))
+            lines = itertools.chain((header[:-1],), _complete_lines(path, file))
+            return cls._from_lines(path, lines, zone or [])
 
     @classmethod
     def _from_lines(
-        cls, path: Path, lines: Iterable[bytes | memoryview], deferred_until: str | None = None
+        cls, path: Path, lines: Iterable[bytes | memoryview], zone: list[Entry]
     ) -> SessionTree:
-        """The tree of a file's lines. Message lines before the entry ``deferred_until``
-        (the newest compaction's kept entry) have their messages deferred."""
+        """The tree of a file: its header line, the entries of its first lines already
+        read with their messages deferred (``zone``, maybe none), then its other lines."""
         lines = iter(lines)
         tree = cls(path, parse_header(path, next(lines)))
         shared = Shared()
         by_id, entries, others = tree.by_id, tree.entries, tree._others
         in_order = linear = True  # every parent seen before its child / just before it
         previous: str | None = None
-        deferring = deferred_until is not None
-        for number, line in enumerate(lines, start=2):
-            entry = parse_deferred(line) if deferring else None
-            if entry is None or entry["id"] == deferred_until:
-                entry = parse_entry(path, number, line, shared)
-                if entry["id"] == deferred_until:  # the model is shown it and what follows
-                    deferring = False
+        eager = (
+            parse_entry(path, number, line, shared)
+            for number, line in enumerate(lines, start=2 + len(zone))
+        )
+        for number, entry in enumerate(itertools.chain(zone, eager), start=2):
             entry_id, parent = entry["id"], entry["parentId"]
             if entry_id in by_id:
                 raise SessionUnreadable(
@@ -248,10 +262,12 @@ def _complete_lines(path: Path, file: IO[bytes]) -> Iterator[bytes | memoryview]
         raise TornSession(path, number + 1, sum(map(len, pieces)))
 
 
-def _kept_by_compaction(tail: bytes) -> str | None:
-    """The ``firstKeptId`` of the last compaction line in ``tail`` (the end of a file),
-    if a whole one is there. Only a guess of where eager reading pays: the reader
-    checks every line whatever it says, and replay finds the compaction itself."""
+def _deferred_zone_end(tail: bytes, tail_start: int) -> int | None:
+    """Where, in the file whose last bytes from ``tail_start`` are ``tail``, the line of
+    the newest compaction's kept entry begins, when both lines are in ``tail``: the
+    lines before it are what the model is no longer shown. Only a guess of where
+    deferring pays: every line is checked whatever it says, and replay finds the
+    compaction itself."""
     at = tail.rfind(_COMPACTION_LINE)
     end = tail.find(b"\n", at + 1)
     if at < 0 or end < 0:
@@ -261,7 +277,10 @@ def _kept_by_compaction(tail: bytes) -> str | None:
     except (ValueError, UnicodeDecodeError):
         return None  # the line is refused by name when its turn comes
     kept = record.get("firstKeptId") if isinstance(record, dict) else None
-    return kept if isinstance(kept, str) else None
+    if not isinstance(kept, str):
+        return None
+    line = tail.rfind(b'\n{"type":"message","id":' + jsonio.dumps_line(kept) + b",", 0, at)
+    return tail_start + line + 1 if line >= 0 else None
 
 
 @contextmanager
