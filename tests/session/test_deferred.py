@@ -220,9 +220,13 @@ async def test_a_compaction_further_back_than_the_search_defers_nothing(
     tail = log.path.read_bytes()[-200:]
     assert b'"compaction"' not in tail  # the two messages after it are longer than that
     monkeypatch.setattr(tree_module, "LIVE_SEARCH", 200)
+    monkeypatch.setattr(tree_module, "READ_BLOCK", 100)  # the first look, and the blocks
     tree = SessionTree.read(log.path)
     assert size > 200 and not any(is_deferred(e.get("message")) for e in tree.entries)
     assert resume(log.path) == log.replay()
+    monkeypatch.setattr(tree_module, "LIVE_SEARCH", size)  # the second, wider look finds it
+    deferred = [is_deferred(e.get("message")) for e in SessionTree.read(log.path).entries]
+    assert deferred.count(True) == 5 and resume(log.path) == log.replay()
 
 
 async def test_the_whole_file_in_hand_defers_the_same_messages(log: SessionLog) -> None:

@@ -65,16 +65,23 @@ class SessionTree:
     def read(cls, path: Path) -> SessionTree:
         """``load`` of the file at ``path``, read a line at a time: the file's bytes are
         never all held at once next to the entries parsed from them, so opening a long
-        session needs about the memory of its entries. A torn last line is refused
-        before any line is parsed, exactly as ``load`` refuses it."""
+        session needs about the memory of its entries. The lines before the newest
+        compaction's kept entry are the exception: read together and decoded in one go,
+        their bytes are what their deferred messages keep (``deferred.py``), about half
+        of what the decoded messages would take. A torn last line is refused before any
+        line is parsed, exactly as ``load`` refuses it."""
         with open(path, "rb") as file, _collector_paused():
             size = os.fstat(file.fileno()).st_size
             if size == 0 or os.pread(file.fileno(), 1, size - 1) != b"\n":
                 return cls.load(path, file.read())  # refused by name in split_lines
-            tail_start = max(0, size - LIVE_SEARCH)
-            end = _deferred_zone_end(
-                os.pread(file.fileno(), size - tail_start, tail_start), tail_start
-            )
+            end = None
+            for reach in (READ_BLOCK, LIVE_SEARCH):  # most live parts are in the last MiB
+                tail_start = max(0, size - reach)
+                tail = os.pread(file.fileno(), size - tail_start, tail_start)
+                end = _deferred_zone_end(tail, tail_start)
+                if end is not None or tail_start == 0:
+                    break
+            del tail
             header = file.readline()
             zone = None
             if end is not None and end > len(header):
