@@ -337,3 +337,42 @@ async def test_a_first_prompt_waits_for_no_disk_before_agent_start_and_is_saved_
         ]
     finally:
         await host.close()
+
+
+async def test_a_compacted_session_opens_with_every_reply_counted_and_old_ones_unread(
+    tmp_path: Path,
+) -> None:
+    """What the session used is summed over every reply in the file, the compacted ones
+    too, without decoding those (``crank/session/deferred.py``); the transcript is the
+    summary and what it kept."""
+    from crank.session.deferred import is_deferred
+
+    editor = RecordingEditor()
+    host = scripted_host(tmp_path, editor, [{"text": "resumed"}])
+    old = SessionLog.create(host.store.directory, str(host.root))
+    ids = []
+    for n in range(6):
+        ids.append(old.append_message_sync(user_message(f"ask {n}")))
+        reply = assistant_message([{"type": "text", "text": f"answer {n}"}])
+        reply["usage"] = {**reply["usage"], "input": 100 + n, "output": 10, "cost": 0.5}
+        ids.append(old.append_message_sync(reply))
+    old.append_sync(
+        "compaction", {"summary": "six asks", "firstKeptId": ids[-2], "tokensBefore": 9}
+    )
+    session_id = old.session_id
+    old.close()
+    await host.start()
+    try:
+        await host.open_session(session_id)
+        usage = host.state()["usage"]
+        assert (usage["input"], usage["output"], usage["cost"]) == (615, 60, 3.0)
+        log = host.session.log
+        assert log is not None
+        held = [e["message"] for e in log.tree.entries if e["type"] == "message"]
+        assert [is_deferred(m) for m in held] == [True] * 10 + [False] * 2
+        assert [m["content"] for m in host.harness.messages][1:] == [
+            "ask 5",
+            [{"type": "text", "text": "answer 5"}],
+        ]
+    finally:
+        await host.close()

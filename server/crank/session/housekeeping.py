@@ -87,7 +87,10 @@ class Housekeeper:
         *,
         summarizer: Model | None = None,
         notes: Notes | None = None,
+        totals: UsageTotals | None = None,
     ) -> None:
+        """``totals``: what the log's entries have used, when the caller summed them
+        already (off the event loop); else they are summed here."""
         self._log = log
         self._model = model
         self._summarizer = summarizer
@@ -100,7 +103,7 @@ class Housekeeper:
         )
         self._harness: Harness | None = None
         self._unsubscribe: Callable[[], None] | None = None
-        self._totals = UsageTotals.of(log.entries(), log.path)
+        self._totals = totals if totals is not None else UsageTotals.of(log.entries(), log.path)
         self._told_images: tuple[bool, bool] = (False, False)
         """Whether the user was told of images left out (the model, missing blobs)."""
 

@@ -35,16 +35,18 @@ from crank.session import (
     SessionStore,
 )
 from crank.session.log import Listener, new_session_id
+from crank.session.usage_totals import UsageTotals
 
 from .errors import NotActiveSession, RefusedWhileRunning, invalid_params
 from .sessions import tree_json
 
 
-def open_and_replay(path: Path) -> tuple[SessionLog, list[Message]]:
-    """Open a session for writing and read its transcript: file work, for a thread."""
+def open_and_replay(path: Path) -> tuple[SessionLog, list[Message], UsageTotals]:
+    """Open a session for writing, read its transcript and sum what it has used: file
+    work and passes over every entry, for a thread (not the event loop)."""
     opened = SessionLog.open(path)
     try:
-        return opened, opened.replay()
+        return opened, opened.replay(), UsageTotals.of(opened.entries(), opened.path)
     except BaseException:
         opened.close()
         raise
@@ -163,9 +165,9 @@ class SessionSlot:
             path = await anyio.to_thread.run_sync(self.store.newest)
             if path is None:
                 return None
-            opened, messages = await anyio.to_thread.run_sync(open_and_replay, path)
+            opened, messages, totals = await anyio.to_thread.run_sync(open_and_replay, path)
             self.harness.replace_messages(messages)
-            self._adopt(opened)
+            self._adopt(opened, totals)
         except (SessionError, OSError) as exc:
             return str(exc)
         return None
@@ -188,11 +190,11 @@ class SessionSlot:
         require_idle(self.harness, "opening a session")
         if self.log is not None and self.log.path == path:
             return False
-        opened, messages = await anyio.to_thread.run_sync(open_and_replay, path)  # off the loop
+        opened, messages, totals = await anyio.to_thread.run_sync(open_and_replay, path)
         if self.harness.is_running:  # a prompt won the race while the file was read
             opened.close()
             require_idle(self.harness, "opening a session")
-        self._adopt(opened)
+        self._adopt(opened, totals)
         self.harness.replace_messages(messages)
         return True
 
@@ -224,12 +226,14 @@ class SessionSlot:
         if self.log is not None:
             self.log.close()
 
-    def _adopt(self, new_log: SessionLog) -> None:
+    def _adopt(self, new_log: SessionLog, totals: UsageTotals | None = None) -> None:
+        """Make ``new_log`` the active one; ``totals``: what it has used, summed off the
+        event loop (a new log has used nothing)."""
         self._drop()
         self.log = new_log
         self._save = new_log.listener(self.harness.messages_after)
         self.session_id = new_log.session_id
-        self.keeper = Housekeeper(new_log, self.harness.model, self.context)
+        self.keeper = Housekeeper(new_log, self.harness.model, self.context, totals=totals)
         self.keeper.attach(self.harness)
 
     def _drop(self) -> None:
