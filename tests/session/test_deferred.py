@@ -237,6 +237,9 @@ async def test_the_whole_file_in_hand_defers_the_same_messages(log: SessionLog) 
     assert [is_deferred(e.get("message")) for e in loaded.entries] == [
         is_deferred(e.get("message")) for e in read.entries
     ]
+    assert loaded.entries == read.entries and any(
+        is_deferred(e.get("message")) for e in read.entries
+    )
     messages = [e for e in loaded.entries if e["type"] == "message"]
     assert messages_of(log.path, messages) == [
         e["message"] for e in eager(log.path) if e["type"] == "message"

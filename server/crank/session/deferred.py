@@ -92,7 +92,15 @@ class Deferred:
         self.role = role
 
     def __repr__(self) -> str:
-        return f"Deferred({self.role}, {len(memoryview(self.raw))} bytes)"
+        return f"Deferred({self.role}, {len(self.raw)} bytes)"
+
+    def __eq__(self, other: object) -> bool:
+        """The same bytes (two reads of one file hold equal entries)."""
+        if not isinstance(other, Deferred):
+            return NotImplemented
+        return bool(self.role == other.role and self.raw == other.raw)
+
+    __hash__ = None  # type: ignore[assignment]  # equal by content, and never a key
 
 
 _decoding = threading.Lock()
