@@ -5,17 +5,19 @@ outgrew its window many times only shows its model what came after its newest
 compaction: decoding the tens of thousands of messages before it was most of the time
 of the open and most of its memory (a decoded message is about twice its bytes). So
 ``SessionTree.read`` reads the lines before the newest compaction's kept entry with
-``parse_deferred``: the entry's envelope is decoded and checked (its type, id, parent and
-timestamp; the message's JSON syntax and its role, which our writer spells first), and
-its message is kept as its bytes (a ``Deferred``). Everything else is read as before.
+``deferred_entries``, all of them in one decode: each entry is checked strictly, as our
+writer spells it (its envelope, exactly the fields its kind names, the message's JSON
+syntax and its role, which our writer spells first), and a message is kept as its bytes
+(a ``Deferred``). Everything else is read as before.
 
-Who reads an entry's message goes through ``message_of``, which decodes a deferred one
-once (with ``jsonio.loads``, so the result is exactly what an eager read gives) and puts
-it in the entry in place of its bytes. Only the message is deferred, never a check that
-could refuse the file: a line this reader cannot vouch for (another writer's spelling,
-a key it does not know, a timestamp that is not an integer) is read eagerly, as before.
-Entries read from a file are never written again (the log only appends new ones), so a
-``Deferred`` never reaches an encoder.
+Who reads an entry's message goes through ``message_of`` (or ``messages_of``), which
+decodes a deferred one once (with ``jsonio.loads``, so the result is exactly what an
+eager read gives) and puts it in the entry in place of its bytes. Only the message is
+deferred, never a check that could refuse the file: if one of those lines is not as our
+writer spells it (another writer's spacing, a key it does not know, a timestamp that is
+not an integer), every line is read eagerly instead, as before. Entries read from a
+file are never written again (the log only appends new ones), so a ``Deferred`` never
+reaches an encoder.
 """
 
 from __future__ import annotations
