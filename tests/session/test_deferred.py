@@ -244,3 +244,28 @@ async def test_the_whole_file_in_hand_defers_the_same_messages(log: SessionLog) 
     assert messages_of(log.path, messages) == [
         e["message"] for e in eager(log.path) if e["type"] == "message"
     ]
+
+
+def test_the_whole_file_checks_still_name_a_line_of_the_deferred_part(tmp_path: Path) -> None:
+    """Duplicate ids and missing parents are found across the file, deferred part too,
+    and named at their own lines."""
+    twice = [
+        PLAIN_LINE,
+        b'{"type":"message","id":"m1","parentId":"m1","timestamp":1,'
+        b'"message":{"role":"user","content":"again"}}',
+        b'{"type":"message","id":"m3","parentId":"m1","timestamp":1,'
+        b'"message":{"role":"user","content":"c"}}',
+    ]
+    with pytest.raises(SessionUnreadable) as refused:
+        SessionTree.read(spelled(tmp_path / "twice.jsonl", twice))
+    assert refused.value.where == "line 3 (entry m1)" and "line 2 already" in refused.value.problem
+    orphan = [
+        PLAIN_LINE,
+        b'{"type":"message","id":"m2","parentId":"gone","timestamp":1,'
+        b'"message":{"role":"user","content":"b"}}',
+        b'{"type":"message","id":"m3","parentId":"m2","timestamp":1,'
+        b'"message":{"role":"user","content":"c"}}',
+    ]
+    with pytest.raises(SessionUnreadable) as refused:
+        SessionTree.read(spelled(tmp_path / "orphan.jsonl", orphan))
+    assert refused.value.where == "line 3 (entry m2)"
