@@ -81,17 +81,20 @@ if msgspec is not None:
         usage: dict[str, Any]
 
     _decode_usage = msgspec.json.Decoder(_Usage).decode
+    _decode_usages = msgspec.json.Decoder(_Usage).decode_lines
 
 
 class Deferred:
     """A message entry's message as the file spelled it: its JSON (``raw``, a
-    ``msgspec.Raw`` of the line, checked for syntax) and its ``role``."""
+    ``msgspec.Raw`` of the line, checked for syntax), its ``role`` and, for a reply,
+    its ``usage`` when that was read with the others (None: not read)."""
 
-    __slots__ = ("raw", "role")
+    __slots__ = ("raw", "role", "usage")
 
     def __init__(self, raw: Any, role: str) -> None:
         self.raw = raw
         self.role = role
+        self.usage: dict[str, Any] | None = None
 
     def __repr__(self) -> str:
         return f"Deferred({self.role}, {len(self.raw)} bytes)"
@@ -122,6 +125,7 @@ def deferred_entries(zone: bytes) -> list[Entry] | None:
     except msgspec.DecodeError:  # a ValidationError too
         return None
     entries: list[Entry] = []
+    replies: list[Deferred] = []
     append = entries.append
     for line in lines:
         if type(line) is _MESSAGE_LINE:
@@ -129,22 +133,40 @@ def deferred_entries(zone: bytes) -> list[Entry] | None:
             role = _role(raw)
             if role is None or not line.id:
                 return None
+            message = Deferred(raw, role)
             append(
                 {
                     "type": _KIND,
                     "id": line.id,
                     "parentId": line.parentId,
                     "timestamp": line.timestamp,
-                    "message": Deferred(raw, role),
+                    "message": message,
                 }
             )
+            if role == "assistant":
+                replies.append(message)
         else:  # the few others: as an eager read gives them, key for key
             fields = msgspec.structs.asdict(line)
             if not line.id:
                 return None
             kind = line.__struct_config__.tag
             append({"type": kind, **{k: v for k, v in fields.items() if v is not msgspec.UNSET}})
+    _read_usages(replies)
     return entries
+
+
+def _read_usages(replies: list[Deferred]) -> None:
+    """Every reply's ``usage``, the rest of each skipped, in one decode: the session's
+    totals are summed at every open. A reply with no usage object is left to
+    ``reply_usage``, which decodes it whole as an eager read would."""
+    if not replies:
+        return
+    try:
+        usages = _decode_usages(b"\n".join([reply.raw for reply in replies]))
+    except msgspec.DecodeError:
+        return
+    for reply, usage in zip(replies, usages, strict=True):
+        reply.usage = usage.usage
 
 
 def _role(raw: Any) -> str | None:
@@ -199,6 +221,8 @@ def reply_usage(path: Path, entry: Entry) -> Usage | dict[str, Any] | None:
     if type(held) is Deferred:
         if held.role != "assistant":
             return None
+        if held.usage is not None:
+            return held.usage
         try:
             usage: dict[str, Any] = _decode_usage(held.raw).usage
             return usage
