@@ -46,10 +46,18 @@ class UsageTotals:
         self._add_all((usage,))
 
     def _add_all(self, usages: list[Mapping[str, Any]] | tuple[Mapping[str, Any], ...]) -> None:
-        """One sum per count over all of them (a resumed file holds thousands)."""
-        for key in COUNTED:
-            self.counts[key] += sum(int(usage.get(key, 0)) for usage in usages)
-        self.cost += sum(float(usage.get("cost", 0.0)) for usage in usages)
+        """Each usage looked at once, all its counts together: a resumed file's replies
+        are scattered in memory, and a pass per count paid for every one five times."""
+        sums = [0, 0, 0, 0]
+        cost = 0.0
+        for usage in usages:
+            get = usage.get
+            for index, key in enumerate(COUNTED):
+                sums[index] += int(get(key, 0))
+            cost += float(get("cost", 0.0))
+        for key, total in zip(COUNTED, sums, strict=True):
+            self.counts[key] += total
+        self.cost += cost
 
 
 __all__ = ["UsageTotals"]
