@@ -10,6 +10,7 @@ process and the file can never disagree.
 
 from __future__ import annotations
 
+import functools
 import gc
 import itertools
 import os
@@ -103,11 +104,15 @@ class SessionTree:
         by_id, entries, others = tree.by_id, tree.entries, tree._others
         in_order = linear = True  # every parent seen before its child / just before it
         previous: str | None = None
-        eager = (
-            parse_entry(path, number, line, shared)
-            for number, line in enumerate(lines, start=2 + len(zone))
+        first = 2 + len(zone)  # the line of the first entry read eagerly
+        # map over a partial: the parse is called from C, with no Python frame between
+        eager = map(
+            functools.partial(parse_entry, path),
+            itertools.count(first),
+            lines,
+            itertools.repeat(shared),
         )
-        for number, entry in enumerate(itertools.chain(zone, eager), start=2):
+        for number, entry in enumerate(itertools.chain(zone, eager) if zone else eager, start=2):
             entry_id, parent = entry["id"], entry["parentId"]
             if entry_id in by_id:
                 raise SessionUnreadable(
