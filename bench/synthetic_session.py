@@ -44,11 +44,17 @@ COMPACT_EVERY = 1_000
 """With ``compacted``: one compaction per this many messages, about a 200k-token window
 of these messages, as a run that outgrew its window writes them."""
 KEPT = 200
-"""How many of the newest messages each compaction keeps."""
+"""About how many of the newest messages each compaction keeps (from a turn's start, as
+compaction cuts: every kept result has its call)."""
 
 
 def session_lines(
-    messages: int, megabytes: float, seed: int = 18, *, compacted: bool = False
+    messages: int,
+    megabytes: float,
+    seed: int = 18,
+    *,
+    compacted: bool = False,
+    session_id: str | None = None,
 ) -> list[bytes]:
     """The encoded lines (header first) of a session of ``messages`` message entries;
     ``compacted``: with a compaction entry every ``COMPACT_EVERY`` messages."""
@@ -58,10 +64,14 @@ def session_lines(
     escaped = len(json.dumps(unit)) / len(unit)  # newlines and non-ASCII grow when written
     output_chars = max(64, int(megabytes * 1e6 / results / escaped) - 400)
     body = unit * (output_chars // len(unit) + 2)
-    lines = [encode(make_header(f"bench-{messages}", "/bench/ws", "2026-01-01T00:00:00.000Z"))]
+    header = make_header(session_id or f"bench-{messages}", "/bench/ws", "2026-01-01T00:00:00.000Z")
+    lines = [encode(header)]
     parent: str | None = None
     pending: list[dict[str, Any]] = []
+    turns: list[int] = []  # the messages that begin a turn (no call before them unanswered)
     for n in range(messages):
+        if not pending:
+            turns.append(n)
         if n == 0 or (not pending and n % 40 == 0):
             message: dict[str, Any] = {
                 "role": "user",
@@ -109,7 +119,7 @@ def session_lines(
                 "parentId": parent,
                 "timestamp": n,
                 "summary": f"The fix so far, up to step {n}: " + "the menu handler. " * 40,
-                "firstKeptId": f"{n - KEPT:08x}",
+                "firstKeptId": f"{max(t for t in turns if t <= n - KEPT):08x}",
                 "tokensBefore": 190_000,
                 "usage": _usage(n),
             }
@@ -118,19 +128,17 @@ def session_lines(
     return lines
 
 
-def sized_lines(messages: int, megabytes: float, *, compacted: bool = False) -> list[bytes]:
+def sized_lines(messages: int, megabytes: float, **shape: Any) -> list[bytes]:
     """``session_lines`` with the outputs scaled so the file is about ``megabytes``."""
-    first = session_lines(messages, megabytes, compacted=compacted)
-    fixed = sum(map(len, session_lines(messages, 0.0, compacted=compacted)))  # not scaled
+    first = session_lines(messages, megabytes, **shape)
+    fixed = sum(map(len, session_lines(messages, 0.0, **shape)))  # what is not scaled
     grown = sum(map(len, first)) - fixed
     scale = (megabytes * 1e6 - fixed) / grown if grown > 0 else 1.0
-    if scale <= 0:
-        return first
-    return session_lines(messages, megabytes * scale, compacted=compacted)
+    return session_lines(messages, megabytes * scale, **shape) if scale > 0 else first
 
 
 def write_session(path: Path, messages: int, megabytes: float, *, compacted: bool = False) -> int:
-    """Write the session to ``path``; its size in bytes."""
-    data = b"".join(sized_lines(messages, megabytes, compacted=compacted))
+    """Write the session to ``path`` (its name the session's id); its size in bytes."""
+    data = b"".join(sized_lines(messages, megabytes, compacted=compacted, session_id=path.stem))
     path.write_bytes(data)
     return len(data)
