@@ -13,7 +13,14 @@ import pytest
 from crank.session import SessionLog, SessionUnreadable, resume
 from crank.session import tree as tree_module
 from crank.session.deferred import is_deferred, message_of, messages_of
-from crank.session.entries import Shared, encode, make_header, parse_entry, split_lines
+from crank.session.entries import (
+    ENTRY_FIELDS,
+    Shared,
+    encode,
+    make_header,
+    parse_entry,
+    split_lines,
+)
 from crank.session.recall import branch_messages, compacted_away
 from crank.session.tree import SessionTree
 from crank.session.usage_totals import UsageTotals
@@ -269,3 +276,40 @@ def test_the_whole_file_checks_still_name_a_line_of_the_deferred_part(tmp_path: 
     with pytest.raises(SessionUnreadable) as refused:
         SessionTree.read(spelled(tmp_path / "orphan.jsonl", orphan))
     assert refused.value.where == "line 3 (entry m2)"
+
+
+async def test_every_kind_of_entry_the_log_writes_reads_in_the_one_decode(
+    log: SessionLog,
+) -> None:
+    """The strict read is made from ``ENTRY_FIELDS``: an entry of every kind, written by
+    the log, is read there as an eager read gives it. Were a kind (or the envelope) to
+    gain a key the strict read does not know, every resume would silently go back to
+    reading everything at once: this fails instead."""
+    first = await log.append_message(ask("one"))
+    fields: dict[str, dict[str, Any]] = {
+        "branch": {},
+        "compaction": {"summary": "s", "firstKeptId": first, "tokensBefore": 1, "usage": {}},
+        "branchSummary": {"summary": "s", "fromId": None, "usage": {"input": 2}},
+        "modelChange": {"api": "openai", "modelId": "m"},
+        "label": {"targetId": first, "label": "start"},
+        "sessionInfo": {"name": "every kind"},
+        "fileChanges": {"runId": "r", "toolCallId": None, "files": [{"path": "a"}]},
+        "revert": {"runId": "r", "reverts": ["r"], "files": [], "reverted": [], "conflicts": []},
+        "keep": {"runId": "r", "paths": ["a"]},
+    }
+    assert set(fields) | {"message"} == set(ENTRY_FIELDS)
+    for kind, values in fields.items():
+        log.append_sync(kind, values)  # type: ignore[arg-type]
+    await log.append_message(say("two"))
+    kept = await log.append_message(ask("three"))
+    await log.append_compaction("summary", kept, 5)
+    tree = SessionTree.read(log.path)
+    assert [is_deferred(e.get("message")) for e in tree.entries[:12]] == [True] + [False] * 9 + [
+        True,
+        False,
+    ]
+    for held, expected in zip(tree.entries, eager(log.path), strict=True):
+        if held["type"] == "message":
+            assert message_of(tree.path, held) == expected["message"]
+        else:
+            assert held == expected
