@@ -151,6 +151,7 @@ def check_fields(kind: str, fields: Mapping[str, Any]) -> None:
 MESSAGE_ROLES = ("user", "assistant", "toolResult")
 MESSAGE_LINE_PREFIX = b'{"type":"message",'
 SESSION_INFO_LINE_PREFIX = b'{"type":"sessionInfo",'
+COMPACTION_LINE_PREFIX = b'{"type":"compaction",'
 
 Entry = dict[str, Any]
 Header = dict[str, Any]

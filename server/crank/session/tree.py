@@ -21,7 +21,16 @@ from typing import IO
 
 from . import jsonio
 from .deferred import deferred_entries
-from .entries import Entry, Header, Shared, parse_entry, parse_header, split_lines
+from .entries import (
+    COMPACTION_LINE_PREFIX,
+    MESSAGE_LINE_PREFIX,
+    Entry,
+    Header,
+    Shared,
+    parse_entry,
+    parse_header,
+    split_lines,
+)
 from .errors import SessionUnreadable, TornSession
 
 READ_BLOCK = 1024 * 1024
@@ -33,7 +42,7 @@ LIVE_SEARCH = 8 * READ_BLOCK
 entry is where eager reading starts (``deferred.py``). What a model is sent after a
 compaction fits its window, a few MiB at most; a compaction further back only means
 more is decoded at once, as if there were none."""
-_COMPACTION_LINE = b'\n{"type":"compaction",'
+_COMPACTION_LINE = b"\n" + COMPACTION_LINE_PREFIX
 
 
 class SessionTree:
@@ -291,7 +300,8 @@ def _deferred_zone_end(tail: bytes, tail_start: int) -> int | None:
     kept = record.get("firstKeptId") if isinstance(record, dict) else None
     if not isinstance(kept, str):
         return None
-    line = tail.rfind(b'\n{"type":"message","id":' + jsonio.dumps_line(kept) + b",", 0, at)
+    spelled = b"\n" + MESSAGE_LINE_PREFIX + b'"id":' + jsonio.dumps_line(kept) + b","
+    line = tail.rfind(spelled, 0, at)
     return tail_start + line + 1 if line >= 0 else None
 
 
