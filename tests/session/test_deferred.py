@@ -118,11 +118,16 @@ async def test_usage_is_counted_without_decoding_a_deferred_reply(log: SessionLo
     assert is_deferred(tree.entries[1]["message"])  # the first reply, still its bytes
 
 
+def line(entry_id: str, parent: str | None, message: bytes) -> bytes:
+    """A message line spelled as our writer spells it, with ``message`` as it is."""
+    spelled_parent = b"null" if parent is None else b'"' + parent.encode() + b'"'
+    head = b'{"type":"message","id":"' + entry_id.encode() + b'","parentId":' + spelled_parent
+    return head + b',"timestamp":1,"message":' + message + b"}"
+
+
 def spelled(path: Path, lines: list[bytes]) -> Path:
     """A file of a header, ``lines``, then a compaction keeping the last line's entry."""
-    kept = b'{"type":"message","id":"k","parentId":"m3","timestamp":1,"message":' + (
-        encode(ask("kept"))[:-1] + b"}"
-    )
+    kept = line("k", "m3", encode(ask("kept"))[:-1])
     compaction = encode(
         {
             "type": "compaction",
@@ -151,10 +156,7 @@ ODD_LINES = {
 }
 
 
-PLAIN_LINE = (
-    b'{"type":"message","id":"m1","parentId":null,"timestamp":1,'
-    b'"message":{"role":"user","content":"a"}}'
-)
+PLAIN_LINE = line("m1", None, b'{"role":"user","content":"a"}')
 
 
 @pytest.mark.parametrize("odd", sorted(ODD_LINES))
@@ -162,10 +164,8 @@ def test_a_line_the_reader_cannot_vouch_for_has_every_line_read_at_once(
     tmp_path: Path, odd: str
 ) -> None:
     rest = [
-        b'{"type":"message","id":"m2","parentId":"m1","timestamp":1,'
-        b'"message":{"role":"assistant","content":[],"usage":{"input":3}}}',
-        b'{"type":"message","id":"m3","parentId":"m2","timestamp":1,'
-        b'"message":{"role":"user","content":"b"}}',
+        line("m2", "m1", b'{"role":"assistant","content":[],"usage":{"input":3}}'),
+        line("m3", "m2", b'{"role":"user","content":"b"}'),
     ]
     path = spelled(tmp_path / "s.jsonl", [ODD_LINES[odd], *rest])
     tree = SessionTree.read(path)
@@ -185,18 +185,15 @@ def test_a_line_the_reader_cannot_vouch_for_has_every_line_read_at_once(
 
 BROKEN_LINES = {
     "not JSON": (
-        b'{"type":"message","id":"m1","parentId":null,"timestamp":1,'
-        b'"message":{"role":"user","content":[1,}}',
+        line("m1", None, b'{"role":"user","content":[1,}'),
         "not JSON",
     ),
     "an unknown role": (
-        b'{"type":"message","id":"m1","parentId":null,"timestamp":1,'
-        b'"message":{"role":"robot","content":"a"}}',
+        line("m1", None, b'{"role":"robot","content":"a"}'),
         "known role",
     ),
     "no id": (
-        b'{"type":"message","id":"","parentId":null,"timestamp":1,'
-        b'"message":{"role":"user","content":"a"}}',
+        line("", None, b'{"role":"user","content":"a"}'),
         "no string 'id'",
     ),
 }
@@ -206,14 +203,12 @@ BROKEN_LINES = {
 def test_a_broken_line_before_the_kept_entry_is_still_refused_at_open(
     tmp_path: Path, broken: str
 ) -> None:
-    line, said = BROKEN_LINES[broken]
+    bad, said = BROKEN_LINES[broken]
     rest = [
-        b'{"type":"message","id":"m2","parentId":"m1","timestamp":1,'
-        b'"message":{"role":"user","content":"b"}}',
-        b'{"type":"message","id":"m3","parentId":"m2","timestamp":1,'
-        b'"message":{"role":"user","content":"c"}}',
+        line("m2", "m1", b'{"role":"user","content":"b"}'),
+        line("m3", "m2", b'{"role":"user","content":"c"}'),
     ]
-    path = spelled(tmp_path / "s.jsonl", [line, *rest])
+    path = spelled(tmp_path / "s.jsonl", [bad, *rest])
     with pytest.raises(SessionUnreadable) as refused:
         SessionTree.read(path)
     assert refused.value.where.startswith("line 2") and said in refused.value.problem
@@ -258,20 +253,16 @@ def test_the_whole_file_checks_still_name_a_line_of_the_deferred_part(tmp_path: 
     and named at their own lines."""
     twice = [
         PLAIN_LINE,
-        b'{"type":"message","id":"m1","parentId":"m1","timestamp":1,'
-        b'"message":{"role":"user","content":"again"}}',
-        b'{"type":"message","id":"m3","parentId":"m1","timestamp":1,'
-        b'"message":{"role":"user","content":"c"}}',
+        line("m1", "m1", b'{"role":"user","content":"again"}'),
+        line("m3", "m1", b'{"role":"user","content":"c"}'),
     ]
     with pytest.raises(SessionUnreadable) as refused:
         SessionTree.read(spelled(tmp_path / "twice.jsonl", twice))
     assert refused.value.where == "line 3 (entry m1)" and "line 2 already" in refused.value.problem
     orphan = [
         PLAIN_LINE,
-        b'{"type":"message","id":"m2","parentId":"gone","timestamp":1,'
-        b'"message":{"role":"user","content":"b"}}',
-        b'{"type":"message","id":"m3","parentId":"m2","timestamp":1,'
-        b'"message":{"role":"user","content":"c"}}',
+        line("m2", "gone", b'{"role":"user","content":"b"}'),
+        line("m3", "m2", b'{"role":"user","content":"c"}'),
     ]
     with pytest.raises(SessionUnreadable) as refused:
         SessionTree.read(spelled(tmp_path / "orphan.jsonl", orphan))
