@@ -225,8 +225,11 @@ class RequestView:
     def _tail_start(self, view: Sequence[Message], keep_tokens: int, floor: int) -> int:
         """Where the newest ``keep_tokens`` of ``view`` begin (never before ``floor``),
         found by bisecting the view's running sizes instead of walking back through it:
-        the policies ask on every request of a long run."""
-        sums = self._policy_sizes.prefix_sums(view)
+        the policies ask on every request of a long run. A view the policies left as
+        it is was just measured as sent: its sums are taken from there, not summed
+        twice."""
+        sizes = self._running if self._running.measured(view) else self._policy_sizes
+        sums = sizes.prefix_sums(view)
         total = sums[-1] if sums else 0
         need = total - keep_tokens * self.calibration.chars_per_token
         position = bisect.bisect_left(sums, need) + 1 if need > 0 else 0
