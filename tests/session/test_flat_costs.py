@@ -251,6 +251,27 @@ async def test_the_work_of_a_turn_does_not_grow_with_the_run(tmp_path: Path, usa
     assert long <= short * 1.02, f"{short:.0f} lines a turn at 100 turns, {long:.0f} at 300"
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("usage", [True, False], ids=["with usage", "without usage"])
+async def test_the_work_of_a_trimmed_turn_does_not_grow_with_the_run(
+    tmp_path: Path, usage: bool
+) -> None:
+    """Under the ``trim`` policy a turn looks at the kept messages, never at the ones
+    left out (``TrimMemo`` keeps their note and call ids): before, every request looked
+    through all of them twice (a cut that parts no call from its result, the note's
+    count of turns), and the 300-turn run's last turns ran 2.1x the lines of the
+    100-turn run's. The kept tail is measured at another point of its sawtooth (it
+    grows until the boundary jumps), so the two counts differ by up to a tenth (2,081
+    and 2,296 lines with usage; 2,188 at 600 turns, 2,261 at 900)."""
+    short = await lines_per_turn_at_the_end(
+        100, tmp_path / "short", usage=usage, settings=TRIMMING, window=TRIM_WINDOW
+    )
+    long = await lines_per_turn_at_the_end(
+        300, tmp_path / "long", usage=usage, settings=TRIMMING, window=TRIM_WINDOW
+    )
+    assert long <= short * 1.2, f"{short:.0f} lines a turn at 100 turns, {long:.0f} at 300"
+
+
 @pytest.mark.parametrize("policy", ["default", "trim"])
 @pytest.mark.parametrize("usage", [True, False], ids=["with usage", "without usage"])
 async def test_what_a_turn_compares_does_not_grow_with_the_run(

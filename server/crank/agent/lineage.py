@@ -156,9 +156,9 @@ class SharedView(Sequence[Message]):
     ``length`` places then never change), and ``tail`` never changes: the view is as
     fixed as a frozen ``LineageList``, and memos keep it the same way (``kept``). Its
     first ``stable`` places are ``lineage``'s history. It equals a list (or another
-    view) holding the same messages; ``list(view)`` copies it once, at C speed, for a
-    caller that needs a list (a request's messages). Copied or pickled, it becomes a
-    plain list, as a ``LineageList`` does."""
+    view) holding the same messages; ``copied`` makes it a frozen ``LineageList``, list
+    to list, for a caller that needs a list (a request's messages). Copied or pickled,
+    it becomes a plain list, as a ``LineageList`` does."""
 
     __slots__ = ("_base", "_length", "_tail", "lineage", "stable")
 
@@ -208,7 +208,7 @@ class SharedView(Sequence[Message]):
         return itertools.chain(itertools.islice(self._base, self._length), self._tail)
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, SharedView | list | LineageList):
+        if isinstance(other, SharedView | list):
             return len(self) == len(other) and list(self) == list(other)
         return NotImplemented
 

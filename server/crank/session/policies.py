@@ -296,6 +296,8 @@ class _Trimmed:
     stable: int
     note: Message
     sent: Lineage
+    dropped: frozenset[str]
+    """The ids of the calls left out (``_can_cut`` asks whether a kept call shares one)."""
 
 
 class TrimMemo:
@@ -307,25 +309,34 @@ class TrimMemo:
         self._last: _Trimmed | None = None
 
     def apply_trim(self, view: Sequence[Message], boundary: int) -> Sequence[Message]:
-        sent = apply_trim(view, boundary)
-        if sent is view or not has_lineage(view):
-            return sent
-        assert isinstance(sent, list)  # trimmed: a new list, the note in it
+        """``apply_trim``. A view of the last one's lineage trimmed at the same boundary
+        leaves out the same messages: their note and call ids are the last ones, so
+        only the kept messages are looked at (what is left out grows with the run)."""
+        last = self._last
+        if not has_lineage(view):
+            return apply_trim(view, boundary)
         head = task_end(view)
-        note, last = sent[head], self._last
         stable = view.stable
         if (
             last is not None
             and last.view is view.lineage
             and (last.boundary, last.head) == (boundary, head)
             and boundary <= min(stable, last.stable)
-            and last.note == note
         ):
-            sent[head], lineage = last.note, last.sent
+            kept_ids = _call_ids(view[boundary:])
+            if not _turn_start(view, boundary) or kept_ids & last.dropped:
+                return view  # what ``apply_trim`` gives for a boundary it cannot cut at
+            sent: list[Message] = [*view[:head], last.note, *view[boundary:]]
+            lineage, dropped = last.sent, last.dropped
         else:
-            lineage = Lineage()
+            trimmed = apply_trim(view, boundary)
+            if trimmed is view:
+                return view
+            assert isinstance(trimmed, list)  # trimmed: a new list, the note in it
+            sent, lineage = trimmed, Lineage()
+            dropped = frozenset(_call_ids(view[head:boundary]))
         kept_places = head + 1 + stable - boundary if stable >= boundary else min(stable, head)
-        self._last = _Trimmed(view.lineage, boundary, head, stable, sent[head], lineage)
+        self._last = _Trimmed(view.lineage, boundary, head, stable, sent[head], lineage, dropped)
         return LineageList(sent, lineage, kept_places)
 
 
