@@ -6,10 +6,18 @@ from __future__ import annotations
 import copy
 import pickle
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from crank.agent.lineage import Lineage, LineageList, kept, known_shared, shared_prefix
+from crank.agent.lineage import (
+    Lineage,
+    LineageList,
+    SharedView,
+    kept,
+    known_shared,
+    shared_prefix,
+)
 from crank.agent.messages import Message, user_message
 
 POOL: list[Message] = [user_message(f"message {n}", n) for n in range(8)]
@@ -92,3 +100,41 @@ def test_a_copy_of_a_snapshot_is_a_plain_list_to_change() -> None:
         made.append(POOL[4])
     assert copy.deepcopy(snapshot)[0] is not POOL[0]
     assert len(snapshot) == 3
+
+
+@given(lists, st.integers(min_value=0, max_value=40), lists, st.integers(0, 40), lists)
+def test_a_shared_view_reads_as_the_list_it_stands_for(
+    base: list[Message], length: int, tail: list[Message], stable: int, grown: list[Message]
+) -> None:
+    """A ``SharedView`` is the first ``length`` of a list only appended to, then its
+    tail: every read (index, slice, iteration, a copy) is the list's, before and after
+    the list grows, and it vouches for its lineage as a frozen list does."""
+    length = min(length, len(base))
+    view = SharedView(base, length, tail, Lineage(), stable)
+    expected = base[:length] + tail
+    base.extend(grown)  # what its owner may do; the view does not change
+    assert list(view) == expected and len(view) == len(expected) and view == expected
+    for index in range(-len(expected), len(expected)):
+        assert view[index] is expected[index]
+    for start in range(-2, len(expected) + 2, 3):
+        for stop in range(-2, len(expected) + 2, 3):
+            assert view[start:stop] == expected[start:stop]
+    assert view[::2] == expected[::2]
+    copied = view.copied()
+    assert copied == expected and copied.is_frozen and copied.lineage is view.lineage
+    assert copied.stable == view.stable == min(stable, len(expected))
+    assert kept(view) is view and known_shared(view, copied) == view.stable
+    other = LineageList(expected, view.lineage, len(expected))
+    assert shared_prefix(view, other) == walked(list(view), other)
+
+
+def test_a_shared_view_refuses_more_than_its_list_holds_and_copies_to_a_list() -> None:
+    base = POOL[:3]
+    with pytest.raises(ValueError):
+        SharedView(base, 4, (), Lineage(), 0)
+    view = SharedView(base, 2, POOL[5:6], Lineage(), 2)
+    made = copy.copy(view)
+    assert type(made) is list and made == [POOL[0], POOL[1], POOL[5]]
+    assert pickle.loads(pickle.dumps(view)) == made
+    with pytest.raises(IndexError):
+        view[3]

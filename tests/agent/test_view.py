@@ -172,12 +172,20 @@ def test_a_growing_view_equals_a_full_repair_at_every_length(
 ) -> None:
     """Principle 5 for the incremental view: the record read a piece at a time (and
     sometimes replaced by another) gives exactly the full repair's view and counts."""
-    growing = GrowingView()
+    growing, sharing = GrowingView(), GrowingView()
     record = first + second
+    handed = []
     for length in [*range(len(record) + 1), *cuts]:
         prefix = record[: min(length, len(record))]
-        assert growing.repair(prefix) == repair_view(prefix)
+        expected = repair_view(prefix)
+        assert growing.repair(prefix) == expected
+        view, repairs = sharing.shared(prefix)
+        assert (list(view), repairs) == expected
+        handed.append((view, expected[0]))
     assert growing.repair(second) == repair_view(second)  # replaced, not extended
+    assert sharing.shared(second)[0] == repair_view(second)[0]
+    for view, expected_view in handed:  # a view shares storage, and never changes
+        assert list(view) == expected_view and len(view) == len(expected_view)
 
 
 def test_a_growing_view_repairs_only_what_was_added() -> None:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import statistics
 import sys
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from types import FrameType
 from typing import Any
@@ -83,7 +83,13 @@ class CountingModel:
     id = "counting"
     context_window = 10**9
 
-    def __init__(self, turns: int, counter: LineCounter | ComparedCounter, *, usage: bool) -> None:
+    def __init__(
+        self,
+        turns: int,
+        counter: LineCounter | ComparedCounter | CopiedCounter,
+        *,
+        usage: bool,
+    ) -> None:
         self.left = turns
         self.counter = counter
         self.usage = usage
@@ -133,6 +139,65 @@ class ComparedCounter:
         self._patch.undo()
 
 
+class CopiedCounter:
+    """Counts the copies of the whole view a turn makes (and passes over it: iterating a
+    ``SharedView``): each one touches every message's reference count, twice with the
+    freeing, which is what made the last tenth of a long run dearer per turn than the
+    first once the Python work was flat. Only copies of at least half the record count:
+    what the policies copy of their kept tail is bounded by tokens, not by the run.
+    What ``list()`` or a slice copies of a plain list is not seen; the request path's
+    lists are ``LineageList``s and ``SharedView``s, whose copies (and whole walks) are."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.lines = 0  # read by CountingModel at each request, as a line count is
+        self._patch = monkeypatch
+        self.record: Sequence[Message] = ()
+
+    def _note(self, count: int) -> None:
+        if count and count * 2 >= len(self.record):
+            self.lines += 1
+
+    def __enter__(self) -> CopiedCounter:
+        note = self._note
+        init, joined, copied, iterate = (
+            lineage.LineageList.__init__,
+            lineage.LineageList.joined.__func__,  # type: ignore[attr-defined]
+            lineage.SharedView.copied,
+            lineage.SharedView.__iter__,
+        )
+
+        def counted_init(self: Any, messages: Any, *args: Any, **kwargs: Any) -> None:
+            init(self, messages, *args, **kwargs)
+            note(len(self))
+
+        def counted_joined(cls: Any, head: Any, tail: Any, *args: Any) -> Any:
+            made = joined(cls, head, tail, *args)
+            note(len(made))
+            return made
+
+        def counted_copied(self: Any) -> Any:
+            note(len(self))
+            return copied(self)
+
+        def counted_iter(self: Any) -> Iterator[Message]:
+            passed = 0  # a walk that stops early (``task_end``) is not a pass
+            try:
+                for message in iterate(self):
+                    passed += 1
+                    yield message
+            finally:
+                note(passed)
+
+        self._patch.setattr(lineage.LineageList, "__init__", counted_init)
+        self._patch.setattr(lineage.LineageList, "joined", classmethod(counted_joined))
+        self._patch.setattr(lineage.SharedView, "copied", counted_copied)
+        self._patch.setattr(lineage.SharedView, "__iter__", counted_iter)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._patch.undo()
+
+
 CLEARING = ContextSettings(keep_recent_tokens=2_000)
 """A small kept size, so clearing has long been under way when the count is read."""
 TRIMMING = ContextSettings(keep_recent_tokens=2_000, policy="trim")
@@ -145,7 +210,7 @@ async def lines_per_turn_at_the_end(
     folder: Path,
     *,
     usage: bool,
-    counter: LineCounter | ComparedCounter | None = None,
+    counter: LineCounter | ComparedCounter | CopiedCounter | None = None,
     settings: ContextSettings = CLEARING,
     window: int | None = None,
 ) -> float:
@@ -165,6 +230,8 @@ async def lines_per_turn_at_the_end(
     )
     harness.subscribe(log.listener())
     keeper.attach(harness)
+    if isinstance(counter, CopiedCounter):
+        counter.record = harness.live_record
     with counter:
         await harness.prompt("go").wait()
     log.close()
@@ -182,6 +249,27 @@ async def test_the_work_of_a_turn_does_not_grow_with_the_run(tmp_path: Path, usa
     # Before the running totals, the 300-turn run's last turns ran about 2.5x the lines
     # of the 100-turn run's; a constant per-turn cost gives the same count.
     assert long <= short * 1.02, f"{short:.0f} lines a turn at 100 turns, {long:.0f} at 300"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("usage", [True, False], ids=["with usage", "without usage"])
+async def test_the_work_of_a_trimmed_turn_does_not_grow_with_the_run(
+    tmp_path: Path, usage: bool
+) -> None:
+    """Under the ``trim`` policy a turn looks at the kept messages, never at the ones
+    left out (``TrimMemo`` keeps their note and call ids): before, every request looked
+    through all of them twice (a cut that parts no call from its result, the note's
+    count of turns), and the 300-turn run's last turns ran 2.1x the lines of the
+    100-turn run's. The kept tail is measured at another point of its sawtooth (it
+    grows until the boundary jumps), so the two counts differ by up to a tenth (2,081
+    and 2,296 lines with usage; 2,188 at 600 turns, 2,261 at 900)."""
+    short = await lines_per_turn_at_the_end(
+        100, tmp_path / "short", usage=usage, settings=TRIMMING, window=TRIM_WINDOW
+    )
+    long = await lines_per_turn_at_the_end(
+        300, tmp_path / "long", usage=usage, settings=TRIMMING, window=TRIM_WINDOW
+    )
+    assert long <= short * 1.2, f"{short:.0f} lines a turn at 100 turns, {long:.0f} at 300"
 
 
 @pytest.mark.parametrize("policy", ["default", "trim"])
@@ -210,3 +298,26 @@ async def test_what_a_turn_compares_does_not_grow_with_the_run(
         )
     short, long = counts
     assert long == short, f"{short} messages compared a turn at 100 turns, {long} at 300"
+
+
+@pytest.mark.parametrize("policy", ["default", "trim"])
+@pytest.mark.parametrize("usage", [True, False], ids=["with usage", "without usage"])
+async def test_a_turn_copies_the_view_once(
+    tmp_path: Path, usage: bool, policy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The one copy of the view a turn makes is the request's own list; the estimates
+    (before the request, and the context meter after each reply) read the view where it
+    lies (``SharedView``), clearing or trimming under way included. Before, the meter
+    and the request each repaired into a copy of the whole view: two a turn. Trimmed,
+    what is sent is under half the record, and even its one copy does not count."""
+    settings, window = (TRIMMING, TRIM_WINDOW) if policy == "trim" else (CLEARING, None)
+    expected = 0 if policy == "trim" else 1
+    copies = await lines_per_turn_at_the_end(
+        300,
+        tmp_path,
+        usage=usage,
+        counter=CopiedCounter(monkeypatch),
+        settings=settings,
+        window=window,
+    )
+    assert copies == expected, f"{copies} copies of the whole view a turn"

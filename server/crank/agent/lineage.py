@@ -13,6 +13,10 @@ the request path builds carry where they come from:
   hold that history's messages (the same objects). Two lists of the same lineage
   therefore share at least the shorter of their stable parts, with nothing looked at.
 
+- a ``SharedView`` is the same promise without a copy: the first places of a list its
+  owner only ever appends to (a repaired view's history), then a short tail of its own.
+  Handing out a view costs what its tail holds, not the transcript's length.
+
 ``shared_prefix`` starts from that and compares only the rest (the few messages of the
 newest turn), so the usual question costs the same at turn 4,000 as at turn 10. A list
 that carries no lineage is compared as before: the answer is the same either way, only
@@ -23,8 +27,9 @@ gets a new lineage whenever it is changed otherwise.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import Any, Self, SupportsIndex
+import itertools
+from collections.abc import Iterable, Iterator, Sequence
+from typing import Any, Self, SupportsIndex, TypeGuard, overload
 
 from .messages import Message
 
@@ -143,27 +148,120 @@ class LineageList(list[Message]):
         return super().__imul__(count)
 
 
+class SharedView(Sequence[Message]):
+    """The first ``length`` messages of ``base``, then ``tail``: a read-only sequence
+    that shares the storage of a list instead of copying it.
+
+    ``base`` must only ever be appended to while any view of it lives (its first
+    ``length`` places then never change), and ``tail`` never changes: the view is as
+    fixed as a frozen ``LineageList``, and memos keep it the same way (``kept``). Its
+    first ``stable`` places are ``lineage``'s history. It equals a list (or another
+    view) holding the same messages; ``copied`` makes it a frozen ``LineageList``, list
+    to list, for a caller that needs a list (a request's messages). Copied or pickled,
+    it becomes a plain list, as a ``LineageList`` does."""
+
+    __slots__ = ("_base", "_length", "_tail", "lineage", "stable")
+
+    def __init__(
+        self,
+        base: list[Message],
+        length: int,
+        tail: Sequence[Message],
+        lineage: Lineage,
+        stable: int,
+    ) -> None:
+        if not 0 <= length <= len(base):
+            raise ValueError(f"a view of {length} messages of a list of {len(base)}")
+        self._base = base
+        self._length = length
+        self._tail = tuple(tail)
+        self.lineage = lineage
+        self.stable = min(stable, length + len(self._tail))
+
+    def __len__(self) -> int:
+        return self._length + len(self._tail)
+
+    @overload
+    def __getitem__(self, index: int) -> Message: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[Message]: ...
+    def __getitem__(self, index: int | slice) -> Message | list[Message]:
+        length = self._length
+        if isinstance(index, slice):
+            start, stop, step = index.indices(len(self))
+            if step != 1:
+                return list(self)[index]
+            if stop <= length:
+                return self._base[start:stop]
+            if start >= length:
+                return list(self._tail[start - length : stop - length])
+            return [*self._base[start:length], *self._tail[: stop - length]]
+        if index < 0:
+            index += len(self)
+        if 0 <= index < length:
+            return self._base[index]
+        if length <= index < len(self):
+            return self._tail[index - length]
+        raise IndexError("view index out of range")
+
+    def __iter__(self) -> Iterator[Message]:
+        return itertools.chain(itertools.islice(self._base, self._length), self._tail)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, SharedView | list):
+            return len(self) == len(other) and list(self) == list(other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # equal to lists, which have none
+
+    @property
+    def is_frozen(self) -> bool:
+        return True
+
+    def frozen(self) -> SharedView:
+        return self
+
+    def copied(self) -> LineageList:
+        """The same messages as a frozen ``LineageList`` of the same lineage: one copy,
+        list to list (iterating the view instead costs several times as much)."""
+        copy = LineageList((), self.lineage)
+        list.extend(copy, self._base)
+        list.__delitem__(copy, slice(self._length, None))
+        list.extend(copy, self._tail)
+        copy._stable = self.stable
+        return copy
+
+    def __reduce_ex__(
+        self, protocol: SupportsIndex
+    ) -> tuple[type[list[Message]], tuple[list[Message]]]:
+        return list, (list(self),)
+
+    def __repr__(self) -> str:
+        return f"SharedView({list(self)!r})"
+
+
+def has_lineage(messages: Sequence[Message]) -> TypeGuard[LineageList | SharedView]:
+    """``messages`` carries a lineage (a ``LineageList`` or a ``SharedView``)."""
+    return isinstance(messages, LineageList | SharedView)
+
+
 def kept(messages: Sequence[Message]) -> Sequence[Message]:
-    """``messages`` as a memo may keep it to compare against later: a frozen list of a
-    lineage as it is (no copy), anything else copied (a caller may change its list)."""
-    if isinstance(messages, LineageList):
+    """``messages`` as a memo may keep it to compare against later: a frozen list or a
+    view of a lineage as it is (no copy), anything else copied (a caller may change its
+    list)."""
+    if has_lineage(messages):
         return messages.frozen()
     return list(messages)
 
 
 def same_lineage(messages: Sequence[Message], before: Sequence[Message]) -> bool:
     """Both lists carry a lineage, and it is the same one."""
-    return (
-        isinstance(messages, LineageList)
-        and isinstance(before, LineageList)
-        and messages.lineage is before.lineage
-    )
+    return has_lineage(messages) and has_lineage(before) and messages.lineage is before.lineage
 
 
 def known_shared(messages: Sequence[Message], before: Sequence[Message]) -> int:
     """How many leading messages the two lists are known to share without looking."""
-    if same_lineage(messages, before):
-        assert isinstance(messages, LineageList) and isinstance(before, LineageList)
+    if has_lineage(messages) and has_lineage(before) and messages.lineage is before.lineage:
         return min(messages.stable, before.stable)
     return 0
 
@@ -203,6 +301,8 @@ __all__ = [
     "FrozenError",
     "Lineage",
     "LineageList",
+    "SharedView",
+    "has_lineage",
     "kept",
     "known_shared",
     "same_lineage",

@@ -14,7 +14,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
-from .lineage import Lineage, LineageList
+from .lineage import Lineage, LineageList, SharedView
 from .messages import (
     Message,
     ToolCallBlock,
@@ -206,10 +206,13 @@ class GrowingView:
     every result its call: the view of such a prefix is final, whatever comes after
     it, as long as no later call reuses one of its call ids (then, and whenever the
     record was replaced rather than extended, the whole record is repaired again).
-    The views handed out are ``LineageList``s: up to the clean point they are one
-    history, which grows as the clean point moves and starts over when the whole record
-    is repaired again, so what reads them next learns what they share without looking.
-    Tested against ``repair_view`` property-style (tests/agent/test_view.py)."""
+    The views handed out carry a lineage: up to the clean point they are one history,
+    which grows as the clean point moves and starts over when the whole record is
+    repaired again, so what reads them next learns what they share without looking.
+    ``shared`` hands out ``SharedView``s over that history's own list (no copy: a turn
+    costs what it added, whatever the transcript's length); ``repair`` copies one into
+    a frozen ``LineageList``. Tested against ``repair_view`` property-style
+    (tests/agent/test_view.py)."""
 
     def __init__(self) -> None:
         self._reset()
@@ -218,13 +221,21 @@ class GrowingView:
         self._clean = 0
         self._last: Message | None = None
         self._view: list[Message] = []
-        """The final view of the record up to the clean point, only appended to."""
+        """The final view of the record up to the clean point, only appended to (the
+        views handed out share it): a reset starts a new list, never clears this one."""
         self._calls: set[str] = set()
         self._repairs = Repairs()
         self._lineage = Lineage()
         self._record_lineage: Lineage | None = None
 
     def repair(self, record: Sequence[Message]) -> tuple[LineageList, Repairs]:
+        """``repair_view(record)`` as a frozen ``LineageList`` (a copy of ``shared``'s)."""
+        view, repairs = self.shared(record)
+        return view.copied(), repairs
+
+    def shared(self, record: Sequence[Message]) -> tuple[SharedView, Repairs]:
+        """``repair_view(record)``, as a view over the clean history's own list and the
+        tail repaired past it: nothing before the clean point is copied."""
         start = self._clean
         lineage = record.lineage if isinstance(record, LineageList) else None
         if start and (
@@ -252,15 +263,15 @@ class GrowingView:
             self._repairs.empty_replies + tail_repairs.empty_replies,
         )
         clean = bool(tail) and _is_clean(tail, self._calls)
-        final = len(self._view)  # empty unless there is a clean point (start > 0)
-        stable = final + len(tail_view) if clean else final
-        view = LineageList.joined(self._view, tail_view, self._lineage, stable)
         if clean:
             self._clean, self._last = len(record), record[-1]
-            self._view.extend(tail_view)
+            self._view.extend(tail_view)  # only appended to: earlier views still hold
             self._repairs = repairs
             self._calls |= tail_calls | _call_ids(tail_view)  # renamed ids are taken too
-        return view, repairs
+            final, tail_view = len(self._view), []
+        else:
+            final = len(self._view)  # empty unless there is a clean point (start > 0)
+        return SharedView(self._view, final, tail_view, self._lineage, final), repairs
 
 
 def _call_ids(messages: Sequence[Message]) -> set[str]:

@@ -109,8 +109,12 @@ class RunningSize:
         self._source: Sequence[Message] | None = None
         """The list last measured (lists handed here are not changed afterwards)."""
 
+    def measured(self, messages: Sequence[Message]) -> bool:
+        """``messages`` is the list measured last, as it stands: asking costs nothing."""
+        return messages is self._source and len(messages) == len(self._messages)
+
     def _sync(self, messages: Sequence[Message]) -> None:
-        if messages is self._source and len(messages) == len(self._messages):
+        if self.measured(messages):
             return  # asked again about the same list (several times a request)
         same = shared_prefix(messages, self._messages)
         del self._sums[same:], self._anchors[same:]

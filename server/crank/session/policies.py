@@ -26,10 +26,18 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-from crank.agent.lineage import Lineage, LineageList, kept, same_lineage, shared_prefix
+from crank.agent.lineage import (
+    Lineage,
+    LineageList,
+    SharedView,
+    has_lineage,
+    kept,
+    same_lineage,
+    shared_prefix,
+)
 from crank.agent.messages import Message, ToolResultMessage, tool_calls
 
 MIN_CLEAR_CHARS = 600
@@ -146,7 +154,10 @@ TailStart = Callable[[Sequence[Message], int, int], int]
 class _Cleared:
     view: Sequence[Message]
     boundary: int
-    sent: list[Message]
+    head: list[Message]
+    """The view's first ``boundary`` messages as sent (the notes in place of results)."""
+    lineage: Lineage | None
+    """What was sent's lineage (None for a plain list)."""
 
 
 class PolicyMemo:
@@ -158,16 +169,18 @@ class PolicyMemo:
     What it sends keeps the lineage of the view it was handed (lineage.py): a view
     cleared at the same boundary as the last, of the same lineage, continues the last
     one's history (the same notes, the same messages after them); a new boundary, or a
-    view of another lineage, starts a new one. A plain list gives a plain list."""
+    view of another lineage, starts a new one. It is a ``SharedView`` over the cleared
+    head (built once per boundary) and the view's messages after it, so a request
+    copies only those; a plain list gives a plain list."""
 
     def __init__(self) -> None:
         self._cleared: _Cleared | None = None
 
-    def apply_clearing(self, view: Sequence[Message], boundary: int) -> list[Message]:
+    def apply_clearing(self, view: Sequence[Message], boundary: int) -> Sequence[Message]:
         """``apply_clearing``, reusing the notes of the last view cleared at the same
         boundary when the view still starts with the same messages up to it."""
         if boundary <= 0:  # nothing to clear: the view itself, lineage and all
-            return view if isinstance(view, LineageList) else list(view)
+            return view if has_lineage(view) else list(view)
         last = self._cleared
         lineage = None
         if (
@@ -175,14 +188,18 @@ class PolicyMemo:
             and last.boundary == boundary
             and shared_prefix(view, last.view) >= boundary
         ):
-            sent = [*last.sent[:boundary], *view[boundary:]]
-            if isinstance(last.sent, LineageList) and same_lineage(view, last.view):
-                lineage = last.sent.lineage
+            head = last.head
+            if same_lineage(view, last.view):
+                lineage = last.lineage
         else:
-            sent = apply_clearing(view, boundary)
-        if isinstance(view, LineageList):
-            sent = LineageList(sent, lineage or Lineage(), view.stable)
-        self._cleared = _Cleared(kept(view), boundary, sent)
+            head = apply_clearing(view[:boundary], boundary)
+        sent: Sequence[Message]
+        if has_lineage(view):
+            lineage = lineage or Lineage()
+            sent = SharedView(head, len(head), view[boundary:], lineage, view.stable)
+        else:
+            sent = [*head, *view[boundary:]]
+        self._cleared = _Cleared(kept(view), boundary, head, lineage)
         return sent
 
 
@@ -196,7 +213,7 @@ def clear_old_results(
     size: Callable[[Message], int],
     memo: PolicyMemo | None = None,
     tail_start: TailStart | None = None,
-) -> tuple[list[Message], ClearState]:
+) -> tuple[Sequence[Message], ClearState]:
     """Clear as far as ``state`` says; if the request is still over ``limit``, move the
     boundary so that only about ``keep_tokens`` of the newest messages are untouched.
     ``memo`` only saves work; ``tail_start`` measures the untouched tail (by default
@@ -217,7 +234,8 @@ def clear_old_results(
         # moving would change nothing sent, only the cache's prefix
         if boundary <= start:
             return sent, state
-        return sent, replace(state, clean=boundary, clean_last=view[boundary - 1])
+        # built directly: ``dataclasses.replace`` cost a turn more than the check itself
+        return sent, ClearState(state.boundary, boundary, view[boundary - 1])
     return clearing(view, boundary), ClearState(boundary)
 
 
@@ -251,13 +269,13 @@ def _can_cut(view: Sequence[Message], head: int, position: int) -> bool:
     )
 
 
-def apply_trim(view: Sequence[Message], boundary: int) -> list[Message]:
+def apply_trim(view: Sequence[Message], boundary: int) -> Sequence[Message]:
     """``view`` without the messages between the task and ``boundary``, and one note
     standing for them. A boundary that is not a turn start of this view (the view was
     replaced, say by a branch) trims nothing."""
     head = task_end(view)
     if boundary <= head or not _can_cut(view, head, boundary):
-        return view if isinstance(view, LineageList) else list(view)
+        return view if has_lineage(view) else list(view)
     dropped = view[head:boundary]
     turns = sum(1 for message in dropped if message["role"] == "assistant")
     note: Message = {
@@ -278,6 +296,8 @@ class _Trimmed:
     stable: int
     note: Message
     sent: Lineage
+    dropped: frozenset[str]
+    """The ids of the calls left out (``_can_cut`` asks whether a kept call shares one)."""
 
 
 class TrimMemo:
@@ -288,25 +308,35 @@ class TrimMemo:
     def __init__(self) -> None:
         self._last: _Trimmed | None = None
 
-    def apply_trim(self, view: Sequence[Message], boundary: int) -> list[Message]:
-        sent = apply_trim(view, boundary)
-        if sent is view or not isinstance(view, LineageList):
-            return sent
+    def apply_trim(self, view: Sequence[Message], boundary: int) -> Sequence[Message]:
+        """``apply_trim``. A view of the last one's lineage trimmed at the same boundary
+        leaves out the same messages: their note and call ids are the last ones, so
+        only the kept messages are looked at (what is left out grows with the run)."""
+        last = self._last
+        if not has_lineage(view):
+            return apply_trim(view, boundary)
         head = task_end(view)
-        note, last = sent[head], self._last
         stable = view.stable
         if (
             last is not None
             and last.view is view.lineage
             and (last.boundary, last.head) == (boundary, head)
             and boundary <= min(stable, last.stable)
-            and last.note == note
         ):
-            sent[head], lineage = last.note, last.sent
+            kept_ids = _call_ids(view[boundary:])
+            if not _turn_start(view, boundary) or kept_ids & last.dropped:
+                return view  # what ``apply_trim`` gives for a boundary it cannot cut at
+            sent: list[Message] = [*view[:head], last.note, *view[boundary:]]
+            lineage, dropped = last.sent, last.dropped
         else:
-            lineage = Lineage()
+            trimmed = apply_trim(view, boundary)
+            if trimmed is view:
+                return view
+            assert isinstance(trimmed, list)  # trimmed: a new list, the note in it
+            sent, lineage = trimmed, Lineage()
+            dropped = frozenset(_call_ids(view[head:boundary]))
         kept_places = head + 1 + stable - boundary if stable >= boundary else min(stable, head)
-        self._last = _Trimmed(view.lineage, boundary, head, stable, sent[head], lineage)
+        self._last = _Trimmed(view.lineage, boundary, head, stable, sent[head], lineage, dropped)
         return LineageList(sent, lineage, kept_places)
 
 
@@ -320,7 +350,7 @@ def trim_old_turns(
     size: Callable[[Message], int],
     tail_start: TailStart | None = None,
     memo: TrimMemo | None = None,
-) -> tuple[list[Message], TrimState]:
+) -> tuple[Sequence[Message], TrimState]:
     """Trim as far as ``state`` says; if the request is still over ``limit``, move the
     boundary to the first turn start that leaves about ``keep_tokens`` of the newest
     messages (always at least the newest turn); ``tail_start`` as for clearing, ``memo``

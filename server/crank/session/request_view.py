@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from crank.agent.images import ImageResolver, Resolved
+from crank.agent.lineage import SharedView
 from crank.agent.loop import RunPrompt
 from crank.agent.messages import Message, now_ms
 from crank.agent.model import ModelRequest, ToolSpec
@@ -59,7 +60,7 @@ class _SentMemo:
     key: tuple[int, int, int, ClearState, TrimState, float]
     last: Message | None
     repairs: Repairs
-    sent: list[Message]
+    sent: Sequence[Message]
     clear: ClearState
     trim: TrimState
 
@@ -147,7 +148,7 @@ class RequestView:
 
     def _sent(
         self, record: Sequence[Message], fixed: int, *, sending: bool = False
-    ) -> tuple[list[Message], ClearState, TrimState]:
+    ) -> tuple[Sequence[Message], ClearState, TrimState]:
         """What a request would send now. Only a request being sent, or an estimate at
         rest (``sending``), updates ``repairs``: an estimate taken while a reply's calls
         are still running would report their pending results as repaired, every turn.
@@ -168,7 +169,7 @@ class RequestView:
         if memo is not None and memo.key == key and memo.last is last:
             repairs, sent, state, trim = memo.repairs, memo.sent, memo.clear, memo.trim
         else:
-            view, repairs = self._view.repair(record)
+            view, repairs = self._view.shared(record)  # no copy of the transcript
             trimmed, trim = self._trim_turns(view, fixed)
             sent, state = self._clear_results(trimmed, fixed)
             self._last_sent = _SentMemo(key, last, repairs, sent, state, trim)
@@ -187,8 +188,8 @@ class RequestView:
         return tokens
 
     def _trim_turns(
-        self, view: list[Message], fixed: int, *, keep: int | None = None
-    ) -> tuple[list[Message], TrimState]:
+        self, view: Sequence[Message], fixed: int, *, keep: int | None = None
+    ) -> tuple[Sequence[Message], TrimState]:
         """The ``trim`` policy: past the threshold, the oldest turns after the task go,
         down to about the kept size (``keep``, when recovering from an overflow)."""
         if not self.policy.trim:
@@ -204,7 +205,9 @@ class RequestView:
             memo=self._trim_memo,
         )
 
-    def _clear_results(self, view: list[Message], fixed: int) -> tuple[list[Message], ClearState]:
+    def _clear_results(
+        self, view: Sequence[Message], fixed: int
+    ) -> tuple[Sequence[Message], ClearState]:
         if not self.policy.clear:
             return view, self._clear
         clear_at = self._window.clear_at()
@@ -222,8 +225,11 @@ class RequestView:
     def _tail_start(self, view: Sequence[Message], keep_tokens: int, floor: int) -> int:
         """Where the newest ``keep_tokens`` of ``view`` begin (never before ``floor``),
         found by bisecting the view's running sizes instead of walking back through it:
-        the policies ask on every request of a long run."""
-        sums = self._policy_sizes.prefix_sums(view)
+        the policies ask on every request of a long run. A view the policies left as
+        it is was just measured as sent: its sums are taken from there, not summed
+        twice."""
+        sizes = self._running if self._running.measured(view) else self._policy_sizes
+        sums = sizes.prefix_sums(view)
         total = sums[-1] if sums else 0
         need = total - keep_tokens * self.calibration.chars_per_token
         position = bisect.bisect_left(sums, need) + 1 if need > 0 else 0
@@ -254,7 +260,10 @@ class RequestView:
         self._clear, self._trim = state, trim  # equal or not: it carries the clearing memo
         marks = cache_marks(sent) if self.policy.cache else ()
         tools = list(prompt.tools)
-        resolved = self._images.resolve(sent, self._log.load_image, accepts_images)
+        # The request's own list: the one copy of the view a turn makes (the meter and
+        # the estimates read the view where it lies).
+        listed = sent.copied() if isinstance(sent, SharedView) else sent
+        resolved = self._images.resolve(listed, self._log.load_image, accepts_images)
         request = ModelRequest(
             system=system, messages=resolved.messages, tools=tools, cache_marks=marks
         )
@@ -283,7 +292,7 @@ class RequestView:
     def trim_harder(self, record: Sequence[Message], prompt: RunPrompt) -> bool:
         """Move the trim boundary so only about half the kept size is sent (after a
         refusal for length under the ``trim`` policy). True if it moved."""
-        view, _ = self._view.repair(record)
+        view, _ = self._view.shared(record)
         keep = max(1, self._window.keep_tokens() // 2)
         _, trim = self._trim_turns(view, self._fixed_of(prompt), keep=keep)
         if trim == self._trim:
