@@ -113,9 +113,10 @@ def session_lines(
         lines.append(encode(entry | {"message": message}))
         parent = entry_id
         if compacted and n % COMPACT_EVERY == COMPACT_EVERY - 1 and not pending:
+            compaction_id = f"c{n:07x}"
             compaction = {
                 "type": "compaction",
-                "id": f"c{n:07x}",
+                "id": compaction_id,
                 "parentId": parent,
                 "timestamp": n,
                 "summary": f"The fix so far, up to step {n}: " + "the menu handler. " * 40,
@@ -124,7 +125,7 @@ def session_lines(
                 "usage": _usage(n),
             }
             lines.append(encode(compaction))
-            parent = compaction["id"]
+            parent = compaction_id
     return lines
 
 
