@@ -7,10 +7,10 @@ security check that never ran. Used through ``@pytest.mark.requires("sandbox")``
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Callable
 
 from crank.tools.sandbox import probe
+from crank.tools.search import ripgrep
 
 __all__ = ["NEEDS", "in_ci", "missing"]
 
@@ -25,7 +25,9 @@ def _sandbox() -> str | None:
 
 
 def _ripgrep() -> str | None:
-    return None if shutil.which("rg") else "ripgrep (rg) is not installed"
+    """Where grep finds it (``crank.tools.search.ripgrep``: on PATH or beside this
+    Python, where the dev dependency's wheel puts it), not a second guess of it."""
+    return None if ripgrep() else "ripgrep (rg) is not installed"
 
 
 NEEDS: dict[str, Callable[[], str | None]] = {"sandbox": _sandbox, "rg": _ripgrep}
