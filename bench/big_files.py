@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import statistics
 import subprocess
 import sys
@@ -25,6 +24,10 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "server"))
+
+from crank.tools.search import ripgrep
 
 MB = 1024 * 1024
 RUNS = 3
@@ -62,7 +65,7 @@ def make_files(root: Path, size: int) -> int:
 def cases(lines: int) -> list[tuple[str, str, dict[str, Any], str | None]]:
     """(label, tool, arguments, grep engine). The write replaces a fresh sparse file
     (made before each run)."""
-    rg = [("rg", "rg")] if shutil.which("rg") else []
+    rg = [("rg", "rg")] if ripgrep() else []
     grep: list[tuple[str, str, dict[str, Any], str | None]] = []
     for name, engine in [("python", "python"), *rg]:
         grep += [

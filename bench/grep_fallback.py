@@ -8,7 +8,6 @@ Run: .venv/bin/python bench/grep_fallback.py [N]
 from __future__ import annotations
 
 import asyncio
-import shutil
 import statistics
 import sys
 import tempfile
@@ -19,6 +18,7 @@ from crank.agent.model import AbortSignal
 from crank.agent.tools import run_tool
 from crank.tools import ToolContext
 from crank.tools.grep import make_grep
+from crank.tools.search import ripgrep
 
 LINE = "    value = compute(alpha, beta)  # an ordinary line of code\n"
 
@@ -43,7 +43,7 @@ async def once(root: Path, engine: str) -> float:
 
 
 async def main(base: int) -> None:
-    engines = ["python"] + (["rg"] if shutil.which("rg") else [])
+    engines = ["python"] + (["rg"] if ripgrep() else [])
     for files in (base, base * 4):
         with tempfile.TemporaryDirectory() as tmp:
             root = Path(tmp)

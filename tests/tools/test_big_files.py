@@ -12,7 +12,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +23,7 @@ from crank.agent.tools import MAX_LINES, NOTE_ROOM_LINES, Tool
 from crank.tools import Decision, MemoryDocuments, ToolContext, standard_tools
 from crank.tools import walk as walk_module
 from crank.tools.grep import make_grep
+from crank.tools.search import ripgrep
 from crank.tools.textfile import MAX_TEXT_BYTES
 
 from .conftest import Approvals, call
@@ -361,7 +361,7 @@ async def test_open_buffers_are_bounded_the_same_way(
     assert read.details == {"path": str(root / "huge.py"), "openInEditor": True, "unsaved": True}
     docs.open(root / "huge.py", "first\n" + "needle " * 10_000 + "\n")
     for engine in ("python", "rg"):
-        if engine == "rg" and shutil.which("rg") is None:
+        if engine == "rg" and ripgrep() is None:
             continue
         grep = await call([make_grep(ctx, engine=engine)], "grep", {"pattern": "needle"})
         first = grep.content.splitlines()[0]
