@@ -21,7 +21,7 @@ from crank.session.entries import (
     parse_entry,
     split_lines,
 )
-from crank.session.recall import branch_messages, compacted_away
+from crank.session.recall import branch_entries, compacted_entries
 from crank.session.tree import SessionTree
 from crank.session.usage_totals import UsageTotals
 from crank.workspace.sessions import tree_json
@@ -100,8 +100,10 @@ async def test_what_reads_old_messages_decodes_them(log: SessionLog) -> None:
     try:
         eager_entries = eager(log.path)
         eager_messages = [e["message"] for e in eager_entries if e["type"] == "message"]
-        assert [m for _, m in compacted_away(reopened)] == eager_messages[:5]
-        assert [m for _, m in branch_messages(reopened)] == eager_messages
+        old = compacted_entries(reopened)
+        assert all(is_deferred(e["message"]) for e in old)  # listed without a decode
+        assert messages_of(reopened.path, old) == eager_messages[:5]
+        assert messages_of(reopened.path, branch_entries(reopened)) == eager_messages
         totals = UsageTotals.of(reopened.entries(), reopened.path)
         assert totals.counts == UsageTotals.of(eager_entries, log.path).counts
         previews = [e.get("preview") for e in tree_json(reopened)["entries"]]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from crank.agent.messages import assistant_message, tool_result, user_message
 from crank.session import SessionLog
-from crank.session.recall import Recall, compacted_away
+from crank.session.recall import Recall, compacted_entries
 
 
 async def test_search_fetch_and_only_the_active_branch(tmp_path: Path) -> None:
@@ -28,7 +28,7 @@ async def test_search_fetch_and_only_the_active_branch(tmp_path: Path) -> None:
         assert not recall.available(), "nothing compacted yet"
         await log.append_compaction("Goal: fix the IO test.", kept, 1000)
         assert recall.available()
-        assert [entry for entry, _ in compacted_away(log)][-1] == fork
+        assert [entry["id"] for entry in compacted_entries(log)][-1] == fork
         hits = recall.search("errno 28", regex=False)
         assert [(h.entry_id, h.role) for h in hits] == [(result, "toolResult")]
         assert "FAILED test_io.py::test_write - OSError: [Errno 28]" in hits[0].text

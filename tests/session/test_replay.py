@@ -176,7 +176,7 @@ async def test_the_tree_counts_each_kind_of_entry_as_it_reads_and_appends(
     instead of a pass over every entry: the counts must follow the file."""
     from crank.session import read_tree
     from crank.session.entries import ENTRY_TYPES
-    from crank.session.recall import compacted_away
+    from crank.session.recall import compacted_entries
 
     def counted(tree: object) -> dict[str, int]:
         return {kind: tree.count(kind) for kind in ENTRY_TYPES}  # type: ignore[attr-defined]
@@ -186,13 +186,13 @@ async def test_the_tree_counts_each_kind_of_entry_as_it_reads_and_appends(
 
     ids = await build_first_attempt(log)
     assert counted(log.tree) == looked(log.entries()) and log.tree.count("message") == 8
-    assert compacted_away(log) == []
+    assert compacted_entries(log) == []
     await log.set_label(ids[1], "read it")
     await log.append_compaction("they asked for speed", ids[4], 1000)
     await log.append_message(ask("more"))
     assert counted(log.tree) == looked(log.entries())
     assert log.tree.count("compaction") == 1 and log.tree.count("label") == 1
-    assert [entry_id for entry_id, _ in compacted_away(log)] == ids[:4]
+    assert [entry["id"] for entry in compacted_entries(log)] == ids[:4]
     assert log.replay()[0]["content"].startswith(COMPACTION_PREFIX)  # type: ignore[union-attr]
     fresh = read_tree(log.path)
     assert counted(fresh) == counted(log.tree)

@@ -7,9 +7,9 @@ session's *active branch*, never another session's or an abandoned branch's, and
 works after a restart because it reads the log.
 
 Contract:
-- ``compacted_away`` is the messages of the active branch before the newest
-  compaction's first kept entry, each with its entry id, oldest first; empty when
-  nothing has been compacted on that branch.
+- ``compacted_entries`` is the message entries of the active branch before the newest
+  compaction's first kept entry, oldest first; empty when nothing has been compacted
+  on that branch. Their messages are decoded only as they are read.
 - ``search`` finds a text (case-insensitive) or a regular expression in them and
   returns each match as a passage: the entry id, who said it, and the matching lines
   with two lines of context, newest entries first, at most ``limit`` passages.
@@ -66,18 +66,10 @@ def message_text(message: Message) -> str:
     return "\n".join(parts)
 
 
-def compacted_away(log: SessionLog) -> list[tuple[str, Message]]:
-    return _with_ids(log, compacted_entries(log))
-
-
-def branch_messages(log: SessionLog) -> list[tuple[str, Message]]:
-    """Every message of the active branch with its entry id, oldest first."""
-    return _with_ids(log, branch_entries(log))
-
-
 def compacted_entries(log: SessionLog) -> list[Entry]:
-    """The message entries ``compacted_away`` gives the messages of. Their messages
-    may still be deferred (``deferred.py``): what only counts them decodes none."""
+    """The message entries of the active branch before the newest compaction's first
+    kept entry, oldest first. Their messages may still be deferred (``deferred.py``):
+    what only counts them decodes none, and a reader decodes what it reads."""
     if not log.tree.count("compaction"):  # known without a look at 50,000 entries
         return []
     branch = log.tree.path_to(log.tip)
@@ -92,12 +84,8 @@ def compacted_entries(log: SessionLog) -> list[Entry]:
 
 
 def branch_entries(log: SessionLog) -> list[Entry]:
+    """Every message entry of the active branch, oldest first."""
     return [e for e in log.tree.path_to(log.tip) if e["type"] == "message"]
-
-
-def _with_ids(log: SessionLog, entries: list[Entry]) -> list[tuple[str, Message]]:
-    """Each message entry's id and message (a deferred one decoded)."""
-    return [(entry["id"], message_of(log.path, entry)) for entry in entries]
 
 
 class Recall:
