@@ -151,11 +151,15 @@ ODD_LINES = {
     b'"timestamp":1,"by":"a newer version","message":{"role":"user","content":"a"}}',
     "a timestamp that is not an integer": b'{"type":"message","id":"m1","parentId":null,'
     b'"timestamp":"1","message":{"role":"user","content":"a"}}',
+}
+
+PLAIN_ENOUGH = {
     "another writer's spacing": b'{"type":"message", "id":"m1", "parentId":null, '
     b'"timestamp":1, "message": {"role": "user", "content":"a"}}',
     "the role not first": b'{"type":"message","id":"m1","parentId":null,'
     b'"timestamp":1,"message":{"content":"a","role":"user"}}',
 }
+"""Spelled otherwise than our writer does, but nothing the strict decode cannot check."""
 
 
 PLAIN_LINE = line("m1", None, b'{"role":"user","content":"a"}')
@@ -183,6 +187,25 @@ def test_a_line_the_reader_cannot_vouch_for_has_every_line_read_at_once(
         False,
         False,
     ]  # the same file with that line as our writer spells it
+
+
+@pytest.mark.parametrize("odd", sorted(PLAIN_ENOUGH))
+def test_spacing_and_key_order_still_defer_and_read_back_as_an_eager_read(
+    tmp_path: Path, odd: str
+) -> None:
+    rest = [
+        line("m2", "m1", b'{"role":"assistant","content":[],"usage":{"input":3}}'),
+        line("m3", "m2", b'{"role":"user","content":"b"}'),
+    ]
+    path = spelled(tmp_path / "s.jsonl", [PLAIN_ENOUGH[odd], *rest])
+    tree = SessionTree.read(path)
+    deferred = [is_deferred(e.get("message")) for e in tree.entries]
+    assert deferred == [True, True, True, False, False]
+    assert UsageTotals.of(tree.entries, path).counts["input"] == 3
+    eager = SessionTree.load(path, path.read_bytes().replace(b'"timestamp":1', b'"timestamp":1.0'))
+    assert not any(is_deferred(e.get("message")) for e in eager.entries)
+    assert message_of(path, tree.entries[0]) == {"role": "user", "content": "a"}
+    assert message_of(path, tree.entries[0]) == eager.entries[0]["message"]
 
 
 BROKEN_LINES = {
@@ -261,6 +284,15 @@ def test_the_whole_file_checks_still_name_a_line_of_the_deferred_part(tmp_path: 
     with pytest.raises(SessionUnreadable) as refused:
         SessionTree.read(spelled(tmp_path / "twice.jsonl", twice))
     assert refused.value.where == "line 3 (entry m1)" and "line 2 already" in refused.value.problem
+    again = [  # each line the child of the one before: the read that indexes them at once
+        PLAIN_LINE,
+        line("m2", "m1", b'{"role":"user","content":"b"}'),
+        line("m1", "m2", b'{"role":"user","content":"again"}'),
+        line("m3", "m1", b'{"role":"user","content":"c"}'),
+    ]
+    with pytest.raises(SessionUnreadable) as refused:
+        SessionTree.read(spelled(tmp_path / "again.jsonl", again))
+    assert refused.value.where == "line 4 (entry m1)" and "line 2 already" in refused.value.problem
     orphan = [
         PLAIN_LINE,
         line("m2", "gone", b'{"role":"user","content":"b"}'),
@@ -269,6 +301,32 @@ def test_the_whole_file_checks_still_name_a_line_of_the_deferred_part(tmp_path: 
     with pytest.raises(SessionUnreadable) as refused:
         SessionTree.read(spelled(tmp_path / "orphan.jsonl", orphan))
     assert refused.value.where == "line 3 (entry m2)"
+
+
+def test_a_branched_deferred_part_is_indexed_as_an_eager_read_indexes_it(
+    tmp_path: Path,
+) -> None:
+    branched = [
+        PLAIN_LINE,
+        line("m2", "m1", b'{"role":"user","content":"b"}'),
+        line("m3", "m1", b'{"role":"user","content":"c"}'),
+    ]
+    path = spelled(tmp_path / "branched.jsonl", branched)
+    tree = SessionTree.read(path)
+    assert [is_deferred(e.get("message")) for e in tree.entries] == [True] * 3 + [False] * 2
+    assert [e["id"] for e in tree.path_to(tree.tip)] == ["m1", "m3", "k", "c"]
+    decoded = [{**e, "message": message_of(path, e)} if "message" in e else e for e in tree.entries]
+    assert decoded == eager(path)
+    assert tree.count("message") == 4 and tree.count("compaction") == 1
+    linear = SessionTree.read(
+        spelled(
+            tmp_path / "linear.jsonl",
+            [PLAIN_LINE, *branched[1:2], line("m3", "m2", b'{"role":"user","content":"c"}')],
+        )
+    )
+    assert [e["id"] for e in linear.path_to(linear.tip)] == ["m1", "m2", "m3", "k", "c"]
+    assert linear.count("message") == 4 and linear.count("compaction") == 1
+    assert set(linear.by_id) == {"m1", "m2", "m3", "k", "c"}
 
 
 async def test_every_kind_of_entry_the_log_writes_reads_in_the_one_decode(

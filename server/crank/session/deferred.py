@@ -7,8 +7,8 @@ of the open and most of its memory (a decoded message is about twice its bytes).
 ``SessionTree.read`` reads the lines before the newest compaction's kept entry with
 ``deferred_entries``, all of them in one decode: each entry is checked strictly, as our
 writer spells it (its envelope, exactly the fields its kind names, the message's JSON
-syntax and its role, which our writer spells first), and a message is kept as its bytes
-(a ``Deferred``). Everything else is read as before.
+syntax and its role), and a message is kept as its bytes (a ``Deferred``). Everything
+else is read as before.
 
 Who reads an entry's message goes through ``message_of`` (or ``messages_of``), which
 decodes a deferred one once (with ``jsonio.loads``, so the result is exactly what an
@@ -26,12 +26,21 @@ import operator
 import threading
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NotRequired, Union, cast, get_args, get_origin, get_type_hints
+from typing import (
+    Annotated,
+    Any,
+    NotRequired,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 from crank.agent.messages import Message, Usage
 
 from . import jsonio
-from .entries import ENTRY_FIELDS, MESSAGE_ROLES, Entry, EntryType
+from .entries import ENTRY_FIELDS, MESSAGE_ROLES, Entry, EntryType, MessageRole
 from .errors import SessionUnreadable
 
 try:
@@ -41,17 +50,15 @@ except ImportError:  # pragma: no cover - without msgspec every message is read 
 
 _KIND = "message"
 _MESSAGE = operator.itemgetter("message")
-_ROLE_HEADS = tuple((f'{{"role":"{role}",'.encode(), role) for role in MESSAGE_ROLES)
-"""How our writer begins each kind of message (``role`` first, then more keys)."""
-_HEAD = max(len(head) for head, _ in _ROLE_HEADS)
 
 if msgspec is not None:
+    _ID = Annotated[str, msgspec.Meta(min_length=1)]
 
     def _line_type(kind: EntryType, fields: type) -> type:
         """A line of one kind of entry, exactly as our writer spells it (the envelope,
         then the fields ``ENTRY_FIELDS`` names, nothing else), a message as its bytes."""
         spelled: list[tuple[str, Any] | tuple[str, Any, Any]] = [
-            ("id", str),
+            ("id", _ID),
             ("parentId", str | None),
             ("timestamp", int),
         ]
@@ -75,19 +82,34 @@ if msgspec is not None:
     _MESSAGE_LINE: Any = _LINE_TYPES["message"]
     _decode_zone = msgspec.json.Decoder(Union[tuple(_LINE_TYPES.values())]).decode_lines  # noqa: UP007
 
+    class _Head(msgspec.Struct):
+        """A message's role, checked, and what it says as its ``usage`` (any JSON, or
+        UNSET): every other key is skipped unread."""
+
+        role: MessageRole
+        usage: Any = msgspec.UNSET
+
     class _Usage(msgspec.Struct):
         """An assistant message's ``usage``, the rest of it skipped."""
 
         usage: dict[str, Any]
 
+    def _head_type(kind: EntryType) -> type:
+        """A line of one kind read again for its message's head, the rest skipped."""
+        fields = [("message", _Head)] if kind == _KIND else []
+        return msgspec.defstruct(f"{kind}Head", fields, tag_field="type", tag=kind)
+
+    _decode_heads = msgspec.json.Decoder(
+        Union[tuple(_head_type(kind) for kind in ENTRY_FIELDS)]  # noqa: UP007
+    ).decode_lines
     _decode_usage = msgspec.json.Decoder(_Usage).decode
-    _decode_usages = msgspec.json.Decoder(_Usage).decode_lines
 
 
 class Deferred:
     """A message entry's message as the file spelled it: its JSON (``raw``, a
     ``msgspec.Raw`` of the line, checked for syntax), its ``role`` and, for a reply,
-    its ``usage`` when that was read with the others (None: not read)."""
+    its ``usage`` when that was read with the others (None: not read, or not an
+    object)."""
 
     __slots__ = ("raw", "role", "usage")
 
@@ -116,66 +138,45 @@ one message object, the one every reader is given."""
 def deferred_entries(zone: bytes) -> list[Entry] | None:
     """The entries of the whole lines ``zone`` holds, their messages deferred, or None
     when one of them is not as our writer spells it: then every line is read eagerly
-    (``entries.parse_entry``), which refuses a broken one by name. Decoded in one call:
-    line by line, the Python around each decode cost more than the decode."""
+    (``entries.parse_entry``), which refuses a broken one by name. Decoded in two calls,
+    both at C speed: the lines with each message as its bytes, then the same lines for
+    each message's role and usage only (line by line, or a role read from the bytes in
+    Python, the Python around each cost more than the decodes)."""
     if msgspec is None:
         return None
     try:
         lines: list[Any] = _decode_zone(zone)
+        heads: list[Any] = _decode_heads(zone)
     except msgspec.DecodeError:  # a ValidationError too
         return None
     entries: list[Entry] = []
-    replies: list[Deferred] = []
     append = entries.append
-    for line in lines:
+    previous = None
+    for line, head in zip(lines, heads, strict=True):
+        parent = line.parentId
+        if parent == previous:  # the same text as the id before: one string for both
+            parent = previous
+        previous = line.id
         if type(line) is _MESSAGE_LINE:
-            raw = line.message
-            role = _role(raw)
-            if role is None or not line.id:
-                return None
-            message = Deferred(raw, role)
+            read = head.message
+            message = Deferred(line.message, read.role)
+            if read.role == "assistant" and type(read.usage) is dict:
+                message.usage = read.usage
             append(
                 {
                     "type": _KIND,
-                    "id": line.id,
-                    "parentId": line.parentId,
+                    "id": previous,
+                    "parentId": parent,
                     "timestamp": line.timestamp,
                     "message": message,
                 }
             )
-            if role == "assistant":
-                replies.append(message)
         else:  # the few others: as an eager read gives them, key for key
             fields = msgspec.structs.asdict(line)
-            if not line.id:
-                return None
             kind = line.__struct_config__.tag
+            fields["parentId"] = parent
             append({"type": kind, **{k: v for k, v in fields.items() if v is not msgspec.UNSET}})
-    _read_usages(replies)
     return entries
-
-
-def _read_usages(replies: list[Deferred]) -> None:
-    """Every reply's ``usage``, the rest of each skipped, in one decode: the session's
-    totals are summed at every open. A reply with no usage object is left to
-    ``reply_usage``, which decodes it whole as an eager read would."""
-    if not replies:
-        return
-    try:
-        usages = _decode_usages(b"\n".join([reply.raw for reply in replies]))
-    except msgspec.DecodeError:
-        return
-    for reply, usage in zip(replies, usages, strict=True):
-        reply.usage = usage.usage
-
-
-def _role(raw: Any) -> str | None:
-    """The role our writer spells first, if it is one: a slice of the bytes, no decode."""
-    head = memoryview(raw)[:_HEAD].tobytes()
-    for prefix, role in _ROLE_HEADS:
-        if head.startswith(prefix):
-            return role
-    return None
 
 
 def is_deferred(message: object) -> bool:

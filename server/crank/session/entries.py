@@ -148,7 +148,8 @@ def check_fields(kind: str, fields: Mapping[str, Any]) -> None:
             raise ValueError(f"a {kind} entry's fields are wrong: {error}") from None
 
 
-MESSAGE_ROLES = ("user", "assistant", "toolResult")
+MessageRole = Literal["user", "assistant", "toolResult"]
+MESSAGE_ROLES: tuple[MessageRole, ...] = get_args(MessageRole)
 MESSAGE_LINE_PREFIX = b'{"type":"message",'
 SESSION_INFO_LINE_PREFIX = b'{"type":"sessionInfo",'
 COMPACTION_LINE_PREFIX = b'{"type":"compaction",'

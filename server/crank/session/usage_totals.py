@@ -46,18 +46,19 @@ class UsageTotals:
         self._add_all((usage,))
 
     def _add_all(self, usages: list[Mapping[str, Any]] | tuple[Mapping[str, Any], ...]) -> None:
-        """Each usage looked at once, all its counts together: a resumed file's replies
-        are scattered in memory, and a pass per count paid for every one five times."""
-        sums = [0, 0, 0, 0]
-        cost = 0.0
-        for usage in usages:
-            get = usage.get
-            for index, key in enumerate(COUNTED):
-                sums[index] += int(get(key, 0))
-            cost += float(get("cost", 0.0))
-        for key, total in zip(COUNTED, sums, strict=True):
+        """Each count summed in a comprehension per count: a resumed file has tens of
+        thousands of replies, and a Python loop over them, an ``int()`` for each count,
+        cost four times as much. A count that is not a whole number (another writer's
+        ``3.0`` or ``"3"``) has every usage counted one at a time, as ``int()`` takes it."""
+        for key in COUNTED:
+            try:
+                total = sum([usage.get(key, 0) for usage in usages])
+            except TypeError:
+                total = None
+            if type(total) is not int:
+                total = sum(int(usage.get(key, 0)) for usage in usages)
             self.counts[key] += total
-        self.cost += cost
+        self.cost += sum(float(usage.get("cost", 0.0)) for usage in usages)
 
 
 __all__ = ["UsageTotals"]
