@@ -165,42 +165,42 @@ PLAIN_ENOUGH = {
 PLAIN_LINE = line("m1", None, b'{"role":"user","content":"a"}')
 
 
-@pytest.mark.parametrize("odd", sorted(ODD_LINES))
-def test_a_line_the_reader_cannot_vouch_for_has_every_line_read_at_once(
-    tmp_path: Path, odd: str
-) -> None:
+def deferred_flags(tree: SessionTree) -> list[bool]:
+    """Which of the tree's entries hold a deferred message, in file order."""
+    return [is_deferred(e.get("message")) for e in tree.entries]
+
+
+def three_then_kept(path: Path, first: bytes) -> Path:
+    """``first``, a reply with usage and a user message before the kept entry."""
     rest = [
         line("m2", "m1", b'{"role":"assistant","content":[],"usage":{"input":3}}'),
         line("m3", "m2", b'{"role":"user","content":"b"}'),
     ]
-    path = spelled(tmp_path / "s.jsonl", [ODD_LINES[odd], *rest])
+    return spelled(path, [first, *rest])
+
+
+@pytest.mark.parametrize("odd", sorted(ODD_LINES))
+def test_a_line_the_reader_cannot_vouch_for_has_every_line_read_at_once(
+    tmp_path: Path, odd: str
+) -> None:
+    path = three_then_kept(tmp_path / "s.jsonl", ODD_LINES[odd])
     tree = SessionTree.read(path)
     assert not any(is_deferred(e.get("message")) for e in tree.entries)
     assert tree.entries[0]["message"]["content"] == "a"
     assert [e["id"] for e in tree.entries] == ["m1", "m2", "m3", "k", "c"]
     assert UsageTotals.of(tree.entries, path).counts["input"] == 3
     path.write_bytes(path.read_bytes().replace(ODD_LINES[odd], PLAIN_LINE))
-    assert [is_deferred(e.get("message")) for e in SessionTree.read(path).entries] == [
-        True,
-        True,
-        True,
-        False,
-        False,
-    ]  # the same file with that line as our writer spells it
+    # the same file with that line as our writer spells it
+    assert deferred_flags(SessionTree.read(path)) == [True, True, True, False, False]
 
 
 @pytest.mark.parametrize("odd", sorted(PLAIN_ENOUGH))
 def test_spacing_and_key_order_still_defer_and_read_back_as_an_eager_read(
     tmp_path: Path, odd: str
 ) -> None:
-    rest = [
-        line("m2", "m1", b'{"role":"assistant","content":[],"usage":{"input":3}}'),
-        line("m3", "m2", b'{"role":"user","content":"b"}'),
-    ]
-    path = spelled(tmp_path / "s.jsonl", [PLAIN_ENOUGH[odd], *rest])
+    path = three_then_kept(tmp_path / "s.jsonl", PLAIN_ENOUGH[odd])
     tree = SessionTree.read(path)
-    deferred = [is_deferred(e.get("message")) for e in tree.entries]
-    assert deferred == [True, True, True, False, False]
+    assert deferred_flags(tree) == [True, True, True, False, False]
     assert UsageTotals.of(tree.entries, path).counts["input"] == 3
     eager = SessionTree.load(path, path.read_bytes().replace(b'"timestamp":1', b'"timestamp":1.0'))
     assert not any(is_deferred(e.get("message")) for e in eager.entries)
