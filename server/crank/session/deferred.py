@@ -89,11 +89,6 @@ if msgspec is not None:
         role: MessageRole
         usage: Any = msgspec.UNSET
 
-    class _Usage(msgspec.Struct):
-        """An assistant message's ``usage``, the rest of it skipped."""
-
-        usage: dict[str, Any]
-
     def _head_type(kind: EntryType) -> type:
         """A line of one kind read again for its message's head, the rest skipped."""
         fields = [("message", _Head)] if kind == _KIND else []
@@ -102,21 +97,19 @@ if msgspec is not None:
     _decode_heads = msgspec.json.Decoder(
         Union[tuple(_head_type(kind) for kind in ENTRY_FIELDS)]  # noqa: UP007
     ).decode_lines
-    _decode_usage = msgspec.json.Decoder(_Usage).decode
 
 
 class Deferred:
     """A message entry's message as the file spelled it: its JSON (``raw``, a
     ``msgspec.Raw`` of the line, checked for syntax), its ``role`` and, for a reply,
-    its ``usage`` when that was read with the others (None: not read, or not an
-    object)."""
+    its ``usage`` (None: it has none that is an object), read with the others."""
 
     __slots__ = ("raw", "role", "usage")
 
-    def __init__(self, raw: Any, role: str) -> None:
+    def __init__(self, raw: Any, role: str, usage: dict[str, Any] | None) -> None:
         self.raw = raw
         self.role = role
-        self.usage: dict[str, Any] | None = None
+        self.usage = usage
 
     def __repr__(self) -> str:
         return f"Deferred({self.role}, {len(self.raw)} bytes)"
@@ -159,9 +152,8 @@ def deferred_entries(zone: bytes) -> list[Entry] | None:
         previous = line.id
         if type(line) is _MESSAGE_LINE:
             read = head.message
-            message = Deferred(line.message, read.role)
-            if read.role == "assistant" and type(read.usage) is dict:
-                message.usage = read.usage
+            usage = read.usage if read.role == "assistant" and type(read.usage) is dict else None
+            message = Deferred(line.message, read.role, usage)
             append(
                 {
                     "type": _KIND,
@@ -216,23 +208,16 @@ def messages_of(path: Path, entries: Sequence[Entry]) -> list[Message]:
 
 def reply_usage(path: Path, entry: Entry) -> Usage | dict[str, Any] | None:
     """The ``usage`` of a message entry that holds an assistant reply, None for any
-    other message. A deferred reply stays deferred: only its usage is decoded (unless
-    it has none that is an object: then the whole message, as an eager read would)."""
+    other message and for a reply with no usage object (another writer's). A deferred
+    reply stays deferred: its usage was read with the others."""
     held = entry["message"]
     if type(held) is Deferred:
-        if held.role != "assistant":
-            return None
-        if held.usage is not None:
-            return held.usage
-        try:
-            usage: dict[str, Any] = _decode_usage(held.raw).usage
-            return usage
-        except msgspec.DecodeError:
-            pass
+        return held.usage if held.role == "assistant" else None
     message = message_of(path, entry)
     if message["role"] != "assistant":
         return None
-    return message["usage"]
+    usage: object = message.get("usage")
+    return usage if isinstance(usage, dict) else None
 
 
 __all__ = [

@@ -24,6 +24,7 @@ from crank.agent.messages import Message, Usage, images_of
 from crank.agent.model import ModelRequest, ToolSpec
 
 from .replay import COMPACTION_PREFIX
+from .usage_totals import usage_count
 
 DEFAULT_CHARS_PER_TOKEN = 3.0
 """Before any usage was reported: low on purpose (code and JSON), so the estimate errs high."""
@@ -124,7 +125,7 @@ class RunningSize:
         for position in range(same, len(messages)):
             message = messages[position]
             running += self._chars(message)
-            if message["role"] == "assistant" and usage_total(message["usage"]) > 0:
+            if message["role"] == "assistant" and usage_total(message.get("usage")) > 0:
                 anchor = position
             sums.append(running)
             anchors.append(anchor)
@@ -178,9 +179,13 @@ def request_chars(request: ModelRequest) -> int:
     return len(_dumps(body)) + sum(message_chars(m) + 1 for m in request.messages)
 
 
-def usage_total(usage: Usage) -> int:
-    """Every input token of the request the usage describes, cached or not."""
-    return int(usage["input"]) + int(usage["cacheRead"]) + int(usage["cacheWrite"])
+def usage_total(usage: Usage | None) -> int:
+    """Every input token of the request the usage describes, cached or not (a count a
+    resumed file does not give as a number counts 0: ``usage_count``)."""
+    try:
+        return int(usage["input"]) + int(usage["cacheRead"]) + int(usage["cacheWrite"])  # type: ignore[index]
+    except (KeyError, TypeError, ValueError, OverflowError):
+        return sum(usage_count(usage, key) for key in ("input", "cacheRead", "cacheWrite"))
 
 
 def is_compaction_summary(message: Message) -> bool:
@@ -217,7 +222,7 @@ def anchor_index(messages: Sequence[Message]) -> int | None:
     """
     for index in range(len(messages) - 1, -1, -1):
         message = messages[index]
-        if message["role"] == "assistant" and usage_total(message["usage"]) > 0:
+        if message["role"] == "assistant" and usage_total(message.get("usage")) > 0:
             return _valid_anchor(messages, index)
     return None
 
@@ -255,5 +260,5 @@ def context_tokens(
     else:
         after = running.chars_after(messages, anchor)
     # The reply itself is sent back with its framing: count whichever is larger.
-    sent_back = max(int(reply["usage"]["output"]), calibration.tokens(chars(reply)))
+    sent_back = max(usage_count(reply["usage"], "output"), calibration.tokens(chars(reply)))
     return usage_total(reply["usage"]) + sent_back + calibration.tokens(after)

@@ -25,19 +25,26 @@ class UsageTotals:
     @classmethod
     def of(cls, entries: Iterable[Entry], path: Path) -> UsageTotals:
         """The totals of the entries of the file at ``path``. A reply whose message was
-        deferred (``deferred.py``) stays so: only its usage is decoded."""
+        deferred (``deferred.py``) stays so: only its usage is decoded. A reply another
+        writer left without a usage object counts nothing."""
         usages: list[Mapping[str, Any]] = []
         for entry in entries:
             kind = entry["type"]
             if kind == "message":
                 message = entry["message"]
                 if type(message) is dict:  # decoded: looked at here, for speed
-                    if message["role"] == "assistant":
-                        usages.append(message["usage"])
+                    if (
+                        message["role"] == "assistant"
+                        and type(usage := message.get("usage")) is dict
+                    ):
+                        usages.append(usage)
                 elif (usage := reply_usage(path, entry)) is not None:
                     usages.append(usage)
-            elif kind in ("compaction", "branchSummary") and "usage" in entry:
-                usages.append(entry["usage"])
+            elif (
+                kind in ("compaction", "branchSummary")
+                and type(usage := entry.get("usage")) is dict
+            ):
+                usages.append(usage)
         totals = cls()
         totals._add_all(usages)
         return totals
@@ -49,16 +56,37 @@ class UsageTotals:
         """Each count summed in a comprehension per count: a resumed file has tens of
         thousands of replies, and a Python loop over them, an ``int()`` for each count,
         cost four times as much. A count that is not a whole number (another writer's
-        ``3.0`` or ``"3"``) has every usage counted one at a time, as ``int()`` takes it."""
+        ``3.0``, ``"3"`` or ``"many"``) has every usage counted one at a time by
+        ``usage_count``."""
         for key in COUNTED:
             try:
                 total = sum([usage.get(key, 0) for usage in usages])
             except TypeError:
                 total = None
             if type(total) is not int:
-                total = sum(int(usage.get(key, 0)) for usage in usages)
+                total = sum(usage_count(usage, key) for usage in usages)
             self.counts[key] += total
-        self.cost += sum(float(usage.get("cost", 0.0)) for usage in usages)
+        self.cost += sum(usage_cost(usage) for usage in usages)
 
 
-__all__ = ["UsageTotals"]
+def usage_count(usage: object, key: str) -> int:
+    """One count of a reply's usage as a whole number, as ``int()`` reads it, or 0 when
+    the file gives none it can read (no usage object, no such count, ``"many"``): a
+    figure another writer spelled oddly must not stop a session from opening."""
+    value = usage.get(key, 0) if isinstance(usage, dict) else 0
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        return 0
+
+
+def usage_cost(usage: object) -> float:
+    """A reply's cost in US dollars, 0.0 when the file gives none it can read."""
+    value = usage.get("cost", 0.0) if isinstance(usage, dict) else 0.0
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return 0.0
+
+
+__all__ = ["UsageTotals", "usage_cost", "usage_count"]
