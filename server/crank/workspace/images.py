@@ -67,9 +67,9 @@ def _serve(log: SessionLog | None, session_id: str, sha256: str) -> dict[str, An
     def missing(why: str) -> NoSuchImage:
         return NoSuchImage(f"no image {sha256[:12]}… in session {session_id}: {why}")
 
-    entries = list(log.tree.entries) if log is not None else []  # a snapshot: runs append
-    block = referenced(log.path, entries, sha256) if log is not None else None
-    if block is None or log is None:
+    # the entries as a snapshot: runs append
+    block = None if log is None else referenced(log.path, list(log.tree.entries), sha256)
+    if log is None or block is None:
         raise missing("no message of this session refers to it")
     raw = read_blob(log.blobs, block)  # a block with a hash has no inline data
     if isinstance(raw, str):
