@@ -273,34 +273,49 @@ async def test_the_whole_file_in_hand_defers_the_same_messages(log: SessionLog) 
     ]
 
 
-def test_the_whole_file_checks_still_name_a_line_of_the_deferred_part(tmp_path: Path) -> None:
+LINK_FAULTS = {
+    "an id twice, the second a child of itself": (
+        [
+            PLAIN_LINE,
+            line("m1", "m1", b'{"role":"user","content":"again"}'),
+            line("m3", "m1", b'{"role":"user","content":"c"}'),
+        ],
+        "line 3 (entry m1)",
+        "line 2 already",
+    ),
+    # each line the child of the one before: the read that indexes them at once
+    "an id twice in an unbranched part": (
+        [
+            PLAIN_LINE,
+            line("m2", "m1", b'{"role":"user","content":"b"}'),
+            line("m1", "m2", b'{"role":"user","content":"again"}'),
+            line("m3", "m1", b'{"role":"user","content":"c"}'),
+        ],
+        "line 4 (entry m1)",
+        "line 2 already",
+    ),
+    "a missing parent": (
+        [
+            PLAIN_LINE,
+            line("m2", "gone", b'{"role":"user","content":"b"}'),
+            line("m3", "m2", b'{"role":"user","content":"c"}'),
+        ],
+        "line 3 (entry m2)",
+        "not in the file",
+    ),
+}
+
+
+@pytest.mark.parametrize("fault", sorted(LINK_FAULTS))
+def test_the_whole_file_checks_still_name_a_line_of_the_deferred_part(
+    tmp_path: Path, fault: str
+) -> None:
     """Duplicate ids and missing parents are found across the file, deferred part too,
     and named at their own lines."""
-    twice = [
-        PLAIN_LINE,
-        line("m1", "m1", b'{"role":"user","content":"again"}'),
-        line("m3", "m1", b'{"role":"user","content":"c"}'),
-    ]
+    lines, where, said = LINK_FAULTS[fault]
     with pytest.raises(SessionUnreadable) as refused:
-        SessionTree.read(spelled(tmp_path / "twice.jsonl", twice))
-    assert refused.value.where == "line 3 (entry m1)" and "line 2 already" in refused.value.problem
-    again = [  # each line the child of the one before: the read that indexes them at once
-        PLAIN_LINE,
-        line("m2", "m1", b'{"role":"user","content":"b"}'),
-        line("m1", "m2", b'{"role":"user","content":"again"}'),
-        line("m3", "m1", b'{"role":"user","content":"c"}'),
-    ]
-    with pytest.raises(SessionUnreadable) as refused:
-        SessionTree.read(spelled(tmp_path / "again.jsonl", again))
-    assert refused.value.where == "line 4 (entry m1)" and "line 2 already" in refused.value.problem
-    orphan = [
-        PLAIN_LINE,
-        line("m2", "gone", b'{"role":"user","content":"b"}'),
-        line("m3", "m2", b'{"role":"user","content":"c"}'),
-    ]
-    with pytest.raises(SessionUnreadable) as refused:
-        SessionTree.read(spelled(tmp_path / "orphan.jsonl", orphan))
-    assert refused.value.where == "line 3 (entry m2)"
+        SessionTree.read(spelled(tmp_path / "s.jsonl", lines))
+    assert refused.value.where == where and said in refused.value.problem
 
 
 def test_a_branched_deferred_part_is_indexed_as_an_eager_read_indexes_it(
@@ -313,7 +328,7 @@ def test_a_branched_deferred_part_is_indexed_as_an_eager_read_indexes_it(
     ]
     path = spelled(tmp_path / "branched.jsonl", branched)
     tree = SessionTree.read(path)
-    assert [is_deferred(e.get("message")) for e in tree.entries] == [True] * 3 + [False] * 2
+    assert deferred_flags(tree) == [True] * 3 + [False] * 2
     assert [e["id"] for e in tree.path_to(tree.tip)] == ["m1", "m3", "k", "c"]
     decoded = [{**e, "message": message_of(path, e)} if "message" in e else e for e in tree.entries]
     assert decoded == eager(path)
