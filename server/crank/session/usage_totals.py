@@ -81,11 +81,12 @@ def usage_count(usage: object, key: str) -> int:
 
 
 def usage_cost(usage: object) -> float:
-    """A reply's cost in US dollars, 0.0 when the file gives none it can read."""
+    """A reply's cost in US dollars, 0.0 when the file gives none it can read (an
+    integer past a float's range, another writer's ``1`` and 400 zeros, included)."""
     value = usage.get("cost", 0.0) if isinstance(usage, dict) else 0.0
     try:
         return float(value)
-    except (TypeError, ValueError):
+    except (TypeError, ValueError, OverflowError):
         return 0.0
 
 
