@@ -106,3 +106,46 @@ def test_no_module_but_the_adapter_reaches_pygls_private_names() -> None:
         if pattern.search(line)
     ]
     assert offenders == []
+
+
+class _Written:
+    def __init__(self) -> None:
+        self.data: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.data.append(data)
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_plain_answer_is_framed_by_our_encoder(protocol) -> None:  # type: ignore[no-untyped-def]
+    """pygls still hands every answer to ``_send_data``: a ``crank/*`` result (a dict)
+    is framed by ``framing.frame`` (compact UTF-8, no Content-Type header, a lone
+    surrogate escaped), never by pygls's cattrs and standard library."""
+    written = _Written()
+    protocol.set_writer(written)
+    result = {"messages": [{"role": "user", "content": "café \ud800", "n": 2**70}]}
+    protocol._send_response(7, result=result)
+    assert len(written.data) == 1
+    header, _, body = written.data[0].partition(b"\r\n\r\n")
+    assert header == b"Content-Length: %d" % len(body)
+    assert "café".encode() in body  # UTF-8, not \\u escapes: our encoder wrote it
+    answer = json.loads(body)
+    assert answer == {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "result": {"messages": [{"role": "user", "content": "café \\ud800", "n": 2**70}]},
+    }
+
+
+def test_answers_with_lsprotocol_types_and_errors_stay_with_pygls(protocol) -> None:  # type: ignore[no-untyped-def]
+    written = _Written()
+    protocol.set_writer(written)
+    action = types.CodeAction(title="Fix with Crank", kind=types.CodeActionKind.QuickFix)
+    protocol._send_response(8, result=[action])
+    protocol._send_response(9, error=types.ResponseError(code=-32602, message="bad"))
+    answers = [json.loads(data.partition(b"\r\n\r\n")[2]) for data in written.data]
+    assert all(b"Content-Type" in data for data in written.data)  # pygls's own framing
+    assert answers[0]["result"] == [{"title": "Fix with Crank", "kind": "quickfix"}]
+    assert answers[1]["error"] == {"code": -32602, "message": "bad"}

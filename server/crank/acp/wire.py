@@ -83,7 +83,7 @@ class Peer:
     def _write(self, message: dict[str, Any]) -> None:
         if self.closed:
             return
-        line = wiretext.dumps(message, separators=(",", ":")) + b"\n"
+        line = wiretext.dumps_compact(message) + b"\n"
         try:
             self._output.write(line)
             self._output.flush()

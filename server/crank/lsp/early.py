@@ -22,9 +22,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from crank.agent import wiretext
+
 from .bodies import Undecodable, decode, valid_id
 from .capabilities import initialize_result
-from .framing import Event, Frame, FrameParser, frame
+from .framing import Event, Frame, FrameParser, framed
 from .shape import fits, initialize_shape
 
 Read = Callable[[], bytes]
@@ -62,7 +64,9 @@ def read_start(read: Read, write: Write) -> Start:
     first = start.events[0]
     answer = early_answer(first.body) if isinstance(first, Frame) else None
     if answer is not None:
-        write(frame(answer))
+        # The standard library's encoder: importing the C one (``frame``) would cost
+        # more than this answer.
+        write(framed(wiretext.dumps(answer, separators=(",", ":"))))
         start.answered, start.answer = answer["id"], answer
     return start
 

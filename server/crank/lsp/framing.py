@@ -60,10 +60,16 @@ _HEADER_PREFIX_AT_END = _prefix_pattern()
 
 
 def frame(payload: dict[str, Any]) -> bytes:
-    """One message as a frame: compact UTF-8 JSON after its ``Content-Length`` header
-    (what Crank writes itself; pygls frames its own answers). A lone surrogate in any
-    string is written as its escape (``crank.agent.wiretext``), never raised."""
-    body = wiretext.dumps(payload, separators=(",", ":"), default=str)
+    """One message as a frame: compact UTF-8 JSON after its ``Content-Length`` header.
+    Every message Crank writes goes through here: its notifications, and its answers
+    to requests whose result is plain JSON (``pygls_adapter.PlainAnswers``); pygls
+    frames only the answers that hold lsprotocol types and the errors. A lone surrogate
+    in any string is written as its escape (``crank.agent.wiretext``), never raised."""
+    return framed(wiretext.dumps_compact(payload))
+
+
+def framed(body: bytes) -> bytes:
+    """A body already encoded, after its ``Content-Length`` header."""
     return b"Content-Length: %d\r\n\r\n" % len(body) + body
 
 

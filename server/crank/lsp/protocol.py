@@ -30,7 +30,7 @@ from .capabilities import initialize_result
 log = logging.getLogger(__name__)
 
 
-class CrankProtocol(LanguageServerProtocol):
+class CrankProtocol(pygls_adapter.PlainAnswers, LanguageServerProtocol):
     def structure_message(self, data: dict[str, Any]) -> Any:
         if "jsonrpc" not in data:
             return data

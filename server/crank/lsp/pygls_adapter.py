@@ -12,14 +12,19 @@ upgrade renames or retypes one (and checks that no other module reaches them).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Callable
 from typing import Any
 
 import attrs
 from pygls.exceptions import JsonRpcException
 from pygls.protocol import JsonRPCProtocol
+from pygls.protocol.json_rpc import JsonRPCResponseMessage
 
 from .errors import INTERNAL_ERROR
+from .framing import frame
+
+log = logging.getLogger(__name__)
 
 PRIVATE_NAMES = (
     "_send_data",
@@ -29,6 +34,36 @@ PRIVATE_NAMES = (
     "_shutdown",
 )
 """What this module relies on; the adapter test checks each exists on a real protocol."""
+
+
+class PlainAnswers(JsonRPCProtocol):
+    """pygls's protocol, with each answer whose result is plain JSON (a ``crank/*``
+    method's object) framed by ``framing.frame``, our encoder, instead of pygls's: pygls
+    unstructures the result through cattrs, copying every dict, then writes it with the
+    standard library, which together took seconds for a resumed transcript's 50,000
+    messages. An answer holding lsprotocol types (``initialize``, code actions) and
+    every error answer still go through pygls, which knows their shapes."""
+
+    def _send_data(self, data: Any) -> None:
+        writer = self.writer
+        if (
+            writer is None
+            or type(data) is not JsonRPCResponseMessage
+            or type(data.result) is not dict
+        ):
+            super()._send_data(data)
+            return
+        try:
+            body = frame({"jsonrpc": data.jsonrpc, "id": data.id, "result": data.result})
+        except Exception:  # nothing JSON can hold: pygls answers, or reports, as it does
+            super()._send_data(data)
+            return
+        try:
+            writer.write(body)  # as ``LspEditor.send_notification`` writes: our writers are sync
+        except BrokenPipeError:
+            raise  # as pygls does: the reader went away
+        except Exception:
+            log.exception("an answer could not be written")
 
 
 def send_payload(protocol: JsonRPCProtocol, payload: dict[str, Any] | list[Any]) -> None:
