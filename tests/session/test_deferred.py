@@ -104,8 +104,8 @@ async def test_what_reads_old_messages_decodes_them(log: SessionLog) -> None:
         assert all(is_deferred(e["message"]) for e in old)  # listed without a decode
         assert messages_of(reopened.path, old) == eager_messages[:5]
         assert messages_of(reopened.path, branch_entries(reopened)) == eager_messages
-        totals = UsageTotals.of(reopened.entries(), reopened.path)
-        assert totals.counts == UsageTotals.of(eager_entries, log.path).counts
+        totals = UsageTotals.of(reopened.entries())
+        assert totals.counts == UsageTotals.of(eager_entries).counts
         previews = [e.get("preview") for e in tree_json(reopened)["entries"]]
         assert previews[0] == "Make main.py faster." and "[read]" in previews
     finally:
@@ -115,8 +115,8 @@ async def test_what_reads_old_messages_decodes_them(log: SessionLog) -> None:
 async def test_usage_is_counted_without_decoding_a_deferred_reply(log: SessionLog) -> None:
     await compacted_session(log)
     tree = SessionTree.read(log.path)
-    totals = UsageTotals.of(tree.entries, tree.path)
-    assert totals.counts == UsageTotals.of(eager(log.path), log.path).counts
+    totals = UsageTotals.of(tree.entries)
+    assert totals.counts == UsageTotals.of(eager(log.path)).counts
     assert is_deferred(tree.entries[1]["message"])  # the first reply, still its bytes
 
 
@@ -188,7 +188,7 @@ def test_a_line_the_reader_cannot_vouch_for_has_every_line_read_at_once(
     assert not any(is_deferred(e.get("message")) for e in tree.entries)
     assert tree.entries[0]["message"]["content"] == "a"
     assert [e["id"] for e in tree.entries] == ["m1", "m2", "m3", "k", "c"]
-    assert UsageTotals.of(tree.entries, path).counts["input"] == 3
+    assert UsageTotals.of(tree.entries).counts["input"] == 3
     path.write_bytes(path.read_bytes().replace(ODD_LINES[odd], PLAIN_LINE))
     # the same file with that line as our writer spells it
     assert deferred_flags(SessionTree.read(path)) == [True, True, True, False, False]
@@ -201,7 +201,7 @@ def test_spacing_and_key_order_still_defer_and_read_back_as_an_eager_read(
     path = three_then_kept(tmp_path / "s.jsonl", PLAIN_ENOUGH[odd])
     tree = SessionTree.read(path)
     assert deferred_flags(tree) == [True, True, True, False, False]
-    assert UsageTotals.of(tree.entries, path).counts["input"] == 3
+    assert UsageTotals.of(tree.entries).counts["input"] == 3
     eager = SessionTree.load(path, path.read_bytes().replace(b'"timestamp":1', b'"timestamp":1.0'))
     assert not any(is_deferred(e.get("message")) for e in eager.entries)
     assert message_of(path, tree.entries[0]) == {"role": "user", "content": "a"}

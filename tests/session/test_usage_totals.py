@@ -26,7 +26,7 @@ def reply(entry_id: str, usage: dict[str, Any]) -> dict[str, Any]:
     return {"type": "message", "id": entry_id, "parentId": None, "message": message}
 
 
-def test_every_reply_and_summary_is_counted(tmp_path: Path) -> None:
+def test_every_reply_and_summary_is_counted() -> None:
     entries = [
         reply(f"r{n}", {"input": n, "output": 2, "cacheRead": 1, "cost": 0.25})
         for n in range(1, 101)
@@ -49,17 +49,17 @@ def test_every_reply_and_summary_is_counted(tmp_path: Path) -> None:
             "usage": {"input": 7, "cacheWrite": 3},
         }
     )
-    totals = UsageTotals.of(entries, tmp_path / "s.jsonl")
+    totals = UsageTotals.of(entries)
     assert totals.counts == {"input": 5050 + 7, "output": 200, "cacheRead": 100, "cacheWrite": 3}
     assert totals.cost == pytest.approx(25.0)
 
 
-def test_counts_that_are_not_whole_numbers_count_as_int_reads_them(tmp_path: Path) -> None:
+def test_counts_that_are_not_whole_numbers_count_as_int_reads_them() -> None:
     entries = [
         reply("a", {"input": "3", "output": 1.5, "cost": "0.5"}),
         reply("b", {"input": 2, "output": 1.5, "cacheRead": True}),
     ]
-    totals = UsageTotals.of(entries, tmp_path / "s.jsonl")
+    totals = UsageTotals.of(entries)
     assert totals.counts == {"input": 5, "output": 2, "cacheRead": 1, "cacheWrite": 0}
     assert totals.cost == 0.5
     totals.add({"input": 10})

@@ -37,7 +37,7 @@ from typing import (
     get_type_hints,
 )
 
-from crank.agent.messages import Message, Usage
+from crank.agent.messages import Message
 
 from . import jsonio
 from .entries import ENTRY_FIELDS, MESSAGE_ROLES, Entry, EntryType, MessageRole
@@ -206,25 +206,10 @@ def messages_of(path: Path, entries: Sequence[Entry]) -> list[Message]:
     return messages
 
 
-def reply_usage(path: Path, entry: Entry) -> Usage | dict[str, Any] | None:
-    """The ``usage`` of a message entry that holds an assistant reply, None for any
-    other message and for a reply with no usage object (another writer's). A deferred
-    reply stays deferred: its usage was read with the others."""
-    held = entry["message"]
-    if type(held) is Deferred:
-        return held.usage if held.role == "assistant" else None
-    message = message_of(path, entry)
-    if message["role"] != "assistant":
-        return None
-    usage: object = message.get("usage")
-    return usage if isinstance(usage, dict) else None
-
-
 __all__ = [
     "Deferred",
     "deferred_entries",
     "is_deferred",
     "message_of",
     "messages_of",
-    "reply_usage",
 ]

@@ -6,12 +6,10 @@ without an event (``recount``)."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 from typing import Any
 
 from crank.agent.messages import Usage
 
-from .deferred import reply_usage
 from .entries import Entry
 
 COUNTED = ("input", "output", "cacheRead", "cacheWrite")
@@ -23,22 +21,22 @@ class UsageTotals:
         self.cost = 0.0
 
     @classmethod
-    def of(cls, entries: Iterable[Entry], path: Path) -> UsageTotals:
-        """The totals of the entries of the file at ``path``. A reply whose message was
-        deferred (``deferred.py``) stays so: only its usage is decoded. A reply another
-        writer left without a usage object counts nothing."""
+    def of(cls, entries: Iterable[Entry]) -> UsageTotals:
+        """The totals of a file's entries. A reply whose message was
+        deferred (``deferred.py``) stays so: its usage was read with its role. A reply
+        another writer left without a usage object counts nothing."""
         usages: list[Mapping[str, Any]] = []
-        for entry in entries:
+        for entry in entries:  # looked at here, not through a call per entry, for speed
             kind = entry["type"]
             if kind == "message":
                 message = entry["message"]
-                if type(message) is dict:  # decoded: looked at here, for speed
+                if type(message) is dict:
                     if (
                         message["role"] == "assistant"
                         and type(usage := message.get("usage")) is dict
                     ):
                         usages.append(usage)
-                elif (usage := reply_usage(path, entry)) is not None:
+                elif (usage := message.usage) is not None:  # deferred: read with its role
                     usages.append(usage)
             elif (
                 kind in ("compaction", "branchSummary")
@@ -66,7 +64,11 @@ class UsageTotals:
             if type(total) is not int:
                 total = sum(usage_count(usage, key) for usage in usages)
             self.counts[key] += total
-        self.cost += sum(usage_cost(usage) for usage in usages)
+        try:  # the same, for the cost: a comprehension unless one is not a number
+            cost = float(sum([usage.get("cost", 0.0) for usage in usages]))
+        except (TypeError, OverflowError):
+            cost = sum(usage_cost(usage) for usage in usages)
+        self.cost += cost
 
 
 def usage_count(usage: object, key: str) -> int:

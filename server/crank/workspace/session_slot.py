@@ -46,7 +46,7 @@ def open_and_replay(path: Path) -> tuple[SessionLog, list[Message], UsageTotals]
     work and passes over every entry, for a thread (not the event loop)."""
     opened = SessionLog.open(path)
     try:
-        return opened, opened.replay(), UsageTotals.of(opened.entries(), opened.path)
+        return opened, opened.replay(), UsageTotals.of(opened.entries())
     except BaseException:
         opened.close()
         raise
