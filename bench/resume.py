@@ -1,4 +1,5 @@
-"""Resume figures: ``crank/openSession`` of a long session on a real server process.
+"""Resume figures: what a user waits for when an editor opens a long session, on a real
+server process.
 
     .venv/bin/python bench/resume.py [--quick] [--repeat N] [--before OTHER/server]
 
@@ -8,11 +9,14 @@ spelled by the log's own encoder), and the same 50,000 messages with a compactio
 what follows the newest, and what came before is read later, when asked for, see
 ``crank/session/deferred.py``): a ``crank serve`` process (``python -m crank.lsp``)
 is started on a workspace whose newest session is a tiny one (the server resumes that
-at start), then asked over stdio to open the long session. Printed, medians of a few
-fresh servers: the time from sending ``crank/openSession`` to its answer, and the
-process's peak resident memory during the open (``VmHWM``, reset just before the
-request through ``/proc/<pid>/clear_refs``) next to its resident memory before it.
-The load average is printed first and last: the machine is shared.
+at start), then asked over stdio what both editors ask when a session is opened:
+``crank/openSession``, then ``crank/state`` (the context meter) and ``crank/messages``
+(the transcript), one after the other, as VS Code's chat refreshes. Printed, medians of
+a few fresh servers: the time from sending each request to the last byte of its answer
+(the bench's own decoding of the answer is not counted), the three together, and the
+process's peak resident memory over the three (``VmHWM``, reset just before the open
+through ``/proc/<pid>/clear_refs``) next to its resident memory before it. The load
+average is printed first and last: the machine is shared.
 """
 
 from __future__ import annotations
@@ -73,14 +77,23 @@ class Server:
         return self.next_id
 
     def answer(self, number: int) -> dict[str, Any]:
+        return self.timed_answer(number)[0]
+
+    def timed_answer(self, number: int) -> tuple[dict[str, Any], float]:
+        """The answer to request ``number``, and when its last byte arrived."""
         while True:
-            message = self.read()
+            body, arrived = self.read_body()
+            message: dict[str, Any] = json.loads(body)
             if message.get("id") == number and "method" not in message:
                 if "error" in message:
                     raise RuntimeError(message["error"])
-                return message
+                return message, arrived
 
     def read(self) -> dict[str, Any]:
+        message: dict[str, Any] = json.loads(self.read_body()[0])
+        return message
+
+    def read_body(self) -> tuple[bytes, float]:
         out = self.proc.stdout
         assert out
         length = 0
@@ -89,8 +102,8 @@ class Server:
                 length = int(line.split(b":")[1])
         if not length:
             raise EOFError("the server closed its stdout")
-        message: dict[str, Any] = json.loads(out.read(length))
-        return message
+        body = out.read(length)
+        return body, time.perf_counter()
 
     def close(self) -> None:
         assert self.proc.stdin
@@ -98,7 +111,11 @@ class Server:
         self.proc.wait(timeout=30)
 
 
-def one_open(env: dict[str, str], workspace: Path, session_id: str) -> tuple[float, float, float]:
+Figures = tuple[float, float, float, float, float]
+"""openSession, state and messages (seconds), peak and resident memory before (MiB)."""
+
+
+def one_open(env: dict[str, str], workspace: Path, session_id: str) -> Figures:
     server = Server(env)
     try:
         folder = {"uri": workspace.as_uri(), "name": "ws"}
@@ -109,14 +126,14 @@ def one_open(env: dict[str, str], workspace: Path, session_id: str) -> tuple[flo
         pid = server.proc.pid
         before = status_mib(pid, "VmRSS")
         Path(f"/proc/{pid}/clear_refs").write_text("5")  # VmHWM starts again from VmRSS
-        began = time.perf_counter()
-        number = server.send(
-            "crank/openSession", {"workspace": folder["uri"], "sessionId": session_id}
-        )
-        server.answer(number)
-        took = time.perf_counter() - began
+        asked = {"workspace": folder["uri"], "sessionId": session_id}
+        times = []
+        for method in ("crank/openSession", "crank/state", "crank/messages"):
+            began = time.perf_counter()
+            _, arrived = server.timed_answer(server.send(method, asked))
+            times.append(arrived - began)
         peak = status_mib(pid, "VmHWM")
-        return took, peak, before
+        return times[0], times[1], times[2], peak, before
     finally:
         server.close()
 
@@ -145,6 +162,7 @@ def main() -> None:
         sessions = home / "data" / "crank" / "sessions" / workspace_key(workspace)
         sessions.mkdir(parents=True)
         figures: dict[str, list[float]] = {label: [] for label, _ in sources}
+        """Per source, what the user waits for (the three requests) at each size."""
         for messages, megabytes, compacted in SIZES:
             session_id = f"bench-{messages}" + ("-compacted" if compacted else "")
             path = sessions / f"{session_id}.jsonl"
@@ -153,34 +171,37 @@ def main() -> None:
             tiny = sessions / "tiny.jsonl"
             tiny.write_bytes(encode(make_header("tiny", str(workspace))))
             os.utime(tiny, (time.time() + 10, time.time() + 10))
-            results: dict[str, list[tuple[float, float, float]]] = {name: [] for name, _ in sources}
+            results: dict[str, list[Figures]] = {name: [] for name, _ in sources}
             for _ in range(runs):
                 for label, server in sources:
                     one_env = dict(env, PYTHONPATH=server)
                     results[label].append(one_open(one_env, workspace, session_id))
             for label, _ in sources:
-                took, peak, before = (
+                opened, state, listed, peak, before = (
                     statistics.median(f) for f in zip(*results[label], strict=True)
                 )
-                figures[label].append(took)
+                waited = statistics.median(sum(r[:3]) for r in results[label])
+                figures[label].append(waited)
                 shape = ", compacted" if compacted else ""
                 print(
-                    f"{label:>13}: openSession {messages:>6} messages, {size / 1e6:.0f} MB{shape}: "
-                    f"{took * 1000:5.0f} ms, peak RSS {peak:6.1f} MiB "
-                    f"(before the open {before:.1f} MiB; median of {runs})"
+                    f"{label:>13}: {messages:>6} messages, {size / 1e6:.0f} MB{shape}: "
+                    f"openSession {opened * 1000:5.0f} ms, state {state * 1000:5.0f} ms, "
+                    f"messages {listed * 1000:5.0f} ms, together {waited * 1000:5.0f} ms; "
+                    f"peak RSS {peak:6.1f} MiB (before the open {before:.1f} MiB; "
+                    f"median of {runs})"
                 )
         for label, (small, large, _) in figures.items():
             print(
-                f"{label:>13}: ratio {SIZES[1][0]:,} / {SIZES[0][0]:,} messages {large / small:.2f}"
-                " (the files are about the same size: 1.0 follows the bytes; goal at "
-                "50,000 messages: under 150 ms and 150 MiB)"
+                f"{label:>13}: ratio {SIZES[1][0]:,} / {SIZES[0][0]:,} messages, the three "
+                f"together {large / small:.2f} (the files are about the same size: 1.0 "
+                "follows the bytes; goal at 50,000 messages: under 150 ms and 150 MiB)"
             )
         if len(sources) == 2:
             for index, shape in ((1, ""), (2, ", compacted")):
                 now, then = figures[sources[0][0]][index], figures[sources[1][0]][index]
                 print(
                     f"{SIZES[index][0]:,} messages{shape}: this checkout takes "
-                    f"{now / then:.2f} of the time before"
+                    f"{now / then:.2f} of the time before (the three together)"
                 )
     print(f"load average at end: {load()}")
 
