@@ -20,10 +20,8 @@ The figures in time are bench/long_run.py's.
 from __future__ import annotations
 
 import statistics
-import sys
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
-from types import FrameType
 from typing import Any
 
 import pytest
@@ -34,8 +32,7 @@ from crank.agent.messages import Message, assistant_message
 from crank.agent.model import AbortSignal, ModelRequest, StreamEvent
 from crank.agent.tools import OnUpdate, Tool, ToolCall
 from crank.session import ContextSettings, Housekeeper, SessionLog, estimate, policies
-
-CRANK = str(Path(__file__).resolve().parents[2] / "server" / "crank")
+from tests.support.line_counter import LineCounter
 
 
 async def _small(call: ToolCall, signal: AbortSignal, on_update: OnUpdate) -> str:
@@ -51,28 +48,6 @@ TOOLS = [
     Tool(name="small", description="A small result.", parameters=SCHEMA, execute=_small),
     Tool(name="large", description="A large result.", parameters=SCHEMA, execute=_large),
 ]
-
-
-class LineCounter:
-    """Counts the lines executed in crank's own modules, read per turn by the model."""
-
-    def __init__(self) -> None:
-        self.lines = 0
-
-    def _local(self, frame: FrameType, event: str, arg: Any) -> Any:
-        if event == "line":
-            self.lines += 1
-        return self._local
-
-    def _global(self, frame: FrameType, event: str, arg: Any) -> Any:
-        return self._local if frame.f_code.co_filename.startswith(CRANK) else None
-
-    def __enter__(self) -> LineCounter:
-        sys.settrace(self._global)
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        sys.settrace(None)
 
 
 class CountingModel:

@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 
 from crank.agent.harness import Harness
+from crank.agent.messages import Usage, assistant_message, tool_result, user_message
 from crank.agent.scripted import ScriptedModel, say
 from crank.agent.tools import ToolCall
-from crank.session import ContextSettings, SessionStore
+from crank.session import ContextSettings, SessionLog, SessionStore
 from crank.tools import ApprovalRequest, MemoryDocuments
 from crank.vendors import ConfigError
 from crank.workspace import CrankError, Permissions, Settings
@@ -25,6 +26,7 @@ from crank.workspace.errors import NO_PROVIDER, NO_SUCH_SESSION, REFUSED_WHILE_R
 from crank.workspace.provider import ModelConfig
 from crank.workspace.session_slot import SessionSlot
 from crank.workspace.wire import state_json
+from tests.support.line_counter import LineCounter
 
 
 class Asked:
@@ -157,6 +159,42 @@ async def test_the_session_slot_leaves_nothing_on_disk_until_the_first_prompt(
     assert [m["role"] for m in slot.log.replay()] == ["user", "assistant"]
     assert slot.usage()["output"] > 0
     slot.close()
+
+
+USAGE: Usage = {"input": 1000, "output": 10, "cacheRead": 0, "cacheWrite": 0}
+
+
+def _session_of(store: SessionStore, root: Path, turns: int) -> str:
+    """A session of ``turns`` tool-call turns with usage, as a run writes it."""
+    with SessionLog.create(store.directory, str(root)) as log:
+        log.append_message_sync(user_message("go"))
+        for turn in range(turns):
+            call = {"type": "toolCall", "id": f"c{turn}", "name": "read", "arguments": {}}
+            reply = assistant_message([call], stop_reason="toolUse", usage=USAGE)
+            log.append_message_sync(reply)
+            log.append_message_sync(tool_result(f"c{turn}", "read", "x" * 3000))
+        return log.session_id
+
+
+async def test_opening_a_session_measures_it_off_the_event_loop(tmp_path: Path) -> None:
+    """The context meter's first look at a resumed record repairs, clears and sizes its
+    whole view; opening does that in its worker thread (``open_and_measure``), so the
+    ``crank/state`` that follows executes as many lines at 500 turns as at 50 (a look
+    on the event loop executed thousands, in proportion)."""
+    harness = Harness(system="s", tools=[], model=ScriptedModel([]))
+    store = SessionStore(tmp_path, str(tmp_path / "sessions"))
+    slot = SessionSlot(
+        "file:///w", tmp_path, store, harness, ContextSettings(clear_at_tokens=2_000)
+    )
+    counts = []
+    for turns in (50, 500):
+        assert await slot.open(_session_of(store, tmp_path, turns))
+        with LineCounter() as counted:
+            usage = slot.usage()
+        assert usage["input"] == turns * USAGE["input"] and usage["contextTokens"] > 0
+        counts.append(counted.lines)
+    slot.close()
+    assert counts[0] == counts[1], f"{counts}: the state after the open measured the record"
 
 
 def test_state_json_adds_optional_keys_only_when_they_apply(tmp_path: Path) -> None:

@@ -179,6 +179,14 @@ class Housekeeper:
                 {"type": "images_omitted", "count": count, "message": "; ".join(messages)}
             )
 
+    def measure(self, record: Sequence[Message], prompt: RunPrompt) -> None:
+        """Take now the estimate ``usage`` gives for ``record`` at rest under ``prompt``
+        (a resumed session's, in the thread that read it): the first look at a long
+        record repairs, clears and sizes its whole view, seconds for 50,000 messages,
+        which the context meter's first ask would otherwise spend on the event loop.
+        The memos keep it: asked again for the same messages, nothing is measured."""
+        self._view.tokens(record, prompt, at_rest=True)
+
     def context_tokens(self, harness: Harness) -> int:
         """The size of the request the harness's record would send now, policies applied."""
         at_rest = not harness.is_running

@@ -52,6 +52,21 @@ def open_and_replay(path: Path) -> tuple[SessionLog, list[Message], UsageTotals]
         raise
 
 
+def open_and_measure(
+    path: Path, model: Model, context: ContextSettings, prompt: RunPrompt
+) -> tuple[SessionLog, list[Message], Housekeeper]:
+    """``open_and_replay``, and the session's Housekeeper with the estimate the context
+    meter shows next already taken (``Housekeeper.measure``): for a thread too."""
+    opened, messages, totals = open_and_replay(path)
+    try:
+        keeper = Housekeeper(opened, model, context, totals=totals)
+        keeper.measure(messages, prompt)
+    except BaseException:
+        opened.close()
+        raise
+    return opened, messages, keeper
+
+
 def require_idle(harness: Harness, what: str) -> None:
     """Refuse ``what`` (``refused_while_running``) while a run is active: abort it first."""
     if harness.is_running:
@@ -165,9 +180,9 @@ class SessionSlot:
             path = await anyio.to_thread.run_sync(self.store.newest)
             if path is None:
                 return None
-            opened, messages, totals = await anyio.to_thread.run_sync(open_and_replay, path)
+            opened, messages, keeper = await self._open_in_thread(path)
             self.harness.replace_messages(messages)
-            self._adopt(opened, totals)
+            self._adopt(opened, keeper)
         except (SessionError, OSError) as exc:
             return str(exc)
         return None
@@ -190,13 +205,21 @@ class SessionSlot:
         require_idle(self.harness, "opening a session")
         if self.log is not None and self.log.path == path:
             return False
-        opened, messages, totals = await anyio.to_thread.run_sync(open_and_replay, path)
+        opened, messages, keeper = await self._open_in_thread(path)
         if self.harness.is_running:  # a prompt won the race while the file was read
             opened.close()
             require_idle(self.harness, "opening a session")
-        self._adopt(opened, totals)
+        self._adopt(opened, keeper)
         self.harness.replace_messages(messages)
         return True
+
+    async def _open_in_thread(self, path: Path) -> tuple[SessionLog, list[Message], Housekeeper]:
+        """``open_and_measure`` in a worker thread, for the prompt the next run would
+        carry (a prompt or model changed meanwhile only costs the memo)."""
+        prompt = RunPrompt.of(self.harness.system, self.harness.tools)
+        return await anyio.to_thread.run_sync(
+            open_and_measure, path, self.harness.model, self.context, prompt
+        )
 
     async def branch(self, entry_id: str, summarize: bool) -> dict[str, Any]:
         require_idle(self.harness, "branching")
@@ -226,15 +249,18 @@ class SessionSlot:
         if self.log is not None:
             self.log.close()
 
-    def _adopt(self, new_log: SessionLog, totals: UsageTotals | None = None) -> None:
-        """Make ``new_log`` the active one; ``totals``: what it has used, summed off the
-        event loop (a new log has used nothing)."""
+    def _adopt(self, new_log: SessionLog, keeper: Housekeeper | None = None) -> None:
+        """Make ``new_log`` the active one, kept by ``keeper`` (made off the event loop
+        with what the file has used; a new log gets a new one: it has used nothing)."""
         self._drop()
         self.log = new_log
         self._save = new_log.listener(self.harness.messages_after)
         self.session_id = new_log.session_id
-        self.keeper = Housekeeper(new_log, self.harness.model, self.context, totals=totals)
-        self.keeper.attach(self.harness)
+        if keeper is None:
+            keeper = Housekeeper(new_log, self.harness.model, self.context)
+        keeper.set_model(self.harness.model)  # changed while the file was read
+        self.keeper = keeper
+        keeper.attach(self.harness)
 
     def _drop(self) -> None:
         if self.keeper is not None:
@@ -244,4 +270,4 @@ class SessionSlot:
         self.log, self._save, self.keeper = None, None, None
 
 
-__all__ = ["SessionSlot", "open_and_replay", "require_idle"]
+__all__ = ["SessionSlot", "open_and_measure", "open_and_replay", "require_idle"]
