@@ -15,8 +15,9 @@ at start), then asked over stdio what both editors ask when a session is opened:
 a few fresh servers: the time from sending each request to the last byte of its answer
 (the bench's own decoding of the answer is not counted), the three together, and the
 process's peak resident memory over the three (``VmHWM``, reset just before the open
-through ``/proc/<pid>/clear_refs``) next to its resident memory before it. The load
-average is printed first and last: the machine is shared.
+through ``/proc/<pid>/clear_refs``) next to its resident memory before it; and, in
+this process, the floor any reader pays for the file (``floor``). The load average is
+printed first and last: the machine is shared.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +140,34 @@ def one_open(env: dict[str, str], workspace: Path, session_id: str) -> Figures:
         server.close()
 
 
+def floor(path: Path, runs: int) -> str:
+    """What any reader of the file at ``path`` pays, in this process (medians of
+    ``runs``): reading its bytes, one validating decode of its lines with each message
+    left as its bytes (``deferred.py``'s first), the second that reads each message's
+    role and usage, and decoding every line into dicts, as an eager read does."""
+    import msgspec
+
+    from crank.session import deferred
+
+    data = path.read_bytes()
+    lines = data[data.index(b"\n") + 1 :]
+    steps: dict[str, Callable[[], object]] = {
+        "read": path.read_bytes,
+        "one decode, messages as bytes": lambda: deferred._decode_zone(lines),
+        "roles and usage": lambda: deferred._decode_heads(lines),
+        "every line into dicts": lambda: msgspec.json.Decoder().decode_lines(lines),
+    }
+    shown = []
+    for name, step in steps.items():
+        took = []
+        for _ in range(runs):
+            began = time.perf_counter()
+            step()
+            took.append(time.perf_counter() - began)
+        shown.append(f"{name} {statistics.median(took) * 1000:.0f} ms")
+    return "; ".join(shown)
+
+
 def main() -> None:
     quick = "--quick" in sys.argv
     runs = 1 if quick else 5
@@ -176,6 +206,7 @@ def main() -> None:
                 for label, server in sources:
                     one_env = dict(env, PYTHONPATH=server)
                     results[label].append(one_open(one_env, workspace, session_id))
+            print(f"{'floor':>13}: {messages:>6} messages, in process: {floor(path, runs)}")
             for label, _ in sources:
                 opened, state, listed, peak, before = (
                     statistics.median(f) for f in zip(*results[label], strict=True)
