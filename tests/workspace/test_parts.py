@@ -7,13 +7,16 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from crank.agent.harness import Harness
-from crank.agent.messages import Usage, assistant_message, tool_result, user_message
+from crank.agent.loop import RunPrompt
+from crank.agent.messages import Message, Usage, assistant_message, tool_result, user_message
+from crank.agent.model import ModelRequest
 from crank.agent.scripted import ScriptedModel, say
 from crank.agent.tools import ToolCall
 from crank.session import ContextSettings, SessionLog, SessionStore
@@ -195,6 +198,45 @@ async def test_opening_a_session_measures_it_off_the_event_loop(tmp_path: Path) 
         counts.append(counted.lines)
     slot.close()
     assert counts[0] == counts[1], f"{counts}: the state after the open measured the record"
+
+
+async def _first_request_lines(root: Path, store: SessionStore, turns: int) -> int:
+    """The lines the first request's hooks (``before_request``, ``build_request``)
+    execute after a session of ``turns`` turns is opened."""
+    harness = Harness(system="s", tools=[], model=ScriptedModel([say("done")]))
+    slot = SessionSlot("file:///w", root, store, harness, ContextSettings())
+    counted = LineCounter()
+
+    async def before(harness: Harness) -> None:
+        with counted:
+            await slot.before_request(harness)
+
+    async def build(record: Sequence[Message], prompt: RunPrompt) -> ModelRequest:
+        with counted:
+            return await slot.build_request(record, prompt)
+
+    harness.before_request, harness.build_request = before, build
+    harness.subscribe(slot.save)
+    try:
+        assert await slot.open(_session_of(store, root, turns))
+        await harness.prompt("and now the docs").wait()
+        assert [m["role"] for m in harness.messages[-2:]] == ["user", "assistant"]
+        assert len(harness.messages) == 2 + 2 * turns + 1
+    finally:
+        slot.close()
+    return counted.lines
+
+
+async def test_the_first_prompt_after_an_open_repairs_only_what_it_adds(tmp_path: Path) -> None:
+    """The Harness takes the record the open measured as it is (its lineage with it),
+    the clearing that estimate chose is the session's and its images were looked for:
+    the first request after a resume repairs, clears, sizes and scans only the new
+    prompt, as many lines at 500 turns as at 100. Without each of the three the count
+    grew with the record (the view repaired whole again; the record sized twice more as
+    clearing started over; every message looked at for images)."""
+    store = SessionStore(tmp_path, str(tmp_path / "sessions"))
+    counts = [await _first_request_lines(tmp_path, store, turns) for turns in (100, 500)]
+    assert counts[0] == counts[1], f"{counts}: the first request measured the whole record"
 
 
 def test_state_json_adds_optional_keys_only_when_they_apply(tmp_path: Path) -> None:

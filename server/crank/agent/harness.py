@@ -298,10 +298,17 @@ class Harness:
         return []
 
     def replace_messages(self, messages: Sequence[Message]) -> None:
-        """Swap the whole transcript (resume, branch, compaction). Refused during a run."""
+        """Swap the whole transcript (resume, branch, compaction). Refused during a run.
+        A growing ``LineageList`` becomes the record itself, lineage and all: its maker
+        hands it over and keeps no hold on it (a resumed record measured in a worker
+        thread under that lineage, whose memos then still hold at the next request);
+        anything else is copied into a record of a new lineage."""
         if self._run is not None:
             raise HarnessBusy("cannot replace the transcript while a run is active")
-        self._record = LineageList(messages, Lineage())
+        if isinstance(messages, LineageList) and not messages.is_frozen:
+            self._record = messages
+        else:
+            self._record = LineageList(messages, Lineage())
 
     def adopt_messages(self, messages: Sequence[Message]) -> None:
         """Swap the transcript from inside a run's hook (``before_request``,

@@ -302,10 +302,16 @@ class ImageResolver:
         self._positions: list[int] = []
 
     def resolve(self, messages: Sequence[Message], load: Load, accepts: bool) -> Resolved:
+        return _resolve_at(messages, self.scan(messages), load, accepts)
+
+    def scan(self, messages: Sequence[Message]) -> list[int]:
+        """The positions of ``messages`` that hold images, looked for only from where
+        they stop sharing the list scanned last (a request's, or a resumed record's
+        view, scanned with its first estimate: ``RequestView.measure``)."""
         same = shared_prefix(messages, self._messages)
         positions = self._positions
         while positions and positions[-1] >= same:
             positions.pop()
         positions.extend(i for i in range(same, len(messages)) if images_of(messages[i]))
         self._messages = kept(messages)
-        return _resolve_at(messages, positions, load, accepts)
+        return positions

@@ -185,7 +185,7 @@ class Housekeeper:
         record repairs, clears and sizes its whole view, seconds for 50,000 messages,
         which the context meter's first ask would otherwise spend on the event loop.
         The memos keep it: asked again for the same messages, nothing is measured."""
-        self._view.tokens(record, prompt, at_rest=True)
+        self._view.measure(record, prompt)
 
     def context_tokens(self, harness: Harness) -> int:
         """The size of the request the harness's record would send now, policies applied."""

@@ -289,6 +289,22 @@ class RequestView:
             sent, fixed, self.calibration, self._sizes.chars, running=self._running
         )
 
+    def measure(self, record: Sequence[Message], prompt: RunPrompt) -> None:
+        """``tokens`` at rest for ``record`` (a resumed one), and the clearing and
+        trimming that request would send taken as the session's, as ``build`` takes
+        them, its images looked for: the first request after a resume starts from where
+        this estimate ended, instead of clearing from the start again (which measured the
+        whole record twice more, on the event loop) and looking through all of it for
+        images."""
+        fixed = self._fixed_of(prompt)
+        _, state, trim = self._sent(record, fixed, sending=True)
+        if (state, trim) != (self._clear, self._trim):
+            self._changed_ms = now_ms()
+        self._clear, self._trim = state, trim
+        self.tokens(record, prompt, at_rest=True)
+        sent, _, _ = self._sent(record, fixed)  # remembered: what that estimate measured
+        self._images.scan(sent)
+
     def trim_harder(self, record: Sequence[Message], prompt: RunPrompt) -> bool:
         """Move the trim boundary so only about half the kept size is sent (after a
         refusal for length under the ``trim`` policy). True if it moved."""

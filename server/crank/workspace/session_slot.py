@@ -23,6 +23,7 @@ import anyio.to_thread
 
 from crank.agent.events import ContextUsage, Event
 from crank.agent.harness import Harness
+from crank.agent.lineage import Lineage, LineageList
 from crank.agent.loop import RunPrompt
 from crank.agent.messages import Message
 from crank.agent.model import Model, ModelRequest
@@ -56,15 +57,19 @@ def open_and_measure(
     path: Path, model: Model, context: ContextSettings, prompt: RunPrompt
 ) -> tuple[SessionLog, list[Message], Housekeeper]:
     """``open_and_replay``, and the session's Housekeeper with the estimate the context
-    meter shows next already taken (``Housekeeper.measure``): for a thread too."""
-    opened, messages, totals = open_and_replay(path)
+    meter shows next already taken (``Housekeeper.measure``), for a thread too. The
+    transcript is the record the Harness is to take as it is (``replace_messages``): a
+    growing ``LineageList``, measured under its own lineage, so the first request's view
+    repairs only what that request adds."""
+    opened, transcript, totals = open_and_replay(path)
+    record = LineageList(transcript, Lineage())
     try:
         keeper = Housekeeper(opened, model, context, totals=totals)
-        keeper.measure(messages, prompt)
+        keeper.measure(record, prompt)
     except BaseException:
         opened.close()
         raise
-    return opened, messages, keeper
+    return opened, record, keeper
 
 
 def require_idle(harness: Harness, what: str) -> None:
