@@ -285,6 +285,33 @@ H.test("replaying crank/messages gives the same transcript as streaming", functi
   H.eq(15, #chat:transcript())
 end)
 
+H.test("a reloaded transcript goes in with treesitter stopped, and is highlighted after", function()
+  if not pcall(vim.treesitter.language.inspect, "markdown") then
+    return -- no markdown parser: nothing is attached to stop
+  end
+  local chat = fresh_chat()
+  H.ok(vim.treesitter.highlighter.active[chat.buf] ~= nil, "highlighted before")
+  local Chat = require("crank.chat").Chat
+  local insert, attached = Chat._insert, 0
+  Chat._insert = function(self, lines)
+    if vim.treesitter.highlighter.active[self.buf] ~= nil then
+      attached = attached + 1 -- each such insert re-read the whole buffer
+    end
+    return insert(self, lines)
+  end
+  local messages = {}
+  for i = 1, 50 do
+    messages[#messages + 1] = { role = "user", content = "step " .. i }
+    messages[#messages + 1] = { role = "assistant", content = { { type = "text", text = "done " .. i } }, stopReason = "stop" }
+  end
+  local ok, err = pcall(chat.render_messages, chat, messages)
+  Chat._insert = insert
+  assert(ok, err)
+  H.eq(0, attached)
+  H.contains(chat:transcript(), "done 50")
+  H.ok(vim.treesitter.highlighter.active[chat.buf] ~= nil, "highlighted after")
+end)
+
 H.test("live tool output is replaced by the result; long results fold", function()
   local chat = fresh_chat()
   ev(chat, { type = "tool_execution_start", toolCallId = "b", toolName = "bash", arguments = { command = "make" } })
