@@ -312,6 +312,32 @@ H.test("a reloaded transcript goes in with treesitter stopped, and is highlighte
   H.ok(vim.treesitter.highlighter.active[chat.buf] ~= nil, "highlighted after")
 end)
 
+H.test("a reload asked while the same one is on its way waits for it, unless a run is active", function()
+  local chat = fresh_chat()
+  local answers = {}
+  chat.ws.request = function(_, method, params, callback)
+    assert(method == "crank/messages")
+    answers[#answers + 1] = { params.sessionId, callback }
+  end
+  local heard = {}
+  chat:reload(function() heard[#heard + 1] = "open" end)
+  chat:reload(function() heard[#heard + 1] = "session_changed" end)
+  H.eq(1, #answers)
+  answers[1][2](nil, { messages = { { role = "user", content = "once" } } })
+  H.eq({ "open", "session_changed" }, heard)
+  H.contains(chat:transcript(), "once")
+  chat:reload()
+  H.eq(2, #answers) -- none on its way: asked anew
+  chat.ws.running = true
+  chat:reload()
+  H.eq(3, #answers) -- a run adds messages: the later answer may hold more
+  chat.ws.session_id = "s2"
+  chat.ws.running = false
+  chat:reload()
+  H.eq(4, #answers)
+  H.eq("s2", answers[4][1])
+end)
+
 H.test("live tool output is replaced by the result; long results fold", function()
   local chat = fresh_chat()
   ev(chat, { type = "tool_execution_start", toolCallId = "b", toolName = "bash", arguments = { command = "make" } })

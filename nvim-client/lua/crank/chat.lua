@@ -337,17 +337,31 @@ function Chat:_render_messages(messages)
 end
 
 --- Reload the transcript from the server.
+--- Asked again for the same session while one is on its way and no run is active,
+--- the answer on its way is the one awaited (opening a session asks twice: for the
+--- open's answer and for its `session_changed`): a long transcript is rendered once.
 function Chat:reload(callback)
   self.stale = self.ws.running and self.stale
-  self.ws:request("crank/messages", { sessionId = self.ws.session_id }, function(err, result)
+  local session = self.ws.session_id
+  local pending = self.pending_reload
+  if pending and pending.session == session and not self.ws.running then
+    pending.callbacks[#pending.callbacks + 1] = callback
+    return
+  end
+  pending = { session = session, callbacks = { callback } }
+  self.pending_reload = pending
+  self.ws:request("crank/messages", { sessionId = session }, function(err, result)
+    if self.pending_reload == pending then
+      self.pending_reload = nil
+    end
     if err then
       self:notice("_Could not load the transcript: " .. tostring(err.message) .. "_")
     elseif vim.api.nvim_buf_is_valid(self.buf) then
       self:render_messages(result and result.messages or {})
     end
     self.loaded = true
-    if callback then
-      callback(err)
+    for _, waiting in ipairs(pending.callbacks) do
+      waiting(err)
     end
   end)
 end
