@@ -19,7 +19,7 @@ from crank.agent.messages import Message, Usage, assistant_message, tool_result,
 from crank.agent.model import ModelRequest
 from crank.agent.scripted import ScriptedModel, say
 from crank.agent.tools import ToolCall
-from crank.session import ContextSettings, SessionLog, SessionStore
+from crank.session import ContextSettings, Housekeeper, SessionLog, SessionStore
 from crank.tools import ApprovalRequest, MemoryDocuments
 from crank.vendors import ConfigError
 from crank.workspace import CrankError, Permissions, Settings
@@ -198,6 +198,25 @@ async def test_opening_a_session_measures_it_off_the_event_loop(tmp_path: Path) 
         counts.append(counted.lines)
     slot.close()
     assert counts[0] == counts[1], f"{counts}: the state after the open measured the record"
+
+
+async def test_a_failed_first_estimate_does_not_keep_a_session_from_opening(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The estimate taken at the open is only a figure: should it fail, the session
+    opens all the same and the meter measures it when asked, as before."""
+
+    def broken(*_: object) -> None:
+        raise RuntimeError("a bug in the estimate")
+
+    harness = Harness(system="s", tools=[], model=ScriptedModel([]))
+    store = SessionStore(tmp_path, str(tmp_path / "sessions"))
+    slot = SessionSlot("file:///w", tmp_path, store, harness, ContextSettings())
+    session_id = _session_of(store, tmp_path, 3)
+    monkeypatch.setattr(Housekeeper, "measure", broken)
+    assert await slot.open(session_id)
+    assert len(harness.messages) == 7 and slot.usage()["contextTokens"] > 0
+    slot.close()
 
 
 async def _first_request_lines(root: Path, store: SessionStore, turns: int) -> int:

@@ -15,6 +15,7 @@ event, so a message is on disk before anybody is told about it.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,8 @@ from crank.session.usage_totals import UsageTotals
 from .errors import NotActiveSession, RefusedWhileRunning, invalid_params
 from .sessions import tree_json
 
+log = logging.getLogger(__name__)
+
 
 def open_and_replay(path: Path) -> tuple[SessionLog, list[Message], UsageTotals]:
     """Open a session for writing, read its transcript and sum what it has used: file
@@ -65,10 +68,13 @@ def open_and_measure(
     record = LineageList(transcript, Lineage())
     try:
         keeper = Housekeeper(opened, model, context, totals=totals)
-        keeper.measure(record, prompt)
     except BaseException:
         opened.close()
         raise
+    try:
+        keeper.measure(record, prompt)
+    except Exception:  # only an estimate: the session opens, and the meter measures later
+        log.exception("%s: the first estimate of the opened session failed", path)
     return opened, record, keeper
 
 
