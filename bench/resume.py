@@ -142,9 +142,9 @@ def one_open(env: dict[str, str], workspace: Path, session_id: str) -> Figures:
 
 def floor(path: Path, runs: int) -> str:
     """What any reader of the file at ``path`` pays, in this process (medians of
-    ``runs``): reading its bytes, one validating decode of its lines with each message
-    left as its bytes (``deferred.py``'s first), the second that reads each message's
-    role and usage, and decoding every line into dicts, as an eager read does."""
+    ``runs``): reading its bytes, one validating decode of its lines that reads each
+    message's role and usage only (``deferred.py``'s), and decoding every line into
+    dicts, as an eager read does."""
     import msgspec
 
     from crank.session import deferred
@@ -153,8 +153,7 @@ def floor(path: Path, runs: int) -> str:
     lines = data[data.index(b"\n") + 1 :]
     steps: dict[str, Callable[[], object]] = {
         "read": path.read_bytes,
-        "one decode, messages as bytes": lambda: deferred._decode_zone(lines),
-        "roles and usage": lambda: deferred._decode_heads(lines),
+        "one decode, messages to role and usage": lambda: deferred._decode_zone(lines),
         "every line into dicts": lambda: msgspec.json.Decoder().decode_lines(lines),
     }
     shown = []

@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from crank.session import SessionLog, SessionUnreadable, resume
+from crank.session import deferred as deferred_module
 from crank.session import tree as tree_module
 from crank.session.deferred import is_deferred, message_of, messages_of
 from crank.session.entries import (
@@ -206,6 +207,55 @@ def test_spacing_and_key_order_still_defer_and_read_back_as_an_eager_read(
     assert not any(is_deferred(e.get("message")) for e in eager.entries)
     assert message_of(path, tree.entries[0]) == {"role": "user", "content": "a"}
     assert message_of(path, tree.entries[0]) == eager.entries[0]["message"]
+
+
+def test_a_line_of_only_whitespace_among_them_leaves_each_message_with_its_own_line(
+    tmp_path: Path,
+) -> None:
+    """The one decode steps over a line of nothing but whitespace (another writer's
+    blank line); the lines kept for the messages step over it too, so each deferred
+    message is still read from its own line."""
+    reply = line("m2", "m1", b'{"role":"assistant","content":[],"usage":{"input":3}}')
+    user = line("m3", "m2", b'{"role":"user","content":"b"}')
+    path = spelled(tmp_path / "s.jsonl", [PLAIN_LINE, b" \t\r", reply, b"", user])
+    tree = SessionTree.read(path)
+    assert deferred_flags(tree) == [True, True, True, False, False]
+    assert UsageTotals.of(tree.entries).counts["input"] == 3
+    read = [message_of(path, entry) for entry in tree.entries[:3]]
+    assert read == [
+        {"role": "user", "content": "a"},
+        {"role": "assistant", "content": [], "usage": {"input": 3}},
+        {"role": "user", "content": "b"},
+    ]
+
+
+async def test_opening_splits_none_of_the_deferred_lines(
+    log: SessionLog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The open reads each deferred message's role and usage in its one decode: what
+    it does next (the transcript, the totals) asks for no deferred line, so the lines
+    are split only when a message among them is first read (the tree view's previews,
+    recall, a branch to an old entry)."""
+    asked: list[int] = []
+    original = deferred_module._Lines.line
+
+    def counted(lines: Any, index: int) -> bytes:
+        asked.append(index)
+        return original(lines, index)
+
+    monkeypatch.setattr(deferred_module._Lines, "line", counted)
+    await compacted_session(log)
+    log.close()
+    reopened = SessionLog.open(log.path)
+    try:
+        reopened.replay()
+        UsageTotals.of(reopened.entries())
+        assert asked == []
+        old = compacted_entries(reopened)
+        assert message_of(reopened.path, old[2])["role"] == "toolResult"
+        assert asked == [2]
+    finally:
+        reopened.close()
 
 
 BROKEN_LINES = {

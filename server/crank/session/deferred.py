@@ -7,17 +7,20 @@ of the open and most of its memory (a decoded message is about twice its bytes).
 ``SessionTree.read`` reads the lines before the newest compaction's kept entry with
 ``deferred_entries``, all of them in one decode: each entry is checked strictly, as our
 writer spells it (its envelope, exactly the fields its kind names, the message's JSON
-syntax and its role), and a message is kept as its bytes (a ``Deferred``). Everything
-else is read as before.
+syntax and its role), and a message is kept as the line that holds it (a ``Deferred``:
+where its line is in the bytes read, its role and, for a reply, its usage, which the
+same decode read). Everything else is read as before.
 
 Who reads an entry's message goes through ``message_of`` (or ``messages_of``), which
-decodes a deferred one once (with ``jsonio.loads``, so the result is exactly what an
-eager read gives) and puts it in the entry in place of its bytes. Only the message is
-deferred, never a check that could refuse the file: if one of those lines is not as our
-writer spells it (another writer's spacing, a key it does not know, a timestamp that is
-not an integer), every line is read eagerly instead, as before. Entries read from a
-file are never written again (the log only appends new ones), so a ``Deferred`` never
-reaches an encoder.
+decodes a deferred one once (its line, with ``jsonio.loads``, so the result is exactly
+what an eager read gives) and puts it in the entry in place of the ``Deferred``. The
+first to do so splits the bytes read into their lines (``_Lines``), once: an open that
+asks for none of those messages never pays for it. Only the message is deferred, never
+a check that could refuse the file: if one of those lines is not as our writer spells
+it (another writer's spacing, a key it does not know, a timestamp that is not an
+integer), every line is read eagerly instead, as before. Entries read from a file are
+never written again (the log only appends new ones), so a ``Deferred`` never reaches
+an encoder.
 """
 
 from __future__ import annotations
@@ -54,9 +57,16 @@ _MESSAGE = operator.itemgetter("message")
 if msgspec is not None:
     _ID = Annotated[str, msgspec.Meta(min_length=1)]
 
+    class _Head(msgspec.Struct):
+        """A message's role, checked, and what it says as its ``usage`` (any JSON, or
+        UNSET): every other key is skipped, its syntax checked, nothing built."""
+
+        role: MessageRole
+        usage: Any = msgspec.UNSET
+
     def _line_type(kind: EntryType, fields: type) -> type:
         """A line of one kind of entry, exactly as our writer spells it (the envelope,
-        then the fields ``ENTRY_FIELDS`` names, nothing else), a message as its bytes."""
+        then the fields ``ENTRY_FIELDS`` names, nothing else), a message as its head."""
         spelled: list[tuple[str, Any] | tuple[str, Any, Any]] = [
             ("id", _ID),
             ("parentId", str | None),
@@ -64,8 +74,8 @@ if msgspec is not None:
         ]
         optional = []
         for name, hint in get_type_hints(fields, include_extras=True).items():
-            if kind == "message" and name == "message":
-                hint = msgspec.Raw
+            if kind == _KIND and name == "message":
+                hint = _Head
             if get_origin(hint) is NotRequired:
                 optional.append((name, get_args(hint)[0] | msgspec.UnsetType, msgspec.UNSET))
             else:
@@ -82,43 +92,57 @@ if msgspec is not None:
     _MESSAGE_LINE: Any = _LINE_TYPES["message"]
     _decode_zone = msgspec.json.Decoder(Union[tuple(_LINE_TYPES.values())]).decode_lines  # noqa: UP007
 
-    class _Head(msgspec.Struct):
-        """A message's role, checked, and what it says as its ``usage`` (any JSON, or
-        UNSET): every other key is skipped unread."""
 
-        role: MessageRole
-        usage: Any = msgspec.UNSET
+class _Lines:
+    """The bytes of the lines ``deferred_entries`` decoded, and, once a message among
+    them is first asked for, those lines one by one (split then, a single time: an open
+    that decodes none of them never pays for the split). ``decode_lines`` skips a line
+    of nothing but JSON whitespace, so such a line is left out here too, and the n-th
+    line kept is the n-th decoded."""
 
-    def _head_type(kind: EntryType) -> type:
-        """A line of one kind read again for its message's head, the rest skipped."""
-        fields = [("message", _Head)] if kind == _KIND else []
-        return msgspec.defstruct(f"{kind}Head", fields, tag_field="type", tag=kind)
+    __slots__ = ("_data", "_lines")
 
-    _decode_heads = msgspec.json.Decoder(
-        Union[tuple(_head_type(kind) for kind in ENTRY_FIELDS)]  # noqa: UP007
-    ).decode_lines
+    def __init__(self, data: bytes) -> None:
+        self._data = data
+        self._lines: list[bytes] | None = None
+
+    def line(self, index: int) -> bytes:
+        lines = self._lines
+        if lines is None:  # two threads may split at once: both get the same lines
+            lines = [line for line in self._data.split(b"\n") if line.strip(b" \t\r")]
+            self._lines, self._data = lines, b""
+        return lines[index]
 
 
-class Deferred:
-    """A message entry's message as the file spelled it: its JSON (``raw``, a
-    ``msgspec.Raw`` of the line, checked for syntax), its ``role`` and, for a reply,
-    its ``usage`` (None: it has none that is an object), read with the others."""
+_Record: Any = msgspec.Struct if msgspec is not None else object
+_RECORD_OPTIONS = {"eq": False, "gc": False} if msgspec is not None else {}
+"""A ``Deferred`` is made per deferred message, 50,000 times for a long session: a
+struct is made by C (a third of the time of a Python ``__init__``), is not tracked by
+the collector (it can hold no cycle) and has its own ``__eq__``, below."""
 
-    __slots__ = ("raw", "role", "usage")
 
-    def __init__(self, raw: Any, role: str, usage: dict[str, Any] | None) -> None:
-        self.raw = raw
-        self.role = role
-        self.usage = usage
+class Deferred(_Record, **_RECORD_OPTIONS):  # type: ignore[misc]
+    """A message entry's message as the file spelled it: the ``index``-th of the lines
+    held by ``lines``, its ``role`` and, for a reply, its ``usage`` (None: it has none
+    that is an object), read with the others."""
+
+    lines: _Lines
+    index: int
+    role: str
+    usage: dict[str, Any] | None
+
+    def line(self) -> bytes:
+        """The whole line that holds the message."""
+        return self.lines.line(self.index)
 
     def __repr__(self) -> str:
-        return f"Deferred({self.role}, {len(self.raw)} bytes)"
+        return f"Deferred({self.role}, line {self.index} of those read at once)"
 
     def __eq__(self, other: object) -> bool:
-        """The same bytes (two reads of one file hold equal entries)."""
+        """The same line (two reads of one file hold equal entries)."""
         if not isinstance(other, Deferred):
             return NotImplemented
-        return bool(self.role == other.role and self.raw == other.raw)
+        return bool(self.role == other.role and self.line() == other.line())
 
     __hash__ = None  # type: ignore[assignment]  # equal by content, and never a key
 
@@ -131,36 +155,36 @@ one message object, the one every reader is given."""
 def deferred_entries(zone: bytes) -> list[Entry] | None:
     """The entries of the whole lines ``zone`` holds, their messages deferred, or None
     when one of them is not as our writer spells it: then every line is read eagerly
-    (``entries.parse_entry``), which refuses a broken one by name. Decoded in two calls,
-    both at C speed: the lines with each message as its bytes, then the same lines for
-    each message's role and usage only (line by line, or a role read from the bytes in
-    Python, the Python around each cost more than the decodes)."""
+    (``entries.parse_entry``), which refuses a broken one by name. One call decodes
+    them all at C speed, each message to its role and usage; the Python loop after it
+    only builds the entries (a second decode for the messages' bytes, and finding each
+    line's bytes here, each cost about as much as that loop)."""
     if msgspec is None:
         return None
     try:
         lines: list[Any] = _decode_zone(zone)
-        heads: list[Any] = _decode_heads(zone)
     except msgspec.DecodeError:  # a ValidationError too
         return None
+    held = _Lines(zone)
     entries: list[Entry] = []
     append = entries.append
     previous = None
-    for line, head in zip(lines, heads, strict=True):
+    for index, line in enumerate(lines):
         parent = line.parentId
         if parent == previous:  # the same text as the id before: one string for both
             parent = previous
         previous = line.id
         if type(line) is _MESSAGE_LINE:
-            read = head.message
-            usage = read.usage if read.role == "assistant" and type(read.usage) is dict else None
-            message = Deferred(line.message, read.role, usage)
+            head = line.message
+            role = head.role
+            usage = head.usage if role == "assistant" and type(head.usage) is dict else None
             append(
                 {
                     "type": _KIND,
                     "id": previous,
                     "parentId": parent,
                     "timestamp": line.timestamp,
-                    "message": message,
+                    "message": Deferred(held, index, role, usage),
                 }
             )
         else:  # the few others: as an eager read gives them, key for key
@@ -186,10 +210,11 @@ def message_of(path: Path, entry: Entry) -> Message:
         message = entry["message"]
         if type(message) is Deferred:
             try:
-                decoded = jsonio.loads(memoryview(message.raw))
+                record = jsonio.loads(message.line())
             except (ValueError, UnicodeDecodeError) as error:  # its syntax was checked
                 where = f"entry {entry['id']}"
                 raise SessionUnreadable(path, where, f"not JSON ({error})") from None
+            decoded = record.get("message") if isinstance(record, dict) else None
             if not isinstance(decoded, dict) or decoded.get("role") not in MESSAGE_ROLES:
                 where, problem = f"entry {entry['id']}", "its message has no known role"
                 raise SessionUnreadable(path, where, problem)
