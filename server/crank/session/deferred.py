@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import (
     Annotated,
     Any,
+    NamedTuple,
     NotRequired,
     Union,
     cast,
@@ -152,7 +153,18 @@ _decoding = threading.Lock()
 one message object, the one every reader is given."""
 
 
-def deferred_entries(zone: bytes) -> list[Entry] | None:
+class Zone(NamedTuple):
+    """What ``deferred_entries`` read, and what its loop saw on the way, so the tree
+    need not look through the entries again: whether each is the child of the one
+    before it (the first a root), and how many entries of each kind other than
+    ``message`` there are."""
+
+    entries: list[Entry]
+    linear: bool
+    others: dict[str, int]
+
+
+def deferred_entries(zone: bytes) -> Zone | None:
     """The entries of the whole lines ``zone`` holds, their messages deferred, or None
     when one of them is not as our writer spells it: then every line is read eagerly
     (``entries.parse_entry``), which refuses a broken one by name. One call decodes
@@ -169,10 +181,14 @@ def deferred_entries(zone: bytes) -> list[Entry] | None:
     entries: list[Entry] = []
     append = entries.append
     previous = None
+    linear = True
+    others: dict[str, int] = {}
     for index, line in enumerate(lines):
         parent = line.parentId
         if parent == previous:  # the same text as the id before: one string for both
             parent = previous
+        else:
+            linear = False
         previous = line.id
         if type(line) is _MESSAGE_LINE:
             head = line.message
@@ -192,7 +208,8 @@ def deferred_entries(zone: bytes) -> list[Entry] | None:
             kind = line.__struct_config__.tag
             fields["parentId"] = parent
             append({"type": kind, **{k: v for k, v in fields.items() if v is not msgspec.UNSET}})
-    return entries
+            others[kind] = others.get(kind, 0) + 1
+    return Zone(entries, linear, others)
 
 
 def is_deferred(message: object) -> bool:
@@ -233,6 +250,7 @@ def messages_of(path: Path, entries: Sequence[Entry]) -> list[Message]:
 
 __all__ = [
     "Deferred",
+    "Zone",
     "deferred_entries",
     "is_deferred",
     "message_of",

@@ -10,7 +10,6 @@ process and the file can never disagree.
 
 from __future__ import annotations
 
-import collections
 import functools
 import gc
 import itertools
@@ -22,7 +21,7 @@ from pathlib import Path
 from typing import IO
 
 from . import jsonio
-from .deferred import deferred_entries
+from .deferred import Zone, deferred_entries
 from .entries import (
     COMPACTION_LINE_PREFIX,
     MESSAGE_LINE_PREFIX,
@@ -46,8 +45,6 @@ compaction fits its window, a few MiB at most; a compaction further back only me
 more is decoded at once, as if there were none."""
 _COMPACTION_LINE = b"\n" + COMPACTION_LINE_PREFIX
 _ID = operator.itemgetter("id")
-_PARENT = operator.itemgetter("parentId")
-_KIND = operator.itemgetter("type")
 
 
 class SessionTree:
@@ -73,8 +70,8 @@ class SessionTree:
         header_end = len(lines[0]) + 1
         zone = deferred_entries(data[header_end:end]) if end and end > header_end else None
         if zone:
-            lines = [lines[0], *lines[1 + len(zone) :]]
-        return cls._from_lines(path, lines, zone or [])
+            lines = [lines[0], *lines[1 + len(zone.entries) :]]
+        return cls._from_lines(path, lines, zone)
 
     @classmethod
     def read(cls, path: Path) -> SessionTree:
@@ -104,18 +101,19 @@ class SessionTree:
                 if zone is None:  # a line not as our writer spells it: all read at once
                     file.seek(len(header))
             lines = itertools.chain((header[:-1],), _complete_lines(path, file))
-            return cls._from_lines(path, lines, zone or [])
+            return cls._from_lines(path, lines, zone)
 
     @classmethod
     def _from_lines(
-        cls, path: Path, lines: Iterable[bytes | memoryview], zone: list[Entry]
+        cls, path: Path, lines: Iterable[bytes | memoryview], zone: Zone | None
     ) -> SessionTree:
         """The tree of a file: its header line, the entries of its first lines already
         read with their messages deferred (``zone``, maybe none), then its other lines."""
         lines = iter(lines)
         tree = cls(path, parse_header(path, next(lines)))
         shared = Shared()
-        first = 2 + len(zone)  # the line of the first entry read eagerly
+        deferred = zone.entries if zone else []
+        first = 2 + len(deferred)  # the line of the first entry read eagerly
         # map over a partial: the parse is called from C, with no Python frame between
         eager = map(
             functools.partial(parse_entry, path),
@@ -124,28 +122,27 @@ class SessionTree:
             itertools.repeat(shared),
         )
         if zone and tree._index_linear(zone):
-            tree._index(eager, first, zone[-1]["id"])
+            tree._index(eager, first, deferred[-1]["id"])
         else:
-            tree._index(itertools.chain(zone, eager) if zone else eager, 2, None)
+            tree._index(itertools.chain(deferred, eager) if deferred else eager, 2, None)
         return tree
 
-    def _index_linear(self, zone: list[Entry]) -> bool:
+    def _index_linear(self, zone: Zone) -> bool:
         """Index ``zone``, the file's first entries, at C speed (a Python loop over
         50,000 of them cost as much as decoding them) if each is the child of the one
-        before, with no id twice: a session never branched, as most are. False, with
-        nothing indexed, otherwise: ``_index`` then checks them one by one and names
-        what is wrong. The tree keeps ``zone`` itself as its list of entries."""
-        parents = map(_PARENT, itertools.islice(zone, 1, None))
-        if zone[0]["parentId"] is not None or not all(map(operator.eq, parents, map(_ID, zone))):
+        before (which the decode's loop saw), with no id twice: a session never
+        branched, as most are. False, with nothing indexed, otherwise: ``_index`` then
+        checks them one by one and names what is wrong. The tree keeps the zone's list
+        itself as its list of entries."""
+        if not zone.linear:
             return False
-        by_id = dict(zip(map(_ID, zone), zone, strict=True))  # no list of ids: at the peak
-        if len(by_id) != len(zone):
+        entries = zone.entries
+        by_id = dict(zip(map(_ID, entries), entries, strict=True))  # no list of ids
+        if len(by_id) != len(entries):
             return False
         self.by_id = by_id
-        self.entries = zone  # taken, not copied: nobody else holds it
-        kinds = collections.Counter(map(_KIND, zone))
-        kinds.pop("message", None)
-        self._others.update(kinds)
+        self.entries = entries  # taken, not copied: nobody else holds it
+        self._others.update(zone.others)
         return True
 
     def _index(self, entries: Iterable[Entry], start: int, previous: str | None) -> None:
