@@ -48,24 +48,24 @@ def replay_rows(
     start = 0
     previous: str | None = None
     rows: list[tuple[str | None, Message]] = []
-    # Looked through at C speed (itemgetter, list.index): a resumed session can hold
-    # 50,000 entries, and a Python loop over them cost more than decoding them.
-    kinds = list(map(_KIND, branch))
-    if "compaction" in kinds:
-        position = len(kinds) - 1 - kinds[::-1].index("compaction")
+    # Looked for from the tip back: a resumed session can hold 50,000 entries, and what
+    # follows its newest compaction is a few hundred; passes over them all (even at C
+    # speed) were most of the time of replaying a compacted session.
+    position = _newest(branch, "compaction", len(branch))
+    if position is not None:
         entry = branch[position]
         kept = entry["firstKeptId"]
-        ids = list(map(_ID, branch[:position]))
-        start = ids.index(kept) if kept in ids else -1
-        if start < 0:
+        found = _newest_with_id(branch, kept, position)
+        if found is None:
             raise SessionUnreadable(
                 path,
                 f"entry {entry['id']}",
                 f"compaction's firstKeptId {kept} is not an earlier entry on its branch",
             )
-        previous = str(entry["summary"])
+        start, previous = found, str(entry["summary"])
         rows.append((None, _as_user(f"{COMPACTION_PREFIX}\n\n{previous}", entry)))
-    if kinds[start:].count("message") == len(kinds) - start:  # only messages
+    kinds = list(map(_KIND, branch[start:]))
+    if kinds.count("message") == len(kinds):  # only messages
         messages = messages_of(path, branch[start:])
         rows.extend(zip(map(_ID, branch[start:]), messages, strict=True))
         return rows, previous
@@ -77,6 +77,23 @@ def replay_rows(
             summary = _as_user(f"{BRANCH_SUMMARY_PREFIX}\n\n{entry['summary']}", entry)
             rows.append((entry["id"], summary))
     return rows, previous
+
+
+def _newest(branch: list[Entry], kind: str, before: int) -> int | None:
+    """Where the newest entry of ``kind`` is among ``branch[:before]``, or None."""
+    for position in range(before - 1, -1, -1):
+        if branch[position]["type"] == kind:
+            return position
+    return None
+
+
+def _newest_with_id(branch: list[Entry], entry_id: str, before: int) -> int | None:
+    """Where the entry ``entry_id`` is among ``branch[:before]``, or None (ids are
+    unique in a file, so the newest is the only one)."""
+    for position in range(before - 1, -1, -1):
+        if branch[position]["id"] == entry_id:
+            return position
+    return None
 
 
 def _as_user(text: str, entry: Entry) -> UserMessage:
