@@ -119,13 +119,16 @@ def test_a_newer_format_version(tmp_path: Path) -> None:
     assert "version 2" in refused(path, path.read_bytes()).problem
 
 
-def test_a_compaction_whose_cut_is_off_its_branch(tmp_path: Path) -> None:
+@pytest.mark.parametrize("kept", ["c", "d", "k"])
+def test_a_compaction_whose_cut_is_not_before_it_on_its_branch(tmp_path: Path, kept: str) -> None:
+    """Off its branch (c), after it (d) or itself (k): refused, naming the compaction."""
     from crank.session import resume
 
     path = tmp_path / "s.jsonl"
     compaction = {"type": "compaction", "id": "k", "parentId": "b", "timestamp": 1}
-    compaction |= {"summary": "s", "firstKeptId": "c", "tokensBefore": 9}
-    write_session(path, entry("a", None), entry("b", "a"), entry("c", "a"), compaction)
+    compaction |= {"summary": "s", "firstKeptId": kept, "tokensBefore": 9}
+    entries = (entry("a", None), entry("b", "a"), entry("c", "a"), compaction, entry("d", "k"))
+    write_session(path, *entries)
     with pytest.raises(SessionUnreadable, match="entry k"):
         resume(path)
 
