@@ -229,6 +229,28 @@ def test_a_line_of_only_whitespace_among_them_leaves_each_message_with_its_own_l
     ]
 
 
+def test_a_line_holding_two_entries_is_refused_when_an_old_message_is_read(
+    tmp_path: Path,
+) -> None:
+    """The one decode reads every JSON value of a line, so a line holding two entries
+    (which the eager read refuses as not JSON) gives two: the messages can then not be
+    told from their places among the lines. That is found when the lines are first
+    split, and refused by name then, never a message read from another entry's line."""
+    reply = line("m2", "m1", b'{"role":"assistant","content":[],"usage":{"input":3}}')
+    user = line("m3", "m2", b'{"role":"user","content":"b"}')
+    path = spelled(tmp_path / "s.jsonl", [PLAIN_LINE + reply, user])
+    with pytest.raises(SessionUnreadable) as eager_refusal:
+        eager(path)
+    tree = SessionTree.read(path)
+    assert deferred_flags(tree) == [True, True, True, False, False]
+    assert resume(path)[-1]["content"] == "kept"  # the transcript needs none of them
+    for entry in tree.entries[:3]:
+        with pytest.raises(SessionUnreadable) as refused:
+            message_of(path, entry)
+        assert refused.value.where == "line 2" and "not one JSON value" in refused.value.problem
+    assert eager_refusal.value.where == "line 2"
+
+
 async def test_opening_splits_none_of_the_deferred_lines(
     log: SessionLog, monkeypatch: pytest.MonkeyPatch
 ) -> None:

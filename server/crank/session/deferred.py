@@ -94,25 +94,58 @@ if msgspec is not None:
     _decode_zone = msgspec.json.Decoder(Union[tuple(_LINE_TYPES.values())]).decode_lines  # noqa: UP007
 
 
+class Misaligned(ValueError):
+    """The lines read at once do not hold one entry each: ``decode_lines`` reads every
+    JSON value of a line, so a line of two (another writer's, a hand edit) decoded
+    as two entries, and a message cannot be told from its place among the lines. The
+    eager read refuses such a line as not JSON; here it is found when the lines are
+    first split, and named (``where``, ``problem``) to whoever asked for a message."""
+
+    def __init__(self, where: str, problem: str) -> None:
+        super().__init__(f"{where}: {problem}")
+        self.where, self.problem = where, problem
+
+
 class _Lines:
-    """The bytes of the lines ``deferred_entries`` decoded, and, once a message among
-    them is first asked for, those lines one by one (split then, a single time: an open
-    that decodes none of them never pays for the split). ``decode_lines`` skips a line
-    of nothing but JSON whitespace, so such a line is left out here too, and the n-th
-    line kept is the n-th decoded."""
+    """The bytes of the lines ``deferred_entries`` decoded (the file's, from line 2),
+    and, once a message among them is first asked for, those lines one by one (split
+    then, a single time: an open that decodes none of them never pays for the split).
+    ``decode_lines`` skips a line of nothing but JSON whitespace, so such a line is
+    left out here too, and the n-th line kept is the n-th decoded, once the split has
+    checked that there are as many lines as entries (``Misaligned`` otherwise: counting
+    them at the open would cost a fifth of the decode)."""
 
-    __slots__ = ("_data", "_lines")
+    __slots__ = ("_count", "_data", "_fault", "_lines")
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, count: int) -> None:
         self._data = data
+        self._count = count
         self._lines: list[bytes] | None = None
+        self._fault: Misaligned | None = None
 
     def line(self, index: int) -> bytes:
         lines = self._lines
         if lines is None:  # two threads may split at once: both get the same lines
-            lines = [line for line in self._data.split(b"\n") if line.strip(b" \t\r")]
+            if self._fault is not None:
+                raise self._fault
+            every = self._data.split(b"\n")
+            lines = [line for line in every if line.strip(b" \t\r")]
+            if len(lines) != self._count:
+                self._fault = _misaligned(every)
+                raise self._fault
             self._lines, self._data = lines, b""
         return lines[index]
+
+
+def _misaligned(every: list[bytes]) -> Misaligned:
+    """Which of ``every`` line (the file's, from line 2) holds more than one value."""
+    for number, line in enumerate(every, start=2):
+        if line.strip(b" \t\r"):
+            try:
+                jsonio.loads(line)
+            except ValueError as error:
+                return Misaligned(f"line {number}", f"not one JSON value ({error})")
+    return Misaligned("the lines before the kept entry", "they do not hold one entry each")
 
 
 _Record: Any = msgspec.Struct if msgspec is not None else object
@@ -177,7 +210,7 @@ def deferred_entries(zone: bytes) -> Zone | None:
         lines: list[Any] = _decode_zone(zone)
     except msgspec.DecodeError:  # a ValidationError too
         return None
-    held = _Lines(zone)
+    held = _Lines(zone, len(lines))
     entries: list[Entry] = []
     append = entries.append
     previous = None
@@ -227,7 +260,11 @@ def message_of(path: Path, entry: Entry) -> Message:
         message = entry["message"]
         if type(message) is Deferred:
             try:
-                record = jsonio.loads(message.line())
+                line = message.line()
+            except Misaligned as fault:
+                raise SessionUnreadable(path, fault.where, fault.problem) from None
+            try:
+                record = jsonio.loads(line)
             except (ValueError, UnicodeDecodeError) as error:  # its syntax was checked
                 where = f"entry {entry['id']}"
                 raise SessionUnreadable(path, where, f"not JSON ({error})") from None
@@ -250,6 +287,7 @@ def messages_of(path: Path, entries: Sequence[Entry]) -> list[Message]:
 
 __all__ = [
     "Deferred",
+    "Misaligned",
     "Zone",
     "deferred_entries",
     "is_deferred",
