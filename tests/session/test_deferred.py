@@ -251,6 +251,22 @@ def test_a_line_holding_two_entries_is_refused_when_an_old_message_is_read(
     assert eager_refusal.value.where == "line 2"
 
 
+def test_a_deferred_message_with_bytes_that_are_not_utf8_reads_as_an_eager_read(
+    tmp_path: Path,
+) -> None:
+    """The one decode skips a message's text unread, so a line an earlier version wrote
+    with bytes that are not UTF-8 is deferred; msgspec then refuses it when the message
+    is read, and the standard library reads it as the eager read does (the bytes shown
+    escaped)."""
+    odd = line("m1", None, b'{"role":"user","content":"caf\xe9 \xff"}')
+    path = three_then_kept(tmp_path / "s.jsonl", odd)
+    tree = SessionTree.read(path)
+    assert deferred_flags(tree) == [True, True, True, False, False]
+    by_id = {e["id"]: e for e in eager(path)}
+    assert message_of(path, tree.entries[0]) == by_id["m1"]["message"]
+    assert "\\xff" in by_id["m1"]["message"]["content"]
+
+
 async def test_opening_splits_none_of_the_deferred_lines(
     log: SessionLog, monkeypatch: pytest.MonkeyPatch
 ) -> None:
