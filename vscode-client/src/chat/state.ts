@@ -590,17 +590,23 @@ export function restoredState(saved: ChatState): ChatState {
   return { ...saved, lastSeq: -1, gap: false };
 }
 
+/** How many of the chat's last items the page keeps in its saved state. */
+export const SAVED_ITEMS = 200;
+
 /**
- * The chat as the page saves it (at most every 250 ms while a reply streams): its
- * images without their bytes, which are megabytes each and would be written again at
- * every save. A restored page shows them as waiting until the transcript is read again
- * from the server (the chat does that whenever it opens), which brings the bytes back
- * or the hash they are fetched by.
+ * The chat as the page saves it (at most every 250 ms while a reply streams, and as the
+ * user types): its last `SAVED_ITEMS` items, and their images without their bytes,
+ * which are megabytes each and would be written again at every save. VS Code serializes
+ * the whole saved state at each save, so a page that saved a transcript of 5,000
+ * messages stalled for 50-90 ms four times a second while the user typed; the saved
+ * chat is only what a reloaded page shows first, until the transcript is read again
+ * from the server (the chat does that whenever it opens), which brings every item back,
+ * and the bytes or the hash an image is fetched by.
  */
 export function persistable(s: ChatState): ChatState {
-  if (!s.items.some(hasImageData)) return s;
-  const items = s.items.map((it) => (hasImageData(it) ? { ...it, images: it.images.map(withoutData) } : it));
-  return { ...s, items };
+  const items = s.items.length > SAVED_ITEMS ? s.items.slice(-SAVED_ITEMS) : s.items;
+  if (items === s.items && !items.some(hasImageData)) return s;
+  return { ...s, items: items.map((it) => (hasImageData(it) ? { ...it, images: it.images.map(withoutData) } : it)) };
 }
 
 function hasImageData(it: ChatItem): it is (UserItem | ToolItem) & { images: ShownImage[] } {

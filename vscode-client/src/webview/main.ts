@@ -91,7 +91,26 @@ const empty = h(
   h("p", {}, "Ask Crank to change something in this workspace."),
   h("p", { class: "hint" }, "Add the current selection with Ctrl+K L, or right-click a file: “Crank: Fix This File”."),
 );
-const scroller = h("div", { class: "scroller" }, empty, list);
+/**
+ * How many of the chat's last items are drawn at first, and how many more each "Show
+ * earlier" draws. A page that drew every item of a long session paid a layout and a
+ * paint of all of them at every streamed token (about 100 ms a frame at 5,000
+ * messages, a freeze while the reply streamed) and a stall at every pause in typing.
+ */
+const DRAWN_STEP = 200;
+let drawn = DRAWN_STEP;
+/** The session `drawn` counts for: another session starts again from its last items. */
+let drawnSession: string | undefined;
+const earlier = button("Show earlier", () => drawEarlier(), { class: "secondary earlier", hidden: true });
+const scroller = h("div", { class: "scroller" }, empty, earlier, list);
+
+/** Draws `DRAWN_STEP` more of the earlier items, the view kept on what it showed. */
+function drawEarlier(): void {
+  const fromBottom = scroller.scrollHeight - scroller.scrollTop;
+  drawn += DRAWN_STEP;
+  renderItems();
+  scroller.scrollTop = scroller.scrollHeight - fromBottom;
+}
 
 const status = h("div", { class: "status", "aria-live": "polite" });
 const meterBar = h("div", { class: "meter-fill" });
@@ -419,8 +438,9 @@ window.addEventListener("message", (e: MessageEvent<HostMessage>) => {
       mcpDone(m.name);
       break;
     case "draftSaved":
+      // Nothing on screen changes: no redraw (at every pause in typing it laid out the whole page).
       composer.dataset.draftSaved = String(Number(composer.dataset.draftSaved ?? 0) + 1);
-      break;
+      return;
     case "addImages":
       pendingImages = [...pendingImages, ...m.images];
       renderThumbs();
@@ -652,26 +672,44 @@ function editUserMessage(it: ChatItem & { kind: "user" }): void {
 }
 
 function renderItems(): void {
-  const nearBottom = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 60;
   empty.hidden = state.items.length > 0;
+  if (state.sessionId !== drawnSession) {
+    drawnSession = state.sessionId;
+    drawn = DRAWN_STEP;
+  }
+  const from = Math.max(0, state.items.length - drawn);
+  earlier.hidden = from === 0;
+  const label = `Show earlier (${from} more)`;
+  if (earlier.textContent !== label) earlier.textContent = label;
   const seen = new Set<string>();
   const els: HTMLElement[] = [];
-  for (const it of state.items) {
+  /** The page's element in each place as it is now (a redrawn item's old one), to tell a new order from redrawn items. */
+  const shown: HTMLElement[] = [];
+  const replaced: [HTMLElement, HTMLElement][] = [];
+  for (let at = from; at < state.items.length; at++) {
+    const it = state.items[at];
     const key = `${it.kind}:${it.id}`;
     seen.add(key);
     const cached = itemCache.get(key);
     if (cached && cached.ref === it) {
       els.push(cached.el);
+      shown.push(cached.el);
       continue;
     }
     const el = renderItem(it);
-    if (cached) cached.el.replaceWith(el);
+    if (cached) replaced.push([cached.el, el]);
     itemCache.set(key, { ref: it, el });
     els.push(el);
+    shown.push(cached ? cached.el : el);
   }
   for (const key of Array.from(itemCache.keys())) if (!seen.has(key)) itemCache.delete(key);
-  const current = Array.from(list.children);
-  if (current.length !== els.length || current.some((c, i) => c !== els[i])) list.replaceChildren(...els);
+  const current = list.children;
+  const reordered = current.length !== shown.length || shown.some((el, i) => current[i] !== el);
+  if (!replaced.length && !reordered) return; // nothing to draw: the page's layout is not asked for
+  // Read before the change (a layout of the page as it is): a view kept at the bottom stays there.
+  const nearBottom = scroller.scrollHeight - scroller.scrollTop - scroller.clientHeight < 60;
+  for (const [old, el] of replaced) old.replaceWith(el);
+  if (reordered) list.replaceChildren(...els);
   if (nearBottom) scroller.scrollTop = scroller.scrollHeight;
 }
 

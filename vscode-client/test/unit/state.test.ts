@@ -1,6 +1,6 @@
 import { test } from "node:test";
 import assert from "node:assert/strict";
-import { contextFraction, initialState, itemsFromMessages, pendingPermissions, reduce, restoredState, sandboxLine, type AssistantItem, type ChatState, type PermissionItem, type ToolItem } from "../../src/chat/state";
+import { contextFraction, initialState, itemsFromMessages, pendingPermissions, persistable, reduce, restoredState, sandboxLine, SAVED_ITEMS, type AssistantItem, type ChatState, type PermissionItem, type ToolItem } from "../../src/chat/state";
 import type { CrankEvent, EventParams, Message, PermissionRequest } from "../../src/protocol/types";
 import { eventsOf, loadRun } from "./fixture";
 
@@ -447,4 +447,23 @@ test("the recorded run streamed and its crank/messages replay give the same card
   const aborted = streamed.items.find((i) => i.kind === "tool" && i.id === "call_bash_2") as ToolItem;
   assert.equal(aborted.status, "failed");
   assert.deepEqual(streamed.queue, { steering: [], followUp: [] }, "the cleared queue is empty");
+});
+
+test("the page saves the last SAVED_ITEMS items of a long chat, so a save costs the same at any length", () => {
+  const messages: Message[] = [];
+  for (let i = 0; i < 1000; i++) {
+    messages.push({ role: "user", content: `question ${i}`, timestamp: i });
+    messages.push({ role: "assistant", content: [{ type: "text", text: `answer ${i}` }], stopReason: "stop", timestamp: i } as Message);
+  }
+  const long = reduce(initialState(), { type: "transcript", messages, sessionId: "s" });
+  assert.equal(long.items.length, 2000);
+  const saved = persistable(long);
+  assert.equal(saved.items.length, SAVED_ITEMS);
+  assert.deepEqual(saved.items, long.items.slice(-SAVED_ITEMS), "the tail, as it is");
+  assert.equal(long.items.length, 2000, "the live chat is untouched");
+  const restored = restoredState(JSON.parse(JSON.stringify(saved)));
+  const last = restored.items[restored.items.length - 1] as AssistantItem;
+  assert.equal(last.blocks[0].type === "text" && last.blocks[0].text, "answer 999");
+  const short = reduce(initialState(), { type: "transcript", messages: messages.slice(0, 10), sessionId: "s" });
+  assert.equal(persistable(short), short, "a chat within the bound is saved as it is");
 });

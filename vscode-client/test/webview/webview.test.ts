@@ -624,6 +624,36 @@ test("a run cut off by the server's shutdown (a reload) says so, not 'Stopped.'"
   assert.equal(await notes.nth(1).innerText(), "Stopped.");
 });
 
+test("a long transcript draws its last 200 items; Show earlier draws 200 more with the view where it was; another session starts from its last items", async () => {
+  const transcript = (sessionId: string, pairs: number) => {
+    const messages: unknown[] = [];
+    for (let i = 0; i < pairs; i++) messages.push({ role: "user", content: `question ${i}` }, { role: "assistant", content: [{ type: "text", text: `answer ${i}` }], stopReason: "stop", timestamp: i });
+    return { type: "action", action: { type: "transcript", sessionId, workspace: run.workspace, messages } } as HostMessage;
+  };
+  await host(transcript(run.sessionId, 600));
+  await page.locator(".items > .msg.assistant", { hasText: "answer 599" }).waitFor();
+  const drawn = page.locator(".items > *");
+  assert.equal(await drawn.count(), 200, "the last 200 of 1,200 items (and whatever cards the page keeps)");
+  const earlierButton = page.locator("button.earlier");
+  const more = async () => Number(/^Show earlier \((\d+) more\)$/.exec(await earlierButton.innerText())?.[1]);
+  const hidden = await more();
+  assert.ok(hidden >= 1000, `${hidden} items not drawn`);
+  const first = await drawn.first().elementHandle();
+  await first!.scrollIntoViewIfNeeded();
+  const before = (await first!.boundingBox())!.y;
+  await earlierButton.click();
+  await page.locator(".items > .msg.user", { hasText: "question 450" }).waitFor({ state: "attached" });
+  assert.equal(await drawn.count(), 400);
+  assert.equal(await more(), hidden - 200);
+  assert.ok(Math.abs((await first!.boundingBox())!.y - before) < 2, "what was on screen stays where it was");
+  await host(transcript("another-session", 300));
+  await page.locator(".items > .msg.assistant", { hasText: "answer 299" }).waitFor();
+  assert.equal(await drawn.count(), 200, "another session starts again from its last 200");
+  await host(transcript(run.sessionId, 3));
+  await page.locator("button.earlier[hidden]").waitFor({ state: "attached" });
+  assert.equal(await page.locator(".items > .msg.user").first().innerText().then((t) => /question 0/.test(t)), true, "a short one is drawn whole");
+});
+
 test("the MCP line: a row per server with its state; Restart, Disable and Enable post crank/mcpServer; a failed server shows its error and stderr tail", async () => {
   const everything = { name: "everything", source: "editor" as const, transport: "stdio" as const, state: "ready" as const, tools: Array.from({ length: 13 }, (_, i) => `mcp__everything__t${i}`), pid: 4242 };
   const error = "MCP server 'odd' exited (status 3); its stderr ends with:\nTraceback (most recent call last):\nRuntimeError: odd-boom (restarting in 1 s)";
