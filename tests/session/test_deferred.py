@@ -267,6 +267,18 @@ def test_a_deferred_message_with_bytes_that_are_not_utf8_reads_as_an_eager_read(
     assert "\\xff" in by_id["m1"]["message"]["content"]
 
 
+def test_nothing_but_blank_lines_before_the_kept_entry_is_refused_by_name(
+    tmp_path: Path,
+) -> None:
+    """The one decode reads no entry from lines of only whitespace: the file goes to the
+    eager read, which refuses the first such line by name, never an IndexError."""
+    path = spelled(tmp_path / "s.jsonl", [b"  "])
+    for read in (SessionTree.read, lambda p: SessionTree.load(p, p.read_bytes())):
+        with pytest.raises(SessionUnreadable) as refused:
+            read(path)
+        assert refused.value.where == "line 2" and "not JSON" in refused.value.problem
+
+
 async def test_opening_splits_none_of_the_deferred_lines(
     log: SessionLog, monkeypatch: pytest.MonkeyPatch
 ) -> None:

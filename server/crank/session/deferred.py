@@ -14,8 +14,8 @@ same decode read). Everything else is read as before.
 Who reads an entry's message goes through ``message_of`` (or ``messages_of``), which
 decodes a deferred one once (its line, with ``jsonio.loads``, so the result is exactly
 what an eager read gives) and puts it in the entry in place of the ``Deferred``. The
-first to do so splits the bytes read into their lines (``_Lines``), once: an open that
-asks for none of those messages never pays for it. Only the message is deferred, never
+first to do so finds where each line is in the bytes read (``_Lines``), once: an open
+that asks for none of those messages never pays for it. Only the message is deferred, never
 a check that could refuse the file: if one of those lines is not as our writer spells
 it (another writer's spacing, a key it does not know, a timestamp that is not an
 integer), every line is read eagerly instead, as before. Entries read from a file are
@@ -249,6 +249,8 @@ def deferred_entries(zone: bytes) -> Zone | None:
     try:
         lines: list[Any] = _decode_zone(zone)
     except msgspec.DecodeError:  # a ValidationError too
+        return None
+    if not lines:  # nothing but blank lines: the eager read names the first
         return None
     held = _Lines(zone, len(lines))
     entries: list[Entry] = []

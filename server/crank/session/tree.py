@@ -69,7 +69,7 @@ class SessionTree:
         end = _deferred_zone_end(data[tail_start:], tail_start)
         header_end = len(lines[0]) + 1
         zone = deferred_entries(data[header_end:end]) if end and end > header_end else None
-        if zone:
+        if zone is not None:
             lines = [lines[0], *lines[1 + len(zone.entries) :]]
         return cls._from_lines(path, lines, zone)
 
@@ -112,7 +112,7 @@ class SessionTree:
         lines = iter(lines)
         tree = cls(path, parse_header(path, next(lines)))
         shared = Shared()
-        deferred = zone.entries if zone else []
+        deferred = zone.entries if zone is not None else []
         first = 2 + len(deferred)  # the line of the first entry read eagerly
         # map over a partial: the parse is called from C, with no Python frame between
         eager = map(
@@ -121,7 +121,7 @@ class SessionTree:
             lines,
             itertools.repeat(shared),
         )
-        if zone and tree._index_linear(zone):
+        if zone is not None and tree._index_linear(zone):
             tree._index(eager, first, deferred[-1]["id"])
         else:
             tree._index(itertools.chain(deferred, eager) if deferred else eager, 2, None)
