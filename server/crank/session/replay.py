@@ -51,11 +51,11 @@ def replay_rows(
     # Looked for from the tip back: a resumed session can hold 50,000 entries, and what
     # follows its newest compaction is a few hundred; passes over them all (even at C
     # speed) were most of the time of replaying a compacted session.
-    position = _newest(branch, "compaction", len(branch))
+    position = _newest(branch, "type", "compaction", len(branch))
     if position is not None:
         entry = branch[position]
         kept = entry["firstKeptId"]
-        found = _newest_with_id(branch, kept, position)
+        found = _newest(branch, "id", kept, position)  # ids are unique: the only one
         if found is None:
             raise SessionUnreadable(
                 path,
@@ -79,19 +79,11 @@ def replay_rows(
     return rows, previous
 
 
-def _newest(branch: list[Entry], kind: str, before: int) -> int | None:
-    """Where the newest entry of ``kind`` is among ``branch[:before]``, or None."""
+def _newest(branch: list[Entry], key: str, value: str, before: int) -> int | None:
+    """Where the newest entry whose ``key`` is ``value`` is among ``branch[:before]``,
+    or None."""
     for position in range(before - 1, -1, -1):
-        if branch[position]["type"] == kind:
-            return position
-    return None
-
-
-def _newest_with_id(branch: list[Entry], entry_id: str, before: int) -> int | None:
-    """Where the entry ``entry_id`` is among ``branch[:before]``, or None (ids are
-    unique in a file, so the newest is the only one)."""
-    for position in range(before - 1, -1, -1):
-        if branch[position]["id"] == entry_id:
+        if branch[position].get(key) == value:
             return position
     return None
 
