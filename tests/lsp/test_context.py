@@ -9,7 +9,7 @@ from typing import Any
 from tests.support.model_server import ModelServer
 
 from .helpers import provider_for, running_server
-from .test_runs import kinds, project
+from .test_runs import kinds, project, session_lines
 
 
 def small_window(model: ModelServer, tmp_path: Path, window: int, **context: Any) -> dict[str, Any]:
@@ -72,3 +72,42 @@ async def test_a_bad_context_setting_is_reported_by_name(tmp_path: Path) -> None
             await crank.request("crank/state", {})
             logged = [m.message for m in crank.client.log_messages]
     assert any("context.policy" in line for line in logged), logged
+
+
+async def test_a_compacted_session_reopens_as_it_was_and_goes_on(tmp_path: Path) -> None:
+    """Reopened, a compacted session leaves the history its compaction summarised
+    unread (``SessionTree.read``): the transcript, the context meter and the totals
+    are what they were, the tree still lists every entry, and the next run appends."""
+    long_answer = "The module parses the config at src/config.py and caches it. " * 40
+    replies = [{"text": long_answer} for _ in range(3)]
+    replies.append({"text": "Goal: explain src/config.py. Progress: explained caching."})
+    replies.append({"text": "It raises ConfigError."})
+    async with ModelServer({"replies": replies, "estimateUsage": True}) as model:
+        options = small_window(model, tmp_path, 200_000, keepRecentTokens=300)
+        async with running_server(tmp_path, [project(tmp_path)], options) as crank:
+            for question in ("what does config do?", "and the cache?", "and errors?"):
+                await crank.settled(
+                    (await crank.request("crank/prompt", {"text": question}))["runId"]
+                )
+            assert (await crank.request("crank/compact", {}))["compacted"] is True
+            before = await crank.request("crank/state", {})
+            shown = (await crank.request("crank/messages", {}))["messages"]
+            entries = [e["id"] for e in (await crank.request("crank/tree", {}))["entries"]]
+            await crank.request("crank/newSession", {})
+            await crank.request("crank/openSession", {"sessionId": before["sessionId"]})
+            after = await crank.request("crank/state", {})
+            # the totals; the meter's estimate is taken again (the calibration the run
+            # learnt is not kept in the file)
+            totals = ("input", "output", "cacheRead", "cacheWrite", "cost")
+            assert [after["usage"][k] for k in totals] == [before["usage"][k] for k in totals]
+            assert after["usage"]["output"] > 0 and after["usage"]["contextTokens"] > 0
+            assert (await crank.request("crank/messages", {}))["messages"] == shown
+            tree = (await crank.request("crank/tree", {}))["entries"]
+            assert [e["id"] for e in tree] == entries
+            run = (await crank.request("crank/prompt", {"text": "what does it raise?"}))["runId"]
+            await crank.settled(run)
+            lines = session_lines(after)
+    ids = [line["id"] for line in lines[1:]]
+    assert len(set(ids)) == len(ids) == len(entries) + 2  # the question and its answer
+    compaction = next(line for line in lines if line["type"] == "compaction")
+    assert compaction["usageBefore"]["output"] > 0

@@ -128,22 +128,29 @@ def line(entry_id: str, parent: str | None, message: bytes) -> bytes:
     return head + b',"timestamp":1,"message":' + message + b"}"
 
 
-def spelled(path: Path, lines: list[bytes]) -> Path:
-    """A file of a header, ``lines``, then a compaction keeping the last line's entry."""
-    kept = line("k", "m3", encode(ask("kept"))[:-1])
-    compaction = encode(
-        {
-            "type": "compaction",
-            "id": "c",
-            "parentId": "k",
-            "timestamp": 1,
-            "summary": "s",
-            "firstKeptId": "k",
-            "tokensBefore": 1,
-        }
-    )
+def spelled(
+    path: Path,
+    lines: list[bytes],
+    *,
+    kept_parent: str = "m3",
+    compaction: dict[str, Any] | None = None,
+    after: tuple[bytes, ...] = (),
+) -> Path:
+    """A file of a header, ``lines``, then the kept entry (its parent ``kept_parent``),
+    a compaction keeping it (with the fields ``compaction`` adds) and ``after``."""
+    kept = line("k", kept_parent, encode(ask("kept"))[:-1])
+    record = {
+        "type": "compaction",
+        "id": "c",
+        "parentId": "k",
+        "timestamp": 1,
+        "summary": "s",
+        "firstKeptId": "k",
+        "tokensBefore": 1,
+    }
     header = encode(make_header("s", "/w", "2026-01-01T00:00:00.000Z"))
-    path.write_bytes(header + b"\n".join(lines) + b"\n" + kept + b"\n" + compaction)
+    end = encode(record | (compaction or {})) + b"".join(more + b"\n" for more in after)
+    path.write_bytes(header + b"\n".join(lines) + b"\n" + kept + b"\n" + end)
     return path
 
 

@@ -1,5 +1,6 @@
 """Any mix of appends, branches and compactions: the file replays to what the process
-holds, a fresh read replays the same, and both match a small independent model."""
+holds, a fresh read replays the same (one that leaves the history before a compaction
+unread too), and both match a small independent model."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from hypothesis import strategies as st
 
 from crank.agent.messages import Message
 from crank.session import COMPACTION_PREFIX, SessionLog, resume
+from crank.session.log import read_tree
 
 from .conftest import ask, say
 
@@ -69,7 +71,9 @@ def apply(log: SessionLog, rows: list[dict[str, Any]], op: tuple[str, Any]) -> N
             return
         kept = on_path[value % len(on_path)]["id"]
         summary = f"summary {value}"
-        fields = {"summary": summary, "firstKeptId": kept, "tokensBefore": value}
+        fields: dict[str, Any] = {"summary": summary, "firstKeptId": kept, "tokensBefore": value}
+        if value % 2:  # as the log records one (a fresh read may leave the history unread)
+            fields["usageBefore"] = log.usage_totals().as_usage()
         new = log.append_sync("compaction", fields)
         stamp = log.tree.by_id[new]["timestamp"]
         row = {"id": new, "parent": tip, "kind": "compaction", "kept": kept, "summary": summary}
@@ -90,6 +94,7 @@ def test_replay_equals_the_process_and_a_fresh_read(ops: list[tuple[str, Any]]) 
             assert log.replay() == expected_transcript(rows)
         assert resume(log.path) == log.replay()
         assert [e["id"] for e in log.tree.entries] == [r["id"] for r in rows]
+        assert [e["id"] for e in read_tree(log.path).entries] == [r["id"] for r in rows]
 
 
 def test_a_fresh_process_replays_identically(tmp_path: Path) -> None:

@@ -67,7 +67,6 @@ def resume(path: Path | str) -> list[Message]:
     Dangling tool calls left by a crash are kept as they are; the view repairs them.
     """
     from .log import read_tree
-    from .replay import transcript
+    from .replay import transcript_at_tip
 
-    tree = read_tree(path)
-    return transcript(tree.path, tree.path_to(tree.tip))
+    return transcript_at_tip(read_tree(path))

@@ -61,6 +61,9 @@ class CompactionFields(TypedDict):
     firstKeptId: str
     tokensBefore: int
     usage: NotRequired[dict[str, Any]]
+    usageBefore: NotRequired[dict[str, Any]]
+    """What every entry before this line had used (``UsageTotals.as_usage``): a reader
+    can then open at the compaction without reading the history it summarised."""
 
 
 class BranchSummaryFields(TypedDict):

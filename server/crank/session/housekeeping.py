@@ -103,7 +103,7 @@ class Housekeeper:
         )
         self._harness: Harness | None = None
         self._unsubscribe: Callable[[], None] | None = None
-        self._totals = totals if totals is not None else UsageTotals.of(log.entries())
+        self._totals = totals if totals is not None else log.usage_totals()
         self._told_images: tuple[bool, bool] = (False, False)
         """Whether the user was told of images left out (the model, missing blobs)."""
 
@@ -346,7 +346,7 @@ class Housekeeper:
     def recount(self) -> None:
         """Sum the session's usage again from the file (after an entry this keeper did
         not hear as an event was written: a compaction, a branch summary)."""
-        self._totals = UsageTotals.of(self._log.entries())
+        self._totals = self._log.usage_totals()
 
     def usage(self, harness: Harness) -> ContextUsage:
         """The context meter and what the session has used so far (every reply in the

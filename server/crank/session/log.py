@@ -29,7 +29,7 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import anyio.to_thread
 
@@ -55,9 +55,11 @@ from .entries import (
 )
 from .errors import SessionBusy, SessionClosed, SessionLocked, UnknownEntry
 from .filelock import try_lock
-from .replay import transcript
+from .replay import transcript, transcript_at_tip
 from .tree import SessionTree
+from .usage_totals import UsageTotals
 
+_T = TypeVar("_T")
 Listener = Callable[[Event], Awaitable[None]]
 Following = Callable[[Message], Sequence[Message]]
 """The messages already in the record after a given one (``Harness.messages_after``)."""
@@ -163,11 +165,29 @@ class SessionLog:
     def entries(self) -> list[Entry]:
         return list(self._tree.entries)
 
+    def usage_totals(self) -> UsageTotals:
+        """What the file's entries have used (``UsageTotals.of`` them all). While the
+        history before the newest compaction is unread (``SessionTree.read``), the
+        ``usageBefore`` that compaction recorded stands for it, and only what follows is
+        summed; a record that is not one reads the history and sums it all."""
+        held = self._tree.held
+        if self._tree.unread:
+            for position in range(len(held) - 1, -1, -1):
+                if held[position]["type"] == "compaction":
+                    totals = UsageTotals.recorded(held[position].get("usageBefore"))
+                    if totals is not None:
+                        totals.add_entries(held[position:])
+                        return totals
+                    break
+        return UsageTotals.of(self._tree.entries)
+
     def replay(self, entry_id: str | None = None) -> list[Message]:
         """The transcript at the tip, or at ``entry_id`` (an abandoned attempt's last entry)."""
-        if entry_id is not None and entry_id not in self._tree.by_id:
+        if entry_id is None:
+            return transcript_at_tip(self._tree)
+        if entry_id not in self._tree.by_id:
             raise UnknownEntry(entry_id, self.path)
-        branch = self._tree.path_to(entry_id or self._tree.tip)
+        branch = self._tree.path_to(entry_id)
         return transcript(
             self.path, branch, only_messages=self._tree.count("message") == len(self._tree)
         )
@@ -228,10 +248,14 @@ class SessionLog:
         self, kind: EntryType, fields: Mapping[str, Any], parent: str | None = None
     ) -> str:
         """``append_sync`` off the event loop, in call order."""
+        return await self._in_order(self.append_sync, kind, fields, parent)
+
+    async def _in_order(self, call: Callable[..., _T], *args: Any) -> _T:
+        """``call(*args)`` in a worker thread, after every append asked for before it."""
         if self._order is None:
             self._order = asyncio.Lock()
         async with self._order:
-            return await anyio.to_thread.run_sync(self.append_sync, kind, fields, parent)
+            return await anyio.to_thread.run_sync(call, *args)
 
     @property
     def blobs(self) -> Path:
@@ -255,10 +279,7 @@ class SessionLog:
         items: list[tuple[EntryType, Mapping[str, Any]]] = [
             ("message", {"message": _role_first(message)}) for message in messages
         ]
-        if self._order is None:
-            self._order = asyncio.Lock()
-        async with self._order:
-            return await anyio.to_thread.run_sync(self.append_many_sync, items)
+        return await self._in_order(self.append_many_sync, items)
 
     def _stored_all(self, messages: Sequence[Message]) -> list[Message]:
         return [stored_message(self.blobs, message) for message in messages]
@@ -295,7 +316,9 @@ class SessionLog:
         self, summary: str, first_kept_id: str, tokens_before: int, *, usage: Usage | None = None
     ) -> str:
         """Record a compaction (its policy lives elsewhere); the cut must be on this branch.
-        ``usage`` is what the summary call cost, kept so the session's totals include it."""
+        ``usage`` is what the summary call cost, kept so the session's totals include it;
+        ``usageBefore``, what every entry before it used, is summed in turn with the other
+        appends (none is missed), so an open can leave that history unread."""
         self._require(first_kept_id)
         if all(entry["id"] != first_kept_id for entry in self._tree.path_to(self._tree.tip)):
             raise UnknownEntry(first_kept_id, self.path)
@@ -306,7 +329,11 @@ class SessionLog:
         }
         if usage is not None:
             fields["usage"] = usage
-        return await self.append("compaction", fields)
+        return await self._in_order(self._append_compaction_sync, fields)
+
+    def _append_compaction_sync(self, fields: dict[str, Any]) -> str:
+        fields["usageBefore"] = self.usage_totals().as_usage()
+        return self.append_sync("compaction", fields)
 
     async def branch_to(self, entry_id: str, *, summarize: Model | None = None) -> str:
         """Go back: append one ``branch`` entry whose parent is ``entry_id``; return the tip.

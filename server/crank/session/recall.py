@@ -34,6 +34,7 @@ from crank.agent.messages import Message
 from .deferred import message_of
 from .entries import Entry
 from .log import SessionLog
+from .replay import summarised_within
 
 CONTEXT_LINES = 2
 SEARCH_LIMIT = 20
@@ -70,7 +71,7 @@ def compacted_entries(log: SessionLog) -> list[Entry]:
     """The message entries of the active branch before the newest compaction's first
     kept entry, oldest first. Their messages may still be deferred (``deferred.py``):
     what only counts them decodes none, and a reader decodes what it reads."""
-    if not log.tree.count("compaction"):  # known without a look at 50,000 entries
+    if not log.tree.has("compaction"):  # known without a look at 50,000 entries
         return []
     branch = log.tree.path_to(log.tip)
     for position in range(len(branch) - 1, -1, -1):
@@ -104,7 +105,17 @@ class Recall:
         return compacted_entries(self._log)
 
     def available(self) -> bool:
-        return bool(self._region())
+        """Whether there is anything to search. Asked at every open: while the history
+        before the newest compaction is unread (``SessionTree.read``), that compaction
+        summarised messages there (Crank writes none that summarises nothing), so it is
+        not read to find out."""
+        if self._trimmed is not None and self._trimmed():
+            return bool(branch_entries(self._log))
+        tree, tip = self._log.tree, self._log.tip
+        recent = tree.recent_path(tip) if tip is not None else None
+        if recent is not None and summarised_within(recent):
+            return True
+        return bool(compacted_entries(self._log))
 
     def search(self, query: str, *, regex: bool, limit: int = SEARCH_LIMIT) -> list[Passage]:
         pattern = re.compile(query if regex else re.escape(query), re.IGNORECASE)

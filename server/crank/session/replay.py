@@ -18,6 +18,7 @@ from crank.agent.messages import Message, UserMessage
 from .deferred import message_of, messages_of
 from .entries import Entry
 from .errors import SessionUnreadable
+from .tree import SessionTree
 
 _KIND = operator.itemgetter("type")
 _ID = operator.itemgetter("id")
@@ -37,6 +38,20 @@ def transcript(path: Path, branch: list[Entry], *, only_messages: bool = False) 
         return messages_of(path, branch)
     rows, _ = replay_rows(path, branch)
     return list(map(_SECOND, rows))
+
+
+def transcript_at_tip(tree: SessionTree) -> list[Message]:
+    """The transcript at ``tree``'s tip (what resuming starts from). A history the open
+    left unread (``SessionTree.read``) stays unread when the newest compaction on the
+    path and its kept entry follow it, as they do in a file a long run compacted."""
+    tip = tree.tip
+    if tip is None:
+        return []
+    recent = tree.recent_path(tip)
+    if recent is not None and summarised_within(recent):
+        return transcript(tree.path, recent)
+    branch = tree.path_to(tip)
+    return transcript(tree.path, branch, only_messages=tree.count("message") == len(tree))
 
 
 def replay_rows(
@@ -77,6 +92,17 @@ def replay_rows(
             summary = _as_user(f"{BRANCH_SUMMARY_PREFIX}\n\n{entry['summary']}", entry)
             rows.append((entry["id"], summary))
     return rows, previous
+
+
+def summarised_within(branch: list[Entry]) -> bool:
+    """Whether the newest compaction on ``branch`` and its kept entry are both in it:
+    ``transcript`` of ``branch`` is then that of any longer path that ends with it, as
+    nothing before the kept entry is shown."""
+    position = _newest(branch, "type", "compaction", len(branch))
+    if position is None:
+        return False
+    kept = branch[position].get("firstKeptId")
+    return isinstance(kept, str) and _newest(branch, "id", kept, position) is not None
 
 
 def _newest(branch: list[Entry], key: str, value: str, before: int) -> int | None:

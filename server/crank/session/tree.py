@@ -6,6 +6,13 @@ against the rules a reader must refuse by name: duplicate ids, a missing ``paren
 key (in ``entries.parse_entry``), a parent that is not in the file, a second root, and a
 cycle, named where it is. ``add`` keeps the same rules for entries written live, so the
 process and the file can never disagree.
+
+``read`` may leave the history before the newest compaction's kept entry unread: when
+that compaction recorded what the history had used (``usageBefore``), nothing the open
+needs is in it (the model is shown what follows the kept entry; the totals are
+recorded). It is read, and checked by the same rules, the first time anything asks for
+the whole tree (``entries``, ``by_id``, ``path_to``, ``count``, a line number), which an
+append does before minting an id: see ``complete``.
 """
 
 from __future__ import annotations
@@ -15,10 +22,11 @@ import gc
 import itertools
 import operator
 import os
+import threading
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import IO
+from typing import IO, Any, NamedTuple
 
 from . import jsonio
 from .deferred import Zone, deferred_entries
@@ -47,28 +55,74 @@ _COMPACTION_LINE = b"\n" + COMPACTION_LINE_PREFIX
 _ID = operator.itemgetter("id")
 
 
+class _Unread(NamedTuple):
+    """The file's bytes from ``start`` (after the header) to ``end`` (where the newest
+    compaction's kept entry's line begins), not read yet. The file is only ever
+    appended to, under this process's lock, so they are still there when asked for."""
+
+    start: int
+    end: int
+
+
+class _NotLazy(Exception):
+    """What was read after the unread history is not what leaving it unread needs (a
+    parent in the unread part other than the first's, a second root, a line to refuse):
+    the file is read whole instead, which names any fault with its line."""
+
+
 class SessionTree:
     """Header plus entries in file order, indexed by id. Never reorders or forgets."""
 
     def __init__(self, path: Path, header: Header) -> None:
         self.path = path
         self.header = header
-        self.entries: list[Entry] = []
-        self.by_id: dict[str, Entry] = {}
+        self._entries: list[Entry] = []
+        """The entries read, in file order: all of them unless ``_unread``."""
+        self._by_id: dict[str, Entry] = {}
         self._others: dict[str, int] = {}
         """How many entries of each kind other than ``message`` (most files: none)."""
         self._linear = True
         """Every entry's parent is the entry before it (no branch was ever made), so the
         path to the tip is the whole file: resume need not walk 50,000 parent links."""
+        self._unread: _Unread | None = None
+        """The history ``read`` left unread; None once every entry is held. While it is
+        set, nothing changes the tree but ``complete``."""
+        self._completing = threading.Lock()
+
+    @property
+    def entries(self) -> list[Entry]:
+        """Every entry in file order (any history left unread is read first)."""
+        if self._unread is not None:
+            self.complete()
+        return self._entries
+
+    @property
+    def by_id(self) -> dict[str, Entry]:
+        """Every entry by id (any history left unread is read first)."""
+        if self._unread is not None:
+            self.complete()
+        return self._by_id
+
+    @property
+    def held(self) -> list[Entry]:
+        """The entries read so far, in file order, without reading any more: while the
+        history is unread, those from the newest compaction's kept entry on."""
+        return self._entries
+
+    @property
+    def unread(self) -> bool:
+        """Whether the history before the newest compaction's kept entry is unread."""
+        return self._unread is not None
 
     @classmethod
     def load(cls, path: Path, data: bytes) -> SessionTree:
         """Check and index a whole file given as bytes (``repair`` has them in hand)."""
         lines = split_lines(path, data)
         tail_start = max(0, len(data) - LIVE_SEARCH)
-        end = _deferred_zone_end(data[tail_start:], tail_start)
+        found = _deferred_zone_end(data[tail_start:], tail_start)
+        end = found[0] if found is not None else 0
         header_end = len(lines[0]) + 1
-        zone = deferred_entries(data[header_end:end]) if end and end > header_end else None
+        zone = deferred_entries(data[header_end:end]) if end > header_end else None
         if zone is not None:
             lines = [lines[0], *lines[1 + len(zone.entries) :]]
         return cls._from_lines(path, lines, zone)
@@ -86,22 +140,89 @@ class SessionTree:
             size = os.fstat(file.fileno()).st_size
             if size == 0 or os.pread(file.fileno(), 1, size - 1) != b"\n":
                 return cls.load(path, file.read())  # refused by name in split_lines
-            end = None
+            found = None
             for reach in (READ_BLOCK, LIVE_SEARCH):  # most live parts are in the last MiB
                 tail_start = max(0, size - reach)
                 tail = os.pread(file.fileno(), size - tail_start, tail_start)
-                end = _deferred_zone_end(tail, tail_start)
-                if end is not None or tail_start == 0:
+                found = _deferred_zone_end(tail, tail_start)
+                if found is not None or tail_start == 0:
                     break
             del tail
             header = file.readline()
             zone = None
-            if end is not None and end > len(header):
+            end, compaction = found if found is not None else (0, {})
+            if end > len(header) and "usageBefore" in compaction:
+                try:
+                    return cls._read_after(path, file, header, end)
+                except _NotLazy:
+                    file.seek(len(header))
+            if end > len(header):
                 zone = deferred_entries(file.read(end - len(header)))
                 if zone is None:  # a line not as our writer spells it: all read at once
                     file.seek(len(header))
             lines = itertools.chain((header[:-1],), _complete_lines(path, file))
             return cls._from_lines(path, lines, zone)
+
+    @classmethod
+    def _read_after(cls, path: Path, file: IO[bytes], header: bytes, end: int) -> SessionTree:
+        """The tree of the file's lines from ``end`` on, the history before them left
+        unread (``_unread``). Their lines are numbered as if they were the first: any
+        fault raises ``_NotLazy``, and the whole read names it with its true line."""
+        tree = cls(path, parse_header(path, header[:-1]))
+        file.seek(end)
+        read = map(
+            functools.partial(parse_entry, path),
+            itertools.count(2),
+            _complete_lines(path, file),
+            itertools.repeat(Shared()),
+        )
+        try:
+            first = next(read)
+            parent = first["parentId"]
+            if parent is None:  # a second root: the whole read names it
+                raise _NotLazy
+            if not tree._index(itertools.chain((first,), read), 2, parent, check=False):
+                raise _NotLazy
+        except (SessionUnreadable, TornSession, StopIteration):
+            raise _NotLazy from None
+        tree._unread = _Unread(len(header), end)
+        return tree
+
+    def complete(self) -> None:
+        """Read and check the history ``read`` left unread, if any, and hold every
+        entry from then on: what the open read keeps its objects (a replayed message is
+        the same one), the history goes before them. One decode, as an open that reads
+        it does (``deferred.py``); a fault in it, or an id there that the entries read
+        already use, raises ``SessionUnreadable`` naming its line, and the tree stays as
+        it was. Once, whichever thread asks first; the others wait for it."""
+        with self._completing:
+            unread = self._unread
+            if unread is None:
+                return
+            with open(self.path, "rb") as file, _collector_paused():
+                data = os.pread(file.fileno(), unread.end - unread.start, unread.start)
+                whole = SessionTree(self.path, self.header)
+                zone = deferred_entries(data)
+                if zone is not None and whole._index_linear(zone):
+                    whole._index(iter(self._entries), 2 + len(zone.entries), zone.entries[-1]["id"])
+                else:
+                    history: Iterable[Entry] = (
+                        zone.entries
+                        if zone is not None
+                        else map(
+                            functools.partial(parse_entry, self.path),
+                            itertools.count(2),
+                            data.split(b"\n")[:-1],  # whole lines: ``end`` begins one
+                            itertools.repeat(Shared()),
+                        )
+                    )
+                    whole._index(itertools.chain(history, self._entries), 2, None)
+                del data
+            # ids first: a reader on another thread meanwhile finds every entry it is
+            # given by id; the entries read stay the tail of the list either way
+            self._by_id, self._others, self._linear = whole._by_id, whole._others, whole._linear
+            self._entries = whole._entries
+            self._unread = None
 
     @classmethod
     def _from_lines(
@@ -140,15 +261,18 @@ class SessionTree:
         by_id = dict(zip(map(_ID, entries), entries, strict=True))  # no list of ids
         if len(by_id) != len(entries):
             return False
-        self.by_id = by_id
-        self.entries = entries  # taken, not copied: nobody else holds it
+        self._by_id = by_id
+        self._entries = entries  # taken, not copied: nobody else holds it
         self._others.update(zone.others)
         return True
 
-    def _index(self, entries: Iterable[Entry], start: int, previous: str | None) -> None:
+    def _index(
+        self, entries: Iterable[Entry], start: int, previous: str | None, *, check: bool = True
+    ) -> bool:
         """Check and index ``entries``, which follow the entry ``previous`` (None: they
-        are the first) and begin at line ``start``."""
-        by_id, held, others = self.by_id, self.entries, self._others
+        are the first) and begin at line ``start``. Whether every parent came before its
+        child; if not, with ``check``, the full checks name what is wrong."""
+        by_id, held, others = self._by_id, self._entries, self._others
         in_order = linear = True  # every parent seen before its child / just before it
         for number, entry in enumerate(entries, start=start):
             entry_id, parent = entry["id"], entry["parentId"]
@@ -169,31 +293,41 @@ class SessionTree:
             by_id[entry_id] = entry
             previous = entry_id
         self._linear = linear
-        if not in_order:
+        if not in_order and check:
             # A parent after its child, a missing one, a second root or a cycle: the
             # full checks find which, and name it. A file in order can have none of them.
             self._check_links()
+        return in_order
 
     def add(self, entry: Entry) -> None:
-        """Index an entry about to be (or just) appended; its parent must already exist."""
+        """Index an entry about to be (or just) appended; its parent must already exist.
+        Any history left unread is read first (its ids are taken too)."""
         entry_id, parent = entry["id"], entry["parentId"]
-        if entry_id in self.by_id:
+        by_id = self.by_id
+        if entry_id in by_id:
             raise ValueError(f"entry id {entry_id} is already in {self.path}")
-        if parent is None and self.entries:
+        if parent is None and self._entries:
             raise ValueError("only the first entry of a session may have no parent")
-        if parent is not None and parent not in self.by_id:
+        if parent is not None and parent not in by_id:
             raise ValueError(f"parent {parent} is not an entry of {self.path}")
         self._linear = self._linear and parent == self.tip
         if (kind := entry["type"]) != "message":
             self._others[kind] = self._others.get(kind, 0) + 1
-        self.entries.append(entry)
-        self.by_id[entry_id] = entry
+        self._entries.append(entry)
+        by_id[entry_id] = entry
 
     def count(self, kind: str) -> int:
         """How many entries of ``kind`` the file holds, without a pass over them."""
         if kind == "message":
             return len(self.entries) - sum(self._others.values())
+        if self._unread is not None:
+            self.complete()
         return self._others.get(kind, 0)
+
+    def has(self, kind: str) -> bool:
+        """Whether the file holds an entry of ``kind`` (any but ``message``): known from
+        the entries read when one of them is (a history left unread is not read)."""
+        return self._others.get(kind, 0) > 0 or self.count(kind) > 0
 
     @property
     def line_of(self) -> dict[str, int]:
@@ -250,10 +384,33 @@ class SessionTree:
 
     @property
     def tip(self) -> str | None:
-        return self.entries[-1]["id"] if self.entries else None
+        return self._entries[-1]["id"] if self._entries else None
+
+    def recent_path(self, entry_id: str) -> list[Entry] | None:
+        """While the history is unread: the path to ``entry_id`` back through the entries
+        read, oldest first, up to the first whose parent is unread (or the root). None
+        once every entry is held (``path_to`` is then the whole path), or when the walk
+        meets a loop (``path_to`` names it)."""
+        if self._unread is None:
+            return None
+        entries = self._entries  # before ``_linear``: ``complete`` sets it first
+        by_id = self._by_id
+        if self._linear and entries and entry_id == entries[-1]["id"]:
+            return list(entries)
+        walked: list[Entry] = []
+        current: Any = entry_id
+        while (entry := by_id.get(current)) is not None:
+            walked.append(entry)
+            if len(walked) > len(by_id):
+                return None
+            current = entry["parentId"]
+        walked.reverse()
+        return walked
 
     def path_to(self, entry_id: str | None) -> list[Entry]:
         """The entries from the root down to ``entry_id`` (empty for ``None``)."""
+        if self._unread is not None:
+            self.complete()  # before ``_linear`` is asked: the history's branches count
         if self._linear and entry_id is not None and entry_id == self.tip:
             return list(self.entries)
         walked: list[Entry] = []
@@ -311,12 +468,12 @@ def _complete_lines(path: Path, file: IO[bytes]) -> Iterator[bytes | memoryview]
         raise TornSession(path, number + 1, sum(map(len, pieces)))
 
 
-def _deferred_zone_end(tail: bytes, tail_start: int) -> int | None:
+def _deferred_zone_end(tail: bytes, tail_start: int) -> tuple[int, dict[str, Any]] | None:
     """Where, in the file whose last bytes from ``tail_start`` are ``tail``, the line of
-    the newest compaction's kept entry begins, when both lines are in ``tail``: the
-    lines before it are what the model is no longer shown. Only a guess of where
-    deferring pays: every line is checked whatever it says, and replay finds the
-    compaction itself."""
+    the newest compaction's kept entry begins, when both lines are in ``tail``, and that
+    compaction as its line says: the lines before the kept entry are what the model is
+    no longer shown. Only a guess of where deferring pays: every line is checked
+    whatever it says, and replay finds the compaction itself."""
     at = tail.rfind(_COMPACTION_LINE)
     end = tail.find(b"\n", at + 1)
     if at < 0 or end < 0:
@@ -330,7 +487,7 @@ def _deferred_zone_end(tail: bytes, tail_start: int) -> int | None:
         return None
     spelled = b"\n" + MESSAGE_LINE_PREFIX + b'"id":' + jsonio.dumps_line(kept) + b","
     line = tail.rfind(spelled, 0, at)
-    return tail_start + line + 1 if line >= 0 else None
+    return (tail_start + line + 1, record) if line >= 0 else None
 
 
 @contextmanager

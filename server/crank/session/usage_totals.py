@@ -47,6 +47,37 @@ class UsageTotals:
         totals._add_all(usages)
         return totals
 
+    @classmethod
+    def recorded(cls, value: object) -> UsageTotals | None:
+        """Totals a file recorded (a compaction's ``usageBefore``, as ``as_usage`` spells
+        them), or None when ``value`` is not that: each count a whole number, not
+        negative, the cost a finite number, not negative. A reader that gets None sums
+        the entries instead."""
+        if type(value) is not dict or value.keys() != {*COUNTED, "cost"}:
+            return None
+        counts = [value[key] for key in COUNTED]
+        cost = value["cost"]
+        if any(type(count) is not int or count < 0 for count in counts):
+            return None
+        if type(cost) not in (int, float) or not 0 <= cost < float("inf"):
+            return None
+        totals = cls()
+        totals.counts = dict(zip(COUNTED, counts, strict=True))
+        totals.cost = float(cost)
+        return totals
+
+    def as_usage(self) -> dict[str, Any]:
+        """The totals as a usage object (the four counts and ``cost``), as a compaction
+        entry records them in ``usageBefore``."""
+        return {**self.counts, "cost": self.cost}
+
+    def add_entries(self, entries: Iterable[Entry]) -> None:
+        """Add what ``entries`` used, as ``of`` sums it."""
+        more = UsageTotals.of(entries)
+        for key in COUNTED:
+            self.counts[key] += more.counts[key]
+        self.cost += more.cost
+
     def add(self, usage: Usage | dict[str, Any]) -> None:
         self._add_all((usage,))
 

@@ -50,7 +50,7 @@ def open_and_replay(path: Path) -> tuple[SessionLog, list[Message], UsageTotals]
     work and passes over every entry, for a thread (not the event loop)."""
     opened = SessionLog.open(path)
     try:
-        return opened, opened.replay(), UsageTotals.of(opened.entries())
+        return opened, opened.replay(), opened.usage_totals()
     except BaseException:
         opened.close()
         raise
