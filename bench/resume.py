@@ -6,7 +6,9 @@ server process.
 For 10,000 messages / 50 MB and 50,000 messages / 46 MB (``bench/synthetic_session.py``,
 spelled by the log's own encoder), and the same 50,000 messages with a compaction every
 1,000 (as a run that outgrew a 200k-token window writes them: the model is shown only
-what follows the newest, and what came before is read later, when asked for, see
+what follows the newest, and each records what the history before it used, so the open
+leaves that history unread, see ``crank/session/tree.py``), and the same again as a
+writer before ``usageBefore`` wrote it (its history decoded at the open, once, see
 ``crank/session/deferred.py``): a ``crank serve`` process (``python -m crank.lsp``)
 is started on a workspace whose newest session is a tiny one (the server resumes that
 at start), then asked over stdio what both editors ask when a session is opened:
@@ -41,9 +43,17 @@ from crank.session.entries import encode, make_header
 from crank.session.store import workspace_key
 
 
-SIZES = ((10_000, 50.0, False), (50_000, 46.0, False), (50_000, 46.0, True))
+COMPACTED, UNRECORDED = "compacted", "compacted, no usageBefore"
+SIZES = (
+    (10_000, 50.0, ""),
+    (50_000, 46.0, ""),
+    (50_000, 46.0, COMPACTED),
+    (50_000, 46.0, UNRECORDED),
+)
 """About the same bytes in five times the messages: resume should follow the bytes; then
-the long one as a long run writes it, compacted."""
+the long one as a long run writes it, compacted, and as a writer before ``usageBefore``
+wrote it (the file ``--before`` is compared on: it opens the other as a file from a
+newer writer, every line eagerly)."""
 
 
 def load() -> str:
@@ -144,10 +154,13 @@ def floor(path: Path, runs: int) -> str:
     """What any reader of the file at ``path`` pays, in this process (medians of
     ``runs``): reading its bytes, one validating decode of its lines that reads each
     message's role and usage only (``deferred.py``'s), and decoding every line into
-    dicts, as an eager read does."""
+    dicts, as an eager read does; then the tree as an open reads it, and the same with
+    any history it left unread read too (what the first append after the open, or
+    ``crank/tree``, pays)."""
     import msgspec
 
     from crank.session import deferred
+    from crank.session.tree import SessionTree
 
     data = path.read_bytes()
     lines = data[data.index(b"\n") + 1 :]
@@ -155,6 +168,8 @@ def floor(path: Path, runs: int) -> str:
         "read": path.read_bytes,
         "one decode, messages to role and usage": lambda: deferred._decode_zone(lines),
         "every line into dicts": lambda: msgspec.json.Decoder().decode_lines(lines),
+        "the open's tree": lambda: SessionTree.read(path),
+        "the whole tree": lambda: SessionTree.read(path).complete(),
     }
     shown = []
     for name, step in steps.items():
@@ -192,45 +207,60 @@ def main() -> None:
         sessions.mkdir(parents=True)
         figures: dict[str, list[float]] = {label: [] for label, _ in sources}
         """Per source, what the user waits for (the three requests) at each size."""
-        for messages, megabytes, compacted in SIZES:
-            session_id = f"bench-{messages}" + ("-compacted" if compacted else "")
+        for messages, megabytes, shape in SIZES:
+            session_id = f"bench-{messages}-{shape.replace(', ', '-').replace(' ', '-')}"
             path = sessions / f"{session_id}.jsonl"
-            size = write_session(path, messages, megabytes, compacted=compacted)
+            size = write_session(
+                path, messages, megabytes, compacted=bool(shape), recorded=shape != UNRECORDED
+            )
             # A newer, tiny session: the one the server resumes at start.
             tiny = sessions / "tiny.jsonl"
             tiny.write_bytes(encode(make_header("tiny", str(workspace))))
             os.utime(tiny, (time.time() + 10, time.time() + 10))
             results: dict[str, list[Figures]] = {name: [] for name, _ in sources}
+            here = [
+                (label, server)
+                for label, server in sources
+                if label != "before" or shape != COMPACTED
+            ]
             for _ in range(runs):
-                for label, server in sources:
+                for label, server in here:
                     one_env = dict(env, PYTHONPATH=server)
                     results[label].append(one_open(one_env, workspace, session_id))
             print(f"{'floor':>13}: {messages:>6} messages, in process: {floor(path, runs)}")
-            for label, _ in sources:
+            for label, _ in here:
                 opened, state, listed, peak, before = (
                     statistics.median(f) for f in zip(*results[label], strict=True)
                 )
                 waited = statistics.median(sum(r[:3]) for r in results[label])
                 figures[label].append(waited)
-                shape = ", compacted" if compacted else ""
                 print(
-                    f"{label:>13}: {messages:>6} messages, {size / 1e6:.0f} MB{shape}: "
+                    f"{label:>13}: {messages:>6} messages, {size / 1e6:.0f} MB"
+                    f"{', ' + shape if shape else ''}: "
                     f"openSession {opened * 1000:5.0f} ms, state {state * 1000:5.0f} ms, "
                     f"messages {listed * 1000:5.0f} ms, together {waited * 1000:5.0f} ms; "
                     f"peak RSS {peak:6.1f} MiB (before the open {before:.1f} MiB; "
                     f"median of {runs})"
                 )
-        for label, (small, large, _) in figures.items():
+        for label, (small, large, *_) in figures.items():
             print(
                 f"{label:>13}: ratio {SIZES[1][0]:,} / {SIZES[0][0]:,} messages, the three "
                 f"together {large / small:.2f} (the files are about the same size: 1.0 "
                 "follows the bytes; goal at 50,000 messages: under 150 ms and 150 MiB)"
             )
         if len(sources) == 2:
-            for index, shape in ((1, ""), (2, ", compacted")):
-                now, then = figures[sources[0][0]][index], figures[sources[1][0]][index]
+            ours, theirs = figures[sources[0][0]], figures[sources[1][0]]
+            for shape, now, then in (
+                ("", ours[1], theirs[1]),
+                (
+                    f", {COMPACTED} (before: {UNRECORDED}, as its writer wrote it)",
+                    ours[2],
+                    theirs[2],
+                ),
+                (f", {UNRECORDED}", ours[3], theirs[2]),
+            ):
                 print(
-                    f"{SIZES[index][0]:,} messages{shape}: this checkout takes "
+                    f"{SIZES[1][0]:,} messages{shape}: this checkout takes "
                     f"{now / then:.2f} of the time before (the three together)"
                 )
     print(f"load average at end: {load()}")

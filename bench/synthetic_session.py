@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from crank.session.entries import encode, make_header
+from crank.session.usage_totals import UsageTotals
 
 _CODE = (
     "def handle(request):\n"
@@ -54,10 +55,13 @@ def session_lines(
     seed: int = 18,
     *,
     compacted: bool = False,
+    recorded: bool = True,
     session_id: str | None = None,
 ) -> list[bytes]:
     """The encoded lines (header first) of a session of ``messages`` message entries;
-    ``compacted``: with a compaction entry every ``COMPACT_EVERY`` messages."""
+    ``compacted``: with a compaction entry every ``COMPACT_EVERY`` messages, each with
+    the ``usageBefore`` the log records unless not ``recorded`` (as a writer before it
+    wrote them)."""
     rng = random.Random(seed)
     results = max(1, messages // 2)
     unit = _CODE + _SHELL
@@ -67,6 +71,7 @@ def session_lines(
     header = make_header(session_id or f"bench-{messages}", "/bench/ws", "2026-01-01T00:00:00.000Z")
     lines = [encode(header)]
     parent: str | None = None
+    used = UsageTotals()
     pending: list[dict[str, Any]] = []
     turns: list[int] = []  # the messages that begin a turn (no call before them unanswered)
     for n in range(messages):
@@ -111,6 +116,7 @@ def session_lines(
         entry_id = f"{n:08x}"
         entry = {"type": "message", "id": entry_id, "parentId": parent, "timestamp": n}
         lines.append(encode(entry | {"message": message}))
+        used.add_entries([entry | {"message": message}])
         parent = entry_id
         if compacted and n % COMPACT_EVERY == COMPACT_EVERY - 1 and not pending:
             compaction_id = f"c{n:07x}"
@@ -123,7 +129,13 @@ def session_lines(
                 "firstKeptId": f"{max(t for t in turns if t <= n - KEPT):08x}",
                 "tokensBefore": 190_000,
                 "usage": _usage(n),
+                # what every line before it used, as ``SessionLog.append_compaction``
+                # records it (summed by the reader's own ``UsageTotals``)
+                "usageBefore": used.as_usage(),
             }
+            if not recorded:
+                del compaction["usageBefore"]
+            used.add_entries([compaction])
             lines.append(encode(compaction))
             parent = compaction_id
     return lines
@@ -138,8 +150,11 @@ def sized_lines(messages: int, megabytes: float, **shape: Any) -> list[bytes]:
     return session_lines(messages, megabytes * scale, **shape) if scale > 0 else first
 
 
-def write_session(path: Path, messages: int, megabytes: float, *, compacted: bool = False) -> int:
+def write_session(
+    path: Path, messages: int, megabytes: float, *, compacted: bool = False, recorded: bool = True
+) -> int:
     """Write the session to ``path`` (its name the session's id); its size in bytes."""
-    data = b"".join(sized_lines(messages, megabytes, compacted=compacted, session_id=path.stem))
+    shape = {"compacted": compacted, "recorded": recorded, "session_id": path.stem}
+    data = b"".join(sized_lines(messages, megabytes, **shape))
     path.write_bytes(data)
     return len(data)
