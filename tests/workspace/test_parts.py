@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime
+import threading
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -20,6 +21,7 @@ from crank.agent.model import ModelRequest
 from crank.agent.scripted import ScriptedModel, say
 from crank.agent.tools import ToolCall
 from crank.session import ContextSettings, Housekeeper, SessionLog, SessionStore
+from crank.session.tree import SessionTree
 from crank.tools import ApprovalRequest, MemoryDocuments
 from crank.vendors import ConfigError
 from crank.workspace import CrankError, Permissions, Settings
@@ -138,6 +140,35 @@ async def test_a_scripted_provider_configures_and_lists_itself_first(tmp_path: P
     }
 
 
+async def test_the_tree_view_reads_a_history_left_unread_off_the_event_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A compacted session opens with its history unread (``SessionTree.read``); the
+    tree view needs it, and reads it in a worker thread, as the open would have."""
+    store = SessionStore(tmp_path, str(tmp_path / "sessions"))
+    written = SessionLog.create(store.directory, cwd=str(tmp_path))
+    first = await written.append_message(user_message("old", timestamp=1))
+    kept = await written.append_message(user_message("kept", timestamp=2))
+    await written.append_compaction("They said old.", kept, 10)
+    written.close()
+    harness = Harness(system="s", tools=[], model=ScriptedModel([]))
+    slot = SessionSlot("file:///w", tmp_path, store, harness, ContextSettings())
+    assert await slot.open(written.session_id)
+    assert slot.log is not None and slot.log.tree.unread
+    readers: list[threading.Thread] = []
+    complete = SessionTree.complete
+
+    def noted(tree: SessionTree) -> None:
+        readers.append(threading.current_thread())
+        complete(tree)
+
+    monkeypatch.setattr(SessionTree, "complete", noted)
+    shown = await slot.tree()
+    slot.close()
+    assert readers and threading.main_thread() not in readers
+    assert [entry["id"] for entry in shown["entries"]][:2] == [first, kept]
+
+
 async def test_the_session_slot_leaves_nothing_on_disk_until_the_first_prompt(
     tmp_path: Path,
 ) -> None:
@@ -147,7 +178,7 @@ async def test_the_session_slot_leaves_nothing_on_disk_until_the_first_prompt(
     harness.build_request = slot.build_request
     harness.subscribe(slot.save)
     first = slot.session_id
-    assert slot.tree() == {"tip": None, "entries": []} and not slot.file.exists()
+    assert await slot.tree() == {"tip": None, "entries": []} and not slot.file.exists()
     assert slot.new() != first and not slot.file.exists()
     with pytest.raises(CrankError) as other:
         slot.check("someone-else")

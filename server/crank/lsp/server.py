@@ -539,7 +539,7 @@ async def _open_session(ls: CrankServer, params: Params) -> Any:
 
 @handles("crank/tree")
 async def _tree(ls: CrankServer, params: Params) -> Any:
-    return (await ls.session_host(params)).tree()
+    return await (await ls.session_host(params)).tree()
 
 
 @handles("crank/changes")

@@ -599,8 +599,8 @@ class WorkspaceHost:
         messages: list[dict[str, Any]] = self.messages()["messages"]
         return await with_stored_images(self.session.log, messages)
 
-    def tree(self) -> dict[str, Any]:
-        return self.session.tree()
+    async def tree(self) -> dict[str, Any]:
+        return await self.session.tree()
 
     async def file_changes(self, run_id: str | None) -> dict[str, Any]:
         """``crank/changes``: what one run (or the whole session) changed; in a worker

@@ -158,10 +158,18 @@ class SessionSlot:
         """What the request view last repaired in this session's record."""
         return self.keeper.repairs if self.keeper is not None else Repairs()
 
-    def tree(self) -> dict[str, Any]:
+    async def tree(self) -> dict[str, Any]:
         if self.log is None:
             return {"tip": None, "entries": []}
+        await self._read_history()
         return tree_json(self.log)
+
+    async def _read_history(self) -> None:
+        """Read any history the open left unread (``SessionTree.complete``), in a worker
+        thread: it is the decode an open would have made, so it stays off the event loop
+        for what needs every entry (the tree view, a branch, a compaction)."""
+        if self.log is not None and self.log.tree.unread:
+            await anyio.to_thread.run_sync(self.log.tree.complete)
 
     async def sessions(self) -> dict[str, Any]:
         listed = await anyio.to_thread.run_sync(self.store.list)  # a cold listing reads files
@@ -237,6 +245,7 @@ class SessionSlot:
         if self.log is None:
             raise invalid_params("entryId", f"no entry {entry_id} (the session is still empty)")
         model = self.harness.model if summarize else None
+        await self._read_history()
         tip = await self.log.branch_to(entry_id, summarize=model)
         self.harness.replace_messages(self.log.replay())
         if self.keeper is not None:
@@ -247,6 +256,7 @@ class SessionSlot:
         require_idle(self.harness, "compaction")
         if self.keeper is None:
             return {"compacted": False, "reason": "the session is empty: nothing to compact"}
+        await self._read_history()
         return await self.keeper.compact(self.harness, instructions=instructions)
 
     async def note_model(self, model: Model) -> None:
