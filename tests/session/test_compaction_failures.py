@@ -30,6 +30,7 @@ async def test_a_failed_summary_appends_nothing_and_the_prompt_still_runs(tmp_pa
     assert r.compactions() == []
     ends = [e for e in r.events if e["type"] == "compaction_end"]
     assert ends and all(not e["compacted"] and "503 overloaded" in e["error"] for e in ends)
+    assert all(e["error"].count("nothing was written") == 1 for e in ends)  # said once
     assert len(r.summary_model.requests) == len(ends)
 
 

@@ -69,8 +69,8 @@ async def compact_log(
     )
     try:
         summary = await summarize(summarizer, request, signal)
-    except SummaryFailed as failure:
-        return Outcome(False, f"{failure}; nothing was written")
+    except SummaryFailed as failure:  # its text already says that nothing was written
+        return Outcome(False, str(failure))
     identifiers = collect(older) + (collect_from_text(previous) if previous else [])
     text = with_identifiers(summary.text, list(dict.fromkeys(identifiers)))
     entry_id = await log.append_compaction(text, first_kept, tokens_before, usage=summary.usage)
