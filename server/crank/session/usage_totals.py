@@ -1,7 +1,9 @@
 """What a session has used: every reply in its file, on every branch, and every summary
 call (compactions and branch summaries are paid for too). Summed from the file once,
 then kept by adding each reply as it is heard; summed again after an entry written
-without an event (``recount``)."""
+without an event (``recount``). A compaction records the totals of every line before
+it (``as_usage``, read back by ``recorded``), so an open can take them from there
+(``SessionLog.usage_totals``)."""
 
 from __future__ import annotations
 
