@@ -192,6 +192,9 @@ async def test_a_listener_that_raises_ends_the_run_loudly_and_balanced() -> None
     assert [e["type"] for e in heard].count("agent_settled") == 1
     assert harness.messages[-1]["role"] == "assistant"
     assert "disk full" in harness.messages[-1].get("errorMessage", "")  # type: ignore[union-attr]
+    # the listeners that still work hear why, in a message of its own (the client does)
+    told = [e["message"] for e in heard if e["type"] == "message_end"][-1]
+    assert "disk full" in told.get("errorMessage", "")
     assert len(model.requests) == 1
     assert not harness.is_running
 

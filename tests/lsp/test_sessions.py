@@ -9,6 +9,9 @@ from typing import Any
 import pytest
 from pygls.exceptions import JsonRpcException
 
+from crank.session.store import workspace_key
+from tests.session.test_deferred import line
+from tests.session.test_unread_history import history_with
 from tests.support.model_server import ModelServer
 
 from .helpers import Crank, model_received, running_server
@@ -147,3 +150,35 @@ async def test_session_changes_are_refused_while_running(tmp_path: Path) -> None
             error = await refused(crank, "crank/branch", {"entryId": "nope"})
             assert error.code == -32602
             assert (await crank.request("crank/branch", {"entryId": entry}))["tip"]
+
+
+async def test_a_history_found_broken_at_the_first_prompt_ends_the_run_readably(
+    tmp_path: Path,
+) -> None:
+    """A compacted session opens without reading its history (docs/session.md); a fault
+    there is found when the first prompt's message is appended. The run still ends for
+    the client, with the fault named, and nothing is written past it."""
+    folder = project(tmp_path)
+    directory = tmp_path / "sessions" / workspace_key(folder)
+    directory.mkdir(parents=True)
+    path = history_with(directory / "s.jsonl", line("m1", None, b'{"role":"robot"}'))
+    before = path.read_bytes()
+    with ModelServer({"replies": [{"text": "never asked"}]}) as model:
+        async with running_server(tmp_path, [folder], options(model, tmp_path)) as crank:
+            assert await crank.request("crank/openSession", {"sessionId": "s"}) == {
+                "sessionId": "s"
+            }
+            shown = (await crank.request("crank/messages", {}))["messages"]
+            assert shown[-1]["content"] == [{"type": "text", "text": "after"}]
+            error = await refused(crank, "crank/tree", {})
+            assert error.code == 1005 and "line 2" in error.message
+            answer = await crank.request("crank/prompt", {"text": "go on"})
+            events = [e["event"] for e in await crank.settled(answer["runId"])]
+            assert model.requests == []
+    ends = [e for e in events if e["type"] == "message_end"]
+    assert ends[0]["message"]["role"] == "user" and "entryId" not in ends[0]  # not written
+    stopped = ends[-1]["message"]
+    assert stopped["role"] == "assistant" and "line 2" in stopped["errorMessage"]
+    assert [e["type"] for e in events][-2:] == ["agent_end", "agent_settled"]
+    assert events[-2]["stopReason"] == "error"
+    assert path.read_bytes() == before

@@ -503,8 +503,7 @@ class Harness:
         if run.error is not None:
             await self._close_after_failure(run, open_pairs, f"a listener failed: {run.error}")
         elif crash is not None:
-            why = f"{type(crash).__name__}: {crash}"
-            await self._close_after_failure(run, open_pairs, why, saved=True)
+            await self._close_after_failure(run, open_pairs, f"{type(crash).__name__}: {crash}")
         self._run = None
         settled: Event = {"type": "agent_settled"}
         failure = await self._tell(settled, skip=run.failed_listener)
@@ -542,16 +541,17 @@ class Harness:
             open_pairs.pop()
 
     async def _close_after_failure(
-        self, run: Run, open_pairs: list[tuple[str, str]], why: str, *, saved: bool = False
+        self, run: Run, open_pairs: list[tuple[str, str]], why: str
     ) -> None:
         """Record the failure and close every pair the loop opened, for the listeners
-        that still work and the consumer. ``saved``: the listeners still work, so the
-        notice gets a message pair of its own when none was open (the log keeps it)."""
+        that still work and the consumer. The notice gets a message pair of its own when
+        none was open, so they hear why the run stopped (a log that still works keeps
+        it; a listener that failed hears nothing more)."""
         notice = assistant_message(
             [], stop_reason="error", model=self.model.id, error_message=f"Run stopped: {why}"
         )
         closing: list[Event] = []
-        if saved and all(kind != "message_start" for kind, _ in open_pairs):
+        if all(kind != "message_start" for kind, _ in open_pairs):
             open_pairs = [*open_pairs, ("message_start", "")]
             closing.append({"type": "message_start", "message": notice})
         for kind, call_id in reversed(open_pairs):

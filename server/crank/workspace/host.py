@@ -144,6 +144,11 @@ class WorkspaceHost:
         self.harness.build_request = self.session.build_request
         self.harness.before_request = self._before_request
         self.harness.recover_overflow = self.session.recover_overflow
+        # Two listeners, in this order: the log saves first (so ``entryId`` is set before
+        # anyone hears the event), then the client hears it. Apart, so that a save that
+        # fails ends the run (the harness stops telling the saver) and the client still
+        # hears the run end, and why.
+        self.harness.subscribe(self.session.save)
         self.harness.subscribe(self._on_event)
         self._run: Run | None = None
         self._fix: FixWatch | None = None
@@ -392,9 +397,9 @@ class WorkspaceHost:
     # -- events -----------------------------------------------------------------------
 
     async def _on_event(self, event: Event) -> None:
-        """The one listener: the log saves first (so ``entryId`` is set), then the
-        client hears the event in its envelope."""
-        await self.session.save(event)
+        """The client hears the event in its envelope, after the log saved it (a
+        ``message_end`` the log failed to write has no ``entryId``: the run then ends
+        with an error reply that says why)."""
         self.stream.emit(self.session_id, self.run_id, event)
         if self._fix is not None and not self._fix.hear(event):
             self._fix = None
