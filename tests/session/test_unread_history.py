@@ -164,7 +164,12 @@ def test_a_kept_entry_whose_parent_is_not_in_the_history_is_refused_when_it_is_r
 
 @pytest.mark.parametrize(
     "recorded",
-    [None, {"input": "3"}, {"input": 1, "output": 0, "cacheRead": 0, "cacheWrite": 0, "cost": -1}],
+    [
+        None,
+        {"input": "3"},
+        {"input": 1, "output": 0, "cacheRead": 0, "cacheWrite": 0, "cost": -1},
+        {"input": 1, "output": 0, "cacheRead": 0, "cacheWrite": 0, "cost": 10**400},
+    ],
 )
 def test_a_record_that_is_not_one_has_the_history_read_and_summed(
     tmp_path: Path, recorded: dict[str, Any] | None

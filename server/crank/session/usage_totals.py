@@ -63,9 +63,13 @@ class UsageTotals:
             return None
         if type(cost) not in (int, float) or not 0 <= cost < float("inf"):
             return None
+        try:
+            spent = float(cost)  # an integer past a float's range cannot be one
+        except OverflowError:
+            return None
         totals = cls()
         totals.counts = dict(zip(COUNTED, counts, strict=True))
-        totals.cost = float(cost)
+        totals.cost = spent
         return totals
 
     def as_usage(self) -> dict[str, Any]:
