@@ -69,6 +69,16 @@ class WireTap:
             loop.run_forever()
         finally:
             server.close()
+            # relays still open (a client that kept its connection) end here, not when
+            # the collector finds their coroutines after the loop is closed
+            pending = asyncio.all_tasks(loop)
+            for task in pending:
+                task.cancel()
+
+            async def ended() -> None:
+                await asyncio.gather(*pending, return_exceptions=True)
+
+            loop.run_until_complete(ended())
             loop.close()
 
     async def _relay(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
