@@ -355,6 +355,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
       void this.lastSession.chosen(p.workspace, ev.sessionId);
       void this.refresh();
     }
+    if (ev.type === "notice" && ev.kind === "model_discovered" && p.workspace === this.workspace()) {
+      // The server chose the model it serves: the toolbar shows the state read before
+      // that (no model yet) until the state is read again.
+      void this.readState(p.workspace).catch(() => undefined);
+    }
     if (p.workspace !== this.workspace()) return;
     this.dispatch({ type: "event", params: p });
   }
@@ -390,6 +395,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
   private readonly stateRead = new vscode.EventEmitter<{ workspace: string; state: StateResult }>();
   /** Fires with every crank/state the chat reads (the status bar takes its usage from it too, so both agree after a model switch). */
   readonly onStateRead = this.stateRead.event;
+
+  private async readState(workspace: string): Promise<void> {
+    const client = this.server.client;
+    if (client) this.applyState(await client.state({ workspace }), workspace);
+  }
 
   private applyState(state: StateResult, workspace: string | undefined): void {
     this.dispatch({ type: "state", state, workspace });

@@ -91,7 +91,10 @@ test("llama-server from a base URL alone: the meter reads its 4,096 before the f
     await meter.filter({ hasText: "/ 4.1k" }).waitFor();
     assert.match((await chat.locator(".meter").getAttribute("title")) ?? "", /of 4096 tokens/);
     assert.equal(await chat.locator(".msg.user").count(), 0, "nothing was sent");
-    // The one served model was chosen; llama-server names it by its file, shown by its name.
+    // The one served model was chosen; llama-server names it by its file, shown by its name
+    // (the chat may have read the state before the server chose it: it reads it again then).
+    const name = path.basename(served!.model);
+    await chat.waitForFunction((n) => document.querySelector<HTMLSelectElement>("select.model")?.selectedOptions[0]?.textContent?.trim() === n, name);
     const chosen = chat.locator("select.model option:checked");
     assert.equal((await chosen.textContent())?.trim(), path.basename(served!.model));
     assert.equal(await chosen.getAttribute("title"), `openai/${served!.model}`);
