@@ -55,7 +55,7 @@ from .entries import (
 )
 from .errors import SessionBusy, SessionClosed, SessionLocked, UnknownEntry
 from .filelock import try_lock
-from .replay import transcript, transcript_at_tip
+from .replay import newest_compaction, transcript, transcript_at_tip
 from .tree import SessionTree
 from .usage_totals import UsageTotals
 
@@ -171,14 +171,11 @@ class SessionLog:
         ``usageBefore`` that compaction recorded stands for it, and only what follows is
         summed; a record that is not one reads the history and sums it all."""
         held = self._tree.held
-        if self._tree.unread:
-            for position in range(len(held) - 1, -1, -1):
-                if held[position]["type"] == "compaction":
-                    totals = UsageTotals.recorded(held[position].get("usageBefore"))
-                    if totals is not None:
-                        totals.add_entries(held[position:])
-                        return totals
-                    break
+        if self._tree.unread and (position := newest_compaction(held)) is not None:
+            totals = UsageTotals.recorded(held[position].get("usageBefore"))
+            if totals is not None:
+                totals.add_entries(held[position:])
+                return totals
         return UsageTotals.of(self._tree.entries)
 
     def replay(self, entry_id: str | None = None) -> list[Message]:

@@ -34,7 +34,7 @@ from crank.agent.messages import Message
 from .deferred import message_of
 from .entries import Entry
 from .log import SessionLog
-from .replay import summarised_within
+from .replay import summarised_path
 
 CONTEXT_LINES = 2
 SEARCH_LIMIT = 20
@@ -111,9 +111,7 @@ class Recall:
         not read to find out."""
         if self._trimmed is not None and self._trimmed():
             return bool(branch_entries(self._log))
-        tree, tip = self._log.tree, self._log.tip
-        recent = tree.recent_path(tip) if tip is not None else None
-        if recent is not None and summarised_within(recent):
+        if summarised_path(self._log.tree) is not None:
             return True
         return bool(compacted_entries(self._log))
 

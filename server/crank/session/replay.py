@@ -47,11 +47,25 @@ def transcript_at_tip(tree: SessionTree) -> list[Message]:
     tip = tree.tip
     if tip is None:
         return []
-    recent = tree.recent_path(tip)
-    if recent is not None and summarised_within(recent):
+    recent = summarised_path(tree)
+    if recent is not None:
         return transcript(tree.path, recent)
     branch = tree.path_to(tip)
     return transcript(tree.path, branch, only_messages=tree.count("message") == len(tree))
+
+
+def summarised_path(tree: SessionTree) -> list[Entry] | None:
+    """While the history is unread: the path to the tip through the entries read, when
+    the newest compaction on it and its kept entry are both there (``summarised_within``),
+    so nothing shown comes from the history; None otherwise."""
+    tip = tree.tip
+    recent = tree.recent_path(tip) if tip is not None else None
+    return recent if recent is not None and summarised_within(recent) else None
+
+
+def newest_compaction(entries: list[Entry]) -> int | None:
+    """Where the newest ``compaction`` entry is among ``entries``, or None."""
+    return _newest(entries, "type", "compaction", len(entries))
 
 
 def replay_rows(
@@ -98,7 +112,7 @@ def summarised_within(branch: list[Entry]) -> bool:
     """Whether the newest compaction on ``branch`` and its kept entry are both in it:
     ``transcript`` of ``branch`` is then that of any longer path that ends with it, as
     nothing before the kept entry is shown."""
-    position = _newest(branch, "type", "compaction", len(branch))
+    position = newest_compaction(branch)
     if position is None:
         return False
     kept = branch[position].get("firstKeptId")
