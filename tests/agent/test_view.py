@@ -218,6 +218,23 @@ def test_a_growing_view_after_a_reused_call_id() -> None:
         assert growing.repair(record[:length]) == repair_view(record[:length]), length
 
 
+def test_a_tail_that_reuses_an_id_is_renamed_past_the_prefix_ids_too() -> None:
+    """A tail whose calls reuse an id among themselves (none of the clean prefix's)
+    sends the view back to a full repair: repaired alone, its second ``c`` would go
+    out as ``c_2``, which a call of the prefix already sends."""
+    prefix: list[Message] = [
+        user_message("go"),
+        reply_with_calls("c_2"),
+        tool_result("c_2", "t", ""),
+    ]
+    tail = [reply_with_calls("c"), tool_result("c", "t", ""), reply_with_calls("c")]
+    growing = GrowingView()
+    growing.shared(prefix)
+    view, repairs = growing.shared([*prefix, *tail])
+    assert (list(view), repairs) == repair_view([*prefix, *tail])
+    assert [call["id"] for m in view for call in tool_calls(m)] == ["c_2", "c", "c_3"]
+
+
 def test_a_reused_id_pairs_each_call_with_its_own_result_and_goes_out_renamed() -> None:
     """Issue 26.5: results are matched to calls by place; later reuses go out as
     <id>_2, <id>_3..., the same way every time."""

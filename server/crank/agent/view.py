@@ -246,15 +246,17 @@ class GrowingView:
             self._reset()
             start = 0
         tail = record[start:]
-        tail_calls = _call_ids(tail)
-        if tail_calls & self._calls or _reuses_ids(tail):
+        tail_calls, reused = _calls_of(tail)
+        if reused or tail_calls & self._calls:
             self._reset()
             start, tail = 0, record
-            tail_calls = _call_ids(tail)
+            tail_calls, reused = _calls_of(tail)
         self._record_lineage = lineage
         tail_view, tail_repairs = repair_view(tail)
-        late = sum(
-            1 for m in tail if m["role"] == "toolResult" and m["toolCallId"] in self._calls
+        late = (
+            sum(1 for m in tail if m["role"] == "toolResult" and m["toolCallId"] in self._calls)
+            if self._calls
+            else 0
         )  # results for calls of the clean prefix: repaired alone they look orphaned
         repairs = Repairs(
             self._repairs.interrupted + tail_repairs.interrupted,
@@ -262,44 +264,39 @@ class GrowingView:
             self._repairs.duplicates + tail_repairs.duplicates + late,
             self._repairs.empty_replies + tail_repairs.empty_replies,
         )
-        clean = bool(tail) and _is_clean(tail, self._calls)
+        clean = bool(tail) and not reused and _is_clean(tail, tail_calls, self._calls)
         if clean:
             self._clean, self._last = len(record), record[-1]
             self._view.extend(tail_view)  # only appended to: earlier views still hold
             self._repairs = repairs
-            self._calls |= tail_calls | _call_ids(tail_view)  # renamed ids are taken too
+            # A clean tail reuses no id, its own or the prefix's, so its view renamed
+            # none: the ids it sends are its calls'.
+            self._calls |= tail_calls
             final, tail_view = len(self._view), []
         else:
             final = len(self._view)  # empty unless there is a clean point (start > 0)
         return SharedView(self._view, final, tail_view, self._lineage, final), repairs
 
 
-def _call_ids(messages: Sequence[Message]) -> set[str]:
-    """The ids of the calls a repair answers (an empty failure's calls are not sent)."""
-    return {
-        call["id"]
-        for message in messages
-        if not is_empty_failure(message)
-        for call in tool_calls(message)
-    }
-
-
-def _reuses_ids(messages: Sequence[Message]) -> bool:
-    """Whether two calls in ``messages`` share an id (a provider that reuses them):
-    then only a whole repair knows which ids the view renames."""
+def _calls_of(messages: Sequence[Message]) -> tuple[set[str], bool]:
+    """The ids of the calls a repair answers (an empty failure's calls are not sent),
+    and whether two of them share an id (a provider that reuses them: then only a
+    whole repair knows which ids the view renames). One pass: a resumed record is
+    looked through whole."""
     ids = [
         call["id"]
         for message in messages
-        if not is_empty_failure(message)
+        if message["role"] == "assistant" and not is_empty_failure(message)
         for call in tool_calls(message)
     ]
-    return len(ids) != len(set(ids))
+    unique = set(ids)
+    return unique, len(ids) != len(unique)
 
 
-def _is_clean(messages: Sequence[Message], earlier_calls: set[str]) -> bool:
-    """Every call in ``messages`` has a result there, and every result there belongs
-    to a call there (or is a late duplicate for an earlier, answered call)."""
-    calls = _call_ids(messages)
+def _is_clean(messages: Sequence[Message], calls: set[str], earlier_calls: set[str]) -> bool:
+    """Every call in ``messages`` (``calls``, theirs) has a result there, and every
+    result there belongs to a call there (or is a late duplicate for an earlier,
+    answered call). Reused ids are the caller's to rule out."""
     results = set()
     for message in messages:
         if message["role"] == "toolResult":
@@ -307,4 +304,4 @@ def _is_clean(messages: Sequence[Message], earlier_calls: set[str]) -> bool:
             if call_id not in calls and call_id not in earlier_calls:
                 return False
             results.add(call_id)
-    return calls <= results and not _reuses_ids(messages)
+    return calls <= results
