@@ -182,7 +182,7 @@ async def test_a_listener_that_raises_ends_the_run_loudly_and_balanced() -> None
         if event["type"] == "tool_execution_start":
             raise OSError("disk full")
 
-    harness.subscribe(broken)
+    harness.subscribe(broken, role="saving the session")
     harness.subscribe(heard.append)
     run = harness.prompt("go")
     consumed = [e async for e in run.events()]
@@ -191,7 +191,9 @@ async def test_a_listener_that_raises_ends_the_run_loudly_and_balanced() -> None
     assert_balanced(consumed)
     assert [e["type"] for e in heard].count("agent_settled") == 1
     assert harness.messages[-1]["role"] == "assistant"
-    assert "disk full" in harness.messages[-1].get("errorMessage", "")  # type: ignore[union-attr]
+    # what failed, in the words it subscribed with, and why
+    stopped = harness.messages[-1].get("errorMessage", "")  # type: ignore[union-attr]
+    assert stopped == "Run stopped: saving the session failed: disk full"
     # the listeners that still work hear why, in a message of its own (the client does)
     told = [e["message"] for e in heard if e["type"] == "message_end"][-1]
     assert "disk full" in told.get("errorMessage", "")

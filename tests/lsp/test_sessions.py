@@ -179,6 +179,7 @@ async def test_a_history_found_broken_at_the_first_prompt_ends_the_run_readably(
     assert ends[0]["message"]["role"] == "user" and "entryId" not in ends[0]  # not written
     stopped = ends[-1]["message"]
     assert stopped["role"] == "assistant" and "line 2" in stopped["errorMessage"]
+    assert stopped["errorMessage"].startswith("Run stopped: saving the session failed: ")
     assert [e["type"] for e in events][-2:] == ["agent_end", "agent_settled"]
     assert events[-2]["stopReason"] == "error"
     assert path.read_bytes() == before

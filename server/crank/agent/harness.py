@@ -215,6 +215,8 @@ class Harness:
         """Only appended to; replacing it in place mints a new lineage (see lineage.py)."""
         self._snapshot = LineageList((), self._record.lineage, 0)
         self._listeners: list[Listener] = []
+        self._roles: dict[Listener, str] = {}
+        """What each listener does, in the words of a failed run's reply."""
         self._queues = _Pending([], [])
         self._run: Run | None = None
         self._signal = AbortSignal()
@@ -254,13 +256,18 @@ class Harness:
 
     # -- listeners ---------------------------------------------------------------------
 
-    def subscribe(self, listener: Listener) -> Callable[[], None]:
-        """Hear every event, before the consumer. Returns an unsubscribe (safe to call twice)."""
+    def subscribe(self, listener: Listener, *, role: str = "a listener") -> Callable[[], None]:
+        """Hear every event, before the consumer. Returns an unsubscribe (safe to call twice).
+
+        ``role`` says what the listener does, for the reply a user reads should it
+        raise: ``Run stopped: saving the session failed: <why>``."""
         self._listeners.append(listener)
+        self._roles[listener] = role
 
         def unsubscribe() -> None:
             if listener in self._listeners:
                 self._listeners.remove(listener)
+                self._roles.pop(listener, None)
 
         return unsubscribe
 
@@ -501,7 +508,9 @@ class Harness:
         finally:
             await loop.aclose()
         if run.error is not None:
-            await self._close_after_failure(run, open_pairs, f"a listener failed: {run.error}")
+            failed = run.failed_listener
+            role = "a listener" if failed is None else self._roles.get(failed, "a listener")
+            await self._close_after_failure(run, open_pairs, f"{role} failed: {run.error}")
         elif crash is not None:
             await self._close_after_failure(run, open_pairs, f"{type(crash).__name__}: {crash}")
         self._run = None

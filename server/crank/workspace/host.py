@@ -148,8 +148,8 @@ class WorkspaceHost:
         # anyone hears the event), then the client hears it. Apart, so that a save that
         # fails ends the run (the harness stops telling the saver) and the client still
         # hears the run end, and why.
-        self.harness.subscribe(self.session.save)
-        self.harness.subscribe(self._on_event)
+        self.harness.subscribe(self.session.save, role="saving the session")
+        self.harness.subscribe(self._on_event, role="telling the client")
         self._run: Run | None = None
         self._fix: FixWatch | None = None
         """The active run's watch when it is a "Fix This File" run."""
