@@ -127,9 +127,11 @@ class RunningSize:
         sums, anchors = self._sums, self._anchors
         running = sums[-1] if sums else 0
         anchor = anchors[-1] if anchors else -1
-        for position in range(same, len(messages)):
-            message = messages[position]
-            running += self._chars(message)
+        chars = self._chars
+        # A slice, not an index per place: a view's ``__getitem__`` is Python code, and a
+        # resumed record is measured whole.
+        for position, message in enumerate(messages[same:], start=same):
+            running += chars(message)
             if message["role"] == "assistant" and usage_total(message.get("usage")) > 0:
                 anchor = position
             sums.append(running)

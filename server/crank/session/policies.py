@@ -95,11 +95,16 @@ class ClearState:
     clean_last: Message | None = field(default=None, compare=False, repr=False)
 
 
+_ARGUMENTS = json.JSONEncoder(ensure_ascii=False, sort_keys=True).encode
+"""How a note spells a call's arguments. Built once: ``json.dumps`` with options builds
+an encoder per call, most of the cost of clearing a resumed record's 30,000 results."""
+
+
 def _arguments_of(view: Sequence[Message]) -> dict[str, str]:
     found: dict[str, str] = {}
     for message in view:
         for call in tool_calls(message):
-            text = json.dumps(call["arguments"], ensure_ascii=False, sort_keys=True)
+            text = _ARGUMENTS(call["arguments"])
             found[call["id"]] = text if len(text) <= 300 else text[:300] + "...}"
     return found
 
