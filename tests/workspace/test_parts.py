@@ -18,9 +18,11 @@ from crank.agent.harness import Harness
 from crank.agent.loop import RunPrompt
 from crank.agent.messages import Message, Usage, assistant_message, tool_result, user_message
 from crank.agent.model import ModelRequest
-from crank.agent.scripted import ScriptedModel, say
+from crank.agent.scripted import ScriptedModel, call, say
 from crank.agent.tools import ToolCall
+from crank.agent.view import GrowingView
 from crank.session import ContextSettings, Housekeeper, SessionLog, SessionStore
+from crank.session.request_view import RequestView
 from crank.session.tree import SessionTree
 from crank.tools import ApprovalRequest, MemoryDocuments
 from crank.vendors import ConfigError
@@ -31,6 +33,7 @@ from crank.workspace.errors import NO_PROVIDER, NO_SUCH_SESSION, REFUSED_WHILE_R
 from crank.workspace.provider import ModelConfig
 from crank.workspace.session_slot import SessionSlot
 from crank.workspace.wire import state_json
+from tests.agent.helpers import echo_tool
 from tests.support.line_counter import LineCounter
 
 
@@ -211,10 +214,11 @@ def _session_of(store: SessionStore, root: Path, turns: int) -> str:
 
 
 async def test_opening_a_session_measures_it_off_the_event_loop(tmp_path: Path) -> None:
-    """The context meter's first look at a resumed record repairs, clears and sizes its
-    whole view; opening does that in its worker thread (``open_and_measure``), so the
-    ``crank/state`` that follows executes as many lines at 500 turns as at 50 (a look
-    on the event loop executed thousands, in proportion)."""
+    """The context meter's first look at a resumed record would repair, clear and size
+    its whole view; opening repairs it in its worker thread (``open_and_measure``) and
+    the meter reads the newest count (clearing waits for the first request, in a worker
+    thread too), so the ``crank/state`` that follows executes as many lines at 500
+    turns as at 50 (a look on the event loop executed thousands, in proportion)."""
     harness = Harness(system="s", tools=[], model=ScriptedModel([]))
     store = SessionStore(tmp_path, str(tmp_path / "sessions"))
     slot = SessionSlot(
@@ -231,6 +235,94 @@ async def test_opening_a_session_measures_it_off_the_event_loop(tmp_path: Path) 
     assert counts[0] == counts[1], f"{counts}: the state after the open measured the record"
 
 
+async def test_a_reopened_session_meters_what_it_did_and_measures_its_view_later_off_the_loop(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Reopened, a session's meter starts from its newest reply's count, as the meter
+    read it before (the open used to clear the view anew and estimate all of it,
+    uncalibrated: 26% over here); clearing and sizing the whole view waits for the
+    first request, and runs once, in a worker thread."""
+    replies = [call("echo", {"text": f"{n} " + "x" * 3000}) for n in range(12)]
+    harness = Harness(
+        system="s", tools=[echo_tool()], model=ScriptedModel([*replies, say("done"), say("ok")])
+    )
+    store = SessionStore(tmp_path, str(tmp_path / "sessions"))
+    slot = SessionSlot(
+        "file:///w", tmp_path, store, harness, ContextSettings(clear_at_tokens=4_000)
+    )
+    harness.before_request, harness.build_request = slot.before_request, slot.build_request
+    harness.subscribe(slot.save)
+    slot.ensure_log()
+    await harness.prompt("go").wait()
+    metered = slot.usage()["contextTokens"]
+    measured: list[threading.Thread] = []
+    measure = RequestView.measure
+
+    def noted(view: RequestView, record: Sequence[Message], prompt: RunPrompt) -> None:
+        measured.append(threading.current_thread())
+        measure(view, record, prompt)
+
+    monkeypatch.setattr(RequestView, "measure", noted)
+    session_id = slot.session_id
+    slot.new()
+    try:
+        assert await slot.open(session_id)
+        reopened = slot.usage()["contextTokens"]
+        assert abs(reopened - metered) <= metered // 100, (metered, reopened)
+        assert measured == []  # nothing but the newest count and what follows it
+        await harness.prompt("and then?").wait()
+        assert len(measured) == 1 and measured[0] is not threading.main_thread()
+        assert slot.usage()["contextTokens"] > 0
+    finally:
+        slot.close()
+
+
+async def test_the_meter_stays_off_the_view_while_a_worker_measures_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """While the worker thread measures a resumed record's view, ``crank/state`` on the
+    event loop answers from the count and touches none of the memos the worker fills
+    (two threads in them at once would corrupt them)."""
+    harness = Harness(system="s", tools=[], model=ScriptedModel([say("done")]))
+    store = SessionStore(tmp_path, str(tmp_path / "sessions"))
+    slot = SessionSlot("file:///w", tmp_path, store, harness, ContextSettings())
+    harness.before_request, harness.build_request = slot.before_request, slot.build_request
+    harness.subscribe(slot.save)
+    assert await slot.open(_session_of(store, tmp_path, 20))
+    counted = slot.usage()["contextTokens"]
+    started, release = threading.Event(), threading.Event()
+    views: list[threading.Thread] = []
+    measure, sent = RequestView.measure, RequestView._sent
+
+    def held(view: RequestView, record: Sequence[Message], prompt: RunPrompt) -> None:
+        started.set()
+        assert release.wait(10)
+        measure(view, record, prompt)
+
+    def noted(view: RequestView, *args: Any, **options: Any) -> Any:
+        views.append(threading.current_thread())
+        return sent(view, *args, **options)
+
+    def repaired(view: GrowingView, record: Sequence[Message]) -> Any:
+        views.append(threading.current_thread())
+        return shared(view, record)
+
+    shared = GrowingView.shared
+    monkeypatch.setattr(RequestView, "measure", held)
+    monkeypatch.setattr(RequestView, "_sent", noted)
+    monkeypatch.setattr(GrowingView, "shared", repaired)
+    run = harness.prompt("go on")
+    try:
+        assert await asyncio.to_thread(started.wait, 10)
+        assert slot.usage()["contextTokens"] == counted  # the count, while it measures
+        assert views == []
+    finally:
+        release.set()
+        await run.wait()
+        slot.close()
+    assert views and threading.main_thread() in views  # the request, built after it
+
+
 async def test_a_failed_first_estimate_does_not_keep_a_session_from_opening(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -244,7 +336,7 @@ async def test_a_failed_first_estimate_does_not_keep_a_session_from_opening(
     store = SessionStore(tmp_path, str(tmp_path / "sessions"))
     slot = SessionSlot("file:///w", tmp_path, store, harness, ContextSettings())
     session_id = _session_of(store, tmp_path, 3)
-    monkeypatch.setattr(Housekeeper, "measure", broken)
+    monkeypatch.setattr(Housekeeper, "resume", broken)
     assert await slot.open(session_id)
     assert len(harness.messages) == 7 and slot.usage()["contextTokens"] > 0
     slot.close()
@@ -278,12 +370,13 @@ async def _first_request_lines(root: Path, store: SessionStore, turns: int) -> i
 
 
 async def test_the_first_prompt_after_an_open_repairs_only_what_it_adds(tmp_path: Path) -> None:
-    """The Harness takes the record the open measured as it is (its lineage with it),
-    the clearing that estimate chose is the session's and its images were looked for:
-    the first request after a resume repairs, clears, sizes and scans only the new
-    prompt, as many lines at 500 turns as at 100. Without each of the three the count
-    grew with the record (the view repaired whole again; the record sized twice more as
-    clearing started over; every message looked at for images)."""
+    """The Harness takes the record the open repaired as it is (its lineage with it);
+    the whole view is cleared, sized and scanned for images once, in a worker thread,
+    before the first request (``RequestView.measure_resumed``), whose clearing is then
+    the session's: on the event loop the first request after a resume repairs, clears,
+    sizes and scans only the new prompt, as many lines at 500 turns as at 100. Without
+    each, the count grew with the record (the view repaired whole again; the record
+    sized twice more as clearing started over; every message looked at for images)."""
     store = SessionStore(tmp_path, str(tmp_path / "sessions"))
     counts = [await _first_request_lines(tmp_path, store, turns) for turns in (100, 500)]
     assert counts[0] == counts[1], f"{counts}: the first request measured the whole record"

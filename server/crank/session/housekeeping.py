@@ -179,13 +179,21 @@ class Housekeeper:
                 {"type": "images_omitted", "count": count, "message": "; ".join(messages)}
             )
 
-    def measure(self, record: Sequence[Message], prompt: RunPrompt) -> None:
-        """Take now the estimate ``usage`` gives for ``record`` at rest under ``prompt``
-        (a resumed session's, in the thread that read it): the first look at a long
-        record repairs, clears and sizes its whole view, seconds for 50,000 messages,
-        which the context meter's first ask would otherwise spend on the event loop.
-        The memos keep it: asked again for the same messages, nothing is measured."""
-        self._view.measure(record, prompt)
+    def resume(self, record: Sequence[Message], prompt: RunPrompt) -> None:
+        """Take ``record``, a resumed session's, under ``prompt``, in the thread that
+        read it (``RequestView.resume``): its view is repaired and the meter starts
+        from the newest reported count, or, when no count describes the view, the
+        whole view is measured now. The first look at a long record's whole view
+        (clearing and sizing it, a second for 50,000 messages) is never taken on the
+        event loop: here, or in a worker thread before the first request
+        (``_measured``). The memos keep it: asked again for the same messages,
+        nothing is measured."""
+        self._view.resume(record, prompt)
+
+    async def _measured(self, harness: Harness) -> None:
+        """The record's whole view measured, in a worker thread if the resume left it
+        for later (before a request, a compaction, a recovery)."""
+        await self._view.measure_resumed(harness.live_record, self._prompt(harness))
 
     def context_tokens(self, harness: Harness) -> int:
         """The size of the request the harness's record would send now, policies applied."""
@@ -237,6 +245,7 @@ class Housekeeper:
     async def before_request(self, harness: Harness) -> None:
         self._attach(harness)
         await self._tell_notices()
+        await self._measured(harness)
         if not self._view.policy.compact:
             return
         tokens = self.context_tokens(harness)
@@ -248,6 +257,7 @@ class Housekeeper:
         """After a refusal for length, make room (every policy but ``none``): ``trim``
         trims to half the kept size, the others compact. True if room was made."""
         self._attach(harness)
+        await self._measured(harness)
         if self._view.policy == Policy.named("none"):
             return False
         if self._view.policy.trim:
@@ -280,6 +290,7 @@ class Housekeeper:
         if harness.is_running:
             raise SessionBusy("compaction")
         self._attach(harness)
+        await self._measured(harness)
         tokens = self.context_tokens(harness)
         return await self._compact(harness, reason, instructions, tokens, in_hook=False)
 

@@ -17,8 +17,10 @@ import logging
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+import anyio.to_thread
+
 from crank.agent.images import ImageResolver, Resolved
-from crank.agent.lineage import SharedView
+from crank.agent.lineage import Lineage, SharedView, has_lineage
 from crank.agent.loop import RunPrompt
 from crank.agent.messages import Message, now_ms
 from crank.agent.model import ModelRequest, ToolSpec
@@ -29,6 +31,7 @@ from .estimate import (
     Calibration,
     RunningSize,
     SizeCache,
+    anchor_index,
     context_tokens,
     message_chars,
     prompt_chars,
@@ -90,6 +93,14 @@ class RequestView:
         self.last_request_chars: int | None = None
         """The size of the last request built, in the characters every estimate counts."""
         self._repairs = Repairs()
+        self._resumed: Lineage | None = None
+        """The lineage of a resumed record whose whole view is not measured yet: until
+        it is, the meter reads the newest reported count (``resume``)."""
+        self._measuring = False
+        """That view is being measured in a worker thread: nothing here may touch the
+        memos it fills, and the meter shows ``_counted``."""
+        self._counted = 0
+        """The meter's last figure for the resumed record read off its newest count."""
 
     # -- state ----------------------------------------------------------------------------
 
@@ -116,6 +127,7 @@ class RequestView:
     def restart(self) -> None:
         """After a compaction: nothing is cleared or trimmed in what the log replays."""
         self._clear, self._trim = ClearState(), TrimState()
+        self._resumed = None
         self._changed_ms = now_ms()
 
     def size(self, message: Message) -> int:
@@ -173,10 +185,8 @@ class RequestView:
             trimmed, trim = self._trim_turns(view, fixed)
             sent, state = self._clear_results(trimmed, fixed)
             self._last_sent = _SentMemo(key, last, repairs, sent, state, trim)
-        if sending and repairs != self._repairs:
-            self._repairs = repairs
-            if repairs:
-                log.warning("%s: the request view repairs the record: %s", self._log.path, repairs)
+        if sending:
+            self._sent_repairs(repairs)
         return sent, state, trim
 
     def _tokens_of(self, fixed: int) -> Callable[[Sequence[Message]], int]:
@@ -267,6 +277,7 @@ class RequestView:
         request = ModelRequest(
             system=system, messages=resolved.messages, tools=tools, cache_marks=marks
         )
+        self._resumed = None  # the whole view was measured for it, here
         request = with_notes_index(request, keys)  # last, after the marks: see notes.py
         # The request's size in the same characters every estimate counts, from the
         # sizes already known: encoding the request is the provider's job, done once.
@@ -277,7 +288,20 @@ class RequestView:
     def tokens(self, record: Sequence[Message], prompt: RunPrompt, *, at_rest: bool) -> int:
         """The size of the request ``record`` would send now, policies applied. At rest
         the estimate is of the next request exactly: its repairs are news. In a run, a
-        reply's calls are still running and would count as repaired."""
+        reply's calls are still running and would count as repaired. A resumed record
+        not measured yet is sized from its newest count (``resume``)."""
+        if self._measuring:
+            return self._counted
+        if self._resumed is not None and self._is_resumed(record):
+            counted = self._count_of(record, prompt)
+            if counted is not None:
+                self._counted = counted
+                return counted
+            self._resumed = None  # no count describes it any more: measure it
+        return self._whole_tokens(record, prompt, at_rest=at_rest)
+
+    def _whole_tokens(self, record: Sequence[Message], prompt: RunPrompt, *, at_rest: bool) -> int:
+        """``tokens`` from the whole view, policies applied (memoised)."""
         fixed = self._fixed_of(prompt)
         sent, state, trim = self._sent(record, fixed, sending=at_rest)
         anchor = self._running.anchor(sent)
@@ -288,6 +312,58 @@ class RequestView:
         return context_tokens(
             sent, fixed, self.calibration, self._sizes.chars, running=self._running
         )
+
+    def resume(self, record: Sequence[Message], prompt: RunPrompt) -> None:
+        """Take ``record`` (a resumed one, in the thread that read it) as the session's.
+
+        Its view is repaired now (what a crash left is news at the open). When the
+        newest reply's reported count still describes that view, the meter starts from
+        it, as it stood when the session was last used, and clearing and sizing the
+        whole view waits for the first request (``measure_resumed``, in a worker
+        thread): for 50,000 messages that was most of the open. Otherwise (no reply
+        reported usage, a compaction written after it, the ``trim`` policy, whose
+        boundary decides whether ``recall`` is offered) it is measured now."""
+        if self.policy.trim or not has_lineage(record):
+            self.measure(record, prompt)
+            return
+        self._sent_repairs(self._view.shared(record)[1])
+        counted = self._count_of(record, prompt)
+        if counted is None:
+            self.measure(record, prompt)
+            return
+        self._resumed, self._counted = record.lineage, counted
+
+    def _is_resumed(self, record: Sequence[Message]) -> bool:
+        return has_lineage(record) and record.lineage is self._resumed
+
+    def _count_of(self, record: Sequence[Message], prompt: RunPrompt) -> int | None:
+        """The newest still-valid reported count of ``record``'s view plus an estimate
+        of what follows it (``context_tokens``, which looks at that tail only); None
+        when no count describes the view."""
+        view, _ = self._view.shared(record)  # repaired at the resume: only what was added
+        if anchor_index(view) is None:
+            return None
+        return context_tokens(view, self._fixed_of(prompt), self.calibration, self._sizes.chars)
+
+    async def measure_resumed(self, record: Sequence[Message], prompt: RunPrompt) -> None:
+        """Measure a resumed record's whole view (``measure``) in a worker thread, if
+        ``resume`` left it for later: before its first request, or anything else that
+        needs it. The meter shows the count meanwhile; the thread is never abandoned,
+        so nothing here is touched by two threads at once."""
+        if self._resumed is None or not self._is_resumed(record):
+            return
+        self._measuring = True
+        try:
+            await anyio.to_thread.run_sync(self.measure, record, prompt)
+        finally:
+            self._measuring = False
+
+    def _sent_repairs(self, repairs: Repairs) -> None:
+        """What a view about to be sent repaired, kept and, when it changed, logged."""
+        if repairs != self._repairs:
+            self._repairs = repairs
+            if repairs:
+                log.warning("%s: the request view repairs the record: %s", self._log.path, repairs)
 
     def measure(self, record: Sequence[Message], prompt: RunPrompt) -> None:
         """``tokens`` at rest for ``record`` (a resumed one), and the clearing and
@@ -301,13 +377,15 @@ class RequestView:
         if (state, trim) != (self._clear, self._trim):
             self._changed_ms = now_ms()
         self._clear, self._trim = state, trim
-        self.tokens(record, prompt, at_rest=True)
+        self._whole_tokens(record, prompt, at_rest=True)
         sent, _, _ = self._sent(record, fixed)  # remembered: what that estimate measured
         self._images.scan(sent)
+        self._resumed = None
 
     def trim_harder(self, record: Sequence[Message], prompt: RunPrompt) -> bool:
         """Move the trim boundary so only about half the kept size is sent (after a
         refusal for length under the ``trim`` policy). True if it moved."""
+        self._resumed = None
         view, _ = self._view.shared(record)
         keep = max(1, self._window.keep_tokens() // 2)
         _, trim = self._trim_turns(view, self._fixed_of(prompt), keep=keep)

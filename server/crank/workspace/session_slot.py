@@ -60,10 +60,10 @@ def open_and_measure(
     path: Path, model: Model, context: ContextSettings, prompt: RunPrompt
 ) -> tuple[SessionLog, list[Message], Housekeeper]:
     """``open_and_replay``, and the session's Housekeeper with the estimate the context
-    meter shows next already taken (``Housekeeper.measure``), for a thread too. The
+    meter shows next already taken (``Housekeeper.resume``), for a thread too. The
     transcript is the record the Harness is to take as it is (``replace_messages``): a
-    growing ``LineageList``, measured under its own lineage, so the first request's view
-    repairs only what that request adds."""
+    growing ``LineageList``, repaired (and measured) under its own lineage, so the first
+    request's view repairs only what that request adds."""
     opened, transcript, totals = open_and_replay(path)
     record = LineageList(transcript, Lineage())
     try:
@@ -72,7 +72,7 @@ def open_and_measure(
         opened.close()
         raise
     try:
-        keeper.measure(record, prompt)
+        keeper.resume(record, prompt)
     except Exception:  # only an estimate: the session opens, and the meter measures later
         log.exception("%s: the first estimate of the opened session failed", path)
     return opened, record, keeper
