@@ -48,18 +48,27 @@ async def scenario(
     run = harness.prompt("go")
     consumed: list[dict[str, Any]] = []
     hangs = any(r.hang_after is not None for r in script)
+    loop = asyncio.get_running_loop()
+    aborts: list[asyncio.Task[str]] = []
+    timers: list[asyncio.TimerHandle] = []
+
+    def abort() -> None:
+        aborts.append(loop.create_task(harness.abort()))
+
     async for event in run.events():
         consumed.append(event)
         if abort_at is not None and len(consumed) == abort_at:
-            asyncio.get_running_loop().create_task(harness.abort())
+            abort()
         if hangs and event["type"] == "message_start" and event["message"]["role"] == "assistant":
-            asyncio.get_running_loop().call_later(
-                0.02, lambda: asyncio.ensure_future(harness.abort())
-            )
+            timers.append(loop.call_later(0.02, abort))
     try:
         await asyncio.wait_for(run.wait(), 5)
     except ListenerFailed:
         assert fail_at is not None
+    finally:  # the scenario's own aborts end before the loop does (never left unawaited)
+        for timer in timers:
+            timer.cancel()
+        await asyncio.gather(*aborts)
     assert_balanced(consumed)
     assert_balanced(heard)
     assert is_valid_view(build_view(harness.messages))
