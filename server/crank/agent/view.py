@@ -252,7 +252,10 @@ class GrowingView:
             start, tail = 0, record
             tail_calls, reused = _calls_of(tail)
         self._record_lineage = lineage
-        tail_view, tail_repairs = repair_view(tail)
+        if not reused and _sent_as_is(tail):
+            tail_view, tail_repairs = list(tail), Repairs()  # what the repair would give
+        else:
+            tail_view, tail_repairs = repair_view(tail)
         late = (
             sum(1 for m in tail if m["role"] == "toolResult" and m["toolCallId"] in self._calls)
             if self._calls
@@ -291,6 +294,14 @@ def _calls_of(messages: Sequence[Message]) -> tuple[set[str], bool]:
     ]
     unique = set(ids)
     return unique, len(ids) != len(unique)
+
+
+def _sent_as_is(messages: Sequence[Message]) -> bool:
+    """Whether ``repair_view`` would give ``messages`` back as they are, the caller
+    having ruled out reused ids: already a valid view, with no empty failure to leave
+    out. A healthy resumed record is, and two quick passes decide it instead of the
+    repair's three that build a new list."""
+    return is_valid_view(messages) and not any(map(is_empty_failure, messages))
 
 
 def _is_clean(messages: Sequence[Message], calls: set[str], earlier_calls: set[str]) -> bool:
