@@ -34,7 +34,7 @@ from crank.agent.messages import Message
 from .deferred import message_of
 from .entries import Entry
 from .log import SessionLog
-from .replay import summarised_path
+from .replay import kept_before, newest_compaction, summarised_path
 
 CONTEXT_LINES = 2
 SEARCH_LIMIT = 20
@@ -74,14 +74,11 @@ def compacted_entries(log: SessionLog) -> list[Entry]:
     if not log.tree.has("compaction"):  # known without a look at 50,000 entries
         return []
     branch = log.tree.path_to(log.tip)
-    for position in range(len(branch) - 1, -1, -1):
-        entry = branch[position]
-        if entry["type"] != "compaction":
-            continue
-        kept = entry["firstKeptId"]
-        end = next((i for i in range(position) if branch[i]["id"] == kept), position)
-        return [e for e in branch[:end] if e["type"] == "message"]
-    return []
+    position = newest_compaction(branch)
+    if position is None:
+        return []
+    end = kept_before(branch, position)
+    return [e for e in branch[: position if end is None else end] if e["type"] == "message"]
 
 
 def branch_entries(log: SessionLog) -> list[Entry]:

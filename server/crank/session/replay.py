@@ -113,10 +113,14 @@ def summarised_within(branch: list[Entry]) -> bool:
     ``transcript`` of ``branch`` is then that of any longer path that ends with it, as
     nothing before the kept entry is shown."""
     position = newest_compaction(branch)
-    if position is None:
-        return False
+    return position is not None and kept_before(branch, position) is not None
+
+
+def kept_before(branch: list[Entry], position: int) -> int | None:
+    """Where the kept entry (``firstKeptId``) of the compaction at ``position`` is on
+    ``branch``, before it; None when it is not there."""
     kept = branch[position].get("firstKeptId")
-    return isinstance(kept, str) and _newest(branch, "id", kept, position) is not None
+    return _newest(branch, "id", kept, position) if isinstance(kept, str) else None
 
 
 def _newest(branch: list[Entry], key: str, value: str, before: int) -> int | None:
