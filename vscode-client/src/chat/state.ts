@@ -216,18 +216,31 @@ function userText(m: Extract<Message, { role: "user" }>): string {
   return typeof m.typed === "string" ? m.typed : m.content;
 }
 
-/** Rebuild the items from a transcript (resume, session switch, or after a gap). */
+/**
+ * Rebuild the items from a transcript (resume, session switch, or after a gap). One pass,
+ * appending to one list, each tool card found by its call id in a map: a resumed session
+ * can be 50,000 messages, and copying the list for every message (and looking back for
+ * each result's card) took minutes there.
+ */
 export function itemsFromMessages(messages: Message[], tools?: readonly ToolInfoJson[]): ChatItem[] {
-  let items: ChatItem[] = [];
+  const items: ChatItem[] = [];
+  /** Where each call's card is: a call id gets one card, its first call's. */
+  const cards = new Map<string, number>();
   messages.forEach((m, i) => {
-    if (m.role === "user") items = [...items, userItem(`m${i}`, m)];
-    else if (m.role === "assistant") items = toolCardsFor([...items, assistantFinal(`m${i}`, m)], m, tools);
-    else
-      items = replaceItem(items, m.toolCallId, "tool", (t: ToolItem) => ({
-        ...withToolImages(t, m),
-        status: m.isError ? "failed" : "done",
-        result: m.content,
-      }));
+    if (m.role === "user") items.push(userItem(`m${i}`, m));
+    else if (m.role === "assistant") {
+      items.push(assistantFinal(`m${i}`, m));
+      for (const b of m.content) {
+        if (b.type !== "toolCall" || cards.has(b.id)) continue;
+        cards.set(b.id, items.length);
+        items.push(toolItem(b.id, b.name, b.arguments, tools));
+      }
+    } else {
+      const at = cards.get(m.toolCallId);
+      if (at === undefined) return;
+      const t = items[at] as ToolItem;
+      items[at] = { ...withToolImages(t, m), status: m.isError ? "failed" : "done", result: m.content };
+    }
   });
   return items;
 }

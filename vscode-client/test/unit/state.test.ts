@@ -109,6 +109,25 @@ test("a transcript from crank/messages pairs each tool result with its card and 
   assert.equal((items[3] as AssistantItem).stopReason, "length");
 });
 
+test("a transcript's cards: one per call id (its first call's), a failed result marks it, a result with no card is left out", () => {
+  const usage = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 };
+  const reply = (...ids: string[]): Message => ({ role: "assistant", timestamp: 0, model: "m", usage, content: ids.map((id) => ({ type: "toolCall" as const, id, name: "bash", arguments: { command: id } })), stopReason: "toolUse" });
+  const result = (id: string, content: string, isError = false): Message => ({ role: "toolResult", timestamp: 0, toolCallId: id, toolName: "bash", content, isError });
+  const items = itemsFromMessages([
+    { role: "user", timestamp: 0, content: "go" },
+    reply("c1", "c2"),
+    result("c2", "two", true),
+    result("c1", "one"),
+    result("nobody", "orphan"),
+    reply("c1"),
+    result("c1", "again"),
+  ]);
+  assert.deepEqual(items.map((i) => `${i.kind}:${i.id}`), ["user:m0", "assistant:m1", "tool:c1", "tool:c2", "assistant:m5"]);
+  const [one, two] = [items[2] as ToolItem, items[3] as ToolItem];
+  assert.deepEqual([one.status, one.result, one.args], ["done", "again", { command: "c1" }]);
+  assert.deepEqual([two.status, two.result], ["failed", "two"]);
+});
+
 test("permission cards are pending until resolved, and a dead server closes them", () => {
   const req = run.untilPermission.find((s) => "request" in s)!.params as never;
   let s = reduce(initialState(), { type: "permissionRequest", id: "p1", request: req });
