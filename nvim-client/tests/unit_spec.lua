@@ -312,6 +312,41 @@ H.test("a reloaded transcript goes in with treesitter stopped, and is highlighte
   H.ok(vim.treesitter.highlighter.active[chat.buf] ~= nil, "highlighted after")
 end)
 
+H.test("a transcript is rendered with the window's folds off, and folds once it is in", function()
+  local chat = fresh_chat()
+  chat:show()
+  local win = vim.fn.win_findbuf(chat.buf)[1]
+  local Chat = require("crank.chat").Chat
+  local insert, folding = Chat._insert, 0
+  Chat._insert = function(self, lines)
+    if vim.wo[win].foldmethod == "expr" then
+      folding = folding + 1 -- each such insert had the fold expression evaluated again
+    end
+    return insert(self, lines)
+  end
+  local long = {}
+  for i = 1, 30 do
+    long[i] = "line " .. i
+  end
+  local messages = {
+    { role = "user", content = "go" },
+    { role = "assistant", content = { { type = "toolCall", id = "r", name = "read", arguments = { path = "a" } } }, stopReason = "toolUse" },
+    { role = "toolResult", toolCallId = "r", toolName = "read", content = table.concat(long, "\n"), isError = false },
+    { role = "assistant", content = { { type = "text", text = "done" } }, stopReason = "stop" },
+  }
+  local ok, err = pcall(chat.render_messages, chat, messages)
+  Chat._insert = insert
+  assert(ok, err)
+  H.eq(0, folding)
+  H.eq("expr", vim.wo[win].foldmethod)
+  vim.api.nvim_set_current_win(win)
+  vim.api.nvim_win_set_cursor(win, { 1, 0 })
+  local open = vim.fn.search(format.FOLD_OPEN)
+  H.ok(open > 0, "fold fence present")
+  H.ok(vim.fn.foldclosed(open + 3) ~= -1, "long result folded after the render")
+  vim.cmd("only")
+end)
+
 H.test("a reload asked while the same one is on its way waits for it, unless a run is active", function()
   local chat = fresh_chat()
   local answers = {}

@@ -311,7 +311,21 @@ function Chat:render_messages(messages)
   if highlighted then
     vim.treesitter.stop(self.buf)
   end
+  -- The same for the folds: a window folding by expression evaluates it again over
+  -- the lines after every insert, most of the time of a long transcript's render.
+  local folding = {}
+  for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
+    if vim.wo[win].foldmethod == "expr" then
+      folding[#folding + 1] = win
+      vim.wo[win].foldmethod = "manual"
+    end
+  end
   self:_render_messages(messages)
+  for _, win in ipairs(folding) do
+    if vim.api.nvim_win_is_valid(win) then
+      vim.wo[win].foldmethod = "expr"
+    end
+  end
   if highlighted then
     pcall(vim.treesitter.start, self.buf, "markdown")
   end
