@@ -312,6 +312,39 @@ H.test("a reloaded transcript goes in with treesitter stopped, and is highlighte
   H.ok(vim.treesitter.highlighter.active[chat.buf] ~= nil, "highlighted after")
 end)
 
+H.test("a reply streamed into a shown chat has the buffer parsed at no delta (no conceal_lines)", function()
+  if not pcall(vim.treesitter.language.inspect, "markdown") then
+    return -- no markdown parser: nothing parses
+  end
+  local chat = fresh_chat()
+  local win = chat:show()
+  H.eq(2, vim.wo[win].conceallevel)
+  H.ok(vim.treesitter.highlighter.active[chat.buf] ~= nil, "highlighted")
+  -- Count whole-tree parses while the reply streams (with the bundled query's
+  -- conceal_lines, each delta parsed the buffer once per row the window checked).
+  local tree = vim.treesitter.get_parser(chat.buf, "markdown")
+  local LanguageTree = getmetatable(tree).__index
+  local parse, parses = LanguageTree.parse, 0
+  LanguageTree.parse = function(...)
+    parses = parses + 1
+    return parse(...)
+  end
+  local ok, err = pcall(function()
+    ev(chat, { type = "message_start", message = { role = "assistant", content = {} } })
+    for i = 1, 40 do
+      ev(chat, { type = "message_update", delta = { kind = "text", contentIndex = 0, text = "word " .. i .. (i % 8 == 0 and "\n" or " ") } })
+      if i % 10 == 0 then
+        ev(chat, { type = "tool_execution_start", toolCallId = "p" .. i, toolName = "read", arguments = { path = "f" } })
+        ev(chat, { type = "tool_execution_end", toolCallId = "p" .. i, result = { content = "a\nb\n", isError = false } })
+      end
+    end
+  end)
+  LanguageTree.parse = parse
+  assert(ok, err)
+  H.ok(parses < 40, "parsed " .. parses .. " times for 40 deltas")
+  H.ok(table.concat(chat:transcript(), "\n"):find("word 40", 1, true) ~= nil, "the reply is in")
+end)
+
 H.test("a transcript is rendered with the window's folds off, and folds once it is in", function()
   local chat = fresh_chat()
   chat:show()
