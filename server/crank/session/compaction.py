@@ -15,6 +15,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
+from itertools import chain
+
+from anyio import to_thread
 
 from crank.agent.messages import Message
 from crank.agent.model import AbortSignal, Model
@@ -23,7 +27,7 @@ from .compaction_summary import build_request, summarize
 from .cut import Row, find_cut
 from .errors import SummaryFailed
 from .estimate import Calibration
-from .identifiers import collect, collect_from_text, with_identifiers
+from .identifiers import collect_from_text, found_in, with_identifiers
 from .log import SessionLog
 from .replay import replay_rows
 
@@ -64,14 +68,23 @@ async def compact_log(
     older = [message for entry_id, message in rows[:cut] if entry_id is not None]
     first_kept = rows[cut][0]
     assert first_kept is not None
-    request = build_request(
-        summarizer, older, previous=previous, instructions=instructions, calibration=calibration
+    # Quoting and searching the older rows are passes over what may be a whole session
+    # never compacted: in a worker thread, so the editor is answered meanwhile.
+    request = await to_thread.run_sync(
+        partial(
+            build_request,
+            summarizer,
+            older,
+            previous=previous,
+            instructions=instructions,
+            calibration=calibration,
+        )
     )
     try:
         summary = await summarize(summarizer, request, signal)
     except SummaryFailed as failure:  # its text already says that nothing was written
         return Outcome(False, str(failure))
-    identifiers = collect(older) + (collect_from_text(previous) if previous else [])
-    text = with_identifiers(summary.text, list(dict.fromkeys(identifiers)))
+    identifiers = chain(found_in(older), collect_from_text(previous) if previous else ())
+    text = await to_thread.run_sync(with_identifiers, summary.text, identifiers)
     entry_id = await log.append_compaction(text, first_kept, tokens_before, usage=summary.usage)
     return Outcome(True, entry_id=entry_id, first_kept_id=first_kept, summary=text)

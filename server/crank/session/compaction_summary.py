@@ -14,7 +14,7 @@ most. A failed or empty reply raises ``SummaryFailed``; nothing is written by th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 
 from crank.agent.messages import Message, user_message
 from crank.agent.model import AbortSignal, Model, ModelRequest
@@ -69,17 +69,33 @@ UPDATE_SYSTEM = (
 )
 
 
-def _quote(messages: Sequence[Message], limit: int) -> list[str]:
-    return [render_message(message, limit) for message in messages]
+def _newest_first(messages: Sequence[Message], limit: int) -> Iterator[str]:
+    """Each message as quoted text, clipped to ``limit``, from the newest back. Callers
+    stop once their room is spent: a session never compacted can hold 50,000 messages,
+    and quoting every one of them at every clip step took seconds."""
+    return (render_message(message, limit) for message in reversed(messages))
 
 
-def _fit(parts: list[str], budget: int) -> str:
-    """Newest parts first until the budget is spent; the rest is counted, not hidden."""
+def _whole(messages: Sequence[Message], limit: int, room: int) -> str | None:
+    """All the messages quoted at ``limit``, or ``None`` as soon as they overflow ``room``."""
+    parts: list[str] = []
+    total = -2  # the separators: one fewer than the parts
+    for part in _newest_first(messages, limit):
+        total += len(part) + 2
+        if total > room:
+            return None
+        parts.append(part)
+    return "\n\n".join(reversed(parts))
+
+
+def _fit(newest_first: Iterable[str], count: int, budget: int) -> str:
+    """Newest parts first until the budget is spent; the rest (of ``count``) is counted,
+    not hidden."""
     kept: list[str] = []
     total = 0
-    for part in reversed(parts):
+    for part in newest_first:
         if total + len(part) + 2 > budget and kept:
-            kept.append(f"[... {len(parts) - len(kept)} earlier messages left out]")
+            kept.append(f"[... {count - len(kept)} earlier messages left out]")
             break
         kept.append(part if total + len(part) <= budget else clip(part, max(budget - total, 0)))
         total += len(part) + 2
@@ -129,10 +145,10 @@ def build_request(
 def _quote_within(messages: Sequence[Message], room: int) -> str:
     """The messages as text in ``room`` characters: clipped harder, then the oldest left out."""
     for limit in CLIP_STEPS:
-        quoted = "\n\n".join(_quote(messages, limit))
-        if len(quoted) <= room:
+        quoted = _whole(messages, limit, room)
+        if quoted is not None:
             return quoted
-    return _fit(_quote(messages, CLIP_STEPS[-1]), room)
+    return _fit(_newest_first(messages, CLIP_STEPS[-1]), len(messages), room)
 
 
 async def summarize(
