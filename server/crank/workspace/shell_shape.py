@@ -17,8 +17,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import bashlex
-
 _SUBSTITUTIONS = {
     "commandsubstitution": "a command substitution ($(...) or backticks)",
     "processsubstitution": "a process substitution (<(...) or >(...))",
@@ -65,6 +63,10 @@ def simple_words(command: str) -> Shape:
     """The words of ``command`` if it is one simple command (see the module doc)."""
     if "\n" in command.strip() or "\r" in command:
         return Shape(None, "it has more than one line")
+    # Imported here: bashlex builds its parser tables at import (about 110 ms), which
+    # every start paid before its first answer; only a rule check needs it.
+    import bashlex
+
     try:
         trees = bashlex.parse(command)
     except Exception as exc:  # bashlex raises ParsingError, NotImplementedError, others
