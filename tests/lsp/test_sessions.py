@@ -183,3 +183,53 @@ async def test_a_history_found_broken_at_the_first_prompt_ends_the_run_readably(
     assert [e["type"] for e in events][-2:] == ["agent_end", "agent_settled"]
     assert events[-2]["stopReason"] == "error"
     assert path.read_bytes() == before
+
+
+async def test_the_transcript_comes_in_pages_that_never_split_a_call_from_its_results(
+    tmp_path: Path,
+) -> None:
+    listing = [
+        {"name": "ls", "arguments": {"path": "."}},
+        {"name": "ls", "arguments": {"path": "."}},
+    ]
+    replies = [{"toolCalls": listing}, {"text": "listed twice"}, {"text": "hello again"}]
+    with ModelServer({"replies": replies}) as model:
+        async with running_server(tmp_path, [project(tmp_path)], options(model, tmp_path)) as crank:
+            await ask(crank, "list it")
+            await ask(crank, "hi")
+            whole = (await crank.request("crank/messages", {}))["messages"]
+            roles = [m["role"] for m in whole]
+            assert roles == [
+                "user",
+                "assistant",
+                "toolResult",
+                "toolResult",
+                "assistant",
+                "user",
+                "assistant",
+            ]
+            assert set(await crank.request("crank/messages", {})) == {"messages"}  # as before
+
+            newest = await crank.request("crank/messages", {"limit": 2})
+            assert (newest["start"], newest["total"], newest["messages"]) == (5, 7, whole[5:])
+            # a page that would begin with a result begins at its call
+            split = await crank.request("crank/messages", {"limit": 2, "before": 5})
+            assert (split["start"], split["messages"]) == (1, whole[1:5])
+            pages, before = [], None
+            while before != 0:
+                page = await crank.request(
+                    "crank/messages", {"limit": 3, **({} if before is None else {"before": before})}
+                )
+                assert page["total"] == 7 and page["messages"][0]["role"] != "toolResult"
+                pages.insert(0, page["messages"])
+                before = page["start"]
+            assert [m for page in pages for m in page] == whole
+            past = await crank.request("crank/messages", {"before": 99})
+            assert (past["start"], past["messages"]) == (0, whole)
+
+            error = await refused(crank, "crank/messages", {"limit": 0})
+            assert error.code == -32602 and "limit" in str(error) and "at least 1" in str(error)
+            error = await refused(crank, "crank/messages", {"before": -1})
+            assert error.code == -32602 and "before" in str(error)
+            error = await refused(crank, "crank/messages", {"limit": "10"})
+            assert error.code == -32602 and "limit" in str(error)

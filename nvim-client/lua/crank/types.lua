@@ -286,8 +286,17 @@
 ---@field type "message_update"
 ---@field delta crank.Delta
 
+--- Either of ``limit`` and ``before`` asks for one page of the transcript: at most ``limit`` messages (at least 1; default all) ending before position ``before`` (0-based; default the end, a larger one is taken as the end). A page never begins with a tool result: it starts earlier, at the message holding the call, so it can be a few results longer than ``limit``.
+---@class crank.MessagesParams
+---@field workspace? string
+---@field sessionId? string
+---@field limit? integer
+---@field before? integer
+
 ---@class crank.MessagesResult
 ---@field messages crank.Message[]
+---@field start? integer Only for a page: the position of its first message in the whole transcript (0: nothing earlier to ask for).
+---@field total? integer Only for a page: how many messages the whole transcript holds.
 
 --- One entry of ``crank/models``: who lists it, and the window Crank uses for it.
 ---@class crank.ModelInfo
@@ -678,7 +687,7 @@
 ---@field ["crank/removeQueued"] { params: crank.RemoveQueuedParams, result: crank.RemoveQueuedResult }
 ---@field ["crank/abort"] { params: crank.SessionParams, result: crank.AbortResult }
 ---@field ["crank/state"] { params: crank.SessionParams, result: crank.StateResult }
----@field ["crank/messages"] { params: crank.SessionParams, result: crank.MessagesResult }
+---@field ["crank/messages"] { params: crank.MessagesParams, result: crank.MessagesResult }
 ---@field ["crank/image"] { params: crank.ImageParams, result: crank.ImageResult }
 ---@field ["crank/sessions"] { params: crank.WorkspaceParams, result: crank.SessionsResult }
 ---@field ["crank/newSession"] { params: crank.WorkspaceParams, result: crank.SessionResult }

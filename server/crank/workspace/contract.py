@@ -210,6 +210,17 @@ class CompactParams(SessionParams):
     instructions: NotRequired[str]
 
 
+class MessagesParams(SessionParams):
+    """Either of ``limit`` and ``before`` asks for one page of the transcript: at most
+    ``limit`` messages (at least 1; default all) ending before position ``before``
+    (0-based; default the end, a larger one is taken as the end). A page never begins
+    with a tool result: it starts earlier, at the message holding the call, so it can
+    be a few results longer than ``limit``."""
+
+    limit: NotRequired[int]
+    before: NotRequired[int]
+
+
 class SetModelParams(SessionParams):
     api: str
     id: str
@@ -279,6 +290,11 @@ class StateResult(TypedDict):
 
 class MessagesResult(TypedDict):
     messages: list[Message]
+    start: NotRequired[int]
+    """Only for a page: the position of its first message in the whole transcript (0:
+    nothing earlier to ask for)."""
+    total: NotRequired[int]
+    """Only for a page: how many messages the whole transcript holds."""
 
 
 class ImageResult(TypedDict):
@@ -488,7 +504,7 @@ REQUESTS: dict[str, tuple[type, type]] = {
     "crank/removeQueued": (RemoveQueuedParams, RemoveQueuedResult),
     "crank/abort": (SessionParams, AbortResult),
     "crank/state": (SessionParams, StateResult),
-    "crank/messages": (SessionParams, MessagesResult),
+    "crank/messages": (MessagesParams, MessagesResult),
     "crank/image": (ImageParams, ImageResult),
     "crank/sessions": (WorkspaceParams, SessionsResult),
     "crank/newSession": (WorkspaceParams, SessionResult),

@@ -10,6 +10,7 @@ from typing import Any
 
 from crank.agent.events import ContextUsage
 from crank.agent.harness import Harness
+from crank.agent.messages import Message
 from crank.agent.tools import Tool, ToolInfo
 from crank.agent.view import Repairs
 from crank.mcp.manager import McpServerState
@@ -73,9 +74,27 @@ def state_json(
     return state
 
 
-def messages_json(harness: Harness) -> dict[str, Any]:
-    """``crank/messages``: the transcript as the Harness holds it (the record, not the view)."""
-    return {"messages": list(harness.messages)}
+def messages_json(
+    harness: Harness, *, limit: int | None = None, before: int | None = None
+) -> dict[str, Any]:
+    """``crank/messages``: the transcript as the Harness holds it (the record, not the
+    view), or one page of it when ``limit`` or ``before`` is given (``MessagesParams``)."""
+    record = harness.messages
+    if limit is None and before is None:
+        return {"messages": list(record)}
+    start, end = page_of(record, limit, before)
+    return {"messages": list(record[start:end]), "start": start, "total": len(record)}
+
+
+def page_of(record: Sequence[Message], limit: int | None, before: int | None) -> tuple[int, int]:
+    """Where a page of ``record`` starts and ends: ``limit`` messages before ``before``,
+    started earlier while it would begin with a tool result (so that every result on
+    the page has its call there, and a client draws it as one card)."""
+    end = len(record) if before is None else min(before, len(record))
+    start = 0 if limit is None else max(end - limit, 0)
+    while 0 < start < end and record[start]["role"] == "toolResult":
+        start -= 1
+    return start, end
 
 
 def system_prompt_json(prompt: SystemPrompt | None) -> dict[str, Any]:

@@ -354,8 +354,20 @@ export interface MessageUpdate {
   delta: Delta;
 }
 
+/** Either of ``limit`` and ``before`` asks for one page of the transcript: at most ``limit`` messages (at least 1; default all) ending before position ``before`` (0-based; default the end, a larger one is taken as the end). A page never begins with a tool result: it starts earlier, at the message holding the call, so it can be a few results longer than ``limit``. */
+export interface MessagesParams {
+  workspace?: string;
+  sessionId?: string;
+  limit?: number;
+  before?: number;
+}
+
 export interface MessagesResult {
   messages: Message[];
+  /** Only for a page: the position of its first message in the whole transcript (0: nothing earlier to ask for). */
+  start?: number;
+  /** Only for a page: how many messages the whole transcript holds. */
+  total?: number;
 }
 
 /** One entry of ``crank/models``: who lists it, and the window Crank uses for it. */
@@ -830,7 +842,7 @@ export interface Requests {
   "crank/removeQueued": { params: RemoveQueuedParams; result: RemoveQueuedResult };
   "crank/abort": { params: SessionParams; result: AbortResult };
   "crank/state": { params: SessionParams; result: StateResult };
-  "crank/messages": { params: SessionParams; result: MessagesResult };
+  "crank/messages": { params: MessagesParams; result: MessagesResult };
   "crank/image": { params: ImageParams; result: ImageResult };
   "crank/sessions": { params: WorkspaceParams; result: SessionsResult };
   "crank/newSession": { params: WorkspaceParams; result: SessionResult };
