@@ -7,7 +7,7 @@
  */
 import * as vscode from "vscode";
 import { parseViewMessage, type HostMessage, type ViewMessage } from "./chat/protocol";
-import type { ChatAction } from "./chat/state";
+import { TRANSCRIPT_PAGE, type ChatAction } from "./chat/state";
 import { chatPageHtml, makeNonce } from "./chat/html";
 import { editOf, openDiffSides, planUndo, previousFileOf, proposedSides, type EditInfo } from "./chat/edits";
 import { IMAGE_MIME_TYPES, type ContextItem, type EventParams, type ModelInfo, type PermissionRequest, type PermissionResponse, type PromptImage, type PromptResult, type Queue, type StateResult, type ToolInfoJson } from "./protocol/types";
@@ -240,9 +240,9 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
         this.refreshAgain = true;
         return;
       }
-      const { messages } = await client.messages({ workspace, sessionId: state.sessionId });
+      const { messages, start } = await client.messages({ workspace, sessionId: state.sessionId, limit: TRANSCRIPT_PAGE });
       this.applyState(state, workspace);
-      this.dispatch({ type: "transcript", messages, sessionId: state.sessionId, workspace });
+      this.dispatch({ type: "transcript", messages, sessionId: state.sessionId, workspace, start });
       // After the transcript, which replaces what the chat shows.
       // Every read: a later transcript (another refresh) replaces what the chat shows.
       if (ignored) this.dispatch({ type: "notice", level: "warning", text: ignored, once: true });
@@ -556,6 +556,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
       case "switchBranch":
         await client.branch({ workspace, entryId: m.entryId });
         return this.refresh();
+      case "loadEarlier": {
+        const page = await client.messages({ workspace, sessionId: m.sessionId, before: m.before, limit: TRANSCRIPT_PAGE });
+        this.dispatch({ type: "earlierTranscript", messages: page.messages, sessionId: m.sessionId, before: m.before, start: page.start ?? 0 });
+        return;
+      }
       case "listSessions": {
         const { sessions } = await client.sessions({ workspace });
         this.dispatch({ type: "sessions", sessions });

@@ -64,6 +64,8 @@ export type ViewMessage =
   /** Edit and resend the user message `fromEnd` user messages before the last (0: the last): go back to before it. */
   | { type: "editResend"; fromEnd: number; text: string }
   | { type: "switchBranch"; entryId: string }
+  /** Read the transcript's page before position `before` (the chat's `transcriptStart`) of the session shown. */
+  | { type: "loadEarlier"; before: number; sessionId?: string }
   /** Fetch a stored image (a `sha256` without `data`) of the session shown, through crank/image. */
   | { type: "image"; sha256: string; sessionId?: string }
   /** The unsent text changed, or the attached images (`images` only then: they can be megabytes): the host keeps them for the workspace. */
@@ -157,6 +159,10 @@ export function parseViewMessage(m: unknown): ViewMessage | undefined {
       return isIndex(o.fromEnd) && isStr(o.text) ? { type: "editResend", fromEnd: o.fromEnd, text: o.text } : undefined;
     case "switchBranch":
       return isStr(o.entryId) && o.entryId ? { type: "switchBranch", entryId: o.entryId } : undefined;
+    case "loadEarlier":
+      return isIndex(o.before) && o.before > 0 && optStr(o.sessionId)
+        ? { type: "loadEarlier", before: o.before, ...(isStr(o.sessionId) ? { sessionId: o.sessionId } : {}) }
+        : undefined;
     case "draft": {
       const images = o.images === undefined ? undefined : parseImages(o.images);
       if (!isStr(o.text) || (o.images !== undefined && !images)) return undefined;

@@ -111,11 +111,28 @@ export interface ChatState {
   /** A run started since this page loaded: before that, no prompt the user saw used can change. */
   sawRun?: boolean;
   retry?: { attempt: number; delayMs: number; error: string };
+  /**
+   * Where the first message the chat holds is in the session's transcript: the earlier
+   * ones are on the server, read a page at a time when the user asks (0 or absent:
+   * the chat holds the transcript from its start).
+   */
+  transcriptStart?: number;
 }
+
+/**
+ * How many of the transcript's newest messages the chat reads at first, and how many
+ * more at a time. The page draws 200 items at first; a long session's whole transcript
+ * (50,000 messages, 42 MB) went through the host to the page at every refresh: 11 s in
+ * code-server before its last message showed.
+ */
+export const TRANSCRIPT_PAGE = 400;
 
 export type ChatAction =
   | { type: "event"; params: EventParams }
-  | { type: "transcript"; messages: Message[]; sessionId?: string; workspace?: string }
+  /** The transcript, or its newest page: `start` is its first message's place in the whole (0 or absent: all of it). */
+  | { type: "transcript"; messages: Message[]; sessionId?: string; workspace?: string; start?: number }
+  /** The page before the chat's first message (`before`, what `transcriptStart` was when the page asked), from `start`. */
+  | { type: "earlierTranscript"; messages: Message[]; sessionId?: string; before: number; start: number }
   | { type: "state"; state: StateResult; workspace?: string }
   | { type: "permissionRequest"; id: string; request: PermissionRequest }
   | { type: "permissionResolved"; id: string; decision: PermissionDecision; reason?: string; withdrawn?: boolean }
@@ -222,14 +239,15 @@ function userText(m: Extract<Message, { role: "user" }>): string {
  * can be 50,000 messages, and copying the list for every message (and looking back for
  * each result's card) took minutes there.
  */
-export function itemsFromMessages(messages: Message[], tools?: readonly ToolInfoJson[]): ChatItem[] {
+export function itemsFromMessages(messages: Message[], tools?: readonly ToolInfoJson[], start = 0): ChatItem[] {
   const items: ChatItem[] = [];
   /** Where each call's card is: a call id gets one card, its first call's. */
   const cards = new Map<string, number>();
   messages.forEach((m, i) => {
-    if (m.role === "user") items.push(userItem(`m${i}`, m));
+    // Named by the place in the whole transcript: a page read later has ids of its own.
+    if (m.role === "user") items.push(userItem(`m${start + i}`, m));
     else if (m.role === "assistant") {
-      items.push(assistantFinal(`m${i}`, m));
+      items.push(assistantFinal(`m${start + i}`, m));
       for (const b of m.content) {
         if (b.type !== "toolCall" || cards.has(b.id)) continue;
         cards.set(b.id, items.length);
@@ -279,7 +297,7 @@ function withToolImages(t: ToolItem, m: ToolResultMessage): ToolItem {
 function onEvent(s: ChatState, p: EventParams): ChatState {
   const ev = p.event;
   if (ev.type === "session_changed") {
-    return { ...s, sessionId: ev.sessionId, items: [], lastSeq: -1, running: false, gap: true, queue: { steering: [], followUp: [] } };
+    return { ...s, sessionId: ev.sessionId, items: [], lastSeq: -1, running: false, gap: true, queue: { steering: [], followUp: [] }, transcriptStart: 0 };
   }
   if (s.sessionId !== undefined && p.sessionId !== s.sessionId) return s;
   if (p.seq <= s.lastSeq) return s; // a duplicate or a stale event: already applied
@@ -397,6 +415,8 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
       return {
         ...s,
         compacting: false,
+        // The transcript now starts at the summary: nothing before it to read.
+        ...(ev.compacted ? { transcriptStart: 0 } : {}),
         items: [
           ...items,
           ev.compacted
@@ -511,11 +531,17 @@ function reduceAction(s: ChatState, a: ChatAction): ChatState {
       return {
         ...s,
         // An open question is not in any transcript: keep its card, or it could not be answered.
-        items: keptRunChanges(s, a.sessionId, pendingPermissions(s).reduce(placePermission, withLiveItems(s, a.sessionId, itemsFromMessages(a.messages, s.tools)))),
+        items: keptRunChanges(s, a.sessionId, pendingPermissions(s).reduce(placePermission, withLiveItems(s, a.sessionId, itemsFromMessages(a.messages, s.tools, a.start)))),
         sessionId: a.sessionId ?? s.sessionId,
         workspace: a.workspace ?? s.workspace,
         gap: false,
+        transcriptStart: a.start ?? 0,
       };
+    case "earlierTranscript":
+      // Read for what the chat showed when the user asked: after another session, a
+      // reload or a compaction it belongs nowhere.
+      if (a.sessionId !== s.sessionId || a.before !== s.transcriptStart || a.start >= a.before) return s;
+      return { ...s, items: [...itemsFromMessages(a.messages, s.tools, a.start), ...s.items], transcriptStart: a.start };
     case "state": {
       const st = a.state;
       const changed = s.sessionId !== undefined && s.sessionId !== st.sessionId;
@@ -619,7 +645,10 @@ export const SAVED_ITEMS = 200;
 export function persistable(s: ChatState): ChatState {
   const items = s.items.length > SAVED_ITEMS ? s.items.slice(-SAVED_ITEMS) : s.items;
   if (items === s.items && !items.some(hasImageData)) return s;
-  return { ...s, items: items.map((it) => (hasImageData(it) ? { ...it, images: it.images.map(withoutData) } : it)) };
+  // Cut, the saved items no longer follow on from `transcriptStart`: nothing is read
+  // before them until the transcript is read again.
+  const cut = items === s.items ? {} : { transcriptStart: 0 };
+  return { ...s, ...cut, items: items.map((it) => (hasImageData(it) ? { ...it, images: it.images.map(withoutData) } : it)) };
 }
 
 function hasImageData(it: ChatItem): it is (UserItem | ToolItem) & { images: ShownImage[] } {

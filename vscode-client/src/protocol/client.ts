@@ -15,7 +15,7 @@ import type {
   EventParams,
   ImageResult,
   McpServerState,
-  Message,
+  MessagesResult,
   ModelInfo,
   KeepResult,
   ModelRef,
@@ -113,7 +113,8 @@ export class CrankClient {
   state(t: Target = {}): Promise<StateResult> {
     return this.rpc.sendRequest(Methods.state, params({ ...t }));
   }
-  messages(t: Target = {}): Promise<{ messages: Message[] }> {
+  /** The transcript, or with `limit` / `before` one page of it (with `start` and `total`). */
+  messages(t: Target & { limit?: number; before?: number } = {}): Promise<MessagesResult> {
     return this.rpc.sendRequest(Methods.messages, params({ ...t }));
   }
   sessions(t: { workspace?: string } = {}): Promise<{ sessions: SessionInfo[] }> {

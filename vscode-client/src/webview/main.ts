@@ -104,8 +104,23 @@ let drawnSession: string | undefined;
 const earlier = button("Show earlier", () => drawEarlier(), { class: "secondary earlier", hidden: true });
 const scroller = h("div", { class: "scroller" }, empty, earlier, list);
 
-/** Draws `DRAWN_STEP` more of the earlier items, the view kept on what it showed. */
+/** The page of the transcript asked for and not yet arrived (what `transcriptStart` was). */
+let loadingBefore: number | undefined;
+
+/**
+ * Draws `DRAWN_STEP` more of the earlier items, the view kept on what it showed; when
+ * every item held is drawn, asks the host for the transcript's page before them (the
+ * chat reads only the newest at first), drawn when it comes.
+ */
 function drawEarlier(): void {
+  const start = state.transcriptStart ?? 0;
+  if (state.items.length <= drawn && start > 0) {
+    if (loadingBefore === start) return;
+    loadingBefore = start;
+    earlier.disabled = true;
+    post({ type: "loadEarlier", before: start, ...(state.sessionId ? { sessionId: state.sessionId } : {}) });
+    return;
+  }
   const fromBottom = scroller.scrollHeight - scroller.scrollTop;
   drawn += DRAWN_STEP;
   renderItems();
@@ -390,8 +405,18 @@ window.addEventListener("message", (e: MessageEvent<HostMessage>) => {
   if (!m || typeof m !== "object") return;
   switch (m.type) {
     case "action":
+      const held = state.items.length;
       state = reduce(state, m.action);
       if (m.action.type === "transcript") imageCache.forgetErrors();
+      if (m.action.type === "earlierTranscript" && m.action.before === loadingBefore) {
+        loadingBefore = undefined;
+        earlier.disabled = false;
+        if ((state.transcriptStart ?? 0) < m.action.before) {
+          // Taken: every item it had was drawn, so the new ones are drawn from there.
+          drawn = Math.min(drawn, held);
+          drawEarlier();
+        }
+      }
       imageCache.forSession(state.sessionId);
       break;
     case "image":
@@ -678,8 +703,9 @@ function renderItems(): void {
     drawn = DRAWN_STEP;
   }
   const from = Math.max(0, state.items.length - drawn);
-  earlier.hidden = from === 0;
-  const label = `Show earlier (${from} more)`;
+  const unread = state.transcriptStart ?? 0;
+  earlier.hidden = from === 0 && unread === 0;
+  const label = from > 0 ? `Show earlier (${from} more)` : `Show earlier (${unread} more messages)`;
   if (earlier.textContent !== label) earlier.textContent = label;
   const seen = new Set<string>();
   const els: HTMLElement[] = [];

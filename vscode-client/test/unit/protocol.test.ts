@@ -13,6 +13,8 @@ test("well-formed page messages pass through unchanged", () => {
     { type: "setModel", api: "anthropic", id: "claude/x" },
     { type: "undoEdit", toolCallId: "t1" },
     { type: "removeContext", index: 2 },
+    { type: "loadEarlier", before: 400, sessionId: "s1" },
+    { type: "loadEarlier", before: 1 },
   ];
   for (const m of ok) assert.deepEqual(parseViewMessage(m), m, JSON.stringify(m));
 });
@@ -32,6 +34,10 @@ test("a page message with an unknown type or a wrong field is refused, not half-
     { type: "removeContext", index: 1.5 },
     { type: "openSession", sessionId: "" },
     { type: "openFile" },
+    { type: "loadEarlier", before: 0 },
+    { type: "loadEarlier", before: 2.5 },
+    { type: "loadEarlier", before: "400" },
+    { type: "loadEarlier", before: 4, sessionId: 7 },
   ];
   for (const m of bad) assert.equal(parseViewMessage(m), undefined, JSON.stringify(m));
 });

@@ -486,3 +486,34 @@ test("the page saves the last SAVED_ITEMS items of a long chat, so a save costs 
   const short = reduce(initialState(), { type: "transcript", messages: messages.slice(0, 10), sessionId: "s" });
   assert.equal(persistable(short), short, "a chat within the bound is saved as it is");
 });
+
+test("a transcript read a page at a time: the newest page, then the one before it in front, stale pages dropped", () => {
+  const call = (id: string): Message => ({ role: "assistant", content: [{ type: "toolCall", id, name: "ls", arguments: { path: "." } }], stopReason: "toolUse", timestamp: 0 } as unknown as Message);
+  const result = (id: string): Message => ({ role: "toolResult", toolCallId: id, toolName: "ls", content: `listing ${id}`, isError: false, timestamp: 0 } as Message);
+  const ask = (text: string): Message => ({ role: "user", content: text, timestamp: 0 });
+  const whole = [ask("one"), call("c1"), result("c1"), ask("two"), call("c2"), result("c2")];
+  const sessionId = run.sessionId;
+  let s = reduce(initialState(), { type: "transcript", messages: whole.slice(3), sessionId, start: 3 });
+  assert.equal(s.transcriptStart, 3);
+  assert.deepEqual(s.items.map((i) => i.id), ["m3", "m4", "c2"]);
+  // A page for another session, or for a start the chat no longer has, goes nowhere.
+  assert.equal(reduce(s, { type: "earlierTranscript", messages: whole.slice(0, 3), sessionId: "other", before: 3, start: 0 }), s);
+  assert.equal(reduce(s, { type: "earlierTranscript", messages: whole.slice(0, 3), sessionId, before: 5, start: 0 }), s);
+  s = reduce(s, { type: "earlierTranscript", messages: whole.slice(0, 3), sessionId, before: 3, start: 0 });
+  assert.equal(s.transcriptStart, 0);
+  assert.deepEqual(s.items.map((i) => i.id), ["m0", "m1", "c1", "m3", "m4", "c2"], "the same items as the whole transcript read at once");
+  assert.deepEqual(s.items, itemsFromMessages(whole));
+  assert.equal((s.items[2] as ToolItem).result, "listing c1");
+  // The same page arriving twice is taken once.
+  assert.equal(reduce(s, { type: "earlierTranscript", messages: whole.slice(0, 3), sessionId, before: 3, start: 0 }), s);
+
+  // After a compaction the transcript starts at its summary: nothing earlier to read.
+  const paged = reduce(initialState(), { type: "transcript", messages: whole.slice(3), sessionId, start: 3 });
+  assert.equal(feed(paged, [at(1, { type: "compaction_end", compacted: true })]).transcriptStart, 0);
+  assert.equal(feed(paged, [at(1, { type: "compaction_end", compacted: false, error: "no" })]).transcriptStart, 3);
+  // A saved page whose items were cut reads nothing earlier until the transcript is read again.
+  const many = Array.from({ length: SAVED_ITEMS + 10 }, (_, i) => ask(`q${i}`));
+  const long = reduce(initialState(), { type: "transcript", messages: many, sessionId, start: 50 });
+  assert.equal(persistable(long).transcriptStart, 0);
+  assert.equal(persistable(paged).transcriptStart, 3);
+});

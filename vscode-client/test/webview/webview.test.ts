@@ -654,6 +654,41 @@ test("a long transcript draws its last 200 items; Show earlier draws 200 more wi
   assert.equal(await page.locator(".items > .msg.user").first().innerText().then((t) => /question 0/.test(t)), true, "a short one is drawn whole");
 });
 
+test("a transcript read from its newest page: Show earlier draws what the page holds, then asks the host for the page before it and draws it in front", async () => {
+  const pairs = (from: number, to: number) => {
+    const messages: unknown[] = [];
+    for (let i = from; i < to; i++) messages.push({ role: "user", content: `question ${i}` }, { role: "assistant", content: [{ type: "text", text: `answer ${i}` }], stopReason: "stop", timestamp: i });
+    return messages;
+  };
+  // The newest 400 messages of 1,000 (positions 600-999), as the host reads them first.
+  await host({ type: "action", action: { type: "transcript", sessionId: run.sessionId, workspace: run.workspace, messages: pairs(300, 500), start: 600 } } as HostMessage);
+  await page.locator(".items > .msg.assistant", { hasText: "answer 499" }).waitFor();
+  const earlierButton = page.locator("button.earlier");
+  assert.match(await earlierButton.innerText(), /^Show earlier \(20\d more\)$/, "400 items and whatever cards the page keeps");
+  for (let n = 0; n < 4 && !/messages/.test(await earlierButton.innerText()); n++) await earlierButton.click();
+  await page.locator(".items > .msg.user", { hasText: "question 300" }).waitFor({ state: "attached" });
+  assert.equal(await earlierButton.innerText(), "Show earlier (600 more messages)", "all it holds is drawn; the rest is on the server");
+  const drawn = await page.locator(".items > *").count();
+  const before = (await posted()).length;
+  await earlierButton.click();
+  assert.deepEqual((await posted()).at(-1), { type: "loadEarlier", before: 600, sessionId: run.sessionId });
+  await page.locator("button.earlier[disabled]").waitFor({ state: "attached" });
+  await earlierButton.click({ force: true });
+  assert.equal((await posted()).length, before + 1, "asked once while the page is on its way");
+  const first = await page.locator(".items > *").first().elementHandle();
+  const y = (await first!.boundingBox())!.y;
+  await host({ type: "action", action: { type: "earlierTranscript", sessionId: run.sessionId, before: 600, start: 200, messages: pairs(100, 300) } } as HostMessage);
+  await page.locator(".items > .msg.assistant", { hasText: "answer 299" }).waitFor({ state: "attached" });
+  assert.equal(await page.locator(".items > *").count(), drawn + 200, "the page that came is drawn at once (200 of its 400 items)");
+  assert.ok(Math.abs((await first!.boundingBox())!.y - y) < 2, "what was on screen stays where it was");
+  assert.equal(await earlierButton.innerText(), "Show earlier (200 more)");
+  assert.equal(await page.locator("button.earlier[disabled]").count(), 0);
+  // A page for another start (one read before a reload) is not drawn.
+  await host({ type: "action", action: { type: "earlierTranscript", sessionId: run.sessionId, before: 600, start: 0, messages: pairs(0, 300) } } as HostMessage);
+  await page.evaluate(() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r))));
+  assert.equal(await page.locator(".items > .msg.user", { hasText: /^question 0$/ }).count(), 0);
+});
+
 test("the MCP line: a row per server with its state; Restart, Disable and Enable post crank/mcpServer; a failed server shows its error and stderr tail", async () => {
   const everything = { name: "everything", source: "editor" as const, transport: "stdio" as const, state: "ready" as const, tools: Array.from({ length: 13 }, (_, i) => `mcp__everything__t${i}`), pid: 4242 };
   const error = "MCP server 'odd' exited (status 3); its stderr ends with:\nTraceback (most recent call last):\nRuntimeError: odd-boom (restarting in 1 s)";
