@@ -83,6 +83,10 @@ command("CrankSessions", function()
   actions().sessions()
 end, { desc = "Pick a Crank session and open it" })
 
+command("CrankEarlier", function()
+  actions().earlier()
+end, { desc = "Show a page more of the Crank chat's earlier messages" })
+
 command("CrankNew", function()
   actions().new_session()
 end, { desc = "Start a new Crank session" })

@@ -345,6 +345,63 @@ H.test("a reply streamed into a shown chat has the buffer parsed at no delta (no
   H.ok(table.concat(chat:transcript(), "\n"):find("word 40", 1, true) ~= nil, "the reply is in")
 end)
 
+H.test("a long session shows its newest page; :CrankEarlier shows a page more, the window kept on its lines", function()
+  local chat_mod = require("crank.chat")
+  local page = chat_mod.TRANSCRIPT_PAGE
+  chat_mod.TRANSCRIPT_PAGE = 4
+  local whole = {}
+  for i = 1, 5 do
+    whole[#whole + 1] = { role = "user", content = "question " .. i }
+    whole[#whole + 1] = { role = "assistant", content = { { type = "text", text = "answer " .. i } }, stopReason = "stop" }
+  end
+  local chat = fresh_chat()
+  local asked = {}
+  -- Pages as crank/messages cuts them (tests/lsp/test_sessions.py runs the real one).
+  chat.ws.request = function(_, method, params, callback)
+    assert(method == "crank/messages", method)
+    asked[#asked + 1] = params.limit
+    local start = math.max(#whole - params.limit, 0)
+    callback(nil, { messages = vim.list_slice(whole, start + 1), start = start, total = #whole })
+  end
+  local ok, err = pcall(function()
+    local loaded = false
+    chat:reload(function()
+      loaded = true
+    end)
+    H.ok(loaded, "loaded")
+    local lines = chat:transcript()
+    H.eq("_6 earlier messages not shown: :CrankEarlier shows more_", lines[1])
+    H.ok(not vim.tbl_contains(lines, "question 3"), "older than the page: not shown")
+    H.contains(lines, "question 4")
+    H.contains(lines, "answer 5")
+    local win = chat:show()
+    local row = vim.fn.index(chat:transcript(), "question 5") + 1
+    vim.api.nvim_win_set_cursor(win, { row, 0 })
+    chat:earlier()
+    H.eq({ 4, 8 }, asked)
+    H.eq("_2 earlier messages not shown: :CrankEarlier shows more_", chat:transcript()[1])
+    H.contains(chat:transcript(), "question 2")
+    H.eq("question 5", vim.api.nvim_get_current_line(), "the cursor stays on the line it was on")
+    chat:earlier()
+    H.eq("## You", chat:transcript()[1], "from its start: no line about earlier ones")
+    H.contains(chat:transcript(), "question 1")
+    local since = #H.notifications
+    chat:earlier()
+    H.eq(3, #asked, "nothing more to ask for")
+    H.ok(H.notified("the whole transcript is shown", since), "said so")
+    -- Another session starts again from one page, as does a chat whose session is not
+    -- known yet (the server resumed one before the client asked which).
+    chat.ws.session_id = "s2"
+    chat:reload()
+    H.eq(4, asked[#asked])
+    chat.wanted, chat.wanted_session, chat.ws.session_id = nil, nil, nil
+    chat:reload()
+    H.eq(4, asked[#asked])
+  end)
+  chat_mod.TRANSCRIPT_PAGE = page
+  assert(ok, err)
+end)
+
 H.test("a transcript is rendered with the window's folds off, and folds once it is in", function()
   local chat = fresh_chat()
   chat:show()

@@ -369,6 +369,17 @@ function M.open_session(ws, session_id, done)
   end)
 end
 
+--- :CrankEarlier: the chat shows a page more of the session's earlier messages.
+function M.earlier()
+  local ws = M.workspace()
+  if ws == nil then
+    return
+  end
+  M.open_chat(ws, function(chat)
+    chat:earlier()
+  end)
+end
+
 --- :CrankSessions: pick one and open it.
 function M.sessions()
   call("listing sessions", "crank/sessions", {}, function(ws, result)

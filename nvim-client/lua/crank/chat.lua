@@ -22,6 +22,10 @@ M.image_ns = image_ns
 M.SEPARATOR = "─── prompt ───"
 --- How much live tool output (in bytes) the chat keeps while the tool runs.
 M.LIVE_TAIL = 4000
+--- How many of a session's newest messages the chat shows at first, and how many more
+--- `:CrankEarlier` adds: a 50,000-message session took Neovim about 6 s to render whole,
+--- all of it on the editor's one thread.
+M.TRANSCRIPT_PAGE = 1000
 
 -- highlighting --------------------------------------------------------------------
 
@@ -70,6 +74,9 @@ end
 ---@field cards table<string, crank.ToolCard>  finished ones (the result's images may follow)
 ---@field images table<integer, table>  image blocks by their extmark id (in M.image_ns)
 ---@field stale boolean          an event was lost; reload at the next chance
+---@field wanted integer|nil      how many of the newest messages a reload shows (`:CrankEarlier` adds a page)
+---@field wanted_session string|nil  the session `wanted` is for: another starts from one page again
+---@field shown_from integer     the transcript's place of the first message shown (0: from its start)
 local Chat = {}
 Chat.__index = Chat
 
@@ -341,7 +348,8 @@ end
 --- re-read the growing buffer at every insert, so a reopened session of 200 messages
 --- took 20 s to show (0.6 s without), and a long one froze Neovim for minutes.
 ---@param messages crank.Message[]
-function Chat:render_messages(messages)
+---@param start? integer  the place of the first of them in the transcript (a page's `start`)
+function Chat:render_messages(messages, start)
   local highlighted = vim.treesitter.highlighter.active[self.buf] ~= nil
   if highlighted then
     vim.treesitter.stop(self.buf)
@@ -356,6 +364,10 @@ function Chat:render_messages(messages)
     end
   end
   self:_render_messages(messages)
+  self.shown_from = start or 0
+  if self.shown_from > 0 then
+    vim.api.nvim_buf_set_lines(self.buf, 0, 0, false, M.earlier_lines(self.shown_from))
+  end
   for _, win in ipairs(folding) do
     if vim.api.nvim_win_is_valid(win) then
       vim.wo[win].foldmethod = "expr"
@@ -385,6 +397,49 @@ function Chat:_render_messages(messages)
   self:update_status()
 end
 
+--- The lines above a transcript shown from its `start`th message on.
+---@param start integer
+---@return string[]
+function M.earlier_lines(start)
+  local count = tostring(start):reverse():gsub("(%d%d%d)", "%1,"):reverse():gsub("^,", "")
+  return { string.format("_%s earlier message%s not shown: :CrankEarlier shows more_", count, start == 1 and "" or "s"), "" }
+end
+
+--- Show `M.TRANSCRIPT_PAGE` more of the earlier messages (the transcript is read again
+--- with them), each window kept on the lines it showed.
+---@param callback? fun(err: table|nil)
+function Chat:earlier(callback)
+  if (self.shown_from or 0) == 0 then
+    vim.notify("crank: the whole transcript is shown", vim.log.levels.INFO)
+    if callback then
+      callback(nil)
+    end
+    return
+  end
+  local before = vim.api.nvim_buf_line_count(self.buf)
+  local views = {}
+  for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
+    views[win] = vim.api.nvim_win_call(win, vim.fn.winsaveview)
+  end
+  -- the messages shown now, and a page more
+  self.wanted = (self.wanted or M.TRANSCRIPT_PAGE) + M.TRANSCRIPT_PAGE
+  self.wanted_session = self.ws.session_id
+  self:reload(function(err)
+    local added = vim.api.nvim_buf_line_count(self.buf) - before
+    for win, view in pairs(views) do
+      if vim.api.nvim_win_is_valid(win) and not err then
+        view.lnum, view.topline = view.lnum + added, math.max(view.topline + added, 1)
+        vim.api.nvim_win_call(win, function()
+          vim.fn.winrestview(view)
+        end)
+      end
+    end
+    if callback then
+      callback(err)
+    end
+  end)
+end
+
 --- Reload the transcript from the server.
 --- Asked again for the same session while one is on its way and no run is active,
 --- the answer on its way is the one awaited (opening a session asks twice: for the
@@ -399,14 +454,17 @@ function Chat:reload(callback)
   end
   pending = { session = session, callbacks = { callback } }
   self.pending_reload = pending
-  self.ws:request("crank/messages", { sessionId = session }, function(err, result)
+  if self.wanted == nil or self.wanted_session ~= session then
+    self.wanted, self.wanted_session = M.TRANSCRIPT_PAGE, session
+  end
+  self.ws:request("crank/messages", { sessionId = session, limit = self.wanted }, function(err, result)
     if self.pending_reload == pending then
       self.pending_reload = nil
     end
     if err then
       self:notice("_Could not load the transcript: " .. tostring(err.message) .. "_")
     elseif vim.api.nvim_buf_is_valid(self.buf) then
-      self:render_messages(result and result.messages or {})
+      self:render_messages(result and result.messages or {}, result and result.start or 0)
     end
     self.loaded = true
     for _, waiting in ipairs(pending.callbacks) do
