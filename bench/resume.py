@@ -13,11 +13,12 @@ writer before ``usageBefore`` wrote it (its history decoded at the open, once, s
 is started on a workspace whose newest session is a tiny one (the server resumes that
 at start), then asked over stdio what both editors ask when a session is opened:
 ``crank/openSession``, then ``crank/state`` (the context meter) and ``crank/messages``
-(the transcript), one after the other, as VS Code's chat refreshes. Printed, medians of
-a few fresh servers: the time from sending each request to the last byte of its answer
-(the bench's own decoding of the answer is not counted), the three together, and the
-process's peak resident memory over the three (``VmHWM``, reset just before the open
-through ``/proc/<pid>/clear_refs``) next to its resident memory before it; and, in
+(the transcript's newest page, ``limit`` 400), one after the other, as VS Code's chat
+refreshes; then, apart, the whole transcript. Printed, medians of a few fresh servers:
+the time from sending each request to the last byte of its answer (the bench's own
+decoding of the answer is not counted), the three together, and the process's peak
+resident memory over the three (``VmHWM``, reset just before the open through
+``/proc/<pid>/clear_refs``) next to its resident memory before it; and, in
 this process, the floor any reader pays for the file (``floor``). The load average is
 printed first and last: the machine is shared.
 """
@@ -123,8 +124,14 @@ class Server:
         self.proc.wait(timeout=30)
 
 
-Figures = tuple[float, float, float, float, float]
-"""openSession, state and messages (seconds), peak and resident memory before (MiB)."""
+PAGE = 400
+"""The ``limit`` VS Code's chat sends ``crank/messages`` (``TRANSCRIPT_PAGE``; Neovim's
+is 1,000). A server from before pages answers it with the whole transcript, as it
+answered the chats of its day."""
+
+Figures = tuple[float, float, float, float, float, float]
+"""openSession, state, messages as the chat asks (its newest page) and the whole
+transcript (seconds), peak and resident memory before (MiB)."""
 
 
 def one_open(env: dict[str, str], workspace: Path, session_id: str) -> Figures:
@@ -139,13 +146,21 @@ def one_open(env: dict[str, str], workspace: Path, session_id: str) -> Figures:
         before = status_mib(pid, "VmRSS")
         Path(f"/proc/{pid}/clear_refs").write_text("5")  # VmHWM starts again from VmRSS
         asked = {"workspace": folder["uri"], "sessionId": session_id}
-        times = []
-        for method in ("crank/openSession", "crank/state", "crank/messages"):
+        times: list[float] = []
+        peak = 0.0
+        extra: dict[str, Any]
+        for method, extra in (
+            ("crank/openSession", {}),
+            ("crank/state", {}),
+            ("crank/messages", {"limit": PAGE}),
+            ("crank/messages", {}),  # after the peak is read: no chat asks for it
+        ):
+            if len(times) == 3:
+                peak = status_mib(pid, "VmHWM")
             began = time.perf_counter()
-            _, arrived = server.timed_answer(server.send(method, asked))
+            _, arrived = server.timed_answer(server.send(method, {**asked, **extra}))
             times.append(arrived - began)
-        peak = status_mib(pid, "VmHWM")
-        return times[0], times[1], times[2], peak, before
+        return times[0], times[1], times[2], times[3], peak, before
     finally:
         server.close()
 
@@ -229,7 +244,7 @@ def main() -> None:
                     results[label].append(one_open(one_env, workspace, session_id))
             print(f"{'floor':>13}: {messages:>6} messages, in process: {floor(path, runs)}")
             for label, _ in here:
-                opened, state, listed, peak, before = (
+                opened, state, listed, whole, peak, before = (
                     statistics.median(f) for f in zip(*results[label], strict=True)
                 )
                 waited = statistics.median(sum(r[:3]) for r in results[label])
@@ -238,7 +253,8 @@ def main() -> None:
                     f"{label:>13}: {messages:>6} messages, {size / 1e6:.0f} MB"
                     f"{', ' + shape if shape else ''}: "
                     f"openSession {opened * 1000:5.0f} ms, state {state * 1000:5.0f} ms, "
-                    f"messages {listed * 1000:5.0f} ms, together {waited * 1000:5.0f} ms; "
+                    f"messages (limit {PAGE}) {listed * 1000:5.0f} ms, together "
+                    f"{waited * 1000:5.0f} ms; the whole transcript {whole * 1000:5.0f} ms; "
                     f"peak RSS {peak:6.1f} MiB (before the open {before:.1f} MiB; "
                     f"median of {runs})"
                 )
