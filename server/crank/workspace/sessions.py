@@ -24,7 +24,21 @@ def preview_of(message: Mapping[str, Any]) -> str:
             elif block.get("type") == "toolCall":
                 parts.append(f"[{block.get('name')}]")
         text = " ".join(parts)
-    line = " ".join(text.split())
+    return _one_line(text)
+
+
+def _one_line(text: str) -> str:
+    """``text`` with its whitespace collapsed, cut to ``PREVIEW_CHARS`` with "…". Only
+    a head long enough is collapsed (``crank/tree`` makes one for every message, and a
+    tool result can be 20,000 characters): the collapsed head is the whole's collapsed
+    text up to its last, perhaps cut, word, so once it is longer than the preview the
+    preview is the same."""
+    size = PREVIEW_CHARS * 4
+    while True:
+        line = " ".join(text[:size].split())
+        if size >= len(text) or len(line) > PREVIEW_CHARS:
+            break
+        size *= 4
     return line if len(line) <= PREVIEW_CHARS else line[: PREVIEW_CHARS - 1] + "…"
 
 
