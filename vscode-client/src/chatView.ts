@@ -10,7 +10,7 @@ import { parseViewMessage, type HostMessage, type ViewMessage } from "./chat/pro
 import { TRANSCRIPT_PAGE, type ChatAction } from "./chat/state";
 import { chatPageHtml, makeNonce } from "./chat/html";
 import { editOf, openDiffSides, planUndo, previousFileOf, proposedSides, type EditInfo } from "./chat/edits";
-import { IMAGE_MIME_TYPES, type ContextItem, type EventParams, type ModelInfo, type PermissionRequest, type PermissionResponse, type PromptImage, type PromptResult, type Queue, type StateResult, type ToolInfoJson } from "./protocol/types";
+import { IMAGE_MIME_TYPES, type ContextItem, type EventParams, type Message, type ModelInfo, type PermissionRequest, type PermissionResponse, type PromptImage, type PromptResult, type Queue, type StateResult, type ToolInfoJson } from "./protocol/types";
 import { imageOfBytes } from "./chat/images";
 import type { ServerManager } from "./server";
 import { ErrorCodes } from "vscode-languageclient/node";
@@ -557,8 +557,14 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
         await client.branch({ workspace, entryId: m.entryId });
         return this.refresh();
       case "loadEarlier": {
-        const page = await client.messages({ workspace, sessionId: m.sessionId, before: m.before, limit: TRANSCRIPT_PAGE });
-        this.dispatch({ type: "earlierTranscript", messages: page.messages, sessionId: m.sessionId, before: m.before, start: page.start ?? 0 });
+        const answered = (messages: Message[], start: number) => this.dispatch({ type: "earlierTranscript", messages, sessionId: m.sessionId, before: m.before, start });
+        try {
+          const page = await client.messages({ workspace, sessionId: m.sessionId, before: m.before, limit: TRANSCRIPT_PAGE });
+          answered(page.messages, page.start ?? 0);
+        } catch (err) {
+          answered([], m.before); // nothing read: the page's button works again
+          throw err;
+        }
         return;
       }
       case "listSessions": {

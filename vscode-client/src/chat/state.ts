@@ -131,7 +131,7 @@ export type ChatAction =
   | { type: "event"; params: EventParams }
   /** The transcript, or its newest page: `start` is its first message's place in the whole (0 or absent: all of it). */
   | { type: "transcript"; messages: Message[]; sessionId?: string; workspace?: string; start?: number }
-  /** The page before the chat's first message (`before`, what `transcriptStart` was when the page asked), from `start`. */
+  /** The page before the chat's first message (`before`, what `transcriptStart` was when the page asked), from `start` (`before` itself when nothing was read). */
   | { type: "earlierTranscript"; messages: Message[]; sessionId?: string; before: number; start: number }
   | { type: "state"; state: StateResult; workspace?: string }
   | { type: "permissionRequest"; id: string; request: PermissionRequest }

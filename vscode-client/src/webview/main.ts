@@ -407,7 +407,13 @@ window.addEventListener("message", (e: MessageEvent<HostMessage>) => {
     case "action":
       const held = state.items.length;
       state = reduce(state, m.action);
-      if (m.action.type === "transcript") imageCache.forgetErrors();
+      if (m.action.type === "transcript") {
+        imageCache.forgetErrors();
+        if (loadingBefore !== undefined) {
+          loadingBefore = undefined; // what it was for is gone; a page that still comes is not taken
+          earlier.disabled = false;
+        }
+      }
       if (m.action.type === "earlierTranscript" && m.action.before === loadingBefore) {
         loadingBefore = undefined;
         earlier.disabled = false;

@@ -675,6 +675,13 @@ test("a transcript read from its newest page: Show earlier draws what the page h
   await page.locator("button.earlier[disabled]").waitFor({ state: "attached" });
   await earlierButton.click({ force: true });
   assert.equal((await posted()).length, before + 1, "asked once while the page is on its way");
+  // The host could not read it (it says why in a notice): the button works again.
+  await host({ type: "action", action: { type: "earlierTranscript", sessionId: run.sessionId, before: 600, start: 600, messages: [] } } as HostMessage);
+  await page.locator("button.earlier:not([disabled])").waitFor();
+  assert.equal(await earlierButton.innerText(), "Show earlier (600 more messages)");
+  await earlierButton.click();
+  assert.equal((await posted()).length, before + 2, "asked again");
+  await page.locator("button.earlier[disabled]").waitFor({ state: "attached" });
   const first = await page.locator(".items > *").first().elementHandle();
   const y = (await first!.boundingBox())!.y;
   await host({ type: "action", action: { type: "earlierTranscript", sessionId: run.sessionId, before: 600, start: 200, messages: pairs(100, 300) } } as HostMessage);
