@@ -382,12 +382,29 @@ H.test("a long session shows its newest page; :CrankEarlier shows a page more, t
     H.eq("_2 earlier messages not shown: :CrankEarlier shows more_", chat:transcript()[1])
     H.contains(chat:transcript(), "question 2")
     H.eq("question 5", vim.api.nvim_get_current_line(), "the cursor stays on the line it was on")
+    -- :CrankEarlier while a reload is on its way asks for its own page, not that one's.
+    local held = {}
+    local answer = chat.ws.request
+    chat.ws.request = function(ws, method, params, callback)
+      held[#held + 1] = function()
+        answer(ws, method, params, callback)
+      end
+    end
+    chat.wanted = 4
+    chat:reload()
+    chat:earlier()
+    chat.ws.request = answer
+    H.eq(2, #held, "two requests")
+    for _, release in ipairs(held) do
+      release()
+    end
+    H.eq({ 4, 8, 4, 8 }, asked)
     chat:earlier()
     H.eq("## You", chat:transcript()[1], "from its start: no line about earlier ones")
     H.contains(chat:transcript(), "question 1")
     local since = #H.notifications
     chat:earlier()
-    H.eq(3, #asked, "nothing more to ask for")
+    H.eq(5, #asked, "nothing more to ask for")
     H.ok(H.notified("the whole transcript is shown", since), "said so")
     -- Another session starts again from one page, as does a chat whose session is not
     -- known yet (the server resumed one before the client asked which).

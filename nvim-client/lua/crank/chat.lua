@@ -447,16 +447,17 @@ end
 function Chat:reload(callback)
   self.stale = self.ws.running and self.stale
   local session = self.ws.session_id
-  local pending = self.pending_reload
-  if pending and pending.session == session and not self.ws.running then
-    pending.callbacks[#pending.callbacks + 1] = callback
-    return
-  end
-  pending = { session = session, callbacks = { callback } }
-  self.pending_reload = pending
   if self.wanted == nil or self.wanted_session ~= session then
     self.wanted, self.wanted_session = M.TRANSCRIPT_PAGE, session
   end
+  local pending = self.pending_reload
+  -- (one asked for fewer messages, before :CrankEarlier, is not the answer awaited)
+  if pending and pending.session == session and pending.limit == self.wanted and not self.ws.running then
+    pending.callbacks[#pending.callbacks + 1] = callback
+    return
+  end
+  pending = { session = session, limit = self.wanted, callbacks = { callback } }
+  self.pending_reload = pending
   self.ws:request("crank/messages", { sessionId = session, limit = self.wanted }, function(err, result)
     if self.pending_reload == pending then
       self.pending_reload = nil
