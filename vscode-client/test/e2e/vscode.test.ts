@@ -10,6 +10,7 @@
  */
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import * as path from "node:path";
@@ -1002,5 +1003,44 @@ test("under a finished run the chat lists the files its commands changed; Keep t
     assert.equal(readFileSync(path.join(project, "changed.py"), "utf8"), "x = 2\n", "the run's edit is back on disk");
   } catch (err) {
     await dump("run-changes", err);
+  }
+});
+
+test("a long session opens on its newest page of messages; Show earlier reads the page before it from the server", async () => {
+  try {
+    // 1,000 messages written beside the project's sessions by the log's own encoder, then opened from History.
+    const write = [
+      "import sys",
+      "from pathlib import Path",
+      "from crank.session.entries import encode, make_header",
+      "from crank.session.store import workspace_key",
+      "project, sessions = Path(sys.argv[1]), Path(sys.argv[2])",
+      "folder = sessions / workspace_key(project)",
+      "folder.mkdir(parents=True, exist_ok=True)",
+      "lines, parent = [encode(make_header('long-e2e', str(project)))], None",
+      "for i in range(500):",
+      "    for message in ({'role': 'user', 'content': f'long-e2e question {i}', 'timestamp': 1},",
+      "                    {'role': 'assistant', 'content': [{'type': 'text', 'text': f'long-e2e answer {i}'}], 'stopReason': 'stop', 'timestamp': 1}):",
+      "        entry = f'{len(lines):08x}'",
+      "        lines.append(encode({'type': 'message', 'id': entry, 'parentId': parent, 'timestamp': 1, 'message': message}))",
+      "        parent = entry",
+      "(folder / 'long-e2e.jsonl').write_bytes(b''.join(lines))",
+    ].join("\n");
+    execFileSync(crankCommand()[0], ["-c", write, project, h.sessions], { env: { ...process.env, PYTHONPATH: path.join(__dirname, "..", "..", "..", "..", "..", "server") } });
+    await chat.getByRole("button", { name: "History" }).click();
+    await chat.locator(".sessions .session", { hasText: "long-e2e question 0" }).click();
+    await chat.locator(".msg.assistant", { hasText: "long-e2e answer 499" }).waitFor();
+    const earlier = chat.locator("button.earlier");
+    // The newest 400 messages (200 items drawn of their 400); the other 600 are on the server.
+    assert.equal(await earlier.innerText(), "Show earlier (200 more)");
+    await earlier.click();
+    assert.equal(await earlier.innerText(), "Show earlier (600 more messages)");
+    assert.equal(await chat.locator(".msg.user", { hasText: "long-e2e question 299" }).count(), 0, "not read yet");
+    await earlier.click();
+    await chat.locator(".msg.user", { hasText: "long-e2e question 299" }).waitFor();
+    assert.equal(await earlier.innerText(), "Show earlier (200 more)", "the page before: 200 of its items drawn");
+    await shot(page, "28-long-session-earlier-page");
+  } catch (err) {
+    await dump("long-session", err);
   }
 });
