@@ -40,7 +40,7 @@ from crank.session.log import Listener, new_session_id
 from crank.session.usage_totals import UsageTotals
 
 from .errors import NotActiveSession, RefusedWhileRunning, invalid_params
-from .sessions import tree_json
+from .sessions import TreeRows
 
 log = logging.getLogger(__name__)
 
@@ -105,6 +105,7 @@ class SessionSlot:
         self.keeper: Housekeeper | None = None
         self.session_id = new_session_id()
         self._save: Listener | None = None
+        self._tree_rows = TreeRows()
 
     @property
     def file(self) -> Path:
@@ -162,7 +163,7 @@ class SessionSlot:
         if self.log is None:
             return {"tip": None, "entries": []}
         await self._read_history()
-        return tree_json(self.log)
+        return self._tree_rows.json(self.log)
 
     async def _read_history(self) -> None:
         """Read any history the open left unread (``SessionTree.complete``), in a worker
