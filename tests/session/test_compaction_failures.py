@@ -9,7 +9,7 @@ from crank.agent.messages import assistant_message, user_message
 from crank.agent.scripted import Reply
 from crank.session.compaction_summary import SYSTEM, UPDATE_SYSTEM
 from crank.session.housekeeping import ContextSettings
-from crank.session.identifiers import HEADING, collect, with_identifiers
+from crank.session.identifiers import HEADING, found_in, with_identifiers
 
 from .context_helpers import GOAL, Rig, largest_request, rig, write_files
 
@@ -139,7 +139,7 @@ def test_missing_identifiers_are_appended_under_their_own_heading() -> None:
         "isError": True,
         "timestamp": 1,
     }
-    found = collect([call, result])  # type: ignore[list-item]
+    found = list(dict.fromkeys(found_in([call, result])))  # type: ignore[list-item]
     assert found[0] == "tests/test_api.py"
     assert {"E0425", "https://example.com/x", "#42", "9f3a2b1c"} <= set(found)
     summary = with_identifiers("We ran tests/test_api.py; issue #42 is open.", found)

@@ -78,12 +78,6 @@ def found_in(messages: Sequence[Message]) -> Iterator[str]:
             yield from _found(message["content"][:MAX_SCAN_CHARS])
 
 
-def collect(messages: Sequence[Message]) -> list[str]:
-    """Identifiers used in calls and reported by results, newest first, no repeats;
-    those from the agent's own call arguments come before those from results."""
-    return list(dict.fromkeys(found_in(messages)))
-
-
 def collect_from_text(text: str) -> list[str]:
     """Identifiers written in free text (an earlier summary), first seen first."""
     return list(dict.fromkeys(_found(text)))
