@@ -588,13 +588,14 @@ class WorkspaceHost:
             base_url=self.model_config.base_url,
         )
 
-    def messages(self, limit: object = None, before: object = None) -> dict[str, Any]:
+    def messages(self, limit: int | None = None, before: int | None = None) -> dict[str, Any]:
         """``crank/messages``: the whole transcript, or the page ``limit`` and ``before``
-        ask for (``MessagesParams``; their types are checked on the way in)."""
-        if limit is not None and (type(limit) is not int or limit < 1):
-            raise invalid_params("limit", f"must be a whole number of at least 1, not {limit!r}")
-        if before is not None and (type(before) is not int or before < 0):
-            raise invalid_params("before", f"must be a position of 0 or more, not {before!r}")
+        ask for (``MessagesParams``: their types are checked on the way in, their
+        ranges here)."""
+        if limit is not None and limit < 1:
+            raise invalid_params("limit", f"must be at least 1, not {limit}")
+        if before is not None and before < 0:
+            raise invalid_params("before", f"must be a position of 0 or more, not {before}")
         return messages_json(self.harness, limit=limit, before=before)
 
     async def sessions(self) -> dict[str, Any]:
