@@ -155,17 +155,22 @@ H.test("a permission request is answered through vim.ui.select", function()
   H.contains(H.transcript(), "✗ **edit** `notes.txt`")
 end)
 
-H.test("reopening the chat restores the transcript (crank/messages)", function()
+--- A project whose session holds two exchanges ("first question", "First answer.",
+--- "second question", "Second answer."), both settled.
+local function two_exchanges()
   local port = H.model_server({ { text = "First answer." }, { text = "Second answer." } })
   H.setup_crank(port)
   H.project({})
   vim.cmd("Crank first question")
   wait_settled()
   local ws = current_ws()
-  io.stderr:write("USAGE " .. vim.inspect(ws.usage) .. "\n")
   local settled = ws.settled_count
   vim.cmd("Crank second question")
   wait_next_settle(ws, settled, "the second run")
+end
+
+H.test("reopening the chat restores the transcript (crank/messages)", function()
+  two_exchanges()
   local before = H.transcript()
   H.contains(before, "Second answer.")
 
@@ -181,15 +186,7 @@ H.test("reopening the chat restores the transcript (crank/messages)", function()
 end)
 
 H.test("a reopened chat shows the newest page of the server's transcript; :CrankEarlier the rest", function()
-  local port = H.model_server({ { text = "First answer." }, { text = "Second answer." } })
-  H.setup_crank(port)
-  H.project({})
-  vim.cmd("Crank first question")
-  wait_settled()
-  local ws = current_ws()
-  local settled = ws.settled_count
-  vim.cmd("Crank second question")
-  wait_next_settle(ws, settled, "the second run")
+  two_exchanges()
   local whole = H.transcript()
 
   local chat_mod = require("crank.chat")
