@@ -565,7 +565,9 @@ function reduceAction(s: ChatState, a: ChatAction): ChatState {
         mcp: st.mcp ?? [], // absent: none configured (for this workspace, or at all)
         queue: stale ? s.queue : st.queue,
         usage: stale ? s.usage : st.usage,
-        items: changed ? [] : s.items,
+        // Another session's items go; an open question stays, as in "transcript": it is the
+        // host's (a page restored on the last window's session may get one before this answer).
+        items: changed ? pendingPermissions(s) : s.items,
         lastSeq: changed ? -1 : s.lastSeq,
       };
     }

@@ -190,6 +190,18 @@ test("re-reading the transcript (resync after a gap) keeps the card of an open q
   assert.deepEqual(pendingPermissions(s).map((p) => p.id), ["p1"]);
 });
 
+test("a page restored on another session keeps an open question when the state names the server's session", () => {
+  // A cold start: the page comes back with the session of the last window, the fix's run
+  // asks before the first crank/state answer arrives, and that answer names a new session.
+  const req = run.untilPermission.find((s) => "request" in s)!.params as PermissionRequest;
+  const state = (sessionId: string) => ({ type: "state" as const, state: { sessionId, running: false, model: { api: "a", id: "m" }, permissionMode: "ask" as const, trusted: true, sandbox: { mode: "off" as const, network: true, available: false, confined: false, detail: "" }, queue: { steering: [], followUp: [] }, usage: { contextTokens: 0, contextWindow: 0, input: 0, output: 0, cacheRead: 0, cacheWrite: 0, cost: 0 }, sessionFile: "/s.jsonl", seq: 0 } });
+  let s = feed(reduce(initialState(), state("last-window")), eventsOf(run.untilPermission).map((p) => ({ ...p, sessionId: "last-window" })));
+  s = reduce(s, { type: "permissionRequest", id: "p1", request: req });
+  s = reduce(s, state("server-now"));
+  assert.deepEqual(s.items.map((i) => i.kind), ["permission"], "the old session's items go, the open question stays");
+  assert.deepEqual(pendingPermissions(s).map((p) => p.id), ["p1"]);
+});
+
 test("the sandbox line says plainly whether commands are confined", () => {
   const sb = { mode: "workspace-write" as const, network: false, available: true, confined: true, detail: "bubblewrap (/usr/bin/bwrap)" };
   assert.deepEqual(sandboxLine(sb), { text: "Sandbox: workspace-write, network off", level: "ok", title: sb.detail });
