@@ -27,19 +27,32 @@ function index(tree: TreeResult): Map<string, TreeEntry> {
 /** From `id` up to the root, nearest first; stops on a missing parent or a cycle. */
 function ancestors(byId: Map<string, TreeEntry>, id: string | null): TreeEntry[] {
   const out: TreeEntry[] = [];
-  const seen = new Set<string>();
   let cur = id ? byId.get(id) : undefined;
-  while (cur && !seen.has(cur.id)) {
-    seen.add(cur.id);
+  while (cur && out.length <= byId.size) {
     out.push(cur);
     cur = cur.parentId ? byId.get(cur.parentId) : undefined;
   }
-  return out;
+  if (out.length <= byId.size) return out;
+  // Longer than the tree: a cycle (a damaged file). Cut at the first entry met again;
+  // only then is a set of ids kept (one per step cost half the time of a long session).
+  const seen = new Set<string>();
+  const once: TreeEntry[] = [];
+  for (const e of out) {
+    if (seen.has(e.id)) break;
+    seen.add(e.id);
+    once.push(e);
+  }
+  return once;
 }
 
 /** The nearest message entry at or above `id` (a branch entry stands for where it went back to). */
 function nearestMessage(byId: Map<string, TreeEntry>, id: string | null): TreeEntry | undefined {
-  return ancestors(byId, id).find((e) => e.type === "message");
+  const seen = new Set<string>();
+  for (let cur = id ? byId.get(id) : undefined; cur && !seen.has(cur.id); cur = cur.parentId ? byId.get(cur.parentId) : undefined) {
+    if (cur.type === "message") return cur;
+    seen.add(cur.id);
+  }
+  return undefined;
 }
 
 /**
@@ -72,21 +85,27 @@ export function branchesOf(tree: TreeResult): BranchInfo[] {
   const current = nearestMessage(byId, tree.tip)?.id;
   const seen = new Set<string>();
   const out: BranchInfo[] = [];
+  const paths: TreeEntry[][] = []; // each branch's, from its last message up to the root
   for (const leaf of tree.entries) {
     if (parents.has(leaf.id) && leaf.id !== tree.tip) continue;
     const last = nearestMessage(byId, leaf.id);
     if (!last || seen.has(last.id)) continue;
     seen.add(last.id);
-    const path = ancestors(byId, last.id).filter((e) => e.type === "message");
+    const up = ancestors(byId, last.id);
+    paths.push(up);
+    const path = up.filter((e) => e.type === "message");
     const users = path.filter((e) => e.role === "user");
     out.push({ entryId: last.id, current: last.id === current, title: users[users.length - 1]?.preview ?? last.preview ?? last.id, messages: path.length });
   }
   // Name each branch by its first user message after the point where it left the others.
   if (out.length > 1) {
-    const paths = out.map((b) => ancestors(byId, b.entryId).reverse());
+    // An entry is a branch's own when no other branch's path holds it: counted once per
+    // path (asking every other path for every entry was quadratic, seconds at 50,000).
+    for (const up of paths) up.reverse();
+    const holders = new Map<TreeEntry, number>();
+    for (const path of paths) for (const e of path) holders.set(e, (holders.get(e) ?? 0) + 1);
     out.forEach((b, i) => {
-      const own = paths[i].filter((e) => !paths.some((p, j) => j !== i && p.includes(e)));
-      const firstUser = own.find((e) => e.type === "message" && e.role === "user");
+      const firstUser = paths[i].find((e) => holders.get(e) === 1 && e.type === "message" && e.role === "user");
       if (firstUser?.preview) b.title = firstUser.preview;
     });
   }

@@ -44,3 +44,27 @@ test("just after going back (the tip is a branch entry nothing followed), the cu
   assert.deepEqual(b.map((x) => [x.entryId, x.current]), [["a2", false], ["a1", true]]);
   assert.equal(branchesOf({ tip: null, entries: [] }).length, 0);
 });
+
+test("three branches: a message two of them share is neither's own, and a damaged file's cycle ends the walk", () => {
+  // u1 a1, then three ways on from a1: u2 a2 u3 a3 (the first), u3' a3' from a2 (shares u2 with
+  // the first), and u2'' a2'' from a1.
+  const entries: TreeEntry[] = [
+    ...linear,
+    msg("u3", "a2", "user", "third question"),
+    msg("a3", "u3", "assistant", "third answer"),
+    br("b1", "a2"),
+    msg("u3x", "b1", "user", "third, edited"),
+    msg("a3x", "u3x", "assistant", "another third answer"),
+    br("b2", "a1"),
+    msg("u2y", "b2", "user", "second, edited"),
+    msg("a2y", "u2y", "assistant", "another second answer"),
+  ];
+  assert.deepEqual(branchesOf({ tip: "a2y", entries }), [
+    { entryId: "a3", current: false, title: "third question", messages: 6 },
+    { entryId: "a3x", current: false, title: "third, edited", messages: 6 },
+    { entryId: "a2y", current: true, title: "second, edited", messages: 4 },
+  ]);
+  // u1's parent is a2: a cycle (refused by the server; here it must not hang the chat).
+  const looped = entries.map((e) => (e.id === "u1" ? { ...e, parentId: "a2" } : e));
+  assert.deepEqual(branchesOf({ tip: "a3", entries: looped }).map((b) => [b.entryId, b.messages]), [["a3", 6], ["a3x", 6], ["a2y", 6]]);
+});
