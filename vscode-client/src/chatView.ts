@@ -306,7 +306,21 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     const client = this.server.client;
     if (!client || !this.view) return;
     const tree = await client.tree({ workspace: this.workspace() });
-    this.post({ type: "branches", branches: branchesOf(tree) });
+    const branches = branchesOf(tree);
+    this.branchesListed = branches.length;
+    this.post({ type: "branches", branches });
+  }
+  /** How many branches the page was last sent (it lists them from two on). */
+  private branchesListed = 0;
+
+  /**
+   * After a run: a run adds no branch (only crank/branch does, and the chat refreshes
+   * then), so the list changes only in the current branch's length, which the page
+   * shows only when there are two or more. An unbranched session is not read again:
+   * crank/tree answers every entry, 8 MB for 50,000 messages, after every run.
+   */
+  private async branchesAfterRun(): Promise<void> {
+    if (this.branchesListed >= 2) await this.postBranches();
   }
 
   /**
@@ -349,7 +363,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
         if (q.request.workspace === p.workspace && (!p.runId || q.request.runId === p.runId)) this.withdrawPermission(id, "the run ended before an answer");
       }
     }
-    if (ev.type === "agent_settled" && p.workspace === this.workspace()) void this.postBranches().catch(() => undefined);
+    if (ev.type === "agent_settled" && p.workspace === this.workspace()) void this.branchesAfterRun().catch(() => undefined);
     if (ev.type === "agent_settled" && p.runId && p.workspace === this.workspace()) void this.runChanges.settled(p.workspace, p.runId);
     if (ev.type === "session_changed" && p.workspace === this.workspace()) {
       void this.lastSession.chosen(p.workspace, ev.sessionId);
@@ -565,7 +579,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
           answered([], m.before); // nothing read: the page's button works again
           throw err;
         }
-        return;
+        // The lists of the runs on that page had no place until now (a list goes under its run's cards).
+        return this.runChanges.reloaded(workspace);
       }
       case "listSessions": {
         const { sessions } = await client.sessions({ workspace });

@@ -84,6 +84,7 @@ onPrompt("e2e-image-after-reload", { text: "Saw the attached image." });
 onPrompt("e2e-after-reload", { text: "Back after the reload." });
 // edit and resend, and switching branches
 onPrompt("e2e-branch-edited", { text: "Answer on the new branch." });
+onPrompt("e2e-branch-grows", { text: "The branch grew." });
 // the extension's own Fix with Crank before the server has started
 onPrompt("Fix the problems in the file third.json", { toolCalls: [edit("fix-3", "third.json", '"third": 3,\n}', '"third": 3\n}')] });
 afterTool("Edited third.json", { text: "Fixed before the server had started." });
@@ -523,6 +524,17 @@ test("edit and resend: back to before the message, its text in the input; the br
     await chat.locator(".msg.user", { hasText: "e2e-branch-edited" }).waitFor({ state: "detached" });
     await chat.locator(".msg.assistant", { hasText: "Back after the reload." }).waitFor();
     await shot(page, "16-branch-switched");
+    // A run on a branched session: the list (read again after the run) counts its two new messages.
+    const current = chat.locator(".branches .session.branch.current .session-meta");
+    await branches.click();
+    const before = Number.parseInt(await current.innerText(), 10);
+    await branches.click();
+    await send(chat, "e2e-branch-grows");
+    await chat.locator(".msg.assistant", { hasText: "The branch grew." }).waitFor();
+    await settled();
+    await branches.click();
+    await until("the current branch two messages longer", () => current.innerText(), (t) => t === `${before + 2} messages · current`);
+    await branches.click();
   } catch (err) {
     await dump("branches", err);
   }
@@ -1018,12 +1030,21 @@ test("a long session opens on its newest page of messages; Show earlier reads th
       "folder = sessions / workspace_key(project)",
       "folder.mkdir(parents=True, exist_ok=True)",
       "lines, parent = [encode(make_header('long-e2e', str(project)))], None",
+      "def add(kind, **fields):",
+      "    global parent",
+      "    entry = f'{len(lines):08x}'",
+      "    lines.append(encode({'type': kind, 'id': entry, 'parentId': parent, 'timestamp': 1, **fields}))",
+      "    parent = entry",
       "for i in range(500):",
-      "    for message in ({'role': 'user', 'content': f'long-e2e question {i}', 'timestamp': 1},",
-      "                    {'role': 'assistant', 'content': [{'type': 'text', 'text': f'long-e2e answer {i}'}], 'stopReason': 'stop', 'timestamp': 1}):",
-      "        entry = f'{len(lines):08x}'",
-      "        lines.append(encode({'type': 'message', 'id': entry, 'parentId': parent, 'timestamp': 1, 'message': message}))",
-      "        parent = entry",
+      "    asked = {'role': 'user', 'content': f'long-e2e question {i}', 'timestamp': 1}",
+      "    said = {'role': 'assistant', 'content': [{'type': 'text', 'text': f'long-e2e answer {i}'}], 'stopReason': 'stop', 'timestamp': 1}",
+      "    if i == 10:  # a run that wrote a file, on the oldest page: its call, then (as i == 11) its result",
+      "        said = {'role': 'assistant', 'content': [{'type': 'toolCall', 'id': 'long-w1', 'name': 'write', 'arguments': {'path': 'long-made.txt', 'content': 'x'}}], 'stopReason': 'toolUse', 'timestamp': 1}",
+      "    if i == 11:",
+      "        asked = {'role': 'toolResult', 'toolCallId': 'long-w1', 'toolName': 'write', 'content': [{'type': 'text', 'text': 'Wrote long-made.txt'}], 'isError': False, 'timestamp': 1}",
+      "        add('fileChanges', runId='run-long-e2e', toolCallId='long-w1', files=[{'path': 'long-made.txt', 'status': 'added', 'before': None, 'after': {'saved': False, 'why': 'written for the test'}}])",
+      "    for message in (asked, said):",
+      "        add('message', message=message)",
       "(folder / 'long-e2e.jsonl').write_bytes(b''.join(lines))",
     ].join("\n");
     execFileSync(crankCommand()[0], ["-c", write, project, h.sessions], { env: { ...process.env, PYTHONPATH: path.join(__dirname, "..", "..", "..", "..", "..", "server") } });
@@ -1040,6 +1061,12 @@ test("a long session opens on its newest page of messages; Show earlier reads th
     await chat.locator(".msg.user", { hasText: "long-e2e question 299" }).waitFor();
     assert.equal(await earlier.innerText(), "Show earlier (200 more)", "the page before: 200 of its items drawn");
     await shot(page, "28-long-session-earlier-page");
+    // The oldest page holds a run that wrote a file: its list comes with the page, under its card.
+    await earlier.click();
+    assert.equal(await earlier.innerText(), "Show earlier (200 more messages)");
+    await earlier.click();
+    await chat.locator(".msg.user", { hasText: "long-e2e question 0" }).waitFor();
+    await chat.locator(".card.changes .change-file[data-path=\"long-made.txt\"]").waitFor();
   } catch (err) {
     await dump("long-session", err);
   }
