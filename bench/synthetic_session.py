@@ -132,9 +132,10 @@ def session_lines(
                 # what every line before it used, as ``SessionLog.append_compaction``
                 # records it (summed by the reader's own ``UsageTotals``)
                 "usageBefore": used.as_usage(),
+                "forkedBefore": False,  # one line of entries, never branched
             }
             if not recorded:
-                del compaction["usageBefore"]
+                del compaction["usageBefore"], compaction["forkedBefore"]
             used.add_entries([compaction])
             lines.append(encode(compaction))
             parent = compaction_id

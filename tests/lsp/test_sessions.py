@@ -60,6 +60,7 @@ async def test_tree_and_branch_with_and_without_a_summary(tmp_path: Path) -> Non
             assert entries[0]["preview"] == "one"
 
             state = await crank.request("crank/state", {})
+            assert state["branched"] is False  # one line of entries: no tree to read for branches
             lines_before = len(session_lines(state))
             error = await refused(crank, "crank/branch", {"entryId": "no-such-entry"})
             assert error.code == -32602 and "no-such-entry" in str(error)
@@ -74,6 +75,7 @@ async def test_tree_and_branch_with_and_without_a_summary(tmp_path: Path) -> Non
             assert after["tip"] == answer["tip"] == after["entries"][-1]["id"]
             assert after["entries"][-1]["type"] == "branch"
             assert after["entries"][-1]["parentId"] == entries[1]["id"]
+            assert (await crank.request("crank/state", {}))["branched"] is True
             messages = (await crank.request("crank/messages", {}))["messages"]
             assert user_texts(messages) == ["one"]
 

@@ -248,3 +248,41 @@ async def test_the_path_to_the_tip_steps_over_a_branch_in_the_unread_history(
         e["id"] for e in whole(log.path).path_to(tree.tip)
     ]
     assert len(tree.path_to(tree.tip)) == len(tree.entries) - 1  # the first try is not on it
+
+
+async def test_whether_the_unread_history_forked_is_what_its_compaction_recorded(
+    log: SessionLog,
+) -> None:
+    """``forked`` (crank/state's ``branched``) of a history left unread: the newest
+    compaction recorded it (``forkedBefore``), and it is what a whole read says."""
+    first = await log.append_message(ask("Try it one way."))
+    await log.append_message(say("Tried."))
+    await log.branch_to(first)  # went back before the compaction: the fork is in the history
+    await compacted_session(log)
+    log.close()
+    with SessionLog.open(log.path) as reopened:
+        assert reopened.tree.unread
+        assert reopened.tree.forked() is True and reopened.tree.unread
+    assert whole(log.path).forked() is True
+
+
+async def test_an_unforked_history_is_known_unforked_and_an_older_record_is_not_known(
+    log: SessionLog,
+) -> None:
+    await compacted_session(log)
+    log.close()
+    # As a writer before ``forkedBefore`` wrote it: only a read of the history would tell.
+    data = log.path.read_bytes()
+    assert data.count(b',"forkedBefore":false') == 1
+    log.path.write_bytes(data.replace(b',"forkedBefore":false', b""))
+    with SessionLog.open(log.path) as older:
+        assert older.tree.unread and older.tree.forked() is None
+        older.tree.complete()
+        assert older.tree.forked() is False
+    log.path.write_bytes(data)
+    with SessionLog.open(log.path) as reopened:
+        assert reopened.tree.forked() is False and reopened.tree.unread
+        tip = reopened.tree.held[-3]["id"]
+        await reopened.branch_to(tip)  # a fork made now, after the open: held, so known
+        assert reopened.tree.forked() is True
+    assert whole(log.path).forked() is True

@@ -409,7 +409,11 @@ def test_state_json_adds_optional_keys_only_when_they_apply(tmp_path: Path) -> N
         "usage",
         "sessionFile",
         "seq",
+        "branched",
     ]
+    assert idle["branched"] is False
+    unknown = state_json(**common, run_id=None, config_error=None, repairs=Repairs(), branched=None)
+    assert "branched" not in unknown  # a history left unread whose compaction did not say
     busy = state_json(**common, run_id="run-1-x", config_error="set a key", repairs=Repairs(1))
     assert list(busy)[2] == "runId" and busy["configError"] == "set a key"
     assert busy["viewRepairs"]["interruptedResults"] == 1

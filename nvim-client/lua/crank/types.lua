@@ -545,6 +545,7 @@
 ---@field seq integer The last seq the server sent for the session (from 0 again in a new process).
 ---@field configError? string Only while no provider is configured: what to set.
 ---@field viewRepairs? crank.ViewRepairs
+---@field branched? boolean Whether the session has more than one branch (an entry went back: ``crank/branch``), so a client need not read ``crank/tree`` to list one. Absent when only reading the history an open left unread would tell (a compaction written before ``forkedBefore``), and from a server before it.
 ---@field tools? crank.ToolInfoJson[] The tools the next run offers, each as it describes itself.
 ---@field mcp? crank.McpServerState[] Only when an MCP server is configured (docs/mcp.md).
 

@@ -64,6 +64,10 @@ class CompactionFields(TypedDict):
     usageBefore: NotRequired[dict[str, Any]]
     """What every entry before this line had used (``UsageTotals.as_usage``): a reader
     can then open at the compaction without reading the history it summarised."""
+    forkedBefore: NotRequired[bool]
+    """Whether the entries before this line held a fork (an entry whose parent is not the
+    entry before it: a branch was made), so a reader that left them unread still knows
+    whether the session has more than one branch (``SessionTree.forked``)."""
 
 
 class BranchSummaryFields(TypedDict):

@@ -330,6 +330,9 @@ class SessionLog:
 
     def _append_compaction_sync(self, fields: dict[str, Any]) -> str:
         fields["usageBefore"] = self.usage_totals().as_usage()
+        forked = self._tree.forked()  # known: the cut was looked for on the whole path
+        if forked is not None:
+            fields["forkedBefore"] = forked
         return self.append_sync("compaction", fields)
 
     async def branch_to(self, entry_id: str, *, summarize: Model | None = None) -> str:

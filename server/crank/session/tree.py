@@ -88,6 +88,8 @@ class SessionTree:
         """The history ``read`` left unread; None once every entry is held. While it is
         set, nothing changes the tree but ``complete``."""
         self._completing = threading.Lock()
+        self._history_forked: bool | None = None
+        """What the newest compaction recorded about the history left unread (``forked``)."""
 
     @property
     def entries(self) -> list[Entry]:
@@ -315,6 +317,24 @@ class SessionTree:
             self._others[kind] = self._others.get(kind, 0) + 1
         self._entries.append(entry)
         by_id[entry_id] = entry
+
+    def forked(self) -> bool | None:
+        """Whether the session has more than one branch: some entry's parent is not the
+        entry before it. Known from the entries held; while the history is unread, from
+        what the newest compaction recorded about the entries before it
+        (``forkedBefore``); None when that compaction recorded nothing (an older
+        writer's): only reading the history would tell."""
+        if not self._linear:
+            return True
+        if self._unread is None:
+            return False
+        if self._history_forked is None:
+            for entry in reversed(self._entries):  # what follows the kept entry: a few hundred
+                if entry["type"] == "compaction":
+                    recorded = entry.get("forkedBefore")
+                    self._history_forked = recorded if isinstance(recorded, bool) else None
+                    break
+        return self._history_forked
 
     def count(self, kind: str) -> int:
         """How many entries of ``kind`` the file holds, without a pass over them."""

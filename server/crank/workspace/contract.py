@@ -282,6 +282,11 @@ class StateResult(TypedDict):
     configError: NotRequired[str]
     """Only while no provider is configured: what to set."""
     viewRepairs: NotRequired[ViewRepairs]
+    branched: NotRequired[bool]
+    """Whether the session has more than one branch (an entry went back: ``crank/branch``),
+    so a client need not read ``crank/tree`` to list one. Absent when only reading the
+    history an open left unread would tell (a compaction written before ``forkedBefore``),
+    and from a server before it."""
     tools: NotRequired[list[ToolInfoJson]]
     """The tools the next run offers, each as it describes itself."""
     mcp: NotRequired[list[McpServerState]]

@@ -583,6 +583,7 @@ class WorkspaceHost:
             seq=self.stream.last_seq(self.session_id),
             config_error=self.model_config.error,
             repairs=self.session.repairs,
+            branched=self.session.branched(),
             tools=self.tools,
             mcp=self.mcp.state(),
             base_url=self.model_config.base_url,

@@ -154,6 +154,11 @@ class SessionSlot:
             "cost": 0.0,
         }
 
+    def branched(self) -> bool | None:
+        """Whether the session has more than one branch (``SessionTree.forked``); None
+        when only reading a history the open left unread would tell."""
+        return False if self.log is None else self.log.tree.forked()
+
     @property
     def repairs(self) -> Repairs:
         """What the request view last repaired in this session's record."""

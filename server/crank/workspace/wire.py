@@ -33,6 +33,7 @@ def state_json(
     seq: int,
     config_error: str | None,
     repairs: Repairs,
+    branched: bool | None = False,
     tools: Sequence[Tool] = (),
     mcp: Sequence[McpServerState] | None = None,
     base_url: str | None = None,
@@ -41,7 +42,8 @@ def state_json(
     no provider is configured, ``viewRepairs`` only when the view repaired something,
     ``tools`` (what each tool says about itself) when there are tools, ``mcp`` only
     when an MCP server is configured (one object per server), ``model.baseUrl`` when
-    the model has an endpoint (``base_url``, shown without credentials)."""
+    the model has an endpoint (``base_url``, shown without credentials); ``branched``
+    unless it is not known without reading the session's history."""
     model = harness.model
     state: dict[str, Any] = {"sessionId": session_id, "running": harness.is_running}
     if run_id is not None:
@@ -65,6 +67,8 @@ def state_json(
     )
     if config_error is not None:
         state["configError"] = config_error
+    if branched is not None:
+        state["branched"] = branched
     if repairs:
         state["viewRepairs"] = repairs.to_json()
     if tools:

@@ -668,6 +668,8 @@ export interface StateResult {
   /** Only while no provider is configured: what to set. */
   configError?: string;
   viewRepairs?: ViewRepairs;
+  /** Whether the session has more than one branch (an entry went back: ``crank/branch``), so a client need not read ``crank/tree`` to list one. Absent when only reading the history an open left unread would tell (a compaction written before ``forkedBefore``), and from a server before it. */
+  branched?: boolean;
   /** The tools the next run offers, each as it describes itself. */
   tools?: ToolInfoJson[];
   /** Only when an MCP server is configured (docs/mcp.md). */
