@@ -247,7 +247,7 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
       // Every read: a later transcript (another refresh) replaces what the chat shows.
       if (ignored) this.dispatch({ type: "notice", level: "warning", text: ignored, once: true });
       await this.runChanges.reloaded(workspace);
-      await this.postBranches();
+      await this.postBranches(state.branched);
       await this.postCommands();
       const { models } = await client.models({ workspace });
       this.dispatch({ type: "models", models });
@@ -302,11 +302,11 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
   }
 
   /** The session's branches, for the page's branch list. */
-  private async postBranches(): Promise<void> {
+  /** `branched` false (the server's crank/state): one branch, listed by nobody, and no tree read. */
+  private async postBranches(branched?: boolean): Promise<void> {
     const client = this.server.client;
     if (!client || !this.view) return;
-    const tree = await client.tree({ workspace: this.workspace() });
-    const branches = branchesOf(tree);
+    const branches = branched === false ? [] : branchesOf(await client.tree({ workspace: this.workspace() }));
     this.branchesListed = branches.length;
     this.post({ type: "branches", branches });
   }
@@ -317,7 +317,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
    * After a run: a run adds no branch (only crank/branch does, and the chat refreshes
    * then), so the list changes only in the current branch's length, which the page
    * shows only when there are two or more. An unbranched session is not read again:
-   * crank/tree answers every entry, 8 MB for 50,000 messages, after every run.
+   * crank/tree answers every entry, 8 MB for 50,000 messages, after every run. (Nor at a
+   * refresh, once the state says `branched: false`.)
    */
   private async branchesAfterRun(): Promise<void> {
     if (this.branchesListed >= 2) await this.postBranches();
