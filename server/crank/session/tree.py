@@ -324,9 +324,10 @@ class SessionTree:
         what the newest compaction recorded about the entries before it
         (``forkedBefore``); None when that compaction recorded nothing (an older
         writer's): only reading the history would tell."""
+        unread = self._unread  # first: ``complete`` sets ``_linear`` before it clears this
         if not self._linear:
             return True
-        if self._unread is None:
+        if unread is None:
             return False
         if self._history_forked is None:
             for entry in reversed(self._entries):  # what follows the kept entry: a few hundred
