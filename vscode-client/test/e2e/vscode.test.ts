@@ -527,6 +527,7 @@ test("edit and resend: back to before the message, its text in the input; the br
     // A run on a branched session: the list (read again after the run) counts its two new messages.
     const current = chat.locator(".branches .session.branch.current .session-meta");
     await branches.click();
+    await chat.locator(".branches .session.branch.current", { hasText: "e2e-after-reload" }).waitFor(); // the list read after the switch
     const before = Number.parseInt(await current.innerText(), 10);
     await branches.click();
     await send(chat, "e2e-branch-grows");
@@ -1055,7 +1056,8 @@ test("a long session opens on its newest page of messages; Show earlier reads th
     // The newest 400 messages (200 items drawn of their 400); the other 600 are on the server.
     assert.equal(await earlier.innerText(), "Show earlier (200 more)");
     await earlier.click();
-    assert.equal(await earlier.innerText(), "Show earlier (600 more messages)");
+    // The page draws in the next animation frame: wait for the label rather than read it at once.
+    await chat.locator("button.earlier", { hasText: "Show earlier (600 more messages)" }).waitFor();
     assert.equal(await chat.locator(".msg.user", { hasText: "long-e2e question 299" }).count(), 0, "not read yet");
     await earlier.click();
     await chat.locator(".msg.user", { hasText: "long-e2e question 299" }).waitFor();
@@ -1063,7 +1065,7 @@ test("a long session opens on its newest page of messages; Show earlier reads th
     await shot(page, "28-long-session-earlier-page");
     // The oldest page holds a run that wrote a file: its list comes with the page, under its card.
     await earlier.click();
-    assert.equal(await earlier.innerText(), "Show earlier (200 more messages)");
+    await chat.locator("button.earlier", { hasText: "Show earlier (200 more messages)" }).waitFor();
     await earlier.click();
     await chat.locator(".msg.user", { hasText: "long-e2e question 0" }).waitFor();
     await chat.locator(".card.changes .change-file[data-path=\"long-made.txt\"]").waitFor();
