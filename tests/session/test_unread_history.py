@@ -286,3 +286,38 @@ async def test_an_unforked_history_is_known_unforked_and_an_older_record_is_not_
         await reopened.branch_to(tip)  # a fork made now, after the open: held, so known
         assert reopened.tree.forked() is True
     assert whole(log.path).forked() is True
+
+
+async def test_the_change_entries_of_an_unread_history_are_found_without_reading_it(
+    log: SessionLog,
+) -> None:
+    """``entries_of`` (what ``crank/changes`` reads): the history's lines of those kinds
+    are found by their first bytes and parsed alone, and equal what a whole read gives;
+    a message that spells such a line in its text is not one."""
+    kinds: tuple[Any, ...] = ("fileChanges", "revert", "keep")
+    changed = {"path": "a.py", "status": "added", "before": None, "after": {"saved": False}}
+    await log.append_message(ask('spell one: \n{"type":"keep","id":"x","parentId":null}'))
+    await log.append_file_changes({"runId": "r1", "toolCallId": "c0", "files": [changed]})
+    await log.append_keep({"runId": "r1", "paths": ["a.py"]})
+    await compacted_session(log)
+    await log.append_revert(
+        {"runId": "revert-1", "reverts": ["r1"], "files": [], "reverted": [], "conflicts": []}
+    )
+    log.close()
+    every = [e for e in eager(log.path) if e["type"] in kinds]
+    assert [e["type"] for e in every] == ["fileChanges", "keep", "revert"]
+    with SessionLog.open(log.path) as reopened:
+        assert reopened.tree.unread
+        assert reopened.entries_of(kinds) == every
+        assert reopened.entries_of(kinds) == every and reopened.tree.unread  # found once
+        reopened.tree.complete()
+        assert reopened.entries_of(kinds) == every
+    # A fault in one of those lines is refused by name, with its true line (the fourth).
+    lines = log.path.read_bytes().split(b"\n")
+    assert lines[3].startswith(b'{"type":"keep",')
+    lines[3] = lines[3].replace(b'"parentId":', b'"parent":', 1)
+    log.path.write_bytes(b"\n".join(lines))
+    with SessionLog.open(log.path) as broken:
+        assert broken.tree.unread
+        with pytest.raises(SessionUnreadable, match=r"line 4 .*no 'parentId' key"):
+            broken.entries_of(kinds)

@@ -165,6 +165,11 @@ class SessionLog:
     def entries(self) -> list[Entry]:
         return list(self._tree.entries)
 
+    def entries_of(self, kinds: tuple[EntryType, ...]) -> list[Entry]:
+        """The entries of ``kinds`` (not ``message``), in file order, without reading a
+        history the open left unread (``SessionTree.of_kinds``)."""
+        return self._tree.of_kinds(kinds)
+
     def usage_totals(self) -> UsageTotals:
         """What the file's entries have used (``UsageTotals.of`` them all). While the
         history before the newest compaction is unread (``SessionTree.read``), the

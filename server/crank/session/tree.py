@@ -34,6 +34,7 @@ from .entries import (
     COMPACTION_LINE_PREFIX,
     MESSAGE_LINE_PREFIX,
     Entry,
+    EntryType,
     Header,
     Shared,
     parse_entry,
@@ -88,6 +89,8 @@ class SessionTree:
         """The history ``read`` left unread; None once every entry is held. While it is
         set, nothing changes the tree but ``complete``."""
         self._completing = threading.Lock()
+        self._history_kinds: dict[tuple[EntryType, ...], list[Entry]] = {}
+        """The entries of some kinds in the history left unread, as ``of_kinds`` found them."""
         self._history_forked: bool | None = None
         """What the newest compaction recorded about the history left unread (``forked``)."""
 
@@ -336,6 +339,44 @@ class SessionTree:
                     self._history_forked = recorded if isinstance(recorded, bool) else None
                     break
         return self._history_forked
+
+    def of_kinds(self, kinds: tuple[EntryType, ...]) -> list[Entry]:
+        """The entries of ``kinds`` (not ``message``) in file order. A history left unread
+        stays so: its lines of those kinds are found by their first bytes (the writer
+        spells each line's ``type`` first, and a newline inside a JSON string is always
+        escaped, as ``index.py`` counts messages) and only they are parsed, with the
+        checks of an open and their true line numbers; found once (the history never
+        changes), then the entries held are looked through. A line another writer spelled
+        otherwise is not found: only files Crank wrote leave a history unread."""
+        with self._completing:  # both as one: ``complete`` replaces the list, then clears
+            unread, held = self._unread, self._entries
+        if unread is None:
+            return [entry for entry in held if entry["type"] in kinds]
+        found = self._history_kinds.get(kinds)
+        if found is None:
+            found = self._history_kinds[kinds] = self._history_of(unread, kinds)
+        return found + [entry for entry in held if entry["type"] in kinds]
+
+    def _history_of(self, unread: _Unread, kinds: tuple[EntryType, ...]) -> list[Entry]:
+        with open(self.path, "rb") as file:
+            # from the header's newline, which begins the history's first line
+            data = os.pread(file.fileno(), unread.end - unread.start + 1, unread.start - 1)
+        starts: list[int] = []
+        for kind in kinds:
+            spelled = b'\n{"type":' + jsonio.dumps_line(kind) + b","
+            at = data.find(spelled)
+            while at >= 0:
+                starts.append(at + 1)
+                at = data.find(spelled, at + 1)
+        starts.sort()
+        found: list[Entry] = []
+        number, counted = 2, 1  # the history's first line is the file's second
+        for start in starts:
+            number += data.count(b"\n", counted, start)
+            counted = start
+            line = data[start : data.index(b"\n", start)]
+            found.append(parse_entry(self.path, number, line))
+        return found
 
     def count(self, kind: str) -> int:
         """How many entries of ``kind`` the file holds, without a pass over them."""

@@ -54,7 +54,7 @@ import anyio.to_thread
 from crank.agent.model import AbortSignal
 from crank.agent.tools import OnUpdate, Tool, ToolCall, ToolOutput
 from crank.session import SessionLog, fileblobs
-from crank.session.entries import FileChangesFields, RevertFields
+from crank.session.entries import EntryType, FileChangesFields, RevertFields
 from crank.tools import ApprovalRequest, Approve, Decision, ToolContext
 from crank.tools.context import EditNotSaved, EditRefused, absolute
 from crank.tools.snapshot import (
@@ -77,6 +77,9 @@ log = logging.getLogger(__name__)
 NAMED_TARGET = {"edit": "path", "write": "path"}
 """Tools that change exactly the file their argument names: only it is snapshot."""
 REVERT_PREFIX = "revert-"
+CHANGE_KINDS: tuple[EntryType, ...] = ("fileChanges", "revert", "keep")
+"""The entries every answer here is made of: listing reads only these
+(``SessionLog.entries_of``), so a compacted session's history stays unread."""
 DIFF_LINES = 400
 """A file's +/- counts are a line diff's (``difflib``) over what differs between the
 common first and last lines, when that middle has up to this many lines (both sides
@@ -503,7 +506,7 @@ class RunChanges:
         of that revert brought again) says so in ``revertedBy``."""
         if session is None:
             return {"files": []} if run is not None else {"files": [], "runs": []}
-        entries = session.entries()
+        entries = session.entries_of(CHANGE_KINDS)
 
         def counts(net: Net) -> LineCounts:
             return self.line_counts(session, net)
@@ -554,7 +557,7 @@ class RunChanges:
             raise invalid_params("sha256", "expected 64 lowercase hex digits")
         named = session is not None and any(
             isinstance(state, dict) and state.get("sha256") == sha256 and state.get("saved")
-            for entry in session.entries()
+            for entry in session.entries_of(CHANGE_KINDS)
             if entry.get("type") in ("fileChanges", "revert")
             for record in entry.get("files") or ()
             for state in (record.get("before"), record.get("after"))
@@ -574,7 +577,7 @@ class RunChanges:
         back instead of redoing)."""
         if session is None:
             return None
-        entries = session.entries()
+        entries = session.entries_of(CHANGE_KINDS)
         taken = {
             run
             for entry in entries
