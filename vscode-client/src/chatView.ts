@@ -301,8 +301,10 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     }
   }
 
-  /** The session's branches, for the page's branch list. */
-  /** `branched` false (the server's crank/state): one branch, listed by nobody, and no tree read. */
+  /** How many branches the page was last sent (it lists them from two on). */
+  private branchesListed = 0;
+
+  /** The session's branches, for the page's branch list; `branched` false (the server's crank/state): one branch, listed by nobody, and no tree read. */
   private async postBranches(branched?: boolean): Promise<void> {
     const client = this.server.client;
     if (!client || !this.view) return;
@@ -310,8 +312,6 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
     this.branchesListed = branches.length;
     this.post({ type: "branches", branches });
   }
-  /** How many branches the page was last sent (it lists them from two on). */
-  private branchesListed = 0;
 
   /**
    * After a run: a run adds no branch (only crank/branch does, and the chat refreshes
