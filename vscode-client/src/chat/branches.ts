@@ -47,10 +47,11 @@ function ancestors(byId: Map<string, TreeEntry>, id: string | null): TreeEntry[]
 
 /** The nearest message entry at or above `id` (a branch entry stands for where it went back to). */
 function nearestMessage(byId: Map<string, TreeEntry>, id: string | null): TreeEntry | undefined {
-  const seen = new Set<string>();
-  for (let cur = id ? byId.get(id) : undefined; cur && !seen.has(cur.id); cur = cur.parentId ? byId.get(cur.parentId) : undefined) {
+  // As `ancestors`: a walk longer than the tree went round a cycle.
+  let cur = id ? byId.get(id) : undefined;
+  for (let steps = 0; cur && steps <= byId.size; steps++) {
     if (cur.type === "message") return cur;
-    seen.add(cur.id);
+    cur = cur.parentId ? byId.get(cur.parentId) : undefined;
   }
   return undefined;
 }
