@@ -197,6 +197,11 @@ function findLast<T>(xs: T[], p: (x: T) => boolean): number {
   return -1;
 }
 
+/** An item that shows a message (a user's, a reply, a tool's card), not a notice, a question or a run's list. */
+function isMessageItem(it: ChatItem): boolean {
+  return it.kind === "user" || it.kind === "assistant" || it.kind === "tool";
+}
+
 function blockText(b: ContentBlock): string {
   return b.type === "text" ? b.text : b.type === "thinking" ? b.thinking : "";
 }
@@ -341,9 +346,12 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
       if (m.role === "assistant") {
         const i = findLast(items, (it) => it.kind === "assistant" && it.streaming);
         const copy = items.slice();
-        // A transcript read between the reply's save and this event has it already, before the bubble kept for it.
-        const before = i > 0 ? copy[i - 1] : undefined;
-        const last = copy.at(-1);
+        // A transcript read between the reply's save and this event has it already, before the
+        // bubble kept for it. Notices, cards and run lists do not count: the host posts a
+        // notice after every transcript in an untrusted window, so the saved reply need not
+        // be the last item.
+        const before = i > 0 ? copy[findLast(copy.slice(0, i), isMessageItem)] : undefined;
+        const last = copy[findLast(copy, isMessageItem)];
         if (i >= 0 && before?.kind === "assistant" && JSON.stringify(before.blocks) === JSON.stringify(m.content)) copy.splice(i, 1);
         else if (i >= 0) copy[i] = assistantFinal(copy[i].id, m);
         else if (last?.kind === "assistant" && !last.streaming && JSON.stringify(last.blocks) === JSON.stringify(m.content)) return s; // the transcript has it
@@ -352,7 +360,7 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
       }
       if (m.role === "user") {
         // Already shown by its message_start, perhaps with a notice after it (images left out, a retry).
-        const i = findLast(items, (it) => it.kind === "user" || it.kind === "assistant" || it.kind === "tool");
+        const i = findLast(items, isMessageItem);
         const last = items[i];
         if (last && last.kind === "user" && last.text === userText(m)) return s;
         return { ...s, items: [...items, userItem(`u${p.seq}`, m)] };

@@ -432,6 +432,30 @@ test("a transcript read while a reply streams keeps the bubble: the rest of the 
   assert.deepEqual(other.items.map((i) => i.kind), ["user"]);
 });
 
+test("a notice the host posts after a transcript does not hide the saved reply from its message_end", () => {
+  // An untrusted window: every refresh posts "ignored: crank.server.python" after the
+  // transcript, so a reply read saved is no longer the chat's last item when its
+  // message_end arrives (the code-server e2e saw two bubbles until the next refresh).
+  const user = { role: "user" as const, timestamp: 0, content: "say hello" };
+  const reply = { role: "assistant" as const, timestamp: 0, model: "m", usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, content: [{ type: "text" as const, text: "Hello there" }], stopReason: "stop" as const };
+  const started = [at(1, { type: "agent_start" }), at(2, { type: "message_start", message: user }), at(3, { type: "message_start", message: { ...reply, content: [] } })] as const;
+  for (const streamed of ["", "Hello"]) {
+    let s = feed(reduce(initialState(), { type: "server", status: "running" }), [...started]);
+    if (streamed) s = reduce(s, { type: "event", params: at(4, { type: "message_update", delta: { kind: "text", contentIndex: 0, text: streamed } }) });
+    s = reduce(s, { type: "transcript", messages: [user, reply], sessionId: run.sessionId });
+    s = reduce(s, { type: "notice", level: "warning", text: "ignored: this folder's crank.server.python", once: true });
+    s = reduce(s, { type: "event", params: at(5, { type: "message_end", message: reply }) });
+    assert.deepEqual(s.items.map((i) => i.kind), ["user", "assistant", "notice"], `one reply (streamed before the read: "${streamed}")`);
+  }
+  // A bubble the transcript kept (its text is not the saved reply's) with a notice after it: still one reply.
+  let t = feed(reduce(initialState(), { type: "server", status: "running" }), [...started, at(4, { type: "message_update", delta: { kind: "text", contentIndex: 0, text: "Another" } })]);
+  t = reduce(t, { type: "transcript", messages: [user], sessionId: run.sessionId });
+  t = reduce(t, { type: "notice", level: "warning", text: "ignored", once: true });
+  t = reduce(t, { type: "event", params: at(5, { type: "message_end", message: reply }) });
+  assert.deepEqual(t.items.map((i) => i.kind), ["user", "assistant", "notice"]);
+  assert.deepEqual((t.items[1] as AssistantItem).blocks, reply.content);
+});
+
 test("a transcript read while a tool runs keeps what its events told the card", () => {
   const user = { role: "user" as const, timestamp: 0, content: "run it" };
   const call = { role: "assistant" as const, timestamp: 0, model: "m", usage: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0 }, content: [{ type: "toolCall" as const, id: "c1", name: "bash", arguments: { command: "make" } }], stopReason: "toolUse" as const };
