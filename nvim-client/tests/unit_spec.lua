@@ -268,7 +268,15 @@ H.test("streamed deltas become the reply text, tool calls get their own lines", 
   }, chat:transcript())
   H.ok(not chat.ws.running, "settled")
   if pcall(vim.treesitter.language.inspect, "markdown") then
-    H.ok(vim.treesitter.highlighter.active[chat.buf] ~= nil, "the chat is highlighted by treesitter")
+    local hl = require("crank.highlight")
+    local groups = {}
+    for _, mark in ipairs(vim.api.nvim_buf_get_extmarks(chat.buf, hl.ns, 0, -1, { details = true })) do
+      groups[mark[4].hl_group] = (groups[mark[4].hl_group] or 0) + 1
+    end
+    H.ok(groups["@markup.heading.2.markdown"] ~= nil, "the headers are highlighted: " .. vim.inspect(groups))
+    H.ok(groups["@markup.strong.markdown_inline"] ~= nil, "the card's bold name is highlighted")
+    H.ok(groups["@markup.raw.markdown_inline"] ~= nil, "the card's path is highlighted as code")
+    H.ok(vim.treesitter.highlighter.active[chat.buf] == nil, "no live highlighter parses the buffer at each change")
   end
 end)
 
@@ -285,64 +293,97 @@ H.test("replaying crank/messages gives the same transcript as streaming", functi
   H.eq(15, #chat:transcript())
 end)
 
-H.test("a reloaded transcript goes in with treesitter stopped, and is highlighted after", function()
+H.test("a reloaded transcript is highlighted once, after it is all in", function()
   if not pcall(vim.treesitter.language.inspect, "markdown") then
-    return -- no markdown parser: nothing is attached to stop
+    return -- no markdown parser: nothing is highlighted
   end
   local chat = fresh_chat()
-  H.ok(vim.treesitter.highlighter.active[chat.buf] ~= nil, "highlighted before")
-  local Chat = require("crank.chat").Chat
-  local insert, attached = Chat._insert, 0
-  Chat._insert = function(self, lines)
-    if vim.treesitter.highlighter.active[self.buf] ~= nil then
-      attached = attached + 1 -- each such insert re-read the whole buffer
-    end
-    return insert(self, lines)
+  local hl = require("crank.highlight")
+  local apply, spans = hl.apply, {}
+  hl.apply = function(buf, first, last)
+    spans[#spans + 1] = { first, last }
+    return apply(buf, first, last)
   end
   local messages = {}
   for i = 1, 50 do
     messages[#messages + 1] = { role = "user", content = "step " .. i }
-    messages[#messages + 1] = { role = "assistant", content = { { type = "text", text = "done " .. i } }, stopReason = "stop" }
+    messages[#messages + 1] = { role = "assistant", content = { { type = "text", text = "done **" .. i .. "**" } }, stopReason = "stop" }
   end
   local ok, err = pcall(chat.render_messages, chat, messages)
-  Chat._insert = insert
+  hl.apply = apply
   assert(ok, err)
-  H.eq(0, attached)
-  H.contains(chat:transcript(), "done 50")
-  H.ok(vim.treesitter.highlighter.active[chat.buf] ~= nil, "highlighted after")
+  H.eq({ { 0, chat:sep_row() } }, spans, "one parse, of the whole transcript")
+  local last = chat:sep_row() - 1
+  H.eq("done **50**", vim.api.nvim_buf_get_lines(chat.buf, last, last + 1, false)[1])
+  local marks = vim.api.nvim_buf_get_extmarks(chat.buf, hl.ns, { last, 0 }, { last, -1 }, { details = true })
+  local concealed = 0
+  for _, mark in ipairs(marks) do
+    concealed = concealed + (mark[4].conceal and 1 or 0)
+  end
+  H.ok(concealed >= 2, "the last reply's ** are concealed: " .. vim.inspect(marks))
 end)
 
-H.test("a reply streamed into a shown chat has the buffer parsed at no delta (no conceal_lines)", function()
+H.test("a streamed reply costs a parse of its own block, a key typed in the prompt none, however long the transcript", function()
   if not pcall(vim.treesitter.language.inspect, "markdown") then
     return -- no markdown parser: nothing parses
   end
-  local chat = fresh_chat()
+  -- A user's config that starts treesitter for every markdown buffer: the chat stops it.
+  local group = vim.api.nvim_create_augroup("crank_spec_ts_start", { clear = true })
+  vim.api.nvim_create_autocmd("FileType", { group = group, pattern = "markdown", callback = function(ev)
+    pcall(vim.treesitter.start, ev.buf, "markdown")
+  end })
+  local messages = {}
+  for i = 1, 300 do
+    messages[#messages + 1] = { role = "user", content = "step " .. i }
+    messages[#messages + 1] = { role = "assistant", content = { { type = "text", text = "done **" .. i .. "**\n\nwith `code`" } }, stopReason = "stop" }
+  end
+  local chat = fresh_chat(messages)
+  vim.api.nvim_del_augroup_by_id(group)
   local win = chat:show()
   H.eq(2, vim.wo[win].conceallevel)
-  H.ok(vim.treesitter.highlighter.active[chat.buf] ~= nil, "highlighted")
-  -- Count whole-tree parses while the reply streams (with the bundled query's
-  -- conceal_lines, each delta parsed the buffer once per row the window checked).
-  local tree = vim.treesitter.get_parser(chat.buf, "markdown")
-  local LanguageTree = getmetatable(tree).__index
-  local parse, parses = LanguageTree.parse, 0
-  LanguageTree.parse = function(...)
+  H.ok(vim.treesitter.highlighter.active[chat.buf] == nil, "the live highlighter a FileType autocommand started is stopped")
+  local transcript_rows = chat:sep_row()
+  H.ok(transcript_rows > 1500, "a long transcript: " .. transcript_rows .. " rows")
+  local hl = require("crank.highlight")
+  local chat_mod = require("crank.chat")
+  local apply, widest, parses = hl.apply, 0, 0
+  hl.apply = function(buf, first, last)
     parses = parses + 1
-    return parse(...)
+    widest = math.max(widest, last - first)
+    return apply(buf, first, last)
+  end
+  -- The window folds by expression: a write must not have it evaluated back to line 1.
+  H.eq("expr", vim.wo[win].foldmethod)
+  local foldexpr, folds = chat_mod.foldexpr, 0
+  chat_mod.foldexpr = function(lnum)
+    folds = folds + 1
+    return foldexpr(lnum)
   end
   local ok, err = pcall(function()
     ev(chat, { type = "message_start", message = { role = "assistant", content = {} } })
     for i = 1, 40 do
-      ev(chat, { type = "message_update", delta = { kind = "text", contentIndex = 0, text = "word " .. i .. (i % 8 == 0 and "\n" or " ") } })
-      if i % 10 == 0 then
-        ev(chat, { type = "tool_execution_start", toolCallId = "p" .. i, toolName = "read", arguments = { path = "f" } })
-        ev(chat, { type = "tool_execution_end", toolCallId = "p" .. i, result = { content = "a\nb\n", isError = false } })
-      end
+      ev(chat, { type = "message_update", delta = { kind = "text", contentIndex = 0, text = "word **" .. i .. "**" .. (i % 8 == 0 and "\n" or " ") } })
+      chat:_write_held() -- as the timer would: every delta written
     end
+    H.ok(folds < 40 * 20, "the fold expression was evaluated " .. folds .. " times for 40 writes")
+    ev(chat, { type = "tool_execution_start", toolCallId = "p1", toolName = "read", arguments = { path = "f" } })
+    ev(chat, { type = "tool_execution_end", toolCallId = "p1", result = { content = "a\nb\n", isError = false } })
+    local sep = chat:sep_row()
+    local before = parses
+    for i = 1, 20 do -- keys typed in the prompt
+      vim.api.nvim_buf_set_lines(chat.buf, sep + 1, sep + 2, false, { string.rep("x", i) })
+    end
+    H.eq(before, parses, "typing parses nothing")
   end)
-  LanguageTree.parse = parse
+  hl.apply = apply
+  chat_mod.foldexpr = foldexpr
   assert(ok, err)
-  H.ok(parses < 40, "parsed " .. parses .. " times for 40 deltas")
-  H.ok(table.concat(chat:transcript(), "\n"):find("word 40", 1, true) ~= nil, "the reply is in")
+  H.ok(parses >= 40, "each write highlighted its block: " .. parses)
+  H.ok(widest <= 8, "no parse wider than the block written: " .. widest .. " rows of " .. transcript_rows)
+  H.ok(vim.treesitter.highlighter.active[chat.buf] == nil, "still no live highlighter")
+  local text = table.concat(chat:transcript(), "\n")
+  H.ok(text:find("word **40**", 1, true) ~= nil, "the reply is in")
+  vim.cmd("only")
 end)
 
 H.test("a long session shows its newest page; :CrankEarlier shows a page more, the window kept on its lines", function()

@@ -12,6 +12,7 @@
 --- under the cursor (crank.images) never parses text back into data.
 local config = require("crank.config")
 local format = require("crank.format")
+local highlight = require("crank.highlight")
 
 local M = {}
 
@@ -29,36 +30,23 @@ M.TRANSCRIPT_PAGE = 1000
 
 -- highlighting --------------------------------------------------------------------
 
---- The markdown highlights query with its `conceal_lines` left out, built once.
-local chat_query ---@type string|nil
-
---- Highlight the chat buffer with treesitter's markdown parser, whose bundled query
---- (Neovim 0.11+) hides code fences with `conceal_lines`. Under the chat's
---- 'conceallevel' those made the highlighter parse the whole buffer again for every
---- row the window checked at every change: a streamed reply cost more at each delta
---- (1,000 deltas: 7 ms each, 10 s in all; 2,289 parses for 100 deltas). The chat uses
---- the same query without them, so fences show (as on 0.10) and the rest of the
---- conceal stays. `vim.treesitter.highlighter.new` with `queries` is the one way to
---- give a buffer's highlighter its own query; it is undocumented, so the specs fail
---- if it moves, and here the stock highlighter takes over rather than none.
---- Returns false where no markdown parser is installed.
+--- Set the chat buffer up to be highlighted by `crank.highlight` (each block parsed
+--- once, as it is written), never by treesitter's live highlighter: that one parses
+--- the whole transcript again at every change, so a key typed in a long chat's prompt
+--- cost a tenth of a second (see crank/highlight.lua). A live highlighter that a
+--- `FileType markdown` autocommand of the user's config attached is stopped, and the
+--- regex syntax is turned off so that it does not draw under the extmarks. Returns
+--- false where no markdown parser is installed: the chat stays plain markdown syntax.
 ---@param buf integer
 ---@return boolean
 function M.highlight(buf)
-  local ok, parser = pcall(vim.treesitter.get_parser, buf, "markdown", { error = false })
-  if not ok or parser == nil then
+  if not highlight.available() then
     return false
   end
-  if chat_query == nil then
-    local parts = {}
-    for _, file in ipairs(vim.treesitter.query.get_files("markdown", "highlights")) do
-      parts[#parts + 1] = table.concat(vim.fn.readfile(file), "\n")
-    end
-    chat_query = (table.concat(parts, "\n"):gsub('%(#set!%s+conceal_lines%s+""%)', ""))
+  if vim.treesitter.highlighter.active[buf] ~= nil then
+    vim.treesitter.stop(buf)
   end
-  if not pcall(vim.treesitter.highlighter.new, parser, { queries = { markdown = chat_query } }) then
-    return (pcall(vim.treesitter.start, buf, "markdown"))
-  end
+  vim.bo[buf].syntax = "OFF"
   return true
 end
 
@@ -77,6 +65,12 @@ end
 ---@field wanted integer|nil      how many of the newest messages a reload shows (`:CrankEarlier` adds a page)
 ---@field wanted_session string|nil  the session `wanted` is for: another starts from one page again
 ---@field shown_from integer     the transcript's place of the first message shown (0: from its start)
+---@field held {text: string[], prefix: string}|nil  streamed text not in the buffer yet (`_hold`)
+---@field held_timer uv.uv_timer_t|nil  writes `held` when its wait is over
+---@field written_at integer     when streamed text was last written (`vim.uv.now`, ms)
+---@field block_mark integer|nil  an extmark (in `ns`) on the first row of the block written last
+---@field highlighted boolean    blocks are highlighted as they are written (`M.highlight`)
+---@field rendering boolean      a whole transcript is going in: highlighted once, after
 local Chat = {}
 Chat.__index = Chat
 
@@ -110,10 +104,12 @@ end
 
 --- The transcript as lines (everything above the separator).
 function Chat:transcript()
+  self:_write_held()
   return vim.api.nvim_buf_get_lines(self.buf, 0, self:sep_row(), false)
 end
 
 function Chat:_insert(lines)
+  self:_write_held()
   local sep = self:sep_row()
   vim.api.nvim_buf_set_lines(self.buf, sep, sep, false, lines)
   self:_follow()
@@ -132,6 +128,7 @@ end
 
 --- Start a new block of lines, with a blank line before it unless it continues a list.
 function Chat:_block(lines, kind)
+  self:_write_held()
   local sep = self:sep_row()
   local out = {}
   local continues = kind == "tool" and self.last_kind == "tool"
@@ -145,6 +142,18 @@ function Chat:_block(lines, kind)
   self:_insert(out)
   self.last_kind = kind
   self.stream_key = nil
+  local first = sep + #out - #lines
+  self.block_mark = vim.api.nvim_buf_set_extmark(self.buf, ns, first, 0, { id = self.block_mark })
+  self:_highlight(first, first + #lines)
+end
+
+--- Highlight rows `first` to `last` of the transcript (`crank.highlight`), unless the
+--- chat is not highlighted or a whole transcript is going in (`render_messages`
+--- highlights it once).
+function Chat:_highlight(first, last)
+  if self.highlighted and not self.rendering then
+    highlight.apply(self.buf, first, last)
+  end
 end
 
 --- Append streamed text to the end of the transcript; new lines get `prefix`.
@@ -160,6 +169,56 @@ function Chat:_append(text, prefix)
   local line = vim.api.nvim_buf_get_lines(self.buf, last, last + 1, false)[1]
   vim.api.nvim_buf_set_text(self.buf, last, #line, last, #line, parts)
   self:_follow()
+  if self.block_mark then -- the block streamed into, as it stands now
+    local first = vim.api.nvim_buf_get_extmark_by_id(self.buf, ns, self.block_mark, {})[1]
+    self:_highlight(first, last + #parts)
+  end
+end
+
+--- How long streamed text may wait before it goes into the buffer (ms). Each change
+--- to the buffer costs the markdown highlighter a parse at the next redraw: about 10 ms
+--- a delta in a real terminal (bench/stream_ui.sh), so a model streaming 100 deltas a
+--- second kept a core busy. Text a model sends slower than this goes in at once.
+M.STREAM_WRITE_MS = 50
+
+--- Stream `text` (new lines get `prefix`) to the end of the transcript: at once when
+--- nothing was written in the last `M.STREAM_WRITE_MS`, else with what follows it when
+--- that time is up. Anything else that touches the buffer writes it first (`_write_held`).
+function Chat:_hold(text, prefix)
+  if text == "" then
+    return
+  end
+  local held = self.held
+  if held == nil then
+    held = { text = {}, prefix = prefix }
+    self.held = held
+  end
+  held.text[#held.text + 1] = text
+  local wait = M.STREAM_WRITE_MS - (vim.uv.now() - (self.written_at or 0))
+  if wait <= 0 then
+    self:_write_held()
+  elseif #held.text == 1 then
+    self.held_timer = self.held_timer or vim.uv.new_timer()
+    self.held_timer:start(wait, 0, vim.schedule_wrap(function()
+      if vim.api.nvim_buf_is_valid(self.buf) then
+        self:_write_held()
+      end
+    end))
+  end
+end
+
+--- Write the streamed text `_hold` kept back, if any.
+function Chat:_write_held()
+  local held = self.held
+  if held == nil then
+    return
+  end
+  self.held = nil
+  if self.held_timer then
+    self.held_timer:stop()
+  end
+  self.written_at = vim.uv.now()
+  self:_append(table.concat(held.text), held.prefix)
 end
 
 function Chat:_assistant_header()
@@ -252,7 +311,7 @@ function Chat:delta(kind, index, text)
     self:_block({ prefix }, kind)
     self.stream_key = key
   end
-  self:_append(text, prefix)
+  self:_hold(text, prefix)
 end
 
 --- Render an assistant message's text and thinking blocks whole (replay, or when
@@ -272,6 +331,7 @@ end
 
 ---@param message crank.AssistantMessage
 function Chat:assistant_end(message)
+  self:_write_held()
   if message.stopReason == "error" then
     self:_block(format.error_lines(message.errorMessage), "notice")
   end
@@ -294,6 +354,7 @@ function Chat:_replace_tool(tool, lines, images)
   vim.api.nvim_buf_set_lines(self.buf, row, row + tool.nlines, false, lines)
   vim.api.nvim_buf_set_extmark(self.buf, ns, row, 0, { id = tool.mark })
   tool.nlines = #lines
+  self:_highlight(row, row + #lines)
   images = images or {}
   tool.image_marks = self:_mark_images(row + #lines - #images, images)
   self:_follow()
@@ -343,17 +404,12 @@ function Chat:notice(text)
   self:_block({ text }, "notice")
 end
 
---- Wipe the transcript and render `messages` (a crank/messages result). Treesitter's
---- highlighter is stopped while the lines go in and started again once: attached, it
---- re-read the growing buffer at every insert, so a reopened session of 200 messages
---- took 20 s to show (0.6 s without), and a long one froze Neovim for minutes.
+--- Wipe the transcript and render `messages` (a crank/messages result), highlighted
+--- once when all of it is in (a parse per block costs more in all than one of the
+--- whole: a parser is set up per parse).
 ---@param messages crank.Message[]
 ---@param start? integer  the place of the first of them in the transcript (a page's `start`)
 function Chat:render_messages(messages, start)
-  local highlighted = vim.treesitter.highlighter.active[self.buf] ~= nil
-  if highlighted then
-    vim.treesitter.stop(self.buf)
-  end
   -- The same for the folds: a window folding by expression evaluates it again over
   -- the lines after every insert, most of the time of a long transcript's render.
   local folding = {}
@@ -363,7 +419,12 @@ function Chat:render_messages(messages, start)
       vim.wo[win].foldmethod = "manual"
     end
   end
-  self:_render_messages(messages)
+  self.rendering = true
+  local ok, err = pcall(self._render_messages, self, messages)
+  self.rendering = false
+  if not ok then
+    error(err, 0)
+  end
   self.shown_from = start or 0
   if self.shown_from > 0 then
     vim.api.nvim_buf_set_lines(self.buf, 0, 0, false, M.earlier_lines(self.shown_from))
@@ -373,13 +434,12 @@ function Chat:render_messages(messages, start)
       vim.wo[win].foldmethod = "expr"
     end
   end
-  if highlighted then
-    M.highlight(self.buf)
-  end
+  self:_highlight(0, self:sep_row())
 end
 
 ---@param messages crank.Message[]
 function Chat:_render_messages(messages)
+  self.held = nil -- text of the transcript being replaced
   local sep = self:sep_row()
   vim.api.nvim_buf_set_lines(self.buf, 0, sep, false, {})
   vim.api.nvim_buf_clear_namespace(self.buf, image_ns, 0, -1)
@@ -517,6 +577,9 @@ function Chat:on_event(params)
   end
   local gap = self.ws:seq_gap(params)
   local t = event.type
+  if t ~= "message_update" then
+    self:_write_held() -- streamed text goes before whatever this event shows
+  end
   if gap then
     self.stale = true
   end
@@ -635,12 +698,20 @@ function Chat:close()
 end
 
 --- Fold level for the chat window: long tool results fold between their fences.
+--- A line that does not begin with a space is in no fold (every line of a result is
+--- indented, an empty one too) and says "0": at each change Neovim looks back from
+--- the changed line for a line whose level is not "=", and with "=" on nearly every
+--- line it looked back to the first, every line's expression evaluated again: a
+--- streamed write into a chat of 6,000 lines cost 47 ms (`bench/stream_ui.sh`).
 function M.foldexpr(lnum)
-  local line = vim.fn.getline(lnum):gsub("^%s+", "")
+  local raw = vim.fn.getline(lnum)
+  local line = raw:gsub("^%s+", "")
   if vim.startswith(line, format.FOLD_OPEN) then
     return ">1"
   elseif line == format.FOLD_CLOSE then
     return "<1"
+  elseif #line == #raw then
+    return "0"
   end
   return "="
 end
@@ -707,7 +778,7 @@ function M.get(ws)
   bo.filetype = "markdown"
   -- Code blocks and tables highlighted where the markdown parser is installed (it ships
   -- with Neovim 0.10+); without it the chat stays plain markdown syntax.
-  M.highlight(buf)
+  chat.highlighted = M.highlight(buf)
   vim.b[buf].crank_root = ws.root
   vim.api.nvim_create_autocmd("BufWipeout", {
     buffer = buf,
