@@ -6,6 +6,9 @@ local here = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h")
 vim.opt.runtimepath:prepend(vim.fs.dirname(here))
 local chat_mod = require("crank.chat")
 local Workspace = require("crank.client").Workspace
+-- Every delta written as it comes (a model slower than the chat's write interval): the
+-- cost of a write, highlight and folds included, not of a delta held for the next one.
+chat_mod.STREAM_WRITE_MS = 0
 
 local function run(n)
   chat_mod.by_root = {}
