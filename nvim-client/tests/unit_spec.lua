@@ -274,6 +274,12 @@ H.test("streamed deltas become the reply text, tool calls get their own lines", 
       groups[mark[4].hl_group] = (groups[mark[4].hl_group] or 0) + 1
     end
     H.ok(groups["@markup.heading.2.markdown"] ~= nil, "the headers are highlighted: " .. vim.inspect(groups))
+    for row, line in ipairs(chat:transcript()) do
+      if line:match("^## ") then -- each written alone, as the last line of its block
+        local marks = vim.api.nvim_buf_get_extmarks(chat.buf, hl.ns, { row - 1, 0 }, { row - 1, 0 }, { details = true })
+        H.ok(#marks > 0 and marks[1][4].hl_group == "@markup.heading.2.markdown", "row " .. row .. " (" .. line .. ") is a heading")
+      end
+    end
     H.ok(groups["@markup.strong.markdown_inline"] ~= nil, "the card's bold name is highlighted")
     H.ok(groups["@markup.raw.markdown_inline"] ~= nil, "the card's path is highlighted as code")
     H.ok(vim.treesitter.highlighter.active[chat.buf] == nil, "no live highlighter parses the buffer at each change")
@@ -291,6 +297,34 @@ H.test("replaying crank/messages gives the same transcript as streaming", functi
   H.eq("- ✓ **read** `a.py`", chat:transcript()[10])
   H.eq("Done.", chat:transcript()[15])
   H.eq(15, #chat:transcript())
+end)
+
+H.test("a streamed block is highlighted from its first row, whatever its first write holds", function()
+  if not pcall(vim.treesitter.language.inspect, "markdown") then
+    return -- no markdown parser: nothing is highlighted
+  end
+  local chat = fresh_chat()
+  ev(chat, { type = "message_start", message = { role = "assistant", content = {} } })
+  -- One write of several lines into the block's empty first line, then more.
+  ev(chat, { type = "message_update", delta = { kind = "text", contentIndex = 0, text = "Intro:\n```python\n" } })
+  chat:_write_held()
+  ev(chat, { type = "message_update", delta = { kind = "text", contentIndex = 0, text = "# not a heading\nprint(1)\n```\nend" } })
+  chat:_write_held()
+  ev(chat, { type = "message_end", message = { role = "assistant", content = { { type = "text", text = "Intro:\n```python\n# not a heading\nprint(1)\n```\nend" } }, stopReason = "stop" } })
+  local rows = chat:transcript()
+  local fence = nil
+  for i, line in ipairs(rows) do
+    if line == "# not a heading" then
+      fence = i - 1
+    end
+  end
+  H.ok(fence ~= nil, "the code line is in: " .. vim.inspect(rows))
+  local hl = require("crank.highlight")
+  local opening = vim.api.nvim_buf_get_extmarks(chat.buf, hl.ns, { fence - 1, 0 }, { fence - 1, -1 }, { details = true })
+  H.ok(#opening > 0 and opening[1][4].hl_group == "@markup.raw.block.markdown", "the fence of the first write is highlighted: " .. vim.inspect(opening))
+  for _, mark in ipairs(vim.api.nvim_buf_get_extmarks(chat.buf, hl.ns, { fence, 0 }, { fence, -1 }, { details = true })) do
+    H.ok(not mark[4].hl_group:find("heading", 1, true), "a comment in a code fence is no heading: " .. mark[4].hl_group)
+  end
 end)
 
 H.test("a reloaded transcript is highlighted once, after it is all in", function()

@@ -143,7 +143,9 @@ function Chat:_block(lines, kind)
   self.last_kind = kind
   self.stream_key = nil
   local first = sep + #out - #lines
-  self.block_mark = vim.api.nvim_buf_set_extmark(self.buf, ns, first, 0, { id = self.block_mark })
+  -- Left gravity: text streamed into the block's first line (empty at first) goes in at
+  -- the mark, which must stay where the block begins, not move to the end of it.
+  self.block_mark = vim.api.nvim_buf_set_extmark(self.buf, ns, first, 0, { id = self.block_mark, right_gravity = false })
   self:_highlight(first, first + #lines)
 end
 

@@ -76,7 +76,9 @@ function M.apply(buf, first, last)
   if last <= first then
     return
   end
-  local text = table.concat(vim.api.nvim_buf_get_lines(buf, first, last, false), "\n")
+  -- Each line ends in a newline, the last too: tree-sitter-markdown reads a heading (or
+  -- a closing fence) on a last line without one as an error, and what follows from it.
+  local text = table.concat(vim.api.nvim_buf_get_lines(buf, first, last, false), "\n") .. "\n"
   local ok, parser = pcall(vim.treesitter.get_string_parser, text, "markdown")
   if not ok or parser == nil then
     return
