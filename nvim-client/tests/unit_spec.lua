@@ -327,10 +327,11 @@ H.test("a streamed block is highlighted from its first row, whatever its first w
   end
 end)
 
-H.test("a reloaded transcript is highlighted once, after it is all in", function()
+H.test("a reloaded transcript highlights the messages a window shows, each when first shown", function()
   if not pcall(vim.treesitter.language.inspect, "markdown") then
     return -- no markdown parser: nothing is highlighted
   end
+  local chat_mod = require("crank.chat")
   local chat = fresh_chat()
   local hl = require("crank.highlight")
   local apply, spans = hl.apply, {}
@@ -339,22 +340,47 @@ H.test("a reloaded transcript is highlighted once, after it is all in", function
     return apply(buf, first, last)
   end
   local messages = {}
-  for i = 1, 50 do
+  for i = 1, 60 do
     messages[#messages + 1] = { role = "user", content = "step " .. i }
     messages[#messages + 1] = { role = "assistant", content = { { type = "text", text = "done **" .. i .. "**" } }, stopReason = "stop" }
   end
-  local ok, err = pcall(chat.render_messages, chat, messages)
+  local function marks_on(row)
+    return vim.api.nvim_buf_get_extmarks(chat.buf, hl.ns, { row, 0 }, { row, -1 }, { details = true })
+  end
+  local ok, err = pcall(function()
+    chat:render_messages(messages, 0)
+    local sep = chat:sep_row()
+    H.ok(sep > 2 * chat_mod.HIGHLIGHT_AT_ONCE, "longer than what is highlighted at once: " .. sep)
+    for _, span in ipairs(spans) do
+      H.ok(span[1] >= sep - chat_mod.HIGHLIGHT_AT_ONCE - 4 and span[2] - span[1] <= 4, "a message near the end: " .. vim.inspect(span))
+    end
+    local last = sep - 1
+    H.eq("done **60**", vim.api.nvim_buf_get_lines(chat.buf, last, last + 1, false)[1])
+    local concealed = 0
+    for _, mark in ipairs(marks_on(last)) do
+      concealed = concealed + (mark[4].conceal and 1 or 0)
+    end
+    H.ok(concealed >= 2, "the last reply's ** are concealed")
+    H.eq(0, #marks_on(0), "the first message waits until it is shown")
+    local all = #vim.api.nvim_buf_get_extmarks(chat.buf, hl.ns, 0, -1, {})
+    -- A window shows the top: its redraw has those messages highlighted, and no others.
+    local win = chat:show()
+    vim.api.nvim_win_set_cursor(win, { 1, 0 })
+    vim.cmd("redraw")
+    H.wait_for(function()
+      return #marks_on(0) > 0
+    end, "the shown messages to be highlighted")
+    H.eq("@markup.heading.2.markdown", marks_on(0)[1][4].hl_group)
+    local middle = math.floor(sep / 2)
+    H.eq(0, #marks_on(middle), "a message no window showed is not parsed")
+    -- Read again, the transcript keeps no marks of the rows it replaced.
+    chat:close()
+    chat:render_messages(messages, 0)
+    H.eq(all, #vim.api.nvim_buf_get_extmarks(chat.buf, hl.ns, 0, -1, {}))
+    vim.cmd("only")
+  end)
   hl.apply = apply
   assert(ok, err)
-  H.eq({ { 0, chat:sep_row() } }, spans, "one parse, of the whole transcript")
-  local last = chat:sep_row() - 1
-  H.eq("done **50**", vim.api.nvim_buf_get_lines(chat.buf, last, last + 1, false)[1])
-  local marks = vim.api.nvim_buf_get_extmarks(chat.buf, hl.ns, { last, 0 }, { last, -1 }, { details = true })
-  local concealed = 0
-  for _, mark in ipairs(marks) do
-    concealed = concealed + (mark[4].conceal and 1 or 0)
-  end
-  H.ok(concealed >= 2, "the last reply's ** are concealed: " .. vim.inspect(marks))
 end)
 
 H.test("a streamed reply costs a parse of its own block, a key typed in the prompt none, however long the transcript", function()

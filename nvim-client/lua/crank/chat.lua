@@ -20,6 +20,9 @@ local ns = vim.api.nvim_create_namespace("crank.chat")
 M.ns = ns
 local image_ns = vim.api.nvim_create_namespace("crank.chat.images")
 M.image_ns = image_ns
+--- The messages of a reopened transcript not highlighted yet: one mark each, over its rows.
+local region_ns = vim.api.nvim_create_namespace("crank.chat.regions")
+M.region_ns = region_ns
 M.SEPARATOR = "─── prompt ───"
 --- How much live tool output (in bytes) the chat keeps while the tool runs.
 M.LIVE_TAIL = 4000
@@ -70,7 +73,9 @@ end
 ---@field written_at integer     when streamed text was last written (`vim.uv.now`, ms)
 ---@field block_mark integer|nil  an extmark (in `ns`) on the first row of the block written last
 ---@field highlighted boolean    blocks are highlighted as they are written (`M.highlight`)
----@field rendering boolean      a whole transcript is going in: highlighted once, after
+---@field rendering boolean      a whole transcript is going in (its messages are highlighted when shown)
+---@field region_starts integer[]|nil  the rows where its messages begin, while it goes in
+---@field asked_regions boolean  a redraw asked for regions to be highlighted, not done yet
 local Chat = {}
 Chat.__index = Chat
 
@@ -84,6 +89,32 @@ Chat.__index = Chat
 
 ---@type table<string, crank.Chat>
 M.by_root = {}
+--- The same chats by buffer, for the decoration provider.
+---@type table<integer, crank.Chat>
+local by_buf = {}
+
+-- A window about to draw rows of a reopened transcript not highlighted yet has them
+-- highlighted right after (only extmarks are read here; what changes the buffer's
+-- marks runs once the redraw is done, and marks it for the next).
+vim.api.nvim_set_decoration_provider(region_ns, {
+  on_win = function(_, _, buf, top, bot)
+    local chat = by_buf[buf]
+    if chat == nil or chat.asked_regions then
+      return false
+    end
+    local pending = vim.api.nvim_buf_get_extmarks(buf, region_ns, { top, 0 }, { bot, -1 }, { limit = 1, overlap = true })
+    if #pending > 0 then
+      chat.asked_regions = true
+      vim.schedule(function()
+        chat.asked_regions = false
+        if vim.api.nvim_buf_is_valid(buf) then
+          chat:highlight_shown(top, bot)
+        end
+      end)
+    end
+    return false
+  end,
+})
 
 local function chat_name(ws)
   local base = "crank://chat"
@@ -143,6 +174,9 @@ function Chat:_block(lines, kind)
   self.last_kind = kind
   self.stream_key = nil
   local first = sep + #out - #lines
+  if self.rendering and (kind == "user" or kind == "header") then
+    self.region_starts[#self.region_starts + 1] = first
+  end
   -- Left gravity: text streamed into the block's first line (empty at first) goes in at
   -- the mark, which must stay where the block begins, not move to the end of it.
   self.block_mark = vim.api.nvim_buf_set_extmark(self.buf, ns, first, 0, { id = self.block_mark, right_gravity = false })
@@ -151,7 +185,7 @@ end
 
 --- Highlight rows `first` to `last` of the transcript (`crank.highlight`), unless the
 --- chat is not highlighted or a whole transcript is going in (`render_messages`
---- highlights it once).
+--- leaves each of its messages to be highlighted when a window shows it).
 function Chat:_highlight(first, last)
   if self.highlighted and not self.rendering then
     highlight.apply(self.buf, first, last)
@@ -406,9 +440,10 @@ function Chat:notice(text)
   self:_block({ text }, "notice")
 end
 
---- Wipe the transcript and render `messages` (a crank/messages result), highlighted
---- once when all of it is in (a parse per block costs more in all than one of the
---- whole: a parser is set up per parse).
+--- Wipe the transcript and render `messages` (a crank/messages result). Each message
+--- is highlighted when a window first shows it (`_mark_regions`): a page of 1,000
+--- messages is thousands of rows, and highlighting them all at once took longer than
+--- drawing them (8,400 rows: 1.0 s against 84 ms), for rows most users never scroll to.
 ---@param messages crank.Message[]
 ---@param start? integer  the place of the first of them in the transcript (a page's `start`)
 function Chat:render_messages(messages, start)
@@ -421,28 +456,76 @@ function Chat:render_messages(messages, start)
       vim.wo[win].foldmethod = "manual"
     end
   end
-  self.rendering = true
+  self.rendering, self.region_starts = true, {}
   local ok, err = pcall(self._render_messages, self, messages)
   self.rendering = false
   if not ok then
     error(err, 0)
   end
   self.shown_from = start or 0
+  local above = 0
   if self.shown_from > 0 then
-    vim.api.nvim_buf_set_lines(self.buf, 0, 0, false, M.earlier_lines(self.shown_from))
+    local lines = M.earlier_lines(self.shown_from)
+    vim.api.nvim_buf_set_lines(self.buf, 0, 0, false, lines)
+    above = #lines
   end
   for _, win in ipairs(folding) do
     if vim.api.nvim_win_is_valid(win) then
       vim.wo[win].foldmethod = "expr"
     end
   end
-  self:_highlight(0, self:sep_row())
+  self:_mark_regions(above)
+end
+
+--- How many rows at the end of a reopened transcript are highlighted as it goes in
+--- (what a window opened on it shows before any redraw asks).
+M.HIGHLIGHT_AT_ONCE = 200
+
+--- Mark each message of the transcript just rendered as a region to highlight (its
+--- rows, `above` more rows before the first), and highlight those in the last
+--- `M.HIGHLIGHT_AT_ONCE` rows now; a window that shows another asks for it as it
+--- redraws (the decoration provider below).
+function Chat:_mark_regions(above)
+  local starts = self.region_starts or {}
+  self.region_starts = nil
+  if not self.highlighted then
+    return
+  end
+  local bounds = { 0 }
+  for _, row in ipairs(starts) do
+    if row + above > bounds[#bounds] then
+      bounds[#bounds + 1] = row + above
+    end
+  end
+  local sep = self:sep_row()
+  bounds[#bounds + 1] = sep
+  for i = 1, #bounds - 1 do
+    if bounds[i + 1] > bounds[i] then
+      vim.api.nvim_buf_set_extmark(self.buf, region_ns, bounds[i], 0, { end_row = bounds[i + 1], end_col = 0 })
+    end
+  end
+  self:highlight_shown(math.max(0, sep - M.HIGHLIGHT_AT_ONCE), sep)
+end
+
+--- Highlight the regions not highlighted yet that rows `top` to `bot` (0-based, both
+--- shown) touch, each as a whole.
+---@param top integer
+---@param bot integer
+function Chat:highlight_shown(top, bot)
+  local opts = { details = true, overlap = true }
+  for _, mark in ipairs(vim.api.nvim_buf_get_extmarks(self.buf, region_ns, { top, 0 }, { bot, -1 }, opts)) do
+    vim.api.nvim_buf_del_extmark(self.buf, region_ns, mark[1])
+    highlight.apply(self.buf, mark[2], mark[4].end_row)
+  end
 end
 
 ---@param messages crank.Message[]
 function Chat:_render_messages(messages)
   self.held = nil -- text of the transcript being replaced
   local sep = self:sep_row()
+  -- the marks of the lines deleted would stay, all on the first row
+  vim.api.nvim_buf_clear_namespace(self.buf, highlight.ns, 0, sep)
+  vim.api.nvim_buf_clear_namespace(self.buf, region_ns, 0, -1)
   vim.api.nvim_buf_set_lines(self.buf, 0, sep, false, {})
   vim.api.nvim_buf_clear_namespace(self.buf, image_ns, 0, -1)
   self.tools, self.cards, self.images = {}, {}, {}
@@ -772,6 +855,7 @@ function M.get(ws)
   local buf = vim.api.nvim_create_buf(false, true)
   chat = setmetatable({ ws = ws, buf = buf, tools = {}, cards = {}, images = {}, in_assistant = false }, Chat)
   M.by_root[ws.root] = chat
+  by_buf[buf] = chat
   vim.api.nvim_buf_set_name(buf, chat_name(ws))
   local bo = vim.bo[buf]
   bo.buftype = "nofile"
@@ -786,6 +870,10 @@ function M.get(ws)
     buffer = buf,
     once = true,
     callback = function()
+      by_buf[buf] = nil
+      if chat.held_timer then
+        chat.held_timer:close()
+      end
       if M.by_root[ws.root] == chat then
         M.by_root[ws.root] = nil
       end
