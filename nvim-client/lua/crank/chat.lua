@@ -211,10 +211,11 @@ function Chat:_append(text, prefix)
   end
 end
 
---- How long streamed text may wait before it goes into the buffer (ms). Each change
---- to the buffer costs the markdown highlighter a parse at the next redraw: about 10 ms
---- a delta in a real terminal (bench/stream_ui.sh), so a model streaming 100 deltas a
---- second kept a core busy. Text a model sends slower than this goes in at once.
+--- How long streamed text may wait before it goes into the buffer (ms). Each write
+--- highlights the block again (a parse of the reply so far) and has the window redrawn,
+--- and a local model can stream a hundred deltas a second; twenty writes a second read
+--- as streaming all the same (bench/stream_ui.sh). Text a model sends slower than this
+--- goes in at once.
 M.STREAM_WRITE_MS = 50
 
 --- Stream `text` (new lines get `prefix`) to the end of the transcript: at once when
@@ -447,8 +448,8 @@ end
 ---@param messages crank.Message[]
 ---@param start? integer  the place of the first of them in the transcript (a page's `start`)
 function Chat:render_messages(messages, start)
-  -- The same for the folds: a window folding by expression evaluates it again over
-  -- the lines after every insert, most of the time of a long transcript's render.
+  -- A window folding by expression evaluates it again over the lines after every
+  -- insert, most of the time of a long transcript's render: manual meanwhile.
   local folding = {}
   for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
     if vim.wo[win].foldmethod == "expr" then
