@@ -327,6 +327,34 @@ H.test("a streamed block is highlighted from its first row, whatever its first w
   end
 end)
 
+H.test("a transcript read into a shown chat fills the window above the prompt", function()
+  local chat = fresh_chat()
+  local win = chat:show() -- the cursor in the prompt area, as :Crank leaves it
+  vim.cmd("redraw") -- drawn before the transcript comes, as it is
+  local messages = {}
+  for i = 1, 100 do
+    messages[#messages + 1] = { role = "user", content = "step " .. i }
+    messages[#messages + 1] = { role = "assistant", content = { { type = "text", text = "done " .. i }, { type = "toolCall", id = "v" .. i, name = "read", arguments = { path = "a" } } }, stopReason = "toolUse" }
+    messages[#messages + 1] = { role = "toolResult", toolCallId = "v" .. i, toolName = "read", content = string.rep("line\n", 40), isError = false }
+  end
+  chat:render_messages(messages, 0)
+  vim.cmd("redraw")
+  local sep = chat:sep_row()
+  H.eq(sep + 2, vim.api.nvim_win_get_cursor(win)[1], "the cursor stays in the prompt")
+  -- Screen rows from the window's top to the cursor (a closed fold is one).
+  local rows, lnum = 0, vim.fn.line("w0", win)
+  vim.api.nvim_win_call(win, function()
+    while lnum <= sep + 2 do
+      rows = rows + 1
+      local fold_end = vim.fn.foldclosedend(lnum)
+      lnum = (fold_end > 0 and fold_end or lnum) + 1
+    end
+  end)
+  local height = vim.api.nvim_win_get_height(win)
+  H.ok(rows >= height - 1, ("%d of the window's %d rows show the transcript and the prompt"):format(rows, height))
+  vim.cmd("only")
+end)
+
 H.test("a reloaded transcript highlights the messages a window shows, each when first shown", function()
   if not pcall(vim.treesitter.language.inspect, "markdown") then
     return -- no markdown parser: nothing is highlighted

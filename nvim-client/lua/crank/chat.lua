@@ -475,6 +475,17 @@ function Chat:render_messages(messages, start)
       vim.wo[win].foldmethod = "expr"
     end
   end
+  -- A window whose cursor is in the prompt shows the end of the transcript above it:
+  -- the lines went in above its top row, which kept it on the separator, with every
+  -- message out of sight until the user scrolled up.
+  local sep = self:sep_row()
+  for _, win in ipairs(vim.fn.win_findbuf(self.buf)) do
+    if vim.api.nvim_win_get_cursor(win)[1] > sep then
+      vim.api.nvim_win_call(win, function()
+        vim.cmd("normal! zb")
+      end)
+    end
+  end
   self:_mark_regions(above)
 end
 
