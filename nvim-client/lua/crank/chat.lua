@@ -885,6 +885,7 @@ function M.get(ws)
       by_buf[buf] = nil
       if chat.held_timer then
         chat.held_timer:close()
+        chat.held_timer = nil
       end
       if M.by_root[ws.root] == chat then
         M.by_root[ws.root] = nil
