@@ -2,10 +2,11 @@
 -- bench/render.lua never does, so it cannot see the highlighter or the folds): loaded
 -- into a Neovim that bench/stream_ui.sh starts in tmux, it shows a chat holding a
 -- transcript of CRANK_BENCH_MESSAGES exchanges, then either streams CRANK_BENCH_DELTAS
--- text deltas CRANK_BENCH_INTERVAL ms apart (mode "stream") or waits for keys typed
+-- text deltas CRANK_BENCH_INTERVAL ms apart (mode "stream"), as many chunks of a
+-- running command's output (mode "tool"), or waits for keys typed
 -- into the prompt (mode "type": the driver sends them; `bench_typed(n)` is called
 -- after the last). It writes one line to CRANK_BENCH_OUT: the transcript's rows and
--- the CPU time the Neovim process spent per delta or per key (getrusage).
+-- the CPU time the Neovim process spent per delta, chunk or key (getrusage).
 local here = vim.fn.fnamemodify(debug.getinfo(1, "S").source:sub(2), ":p:h")
 vim.opt.runtimepath:prepend(vim.env.CRANK_BENCH_CLIENT or vim.fs.dirname(here))
 local chat_mod = require("crank.chat")
@@ -62,19 +63,28 @@ local function event(e)
   seq = seq + 1
   chat:on_event({ sessionId = "s", seq = seq, event = e })
 end
+local tool = vim.env.CRANK_BENCH_MODE == "tool"
 vim.defer_fn(function()
-  event({ type = "message_start", message = { role = "assistant", content = {} } })
+  if tool then -- a command's output, a chunk each interval (a build, a test run)
+    event({ type = "tool_execution_start", toolCallId = "t", toolName = "bash", arguments = { command = "make" } })
+  else
+    event({ type = "message_start", message = { role = "assistant", content = {} } })
+  end
   local sent, began = 0, cpu_us()
   local timer = vim.uv.new_timer()
   timer:start(interval, interval, vim.schedule_wrap(function()
     sent = sent + 1
-    local text = "word **" .. sent .. "** `x` " .. (sent % 60 == 0 and "\n\n" or sent % 12 == 0 and "\n" or " ")
-    event({ type = "message_update", delta = { kind = "text", contentIndex = 0, text = text } })
+    if tool then
+      event({ type = "tool_execution_update", toolCallId = "t", output = "compiling `src/" .. sent .. ".c` ...\n" })
+    else
+      local text = "word **" .. sent .. "** `x` " .. (sent % 60 == 0 and "\n\n" or sent % 12 == 0 and "\n" or " ")
+      event({ type = "message_update", delta = { kind = "text", contentIndex = 0, text = text } })
+    end
     if sent == deltas then
       timer:stop()
       -- the last write (held up to crank.chat.STREAM_WRITE_MS) and its redraw
       vim.defer_fn(function()
-        report(deltas, "delta", began)
+        report(deltas, tool and "update" or "delta", began)
       end, 300)
     end
   end))

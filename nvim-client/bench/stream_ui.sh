@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The chat's cost to the editor in a real terminal (Neovim in tmux, redrawing):
 # CPU time of the Neovim process per streamed delta (300 deltas, 10 and 30 ms apart:
-# a fast local model and a hosted one) and per key typed into the prompt (20 keys,
-# 100 ms apart), in a chat holding a short transcript and a long one (0 and 400
+# a fast local model and a hosted one), per chunk of a running command's output (300,
+# 10 ms apart) and per key typed into the prompt (20 keys, 100 ms apart), in a chat holding a short transcript and a long one (0 and 400
 # exchanges: 35 and about 6,000 rows), medians of 3 fresh Neovims.
 #
 #   nvim-client/bench/stream_ui.sh [--before OTHER/nvim-client]
@@ -38,7 +38,7 @@ once() {  # client mode exchanges interval -> "rows cpu_ms"
 
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
 
-for what in "stream 10" "stream 30" "type 0"; do
+for what in "stream 10" "stream 30" "tool 10" "type 0"; do
   set -- $what
   for exchanges in 0 400; do
     declare -A took=()
@@ -55,6 +55,8 @@ for what in "stream 10" "stream 30" "type 0"; do
       m=$(echo "${took[$client]}" | tr ' ' '\n' | grep . | median)
       if [ "$1" = stream ]; then
         printf '%-13s %5d rows: a delta every %2d ms: %7.2f ms CPU per delta\n' "$label" "$rows" "$2" "$m"
+      elif [ "$1" = tool ]; then
+        printf '%-13s %5d rows: command output every %2d ms: %7.2f ms CPU per chunk\n' "$label" "$rows" "$2" "$m"
       else
         printf '%-13s %5d rows: a key typed in the prompt:  %7.2f ms CPU per key\n' "$label" "$rows" "$m"
       fi

@@ -636,6 +636,34 @@ H.test("live tool output is replaced by the result; long results fold", function
   vim.cmd("only")
 end)
 
+H.test("a chatty tool's output is drawn at most every STREAM_WRITE_MS, and its result is never drawn over", function()
+  local chat = fresh_chat()
+  local Chat = require("crank.chat").Chat
+  local replace, draws = Chat._replace_tool, 0
+  Chat._replace_tool = function(...)
+    draws = draws + 1
+    return replace(...)
+  end
+  local ok, err = pcall(function()
+    ev(chat, { type = "tool_execution_start", toolCallId = "b", toolName = "bash", arguments = { command = "make" } })
+    for i = 1, 5 do
+      ev(chat, { type = "tool_execution_update", toolCallId = "b", output = "step " .. i .. "\n" })
+    end
+    H.eq(1, draws, "the first update drawn at once, the others held")
+    H.wait_for(function()
+      return table.concat(chat:transcript(), "\n"):find("step 5", 1, true) ~= nil
+    end, "the held output to be drawn")
+    H.eq(2, draws, "the four held updates drawn together")
+    ev(chat, { type = "tool_execution_update", toolCallId = "b", output = "step 6\n" })
+    ev(chat, { type = "tool_execution_end", toolCallId = "b", result = { content = "built", isError = false } })
+    vim.wait(3 * require("crank.chat").STREAM_WRITE_MS)
+    local text = table.concat(chat:transcript(), "\n")
+    H.ok(text:find("built", 1, true) and not text:find("step 6", 1, true), "the result stays: " .. text)
+  end)
+  Chat._replace_tool = replace
+  assert(ok, err)
+end)
+
 H.test("errors, retries and thinking are shown; a seq gap reloads at settle", function()
   local chat = fresh_chat()
   ev(chat, { type = "message_start", message = { role = "assistant", content = {} } })

@@ -69,7 +69,9 @@ end
 ---@field wanted_session string|nil  the session `wanted` is for: another starts from one page again
 ---@field shown_from integer     the transcript's place of the first message shown (0: from its start)
 ---@field held {text: string[], prefix: string}|nil  streamed text not in the buffer yet (`_hold`)
----@field held_timer uv.uv_timer_t|nil  writes `held` when its wait is over
+---@field held_timer uv.uv_timer_t|nil  writes `held` (and `live_due`) when its wait is over
+---@field live_due table<crank.ToolCard, true>  running tools whose card is to be drawn again
+---@field write_due boolean      `held_timer` is started
 ---@field written_at integer     when streamed text was last written (`vim.uv.now`, ms)
 ---@field block_mark integer|nil  an extmark (in `ns`) on the first row of the block written last
 ---@field highlighted boolean    blocks are highlighted as they are written (`M.highlight`)
@@ -231,10 +233,17 @@ function Chat:_hold(text, prefix)
     self.held = held
   end
   held.text[#held.text + 1] = text
+  self:_write_soon()
+end
+
+--- Write what is held (`_write_held`) now when nothing was written in the last
+--- `M.STREAM_WRITE_MS`, else when that time is up.
+function Chat:_write_soon()
   local wait = M.STREAM_WRITE_MS - (vim.uv.now() - (self.written_at or 0))
   if wait <= 0 then
     self:_write_held()
-  elseif #held.text == 1 then
+  elseif not self.write_due then
+    self.write_due = true
     self.held_timer = self.held_timer or vim.uv.new_timer()
     self.held_timer:start(wait, 0, vim.schedule_wrap(function()
       if vim.api.nvim_buf_is_valid(self.buf) then
@@ -244,18 +253,24 @@ function Chat:_hold(text, prefix)
   end
 end
 
---- Write the streamed text `_hold` kept back, if any.
+--- Write the streamed text `_hold` kept back and draw the running tools' cards whose
+--- output grew (`tool_update`), if any.
 function Chat:_write_held()
-  local held = self.held
-  if held == nil then
+  local held, due = self.held, self.live_due
+  if held == nil and next(due) == nil then
     return
   end
-  self.held = nil
+  self.held, self.live_due, self.write_due = nil, {}, false
   if self.held_timer then
     self.held_timer:stop()
   end
   self.written_at = vim.uv.now()
-  self:_append(table.concat(held.text), held.prefix)
+  if held ~= nil then
+    self:_append(table.concat(held.text), held.prefix)
+  end
+  for tool in pairs(due) do
+    self:_draw_live(tool)
+  end
 end
 
 function Chat:_assistant_header()
@@ -407,6 +422,12 @@ function Chat:tool_update(id, output)
   if #tool.live > M.LIVE_TAIL then
     tool.live = "…" .. tool.live:sub(-M.LIVE_TAIL)
   end
+  self.live_due[tool] = true
+  self:_write_soon()
+end
+
+--- Draw a running tool's card with the output it has so far (`tool_update`).
+function Chat:_draw_live(tool)
   local lines = { format.tool_header(tool.name, tool.args, "running") }
   vim.list_extend(lines, format.tool_result_lines(tool.live, false, config.values.chat.fold_lines))
   self:_replace_tool(tool, lines)
@@ -417,6 +438,9 @@ end
 --- already finished is drawn again, so a result's images can follow its text.
 function Chat:tool_end(id, name, result)
   local tool = self.tools[id] or self.cards[id]
+  if tool ~= nil then
+    self.live_due[tool] = nil -- its output so far is not drawn again: the result is
+  end
   if tool == nil then
     self:tool_start(id, name or "tool", {})
     tool = self.tools[id]
@@ -533,7 +557,7 @@ end
 
 ---@param messages crank.Message[]
 function Chat:_render_messages(messages)
-  self.held = nil -- text of the transcript being replaced
+  self.held, self.live_due = nil, {} -- what the transcript being replaced held back
   local sep = self:sep_row()
   -- the marks of the lines deleted would stay, all on the first row
   vim.api.nvim_buf_clear_namespace(self.buf, highlight.ns, 0, sep)
@@ -674,7 +698,7 @@ function Chat:on_event(params)
   end
   local gap = self.ws:seq_gap(params)
   local t = event.type
-  if t ~= "message_update" then
+  if t ~= "message_update" and t ~= "tool_execution_update" then
     self:_write_held() -- streamed text goes before whatever this event shows
   end
   if gap then
@@ -865,7 +889,7 @@ function M.get(ws)
     return chat
   end
   local buf = vim.api.nvim_create_buf(false, true)
-  chat = setmetatable({ ws = ws, buf = buf, tools = {}, cards = {}, images = {}, in_assistant = false }, Chat)
+  chat = setmetatable({ ws = ws, buf = buf, tools = {}, cards = {}, images = {}, live_due = {}, in_assistant = false }, Chat)
   M.by_root[ws.root] = chat
   by_buf[buf] = chat
   vim.api.nvim_buf_set_name(buf, chat_name(ws))
