@@ -299,6 +299,34 @@ H.test("replaying crank/messages gives the same transcript as streaming", functi
   H.eq(15, #chat:transcript())
 end)
 
+H.test("a highlighted block draws what the live highlighter drew: groups, conceal, a link's target", function()
+  if not pcall(vim.treesitter.language.inspect, "markdown") then
+    return -- no markdown parser: nothing is highlighted
+  end
+  local hl = require("crank.highlight")
+  local buf = vim.api.nvim_create_buf(false, true)
+  vim.api.nvim_buf_set_lines(buf, 0, -1, false, { "intro", "", "see **[the docs](https://example.org/a)**", "## Last" })
+  hl.apply(buf, 2, 4)
+  local found = {}
+  for _, mark in ipairs(vim.api.nvim_buf_get_extmarks(buf, hl.ns, 0, -1, { details = true })) do
+    local d = mark[4]
+    found[#found + 1] = { mark[2], d.hl_group or "", d.url or "", d.conceal or "-" }
+  end
+  local function has(row, group, url)
+    for _, f in ipairs(found) do
+      if f[1] == row and f[2] == group and (url == nil or f[3] == url) then
+        return true
+      end
+    end
+    return false
+  end
+  H.ok(not has(0, "@markup.heading.2.markdown") and #found > 0, "only rows 2 and 3: " .. vim.inspect(found))
+  H.ok(has(2, "@markup.strong.markdown_inline"), "bold")
+  H.ok(has(2, "", "https://example.org/a"), "the link's label carries its target")
+  H.ok(has(3, "@markup.heading.2.markdown"), "a heading on the block's last line")
+  vim.api.nvim_buf_delete(buf, { force = true })
+end)
+
 H.test("a streamed block is highlighted from its first row, whatever its first write holds", function()
   if not pcall(vim.treesitter.language.inspect, "markdown") then
     return -- no markdown parser: nothing is highlighted

@@ -64,6 +64,21 @@ M.parsed = 0
 
 local PRIORITY = (vim.hl or vim.highlight).priorities.treesitter
 
+--- The target a capture links to (a terminal that knows OSC 8 makes it clickable): the
+--- query's `url` is the text itself, or the id of the capture that holds it (a link's
+--- label points at its destination), as the live highlighter reads it.
+---@return string|nil
+local function url_of(url, match, metadata, text)
+  if url == nil or type(url) == "string" then
+    return url
+  end
+  local captured = match and match.captures and match:captures()[url]
+  if captured == nil or captured[1] == nil then
+    return nil
+  end
+  return vim.treesitter.get_node_text(captured[1], text, { metadata = metadata[url] })
+end
+
 --- Highlight rows `first` to `last` (0-based, `last` excluded) of `buf` as one markdown
 --- document, replacing the highlights set on them before. They must begin where a
 --- markdown block may begin (the chat gives a block it wrote whole, or the whole
@@ -94,17 +109,21 @@ function M.apply(buf, first, last)
     -- Injected languages (inline markup, a fence's code) are drawn over the blocks they
     -- are in, as the live highlighter orders its subtrees.
     local over = ltree == parser and 0 or 1
-    for id, node, metadata in query:iter_captures(tree:root(), text, 0, -1) do
+    for id, node, metadata, match in query:iter_captures(tree:root(), text, 0, -1) do
       local name = query.captures[id]
-      if name:sub(1, 1) ~= "_" and name ~= "spell" and name ~= "nospell" then
-        local own = metadata[id] or {}
+      local own = metadata[id] or {}
+      -- a name that begins with "_" draws nothing, but may carry a link's target
+      local hidden = name:sub(1, 1) == "_"
+      local url = url_of(own.url, match, metadata, text)
+      if (url ~= nil or not hidden) and name ~= "spell" and name ~= "nospell" then
         local range = vim.treesitter.get_range(node, text, own)
         pcall(vim.api.nvim_buf_set_extmark, buf, M.ns, first + range[1], range[2], {
           end_row = first + range[4],
           end_col = range[5],
-          hl_group = "@" .. name .. "." .. lang,
+          hl_group = not hidden and "@" .. name .. "." .. lang or nil,
           priority = (tonumber(metadata.priority or own.priority) or PRIORITY) + over,
           conceal = metadata.conceal or own.conceal,
+          url = url,
           strict = false,
         })
       end
