@@ -383,6 +383,53 @@ H.test("a transcript read into a shown chat fills the window above the prompt", 
   vim.cmd("only")
 end)
 
+H.test("each write of a long streamed reply parses the rows it wrote (a code fence whole), the message's end the reply once", function()
+  if not pcall(vim.treesitter.language.inspect, "markdown") then
+    return -- no markdown parser: nothing parses
+  end
+  local chat = fresh_chat()
+  local hl = require("crank.highlight")
+  local apply, spans = hl.apply, {}
+  hl.apply = function(buf, first, last)
+    spans[#spans + 1] = last - first
+    return apply(buf, first, last)
+  end
+  local text = {}
+  local ok, err = pcall(function()
+    ev(chat, { type = "message_start", message = { role = "assistant", content = {} } })
+    local function write(piece)
+      text[#text + 1] = piece
+      ev(chat, { type = "message_update", delta = { kind = "text", contentIndex = 0, text = piece } })
+      chat:_write_held()
+    end
+    for i = 1, 60 do
+      write("line **" .. i .. "** of a long paragraph\n")
+    end
+    write("```lua\n")
+    for i = 1, 5 do
+      write("-- code " .. i .. "\n")
+    end
+    write("```\n\nend")
+    local during = math.max(unpack(spans))
+    H.ok(during <= 9, "no write parsed more than its rows or its fence (7) and what follows: " .. during)
+    spans = {}
+    ev(chat, { type = "message_end", message = { role = "assistant", content = { { type = "text", text = table.concat(text) } }, stopReason = "stop" } })
+    H.eq(1, #spans, "the message's end parses the reply once")
+    H.ok(spans[1] >= 68, "all of it: " .. spans[1])
+  end)
+  hl.apply = apply
+  assert(ok, err)
+  local rows = chat:transcript()
+  for row, line in ipairs(rows) do
+    if line == "-- code 3" then
+      local marks = vim.api.nvim_buf_get_extmarks(chat.buf, hl.ns, { row - 1, 0 }, { row - 1, -1 }, { details = true })
+      for _, mark in ipairs(marks) do
+        H.ok(not (mark[4].hl_group or ""):find("heading", 1, true), "code is no heading")
+      end
+    end
+  end
+end)
+
 H.test("a reloaded transcript highlights the messages a window shows, each when first shown", function()
   if not pcall(vim.treesitter.language.inspect, "markdown") then
     return -- no markdown parser: nothing is highlighted
