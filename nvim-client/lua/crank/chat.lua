@@ -210,7 +210,7 @@ function Chat:_append(text, prefix)
   local line = vim.api.nvim_buf_get_lines(self.buf, last, last + 1, false)[1]
   vim.api.nvim_buf_set_text(self.buf, last, #line, last, #line, parts)
   self:_follow()
-  if self.block_mark then -- the block streamed into: the rows this write may change
+  if self.block_mark and self.highlighted and not self.rendering then -- the rows this write may change
     local first = vim.api.nvim_buf_get_extmark_by_id(self.buf, ns, self.block_mark, {})[1]
     self:_highlight(self:_changed_from(first, last, last + #parts - 1), last + #parts)
   end
