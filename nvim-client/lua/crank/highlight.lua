@@ -58,10 +58,6 @@ function M.available()
   return (pcall(vim.treesitter.language.inspect, "markdown"))
 end
 
---- How many characters `apply` has parsed, in all: what a spec counts to show that a
---- change parses the block it touches and nothing more.
-M.parsed = 0
-
 local PRIORITY = (vim.hl or vim.highlight).priorities.treesitter
 
 --- The target a capture links to (a terminal that knows OSC 8 makes it clickable): the
@@ -98,7 +94,6 @@ function M.apply(buf, first, last)
   if not ok or parser == nil then
     return
   end
-  M.parsed = M.parsed + #text
   parser:parse(true)
   parser:for_each_tree(function(tree, ltree)
     local lang = ltree:lang()
