@@ -233,6 +233,29 @@ local function fresh_chat(messages)
   return require("crank.chat").get(stand_in(messages or {}))
 end
 
+--- Record each span `crank.highlight.apply` is asked to parse ({first, last}) until
+--- the returned function is called.
+local function spy_apply()
+  local hl = require("crank.highlight")
+  local apply, spans = hl.apply, {}
+  hl.apply = function(buf, first, last)
+    spans[#spans + 1] = { first, last }
+    return apply(buf, first, last)
+  end
+  return spans, function()
+    hl.apply = apply
+  end
+end
+
+--- The most rows one of `spans` (spy_apply's) covered.
+local function widest(spans)
+  local rows = 0
+  for _, span in ipairs(spans) do
+    rows = math.max(rows, span[2] - span[1])
+  end
+  return rows
+end
+
 H.test("streamed deltas become the reply text, tool calls get their own lines", function()
   local chat = fresh_chat()
   ev(chat, { type = "agent_start" })
@@ -267,7 +290,7 @@ H.test("streamed deltas become the reply text, tool calls get their own lines", 
     "Done.",
   }, chat:transcript())
   H.ok(not chat.ws.running, "settled")
-  if pcall(vim.treesitter.language.inspect, "markdown") then
+  if require("crank.highlight").available() then
     local hl = require("crank.highlight")
     local groups = {}
     for _, mark in ipairs(vim.api.nvim_buf_get_extmarks(chat.buf, hl.ns, 0, -1, { details = true })) do
@@ -300,7 +323,7 @@ H.test("replaying crank/messages gives the same transcript as streaming", functi
 end)
 
 H.test("a highlighted block draws what the live highlighter drew: groups, conceal, a link's target", function()
-  if not pcall(vim.treesitter.language.inspect, "markdown") then
+  if not require("crank.highlight").available() then
     return -- no markdown parser: nothing is highlighted
   end
   local hl = require("crank.highlight")
@@ -328,7 +351,7 @@ H.test("a highlighted block draws what the live highlighter drew: groups, concea
 end)
 
 H.test("a streamed block is highlighted from its first row, whatever its first write holds", function()
-  if not pcall(vim.treesitter.language.inspect, "markdown") then
+  if not require("crank.highlight").available() then
     return -- no markdown parser: nothing is highlighted
   end
   local chat = fresh_chat()
@@ -384,16 +407,12 @@ H.test("a transcript read into a shown chat fills the window above the prompt", 
 end)
 
 H.test("each write of a long streamed reply parses the rows it wrote (a code fence whole), the message's end the reply once", function()
-  if not pcall(vim.treesitter.language.inspect, "markdown") then
+  if not require("crank.highlight").available() then
     return -- no markdown parser: nothing parses
   end
   local chat = fresh_chat()
   local hl = require("crank.highlight")
-  local apply, spans = hl.apply, {}
-  hl.apply = function(buf, first, last)
-    spans[#spans + 1] = last - first
-    return apply(buf, first, last)
-  end
+  local spans, restore = spy_apply()
   local text = {}
   local ok, err = pcall(function()
     ev(chat, { type = "message_start", message = { role = "assistant", content = {} } })
@@ -410,14 +429,16 @@ H.test("each write of a long streamed reply parses the rows it wrote (a code fen
       write("-- code " .. i .. "\n")
     end
     write("```\n\nend")
-    local during = math.max(unpack(spans))
+    local during = widest(spans)
     H.ok(during <= 9, "no write parsed more than its rows or its fence (7) and what follows: " .. during)
-    spans = {}
+    for i = #spans, 1, -1 do
+      spans[i] = nil
+    end
     ev(chat, { type = "message_end", message = { role = "assistant", content = { { type = "text", text = table.concat(text) } }, stopReason = "stop" } })
     H.eq(1, #spans, "the message's end parses the reply once")
-    H.ok(spans[1] >= 68, "all of it: " .. spans[1])
+    H.ok(widest(spans) >= 68, "all of it: " .. widest(spans))
   end)
-  hl.apply = apply
+  restore()
   assert(ok, err)
   local rows = chat:transcript()
   for row, line in ipairs(rows) do
@@ -431,17 +452,13 @@ H.test("each write of a long streamed reply parses the rows it wrote (a code fen
 end)
 
 H.test("a reloaded transcript highlights the messages a window shows, each when first shown", function()
-  if not pcall(vim.treesitter.language.inspect, "markdown") then
+  if not require("crank.highlight").available() then
     return -- no markdown parser: nothing is highlighted
   end
   local chat_mod = require("crank.chat")
   local chat = fresh_chat()
   local hl = require("crank.highlight")
-  local apply, spans = hl.apply, {}
-  hl.apply = function(buf, first, last)
-    spans[#spans + 1] = { first, last }
-    return apply(buf, first, last)
-  end
+  local spans, restore = spy_apply()
   local messages = {}
   for i = 1, 60 do
     messages[#messages + 1] = { role = "user", content = "step " .. i }
@@ -482,12 +499,12 @@ H.test("a reloaded transcript highlights the messages a window shows, each when 
     H.eq(all, #vim.api.nvim_buf_get_extmarks(chat.buf, hl.ns, 0, -1, {}))
     vim.cmd("only")
   end)
-  hl.apply = apply
+  restore()
   assert(ok, err)
 end)
 
 H.test("a streamed reply costs a parse of its own block, a key typed in the prompt none, however long the transcript", function()
-  if not pcall(vim.treesitter.language.inspect, "markdown") then
+  if not require("crank.highlight").available() then
     return -- no markdown parser: nothing parses
   end
   -- A user's config that starts treesitter for every markdown buffer: the chat stops it.
@@ -507,14 +524,8 @@ H.test("a streamed reply costs a parse of its own block, a key typed in the prom
   H.ok(vim.treesitter.highlighter.active[chat.buf] == nil, "the live highlighter a FileType autocommand started is stopped")
   local transcript_rows = chat:sep_row()
   H.ok(transcript_rows > 1500, "a long transcript: " .. transcript_rows .. " rows")
-  local hl = require("crank.highlight")
   local chat_mod = require("crank.chat")
-  local apply, widest, parses = hl.apply, 0, 0
-  hl.apply = function(buf, first, last)
-    parses = parses + 1
-    widest = math.max(widest, last - first)
-    return apply(buf, first, last)
-  end
+  local spans, restore = spy_apply()
   -- The window folds by expression: a write must not have it evaluated back to line 1.
   H.eq("expr", vim.wo[win].foldmethod)
   local foldexpr, folds = chat_mod.foldexpr, 0
@@ -532,17 +543,17 @@ H.test("a streamed reply costs a parse of its own block, a key typed in the prom
     ev(chat, { type = "tool_execution_start", toolCallId = "p1", toolName = "read", arguments = { path = "f" } })
     ev(chat, { type = "tool_execution_end", toolCallId = "p1", result = { content = "a\nb\n", isError = false } })
     local sep = chat:sep_row()
-    local before = parses
+    local before = #spans
     for i = 1, 20 do -- keys typed in the prompt
       vim.api.nvim_buf_set_lines(chat.buf, sep + 1, sep + 2, false, { string.rep("x", i) })
     end
-    H.eq(before, parses, "typing parses nothing")
+    H.eq(before, #spans, "typing parses nothing")
   end)
-  hl.apply = apply
+  restore()
   chat_mod.foldexpr = foldexpr
   assert(ok, err)
-  H.ok(parses >= 40, "each write highlighted its block: " .. parses)
-  H.ok(widest <= 8, "no parse wider than the block written: " .. widest .. " rows of " .. transcript_rows)
+  H.ok(#spans >= 40, "each write highlighted its block: " .. #spans)
+  H.ok(widest(spans) <= 8, "no parse wider than the block written: " .. widest(spans) .. " rows of " .. transcript_rows)
   H.ok(vim.treesitter.highlighter.active[chat.buf] == nil, "still no live highlighter")
   local text = table.concat(chat:transcript(), "\n")
   H.ok(text:find("word **40**", 1, true) ~= nil, "the reply is in")
