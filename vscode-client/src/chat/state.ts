@@ -192,8 +192,9 @@ function replaceItem(items: ChatItem[], id: string, kind: ChatItem["kind"], f: (
   return copy;
 }
 
-function findLast<T>(xs: T[], p: (x: T) => boolean): number {
-  for (let i = xs.length - 1; i >= 0; i--) if (p(xs[i])) return i;
+/** The index of the last of `xs` before `end` (default: all of them) that `p` holds for, or -1. */
+function findLast<T>(xs: T[], p: (x: T) => boolean, end = xs.length): number {
+  for (let i = end - 1; i >= 0; i--) if (p(xs[i])) return i;
   return -1;
 }
 
@@ -350,7 +351,7 @@ function onEvent(s: ChatState, p: EventParams): ChatState {
         // bubble kept for it. Notices, cards and run lists do not count: the host posts a
         // notice after every transcript in an untrusted window, so the saved reply need not
         // be the last item.
-        const before = i > 0 ? copy[findLast(copy.slice(0, i), isMessageItem)] : undefined;
+        const before = i > 0 ? copy[findLast(copy, isMessageItem, i)] : undefined;
         const last = copy[findLast(copy, isMessageItem)];
         if (i >= 0 && before?.kind === "assistant" && JSON.stringify(before.blocks) === JSON.stringify(m.content)) copy.splice(i, 1);
         else if (i >= 0) copy[i] = assistantFinal(copy[i].id, m);
