@@ -136,7 +136,8 @@ function Chat:sep_row()
   return pos[1]
 end
 
---- The transcript as lines (everything above the separator).
+--- The transcript as lines (everything above the separator), streamed text held back
+--- for the next write written first, so it is the transcript as of now.
 function Chat:transcript()
   self:_write_held()
   return vim.api.nvim_buf_get_lines(self.buf, 0, self:sep_row(), false)
