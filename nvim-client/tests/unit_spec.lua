@@ -451,6 +451,35 @@ H.test("each write of a long streamed reply parses the rows it wrote (a code fen
   end
 end)
 
+H.test("a code fence streamed a character at a time keeps its colour after every write", function()
+  if not require("crank.highlight").available() then
+    return -- no markdown parser: nothing is highlighted
+  end
+  local hl = require("crank.highlight")
+  local chat = fresh_chat()
+  -- A real llama-server reply: a fence's colour was lost at the write after it, whose
+  -- clearing dropped the mark that ended on its row.
+  local text = "Here's the output:\n\n```\n1\n2\n```\n\nThis is it:\n\n```\n# python\n```\n\nOutput:"
+  ev(chat, { type = "message_start", message = { role = "assistant", content = {} } })
+  local lost = {}
+  for at = 1, #text do
+    ev(chat, { type = "message_update", delta = { kind = "text", contentIndex = 0, text = text:sub(at, at) } })
+    chat:_write_held()
+    for row, line in ipairs(chat:transcript()) do
+      if line == "2" or line == "# python" then -- inside a fence once its closing row is written
+        local covered = false
+        for _, mark in ipairs(vim.api.nvim_buf_get_extmarks(chat.buf, hl.ns, 0, { row - 1, -1 }, { details = true, overlap = true })) do
+          covered = covered or (mark[4].hl_group == "@markup.raw.block.markdown" and (mark[4].end_row or mark[2]) >= row - 1)
+        end
+        if not covered then
+          lost[#lost + 1] = ("after character %d, row %d (%s)"):format(at, row, line)
+        end
+      end
+    end
+  end
+  H.eq({}, vim.list_slice(lost, 1, 3), #lost .. " rows of a fence without its colour")
+end)
+
 H.test("a reloaded transcript highlights the messages a window shows, each when first shown", function()
   if not require("crank.highlight").available() then
     return -- no markdown parser: nothing is highlighted

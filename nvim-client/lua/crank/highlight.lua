@@ -76,16 +76,21 @@ local function url_of(url, match, metadata, text)
 end
 
 --- Highlight rows `first` to `last` (0-based, `last` excluded) of `buf` as one markdown
---- document, replacing the highlights set on them before. They must begin where a
+--- document, replacing the highlights that begin on them. They must begin where a
 --- markdown block may begin (the chat gives a block it wrote whole, or the whole
 --- transcript). Does nothing where markdown has no parser.
 ---@param buf integer
 ---@param first integer
 ---@param last integer
 function M.apply(buf, first, last)
-  vim.api.nvim_buf_clear_namespace(buf, M.ns, first, last)
   if last <= first then
     return
+  end
+  -- The marks that begin on these rows, not `nvim_buf_clear_namespace`: that also drops
+  -- a mark that only ends here (a code fence highlighted before, whose range ends on
+  -- the row after it), and the fence would lose its colour until its block is redone.
+  for _, mark in ipairs(vim.api.nvim_buf_get_extmarks(buf, M.ns, { first, 0 }, { last - 1, -1 }, {})) do
+    vim.api.nvim_buf_del_extmark(buf, M.ns, mark[1])
   end
   -- Each line ends in a newline, the last too: tree-sitter-markdown reads a heading (or
   -- a closing fence) on a last line without one as an error, and what follows from it.
