@@ -17,11 +17,14 @@ from crank.agent.messages import (
 )
 from crank.agent.view import (
     INTERRUPTED,
+    AsIs,
     GrowingView,
     Repairs,
     build_view,
     is_valid_view,
     repair_view,
+    sent_as_is,
+    shape_of,
 )
 
 
@@ -268,3 +271,29 @@ def test_the_loop_mints_its_own_ids() -> None:
     missing = own_call_id("", taken)
     assert missing.startswith("call_") and missing not in ("call_0", again)
     assert len(taken) == 3
+
+
+@settings(max_examples=500)
+@given(records(), st.integers(0, 12))
+def test_sent_as_is_says_when_the_repair_gives_the_record_back_and_grows_the_same(
+    record: list[Message], cut: int
+) -> None:
+    """``sent_as_is`` (judged from shapes, at C speed) is true exactly when the repair
+    gives the record back unchanged with nothing counted; ``AsIs``, fed the shapes one
+    by one, says the same at every length, also when it starts from a prefix it was
+    told was sent as is (the calls before given only when asked for)."""
+    view, repairs = repair_view(record)
+    shapes = [shape_of(m) for m in record]
+    assert sent_as_is(shapes) == (view == record and repairs == Repairs())
+    grown = AsIs()
+    for length, shape in enumerate(shapes, start=1):
+        assert grown.add(shape) == sent_as_is(shapes[:length])
+    head = shapes[: min(cut, len(shapes))]
+    if sent_as_is(head):
+        asked: list[int] = []
+        resumed = AsIs(seen=lambda: asked.append(1) or [c for s in head for c in s.calls])
+        for length in range(len(head) + 1, len(shapes) + 1):
+            assert resumed.add(shapes[length - 1]) == sent_as_is(shapes[:length])
+        assert len(asked) <= 1
+    broken = AsIs.broken()
+    assert not any(broken.add(shape) for shape in shapes)
