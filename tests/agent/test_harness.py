@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 
 from crank.agent.harness import Harness, HarnessBusy, ListenerFailed
 from crank.agent.images import image_block
-from crank.agent.lineage import FrozenError
+from crank.agent.lineage import FrozenError, LazyRecord, Lineage
 from crank.agent.messages import assistant_message, user_message
 from crank.agent.model import AbortSignal, ModelRequest, StreamEvent
 from crank.agent.scripted import Reply, ScriptedModel, call, reply_from_dict, say
@@ -404,3 +405,63 @@ async def test_a_run_cut_off_by_close_is_recorded_as_a_shutdown_not_a_stop() -> 
     last = harness.messages[-1]
     assert last["role"] == "assistant" and last["stopReason"] == "aborted"
     assert last.get("errorMessage") == SHUTDOWN_REASON
+
+
+class _ListRecord(LazyRecord):
+    """A ``LazyRecord`` over a list (the session's is ``StoredRecord``, tested with real
+    files in tests/session/test_offsets.py): counts the whole reads, on which thread
+    they ran, and fails them when told to."""
+
+    def __init__(self, messages: list[Any], fail: bool = False) -> None:
+        self._messages = messages
+        self.lineage = Lineage()
+        self.reads: list[int] = []
+        self.fail = fail
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def __getitem__(self, index: Any) -> Any:
+        return self._messages[index]
+
+    def read_all(self) -> list[Any]:
+        self.reads.append(threading.get_ident())
+        if self.fail:
+            raise OSError("the session file went away")
+        return list(self._messages)
+
+    def sent_as_is(self) -> bool:
+        return True
+
+
+async def test_a_lazy_record_is_read_whole_by_the_next_run_off_the_loop() -> None:
+    history = [user_message("old"), assistant_message([{"type": "text", "text": "ok"}])]
+    record = _ListRecord(history)
+    harness = Harness(system="s", tools=[], model=ScriptedModel([say("new")]))
+    harness.replace_messages(record)
+    assert harness.messages is record and harness.live_record is record and harness.unread
+    assert record.reads == []  # handing it out reads nothing
+    await harness.prompt("go").wait()
+    assert len(record.reads) == 1 and record.reads[0] != threading.get_ident()
+    assert not harness.unread
+    assert [m["role"] for m in harness.messages] == ["user", "assistant", "user", "assistant"]
+    assert harness.messages[:2] == history
+    assert harness.live_record.lineage is record.lineage  # type: ignore[attr-defined]
+
+
+async def test_a_lazy_record_that_cannot_be_read_ends_the_run_saying_why() -> None:
+    record = _ListRecord([user_message("old")], fail=True)
+    harness = Harness(system="s", tools=[], model=ScriptedModel([say("never")]))
+    harness.replace_messages(record)
+    events: list[Any] = []
+    harness.subscribe(events.append)
+    run = harness.prompt("go")
+    await run.wait()
+    assert run.stop_reason == "error"
+    ends = [e for e in events if e["type"] == "message_end"]
+    assert "the session file went away" in ends[-1]["message"]["errorMessage"]
+    assert harness.messages is record  # the transcript is still the file's
+    record.fail = False
+    harness.model = ScriptedModel([say("now")])
+    await harness.prompt("again").wait()
+    assert [m["role"] for m in harness.messages] == ["user", "user", "assistant"]

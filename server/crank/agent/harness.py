@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Literal, TypeVar, get_args
 
 from .events import Event, QueueState
-from .lineage import Lineage, LineageList
+from .lineage import LazyRecord, Lineage, LineageList
 from .loop import BuildRequest, LoopConfig, PlainRequests, RunPrompt, agent_loop
 from .messages import ImageBlock, Message, UserMessage, assistant_message, user_message
 from .model import AbortSignal, Model
@@ -213,6 +213,9 @@ class Harness:
         self._in_hook = False
         self._record = LineageList(messages, Lineage())
         """Only appended to; replacing it in place mints a new lineage (see lineage.py)."""
+        self._unread: LazyRecord | None = None
+        """A resumed record still in its file (``replace_messages``): the transcript
+        until the next run reads it (``read_record``) into ``_record``."""
         self._snapshot = LineageList((), self._record.lineage, 0)
         self._listeners: list[Listener] = []
         self._roles: dict[Listener, str] = {}
@@ -227,10 +230,13 @@ class Harness:
     # -- reading ---------------------------------------------------------------------
 
     @property
-    def messages(self) -> LineageList:
+    def messages(self) -> LineageList | LazyRecord:
         """A snapshot of the transcript; the Harness is its only writer. Never changed
         once handed out (treat it as read-only); asked again before the record changed,
-        the same snapshot is handed out again, not another copy."""
+        the same snapshot is handed out again, not another copy. A resumed record not
+        read yet is handed out as it is: reading a page of it decodes that page."""
+        if self._unread is not None:
+            return self._unread
         snapshot, record = self._snapshot, self._record
         if len(snapshot) != len(record) or snapshot.lineage is not record.lineage:
             snapshot = self._snapshot = record.frozen()
@@ -240,7 +246,26 @@ class Harness:
     def live_record(self) -> Sequence[Message]:
         """The record itself, for one look now without a copy (the Housekeeper sizes it
         several times a turn). It grows while a run goes on: keep ``messages``, never this."""
-        return self._record
+        return self._record if self._unread is None else self._unread
+
+    @property
+    def unread(self) -> bool:
+        """The transcript is a resumed record not read yet (``read_record``)."""
+        return self._unread is not None
+
+    async def read_record(self) -> None:
+        """Read a resumed record not read yet into the record itself, in a worker
+        thread, under its lineage (the same messages, so what measured it still holds).
+        A run does it before its first step; so does anything else that needs the
+        whole transcript at once (a compaction). Raises what reading the file raises,
+        the transcript left as it was."""
+        unread = self._unread
+        if unread is None:
+            return
+        messages = await asyncio.to_thread(unread.read_all)
+        if self._unread is unread:  # not replaced meanwhile
+            self._record = LineageList(messages, unread.lineage)
+            self._unread = None
 
     @property
     def is_running(self) -> bool:
@@ -308,11 +333,16 @@ class Harness:
         """Swap the whole transcript (resume, branch, compaction). Refused during a run.
         A growing ``LineageList`` becomes the record itself, lineage and all: its maker
         hands it over and keeps no hold on it (a resumed record measured in a worker
-        thread under that lineage, whose memos then still hold at the next request);
-        anything else is copied into a record of a new lineage."""
+        thread under that lineage, whose memos then still hold at the next request); a
+        ``LazyRecord`` is kept as it is until something reads it whole
+        (``read_record``); anything else is copied into a record of a new lineage."""
         if self._run is not None:
             raise HarnessBusy("cannot replace the transcript while a run is active")
-        if isinstance(messages, LineageList) and not messages.is_frozen:
+        self._unread = None
+        if isinstance(messages, LazyRecord):
+            self._unread = messages
+            self._record = LineageList((), Lineage())
+        elif isinstance(messages, LineageList) and not messages.is_frozen:
             self._record = messages
         else:
             self._record = LineageList(messages, Lineage())
@@ -492,21 +522,13 @@ class Harness:
     async def _drive(self, run: Run, new_messages: list[Message], config: LoopConfig) -> None:
         open_pairs: list[tuple[str, str]] = []
         crash: Exception | None = None
-        loop = agent_loop(self._record, new_messages, config, self._signal)
         try:
-            async for event in loop:
-                self._track(open_pairs, event)
-                if not await self._emit(run, event):
-                    break
-                if event["type"] == "agent_end":
-                    run.stop_reason = event["stopReason"]
-                if not await self._flush_pending_events(run):
-                    break
-        except Exception as exc:  # a hook raised: the run must still end, recorded and settled
-            log.exception("the run stopped on an error")
+            await self.read_record()
+        except Exception as exc:  # the run ends at once, recorded, and says why
+            log.exception("the resumed transcript could not be read")
             crash = exc
-        finally:
-            await loop.aclose()
+        if crash is None:
+            crash = await self._step_through(run, open_pairs, new_messages, config)
         if run.error is not None:
             failed = run.failed_listener
             role = "a listener" if failed is None else self._roles.get(failed, "a listener")
@@ -521,6 +543,31 @@ class Harness:
         run._deliver(settled)
         run._deliver(None)
         run.settled.set()
+
+    async def _step_through(
+        self,
+        run: Run,
+        open_pairs: list[tuple[str, str]],
+        new_messages: list[Message],
+        config: LoopConfig,
+    ) -> Exception | None:
+        """The loop's events, told and delivered; what a hook raised, if it did."""
+        loop = agent_loop(self._record, new_messages, config, self._signal)
+        try:
+            async for event in loop:
+                self._track(open_pairs, event)
+                if not await self._emit(run, event):
+                    break
+                if event["type"] == "agent_end":
+                    run.stop_reason = event["stopReason"]
+                if not await self._flush_pending_events(run):
+                    break
+        except Exception as exc:  # a hook raised: the run must still end, recorded and settled
+            log.exception("the run stopped on an error")
+            return exc
+        finally:
+            await loop.aclose()
+        return None
 
     async def _emit(self, run: Run, event: Event) -> bool:
         """Tell the listeners, then the consumer. False once a listener has failed."""
@@ -579,7 +626,8 @@ class Harness:
                 closing.append({"type": "turn_end", "message": notice})
             else:
                 closing.append({"type": "agent_end", "stopReason": "error"})
-        self._record.append(notice)
+        if self._unread is None:  # a record never read keeps its file's messages only
+            self._record.append(notice)
         run.stop_reason = "error"
         for event in closing:
             await self._tell(event, skip=run.failed_listener)

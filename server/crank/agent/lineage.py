@@ -28,6 +28,7 @@ gets a new lineage whenever it is changed otherwise.
 from __future__ import annotations
 
 import itertools
+from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, Self, SupportsIndex, TypeGuard, overload
 
@@ -240,9 +241,52 @@ class SharedView(Sequence[Message]):
         return f"SharedView({list(self)!r})"
 
 
-def has_lineage(messages: Sequence[Message]) -> TypeGuard[LineageList | SharedView]:
-    """``messages`` carries a lineage (a ``LineageList`` or a ``SharedView``)."""
-    return isinstance(messages, LineageList | SharedView)
+class LazyRecord(Sequence[Message], ABC):
+    """A resumed record whose messages are still in their file: each is decoded when it
+    is first read, so opening a session of 50,000 messages decodes the page a client
+    shows, not the transcript. Read-only, and of one lineage, like a frozen
+    ``LineageList`` (its first ``stable`` places, all of them, are that history).
+
+    What reads the whole record (a run, a compaction) asks for ``read_all`` once, off
+    the event loop, and keeps the list it gets, under the same lineage: the messages
+    are the same objects the record hands out one at a time. ``sent_as_is`` answers,
+    without decoding a message, whether the view would repair nothing (see
+    ``view.sent_as_is``): the facts it needs were kept when each message was written."""
+
+    lineage: Lineage
+
+    @abstractmethod
+    def read_all(self) -> list[Message]:
+        """Every message, decoded now where not yet (blocking: call it from a worker
+        thread); safe to call from two threads at once."""
+
+    @abstractmethod
+    def sent_as_is(self) -> bool:
+        """Whether the record is already a valid view with nothing to leave out."""
+
+    @property
+    def stable(self) -> int:
+        return len(self)
+
+    @property
+    def is_frozen(self) -> bool:
+        return True
+
+    def frozen(self) -> LazyRecord:
+        return self
+
+    def __reduce_ex__(
+        self, protocol: SupportsIndex
+    ) -> tuple[type[list[Message]], tuple[list[Message]]]:
+        return list, (self.read_all(),)
+
+
+def has_lineage(
+    messages: Sequence[Message],
+) -> TypeGuard[LineageList | SharedView | LazyRecord]:
+    """``messages`` carries a lineage (a ``LineageList``, a ``SharedView`` or a
+    ``LazyRecord``)."""
+    return isinstance(messages, LineageList | SharedView | LazyRecord)
 
 
 def kept(messages: Sequence[Message]) -> Sequence[Message]:
@@ -299,6 +343,7 @@ def shared_prefix(messages: Sequence[Message], before: Sequence[Message]) -> int
 
 __all__ = [
     "FrozenError",
+    "LazyRecord",
     "Lineage",
     "LineageList",
     "SharedView",
