@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from crank.session import SessionClosed, SessionLocked, SessionLog, read_tree, resume
+from crank.session.deferred import message_of
 from crank.session.entries import new_entry_id
 
 from .conftest import ask, say
@@ -53,7 +54,8 @@ async def test_concurrent_appends_keep_call_order(log: SessionLog) -> None:
     ids = await asyncio.gather(*(log.append_message(m) for m in messages))
     entries = read_tree(log.path).entries
     assert [e["id"] for e in entries] == ids
-    assert [e["message"]["content"] for e in entries] == [f"m{i}" for i in range(12)]
+    contents = [message_of(log.path, e)["content"] for e in entries]
+    assert contents == [f"m{i}" for i in range(12)]
     assert all(e["parentId"] == p for e, p in zip(entries[1:], ids, strict=False))
 
 

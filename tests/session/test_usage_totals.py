@@ -76,7 +76,7 @@ ODD_REPLIES = [  # another writer's replies: no usage at all, a count in words, 
 ]
 
 
-@pytest.mark.parametrize("compacted", [False, True], ids=["read at once", "deferred"])
+@pytest.mark.parametrize("compacted", [False, True], ids=["never compacted", "compacted"])
 def test_a_file_with_odd_usage_opens_and_is_measured(tmp_path: Path, compacted: bool) -> None:
     """Usage is only a figure: a reply another writer spelled without one, or with a count
     that is not a number, must not stop the session from opening or its next request from
@@ -122,7 +122,7 @@ def test_a_file_with_odd_usage_opens_and_is_measured(tmp_path: Path, compacted: 
     log, transcript, totals = open_and_replay(path)
     try:
         held = [e["message"] for e in log.entries() if e["type"] == "message"]
-        assert any(map(is_deferred, held)) is compacted
+        assert any(map(is_deferred, held))  # the open made the index and read its rows
         assert totals.counts == {"input": 12, "output": 3, "cacheRead": 0, "cacheWrite": 0}
         assert totals.cost == 0.5
         if not compacted:  # the whole transcript, odd replies included, is measured

@@ -26,6 +26,7 @@ an encoder.
 from __future__ import annotations
 
 import operator
+import os
 import re
 import threading
 from array import array
@@ -221,6 +222,44 @@ class Deferred(_Record, **_RECORD_OPTIONS):  # type: ignore[misc]
     __hash__ = None  # type: ignore[assignment]  # equal by content, and never a key
 
 
+_STORED_OPTIONS = {"array_like": True, "omit_defaults": True, **_RECORD_OPTIONS} if msgspec else {}
+
+
+class Stored(_Record, **_STORED_OPTIONS):  # type: ignore[misc]
+    """A message entry's message still in its file, as the offset index read it
+    (``offsets.py``): where its line is (``offset``, ``length``: the file's bytes,
+    newline not counted, and ``crc``), its role and what a repair of the view looks at
+    (``crank.agent.view.Shaped``: ``calls``, ``answers``, ``empty``). Nothing of the
+    file is held: the line is read when the message is first asked for. Equal when
+    the same line of the same file is meant."""
+
+    offset: int
+    length: int
+    crc: int
+    """The CRC-32 of the file's bytes up to this line's end, its newline included: the
+    index is valid for a file whose bytes give the same (``offsets.py``)."""
+    role: str
+    calls: tuple[str, ...] = ()
+    answers: str | None = None
+    empty: bool = False
+    clean: bool = False
+    """The file's messages through this one, in file order, are sent as is, no call
+    waiting for its result (``crank.agent.view.AsIs``), as its writer found them."""
+    spent: tuple[int, int, int, int, float] | None = None
+    """For a reply that reported usage: what the file had used through it (``offsets.py``
+    sums the session from the newest such row, and keeps no usage per message)."""
+
+    def __repr__(self) -> str:
+        return f"Stored({self.role}, bytes {self.offset}+{self.length})"
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Stored):
+            return NotImplemented
+        return bool((self.offset, self.length, self.crc) == (other.offset, other.length, other.crc))
+
+    __hash__ = None  # type: ignore[assignment]  # equal by place, and never a key
+
+
 _decoding = threading.Lock()
 """One decode per deferred message, whichever thread asks first: the entry then holds
 one message object, the one every reader is given."""
@@ -288,34 +327,60 @@ def deferred_entries(zone: bytes) -> Zone | None:
     return Zone(entries, linear, others)
 
 
+_LATER = (Deferred, Stored)
+
+
 def is_deferred(message: object) -> bool:
-    """Whether an entry's ``message`` is still its bytes."""
-    return type(message) is Deferred
+    """Whether an entry's ``message`` is still its bytes (held, or in the file)."""
+    return type(message) in _LATER
 
 
 def message_of(path: Path, entry: Entry) -> Message:
     """The message of a message entry of the file at ``path``, decoded now if it was
     deferred (and kept decoded in the entry)."""
     message = entry["message"]
-    if type(message) is not Deferred:
+    if type(message) not in _LATER:
         return cast(Message, message)
+    if type(message) is Stored:
+        with open(path, "rb") as file:
+            return _decode_stored(path, entry, file.fileno())
     with _decoding:
         message = entry["message"]
         if type(message) is Deferred:
             try:
-                decoded = _message_in(message.line())
+                line = message.line()
             except Misaligned as fault:
                 raise SessionUnreadable(path, fault.where, fault.problem) from None
-            except (ValueError, UnicodeDecodeError) as error:  # its syntax was checked
-                where = f"entry {entry['id']}"
-                raise SessionUnreadable(path, where, f"not JSON ({error})") from None
-            if not isinstance(decoded, dict) or decoded.get("role") not in MESSAGE_ROLES:
-                where, problem = f"entry {entry['id']}", "its message has no known role"
-                raise SessionUnreadable(path, where, problem)
-            entry["message"] = decoded
             message.lines.decoded()
-            message = decoded
+            return _decoded_into(path, entry, line)
     return cast(Message, message)
+
+
+def _decode_stored(path: Path, entry: Entry, fd: int) -> Message:
+    """``message_of`` an entry whose message is ``Stored``, its file open as ``fd``."""
+    with _decoding:
+        stored = entry["message"]
+        if type(stored) is not Stored:  # another thread decoded it meanwhile
+            return cast(Message, stored)
+        line = os.pread(fd, stored.length, stored.offset)
+        if len(line) != stored.length:
+            where = f"entry {entry['id']}"
+            raise SessionUnreadable(path, where, "the file is shorter than when it was opened")
+        return _decoded_into(path, entry, line)
+
+
+def _decoded_into(path: Path, entry: Entry, line: bytes) -> Message:
+    """The message of ``line`` (an entry's whole line), checked and put in ``entry``."""
+    try:
+        decoded = _message_in(line)
+    except (ValueError, UnicodeDecodeError) as error:  # its syntax was checked
+        where = f"entry {entry['id']}"
+        raise SessionUnreadable(path, where, f"not JSON ({error})") from None
+    if not isinstance(decoded, dict) or decoded.get("role") not in MESSAGE_ROLES:
+        where, problem = f"entry {entry['id']}", "its message has no known role"
+        raise SessionUnreadable(path, where, problem)
+    entry["message"] = decoded
+    return cast(Message, decoded)
 
 
 def _message_in(line: bytes) -> Any:
@@ -333,7 +398,16 @@ def messages_of(path: Path, entries: Sequence[Entry]) -> list[Message]:
     """The messages of ``entries`` (message entries all), deferred ones decoded. Looked
     through at C speed first: a resumed transcript can be 50,000 messages, none deferred."""
     messages = list(map(_MESSAGE, entries))
-    if Deferred in set(map(type, messages)):
+    kinds = set(map(type, messages))
+    if Stored in kinds:  # the file opened once for all of them
+        with open(path, "rb") as file:
+            fd = file.fileno()
+            messages = [
+                _decode_stored(path, entry, fd) if type(message) is Stored else message
+                for entry, message in zip(entries, messages, strict=True)
+            ]
+        kinds.discard(Stored)
+    if Deferred in kinds:
         messages = [message_of(path, entry) for entry in entries]
     return messages
 
@@ -341,6 +415,7 @@ def messages_of(path: Path, entries: Sequence[Entry]) -> list[Message]:
 __all__ = [
     "Deferred",
     "Misaligned",
+    "Stored",
     "Zone",
     "deferred_entries",
     "is_deferred",

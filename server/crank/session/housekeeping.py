@@ -290,6 +290,7 @@ class Housekeeper:
         if harness.is_running:
             raise SessionBusy("compaction")
         self._attach(harness)
+        await harness.read_record()  # a resumed record not read yet: in a worker thread
         await self._measured(harness)
         tokens = self.context_tokens(harness)
         return await self._compact(harness, reason, instructions, tokens, in_hook=False)

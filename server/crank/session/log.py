@@ -55,7 +55,8 @@ from .entries import (
 )
 from .errors import SessionBusy, SessionClosed, SessionLocked, UnknownEntry
 from .filelock import try_lock
-from .replay import newest_compaction, transcript, transcript_at_tip
+from .offsets import OffsetIndex
+from .replay import newest_compaction, resumed_at_tip, transcript, transcript_at_tip
 from .tree import SessionTree
 from .usage_totals import UsageTotals
 
@@ -99,9 +100,11 @@ def _lock(fd: int, path: Path) -> None:
 class SessionLog:
     """An open, locked, writable session. Build it with ``create`` or ``open``."""
 
-    def __init__(self, tree: SessionTree, fd: int) -> None:
+    def __init__(self, tree: SessionTree, fd: int, index: OffsetIndex | None = None) -> None:
         self._tree = tree
         self._fd: int | None = fd
+        self._index = index
+        """The file's offset index, a row appended with each entry (``offsets.py``)."""
         self._write_lock = threading.Lock()
         self._order: asyncio.Lock | None = None
         self._broken: str | None = None
@@ -119,12 +122,13 @@ class SessionLog:
         header = make_header(session_id, cwd)
         fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_EXCL, 0o600)
         _lock(fd, path)
+        line = encode(header)
         try:
-            _write_all(fd, encode(header))
+            _write_all(fd, line)
         except BaseException:
             os.close(fd)
             raise
-        log = cls(SessionTree(path, header), fd)
+        log = cls(SessionTree(path, header), fd, OffsetIndex.new(path, line))
         log._unsynced_name = directory
         return log
 
@@ -135,11 +139,14 @@ class SessionLog:
         fd = os.open(path, os.O_WRONLY | os.O_APPEND)
         _lock(fd, path)
         try:
-            tree = read_tree(path)
+            tree = SessionTree.read(path, index=True)  # only the writer keeps the index
         except BaseException:
             os.close(fd)
             raise
-        return cls(tree, fd)
+        # A history the open left unread has no rows to give, and opens fast as it is.
+        covered = tree.covered
+        index = OffsetIndex.attach(path, tree.entries, covered) if covered is not None else None
+        return cls(tree, fd, index)
 
     @property
     def path(self) -> Path:
@@ -171,17 +178,29 @@ class SessionLog:
         return self._tree.of_kinds(kinds)
 
     def usage_totals(self) -> UsageTotals:
-        """What the file's entries have used (``UsageTotals.of`` them all). While the
+        """What the file's entries have used (``UsageTotals.of`` them all; what those the
+        offset index gave used, it recorded: ``offsets.py``). While the
         history before the newest compaction is unread (``SessionTree.read``), the
         ``usageBefore`` that compaction recorded stands for it, and only what follows is
         summed; a record that is not one reads the history and sums it all."""
         held = self._tree.held
+        covered = self._tree.covered
+        if covered is not None:  # what the entries the offset index gave used is in it
+            summed = UsageTotals()
+            summed.add_totals(covered.spent)
+            summed.add_entries(held[covered.entries :])
+            return summed
         if self._tree.unread and (position := newest_compaction(held)) is not None:
             totals = UsageTotals.recorded(held[position].get("usageBefore"))
             if totals is not None:
                 totals.add_entries(held[position:])
                 return totals
         return UsageTotals.of(self._tree.entries)
+
+    def resumed(self) -> Sequence[Message]:
+        """The transcript at the tip as an open hands it to the Harness
+        (``replay.resumed_at_tip``): messages still in the file stay there until read."""
+        return resumed_at_tip(self._tree)
 
     def replay(self, entry_id: str | None = None) -> list[Message]:
         """The transcript at the tip, or at ``entry_id`` (an abandoned attempt's last entry)."""
@@ -244,6 +263,8 @@ class SessionLog:
             entries = [jsonio.loads(line) for line in lines]
             for entry in entries:
                 self._tree.add(entry)
+            if self._index is not None:
+                self._index.add(lines, entries)
             return [str(entry["id"]) for entry in entries]
 
     async def append(
@@ -421,6 +442,9 @@ class SessionLog:
             if self._fd is not None:
                 os.close(self._fd)
                 self._fd = None
+            if self._index is not None:
+                self._index.close()
+                self._index = None
 
     def __enter__(self) -> SessionLog:
         return self

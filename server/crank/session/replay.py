@@ -11,13 +11,15 @@ holes included: repairing dangling tool calls is the view's job (crank.agent).
 from __future__ import annotations
 
 import operator
+from collections.abc import Sequence
 from pathlib import Path
 
 from crank.agent.messages import Message, UserMessage
 
-from .deferred import message_of, messages_of
+from .deferred import is_deferred, message_of, messages_of
 from .entries import Entry
 from .errors import SessionUnreadable
+from .stored_record import StoredRecord
 from .tree import SessionTree
 
 _KIND = operator.itemgetter("type")
@@ -52,6 +54,28 @@ def transcript_at_tip(tree: SessionTree) -> list[Message]:
         return transcript(tree.path, recent)
     branch = tree.path_to(tip)
     return transcript(tree.path, branch, only_messages=tree.count("message") == len(tree))
+
+
+def resumed_at_tip(tree: SessionTree) -> Sequence[Message]:
+    """``transcript_at_tip`` as an open hands it to the Harness: when the messages are
+    still in the file (an open from the offset index) and the path to the tip has no
+    compaction or branch summary (its messages are the transcript as they are), a
+    ``StoredRecord`` that decodes each when it is read; the transcript otherwise."""
+    tip = tree.tip
+    first = next((entry for entry in tree.held if entry["type"] == "message"), None)
+    if (
+        tip is None
+        or tree.unread
+        or first is None
+        or not is_deferred(first["message"])
+        or tree.has("compaction")
+        or tree.has("branchSummary")
+    ):
+        return transcript_at_tip(tree)
+    branch = tree.path_to(tip)
+    if tree.count("message") != len(tree):
+        branch = [entry for entry in branch if entry["type"] == "message"]
+    return StoredRecord(tree.path, branch, whole=tree.forked() is False)
 
 
 def summarised_path(tree: SessionTree) -> list[Entry] | None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import anyio.to_thread
 
 from crank.agent.images import ImageResolver, Resolved
-from crank.agent.lineage import Lineage, SharedView, has_lineage
+from crank.agent.lineage import LazyRecord, Lineage, SharedView, has_lineage
 from crank.agent.loop import RunPrompt
 from crank.agent.messages import Message, now_ms
 from crank.agent.model import ModelRequest, ToolSpec
@@ -101,6 +101,9 @@ class RequestView:
         memos it fills, and the meter shows ``_counted``."""
         self._counted = 0
         """The meter's last figure for the resumed record read off its newest count."""
+        self._as_is = False
+        """That record was a ``LazyRecord`` that is its own view: nothing of it is
+        repaired (which would decode it) until it is measured."""
 
     # -- state ----------------------------------------------------------------------------
 
@@ -323,10 +326,18 @@ class RequestView:
         thread): for 50,000 messages that was most of the open. Otherwise (no reply
         reported usage, a compaction written after it, the ``trim`` policy, whose
         boundary decides whether ``recall`` is offered) it is measured now."""
-        if self.policy.trim or not has_lineage(record):
+        lazy = isinstance(record, LazyRecord)
+        if (
+            self.policy.trim
+            or not has_lineage(record)
+            or (isinstance(record, LazyRecord) and not record.sent_as_is())
+        ):
             self.measure(record, prompt)
             return
-        self._sent_repairs(self._view.shared(record)[1])
+        # A LazyRecord is its own view (nothing to repair), and only what the count
+        # reads of it is decoded: its newest reply and what follows.
+        self._as_is = lazy
+        self._sent_repairs(Repairs() if lazy else self._view.shared(record)[1])
         counted = self._count_of(record, prompt)
         if counted is None:
             self.measure(record, prompt)
@@ -339,8 +350,10 @@ class RequestView:
     def _count_of(self, record: Sequence[Message], prompt: RunPrompt) -> int | None:
         """The newest still-valid reported count of ``record``'s view plus an estimate
         of what follows it (``context_tokens``, which looks at that tail only); None
-        when no count describes the view."""
-        view, _ = self._view.shared(record)  # repaired at the resume: only what was added
+        when no count describes the view. A ``LazyRecord`` is resumed only when it is
+        its own view (``resume``: ``_as_is``), and so is the list a run reads it into;
+        any other was repaired at the resume, so only what was added since is."""
+        view = record if self._as_is else self._view.shared(record)[0]
         if anchor_index(view) is None:
             return None
         return context_tokens(view, self._fixed_of(prompt), self.calibration, self._sizes.chars)

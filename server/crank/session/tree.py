@@ -17,6 +17,7 @@ append does before minting an id: see ``complete``.
 
 from __future__ import annotations
 
+import collections
 import functools
 import gc
 import itertools
@@ -28,7 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any, NamedTuple
 
-from . import jsonio
+from . import jsonio, offsets
 from .deferred import Zone, deferred_entries
 from .entries import (
     COMPACTION_LINE_PREFIX,
@@ -54,6 +55,9 @@ compaction fits its window, a few MiB at most; a compaction further back only me
 more is decoded at once, as if there were none."""
 _COMPACTION_LINE = b"\n" + COMPACTION_LINE_PREFIX
 _ID = operator.itemgetter("id")
+_PARENT = operator.itemgetter("parentId")
+_TYPE = operator.itemgetter("type")
+_PARENTS = itertools.repeat("parentId")
 
 
 class _Unread(NamedTuple):
@@ -93,6 +97,9 @@ class SessionTree:
         """The entries of some kinds in the history left unread, as ``of_kinds`` found them."""
         self._history_forked: bool | None = None
         """What the newest compaction recorded about the history left unread (``forked``)."""
+        self.covered: offsets.Covered | None = None
+        """How much of the file ``read`` took from its offset index (``offsets.py``),
+        and what those entries used: the file's writer extends the index from there."""
 
     @property
     def entries(self) -> list[Entry]:
@@ -133,14 +140,19 @@ class SessionTree:
         return cls._from_lines(path, lines, zone)
 
     @classmethod
-    def read(cls, path: Path) -> SessionTree:
+    def read(cls, path: Path, *, index: bool = False) -> SessionTree:
         """``load`` of the file at ``path``, read a line at a time: the file's bytes are
         never all held at once next to the entries parsed from them, so opening a long
         session needs about the memory of its entries. The lines before the newest
         compaction's kept entry are the exception: read together and decoded in one go,
         their bytes are what their deferred messages keep (``deferred.py``), about half
         of what the decoded messages would take. A torn last line is refused before any
-        line is parsed, exactly as ``load`` refuses it."""
+        line is parsed, exactly as ``load`` refuses it.
+
+        A file whose offset index describes it is read from the index (``offsets.py``:
+        the messages left in the file). ``index``: the caller holds the file's lock and
+        keeps its index; a missing or stale one is made from the lines this read
+        parses, and the tree is that index's."""
         with open(path, "rb") as file, _collector_paused():
             size = os.fstat(file.fileno()).st_size
             if size == 0 or os.pread(file.fileno(), 1, size - 1) != b"\n":
@@ -161,12 +173,51 @@ class SessionTree:
                     return cls._read_after(path, file, header, end)
                 except _NotLazy:
                     file.seek(len(header))
+            # Only then the offset index: reading its rows costs more than leaving the
+            # history unread (a compacted file opens without a look at either).
+            indexed = offsets.read(path, size)
+            if indexed is None and index:
+                parse_header(path, header[:-1])  # refused by name before anything is written
+                file.seek(0)
+                indexed = offsets.build(path, file, functools.partial(parse_entry, path))
+            if indexed is not None:
+                file.seek(0)
+                return cls._read_indexed(path, file, indexed)
             if end > len(header):
                 zone = deferred_entries(file.read(end - len(header)))
                 if zone is None:  # a line not as our writer spells it: all read at once
                     file.seek(len(header))
             lines = itertools.chain((header[:-1],), _complete_lines(path, file))
             return cls._from_lines(path, lines, zone)
+
+    @classmethod
+    def _read_indexed(cls, path: Path, file: IO[bytes], indexed: offsets.Indexed) -> SessionTree:
+        """The tree of a file whose offset index describes its first lines: their
+        entries as the index has them (messages left in the file, ``deferred.Stored``;
+        the few lines another writer spelled otherwise parsed here), then every line
+        past the index read as ``read`` reads lines. The index's rows were checked as
+        entries when they were written; the links between them are checked again here,
+        at C speed when every entry is the child of the one before."""
+        header = file.readline()
+        rows: list[Entry] = indexed.rows
+        for number in offsets.stored_rows(indexed.rows):
+            offset, length = offsets.line_of(indexed.rows[number])
+            rows[number] = parse_entry(path, number + 2, os.pread(file.fileno(), length, offset))
+        kinds = list(map(_TYPE, rows))
+        others = {} if kinds.count("message") == len(kinds) else collections.Counter(kinds)
+        others.pop("message", None)
+        del kinds
+        ids = list(map(_ID, rows))
+        parents = list(map(_PARENT, rows))
+        linear = bool(rows) and parents[0] is None and parents[1:] == ids[:-1]
+        if linear:  # each parent the same string as the id before it: one string for both
+            collections.deque(map(operator.setitem, rows[1:], _PARENTS, ids), maxlen=0)
+        del ids, parents
+        file.seek(indexed.covered.end)
+        lines = itertools.chain((header[:-1],), _complete_lines(path, file))
+        tree = cls._from_lines(path, lines, Zone(rows, linear, dict(others)))
+        tree.covered = indexed.covered
+        return tree
 
     @classmethod
     def _read_after(cls, path: Path, file: IO[bytes], header: bytes, end: int) -> SessionTree:

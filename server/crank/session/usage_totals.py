@@ -24,29 +24,11 @@ class UsageTotals:
 
     @classmethod
     def of(cls, entries: Iterable[Entry]) -> UsageTotals:
-        """The totals of a file's entries. A reply whose message was
-        deferred (``deferred.py``) stays so: its usage was read with its role. A reply
-        another writer left without a usage object counts nothing."""
-        usages: list[Mapping[str, Any]] = []
-        for entry in entries:  # looked at here, not through a call per entry, for speed
-            kind = entry["type"]
-            if kind == "message":
-                message = entry["message"]
-                if type(message) is dict:
-                    if (
-                        message["role"] == "assistant"
-                        and type(usage := message.get("usage")) is dict
-                    ):
-                        usages.append(usage)
-                elif (usage := message.usage) is not None:  # deferred: read with its role
-                    usages.append(usage)
-            elif (
-                kind in ("compaction", "branchSummary")
-                and type(usage := entry.get("usage")) is dict
-            ):
-                usages.append(usage)
+        """The totals of a file's entries (``usage_of`` each). A reply whose message
+        was deferred (``deferred.py``) stays so: its usage was read with its role. A
+        reply another writer left without a usage object counts nothing."""
         totals = cls()
-        totals._add_all(usages)
+        totals._add_all([usage for usage in map(usage_of, entries) if usage is not None])
         return totals
 
     @classmethod
@@ -79,12 +61,15 @@ class UsageTotals:
 
     def add_entries(self, entries: Iterable[Entry]) -> None:
         """Add what ``entries`` used, as ``of`` sums it."""
-        more = UsageTotals.of(entries)
+        self.add_totals(UsageTotals.of(entries))
+
+    def add_totals(self, more: UsageTotals) -> None:
+        """Add what another sum counted."""
         for key in COUNTED:
             self.counts[key] += more.counts[key]
         self.cost += more.cost
 
-    def add(self, usage: Usage | dict[str, Any]) -> None:
+    def add(self, usage: Usage | Mapping[str, Any]) -> None:
         self._add_all((usage,))
 
     def _add_all(self, usages: list[Mapping[str, Any]] | tuple[Mapping[str, Any], ...]) -> None:
@@ -108,6 +93,24 @@ class UsageTotals:
         self.cost += cost
 
 
+def usage_of(entry: Entry) -> Mapping[str, Any] | None:
+    """What one entry says it used: a reply's usage object, or a compaction's or branch
+    summary's (the summary call was paid for too); None for any other entry, and for
+    one whose usage is not an object."""
+    kind = entry["type"]
+    if kind == "message":
+        message = entry["message"]
+        if type(message) is dict:
+            usage = message.get("usage") if message["role"] == "assistant" else None
+        else:  # deferred: read with its role (``deferred.py``)
+            usage = message.usage
+    elif kind in ("compaction", "branchSummary"):
+        usage = entry.get("usage")
+    else:
+        return None
+    return usage if type(usage) is dict else None
+
+
 def usage_count(usage: object, key: str) -> int:
     """One count of a reply's usage as a whole number, as ``int()`` reads it, or 0 when
     the file gives none it can read (no usage object, no such count, ``"many"``): a
@@ -129,4 +132,4 @@ def usage_cost(usage: object) -> float:
         return 0.0
 
 
-__all__ = ["UsageTotals", "usage_cost", "usage_count"]
+__all__ = ["UsageTotals", "usage_cost", "usage_count", "usage_of"]
