@@ -91,7 +91,7 @@ async def test_what_a_real_host_sends_fits_the_schema(tmp_path: Path) -> None:
         await run.wait()
         _check(requests["crank/compact"]["result"], await host.compact(None), "crank/compact")
         _check(requests["crank/state"]["result"], host.state(), "crank/state")
-        _check(requests["crank/messages"]["result"], host.messages(), "crank/messages")
+        _check(requests["crank/messages"]["result"], await host.messages(), "crank/messages")
         _check(requests["crank/tree"]["result"], await host.tree(), "crank/tree")
         _check(requests["crank/commands"]["result"], host.commands(), "crank/commands")
         _check(requests["crank/sessions"]["result"], await host.sessions(), "crank/sessions")

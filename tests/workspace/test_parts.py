@@ -22,6 +22,7 @@ from crank.agent.scripted import ScriptedModel, call, say
 from crank.agent.tools import ToolCall
 from crank.agent.view import GrowingView
 from crank.session import ContextSettings, Housekeeper, SessionLog, SessionStore
+from crank.session.deferred import is_deferred
 from crank.session.request_view import RequestView
 from crank.session.tree import SessionTree
 from crank.tools import ApprovalRequest, MemoryDocuments
@@ -32,7 +33,7 @@ from crank.workspace.daily import DailyRefresh
 from crank.workspace.errors import NO_PROVIDER, NO_SUCH_SESSION, REFUSED_WHILE_RUNNING
 from crank.workspace.provider import ModelConfig
 from crank.workspace.session_slot import SessionSlot
-from crank.workspace.wire import state_json
+from crank.workspace.wire import messages_json, state_json
 from tests.agent.helpers import echo_tool
 from tests.support.line_counter import LineCounter
 
@@ -475,3 +476,43 @@ async def test_after_a_switch_the_configured_model_is_still_listed(tmp_path: Pat
     listed = [(m["id"], m["source"]) for m in (await config.models_json(switched))["models"]]
     assert listed[:2] == [("other", "config"), ("mine", "config")]
     assert listed.count(("mine", "config")) == 1
+
+
+async def test_a_reopened_session_decodes_only_what_is_shown_until_a_run_reads_it(
+    tmp_path: Path,
+) -> None:
+    """Opened from its offset index, a session's messages stay in the file: the open,
+    the meter and a page of the transcript decode that page and the newest reply's
+    tail; the next prompt reads the rest, in a worker thread, and the model is sent the
+    whole transcript as before."""
+    harness = Harness(system="s", tools=[], model=ScriptedModel([say("noted")]))
+    store = SessionStore(tmp_path, str(tmp_path / "sessions"))
+    slot = SessionSlot("file:///w", tmp_path, store, harness, ContextSettings())
+    harness.before_request, harness.build_request = slot.before_request, slot.build_request
+    harness.subscribe(slot.save)
+    session_id = _session_of(store, tmp_path, 300)  # 601 messages
+    try:
+        assert await slot.open(session_id)
+        assert slot.log is not None
+        entries = slot.log.tree.entries
+
+        def decoded() -> int:
+            return sum(not is_deferred(e["message"]) for e in entries)
+
+        usage = slot.usage()
+        assert usage["input"] == 300 * USAGE["input"] and usage["contextTokens"] > 0
+        assert decoded() <= 3  # for the meter: the first, the newest reply, what follows
+        page = messages_json(harness, limit=50)
+        assert page["total"] == 601 and len(page["messages"]) == 50
+        assert decoded() <= 53
+        model = ScriptedModel([say("noted")])
+        harness.model = model
+        await harness.prompt("and now?").wait()
+        assert decoded() == len(entries) == 603 and len(harness.messages) == 603
+        sent = model.requests[0].messages  # old results cleared by the default policy
+        replayed = slot.log.replay()
+        assert [(m["role"], m["timestamp"]) for m in sent] == [
+            (m["role"], m["timestamp"]) for m in replayed[:602]
+        ]
+    finally:
+        slot.close()

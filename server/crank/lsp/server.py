@@ -513,7 +513,7 @@ async def _state(ls: CrankServer, params: Params) -> Any:
 
 @handles("crank/messages")
 async def _messages(ls: CrankServer, params: Params) -> Any:
-    return (await ls.session_host(params)).messages(
+    return await (await ls.session_host(params)).messages(
         params.raw.get("limit"), params.raw.get("before")
     )
 

@@ -589,14 +589,17 @@ class WorkspaceHost:
             base_url=self.model_config.base_url,
         )
 
-    def messages(self, limit: int | None = None, before: int | None = None) -> dict[str, Any]:
+    async def messages(self, limit: int | None = None, before: int | None = None) -> dict[str, Any]:
         """``crank/messages``: the whole transcript, or the page ``limit`` and ``before``
         ask for (``MessagesParams``: their types are checked on the way in, their
-        ranges here)."""
+        ranges here). A resumed record still in its file has a page decoded here; the
+        whole transcript has it read first, in a worker thread (``Harness.read_record``)."""
         if limit is not None and limit < 1:
             raise invalid_params("limit", f"must be at least 1, not {limit}")
         if before is not None and before < 0:
             raise invalid_params("before", f"must be a position of 0 or more, not {before}")
+        if limit is None:
+            await self.harness.read_record()
         return messages_json(self.harness, limit=limit, before=before)
 
     async def sessions(self) -> dict[str, Any]:
@@ -609,7 +612,7 @@ class WorkspaceHost:
     async def messages_with_images(self) -> list[dict[str, Any]]:
         """The transcript as ``messages`` gives it, its stored images' bytes loaded
         (for a frontend that replays the pictures: ACP's ``session/load``)."""
-        messages: list[dict[str, Any]] = self.messages()["messages"]
+        messages: list[dict[str, Any]] = (await self.messages())["messages"]
         return await with_stored_images(self.session.log, messages)
 
     async def tree(self) -> dict[str, Any]:

@@ -24,7 +24,7 @@ import anyio.to_thread
 
 from crank.agent.events import ContextUsage, Event
 from crank.agent.harness import Harness
-from crank.agent.lineage import Lineage, LineageList
+from crank.agent.lineage import LazyRecord, Lineage, LineageList
 from crank.agent.loop import RunPrompt
 from crank.agent.messages import Message
 from crank.agent.model import Model, ModelRequest
@@ -45,12 +45,13 @@ from .sessions import TreeRows
 log = logging.getLogger(__name__)
 
 
-def open_and_replay(path: Path) -> tuple[SessionLog, list[Message], UsageTotals]:
-    """Open a session for writing, read its transcript and sum what it has used: file
-    work and passes over every entry, for a thread (not the event loop)."""
+def open_and_replay(path: Path) -> tuple[SessionLog, Sequence[Message], UsageTotals]:
+    """Open a session for writing, read its transcript (``SessionLog.resumed``: its
+    messages may stay in the file until read) and sum what it has used: file work and
+    passes over every entry, for a thread (not the event loop)."""
     opened = SessionLog.open(path)
     try:
-        return opened, opened.replay(), opened.usage_totals()
+        return opened, opened.resumed(), opened.usage_totals()
     except BaseException:
         opened.close()
         raise
@@ -58,14 +59,17 @@ def open_and_replay(path: Path) -> tuple[SessionLog, list[Message], UsageTotals]
 
 def open_and_measure(
     path: Path, model: Model, context: ContextSettings, prompt: RunPrompt
-) -> tuple[SessionLog, list[Message], Housekeeper]:
+) -> tuple[SessionLog, Sequence[Message], Housekeeper]:
     """``open_and_replay``, and the session's Housekeeper with the estimate the context
     meter shows next already taken (``Housekeeper.resume``), for a thread too. The
     transcript is the record the Harness is to take as it is (``replace_messages``): a
     growing ``LineageList``, repaired (and measured) under its own lineage, so the first
-    request's view repairs only what that request adds."""
+    request's view repairs only what that request adds; or, when its messages are still
+    in the file, a ``LazyRecord`` the Harness reads whole at its next run."""
     opened, transcript, totals = open_and_replay(path)
-    record = LineageList(transcript, Lineage())
+    record: LineageList | LazyRecord = (
+        transcript if isinstance(transcript, LazyRecord) else LineageList(transcript, Lineage())
+    )
     try:
         keeper = Housekeeper(opened, model, context, totals=totals)
     except BaseException:
@@ -238,7 +242,9 @@ class SessionSlot:
         self.harness.replace_messages(messages)
         return True
 
-    async def _open_in_thread(self, path: Path) -> tuple[SessionLog, list[Message], Housekeeper]:
+    async def _open_in_thread(
+        self, path: Path
+    ) -> tuple[SessionLog, Sequence[Message], Housekeeper]:
         """``open_and_measure`` in a worker thread, for the prompt the next run would
         carry (a prompt or model changed meanwhile only costs the memo)."""
         prompt = RunPrompt.of(self.harness.system, self.harness.tools)
