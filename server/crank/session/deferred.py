@@ -356,6 +356,37 @@ def message_of(path: Path, entry: Entry) -> Message:
     return cast(Message, message)
 
 
+_SPAN = 8 * 1024 * 1024
+"""How many bytes of a file ``messages_of`` reads at once for the stored messages in
+them (one read and a slice per message, not a read each)."""
+
+
+def _stored_read(path: Path, entries: Sequence[Entry], held: list[Any]) -> list[Message]:
+    """``held`` (the messages of ``entries``) with each ``Stored`` one decoded and put
+    in its entry, under one hold of the lock: their lines are read a span of the file
+    at a time (a page of the transcript is one read, the whole of it a few dozen)."""
+    out: list[Message] = []
+    with open(path, "rb") as file, _decoding:
+        fd = file.fileno()
+        start = end = 0
+        data = b""
+        for entry, seen in zip(entries, held, strict=True):
+            message = entry["message"] if type(seen) is Stored else seen
+            if type(message) is not Stored:  # never stored, or decoded meanwhile
+                out.append(message)
+                continue
+            offset, length = message.offset, message.length
+            if not start <= offset or offset + length > end:
+                start, data = offset, os.pread(fd, max(_SPAN, length), offset)
+                end = start + len(data)
+                if offset + length > end:
+                    where = f"entry {entry['id']}"
+                    problem = "the file is shorter than when it was opened"
+                    raise SessionUnreadable(path, where, problem)
+            out.append(_decoded_into(path, entry, data[offset - start : offset - start + length]))
+    return out
+
+
 def _decode_stored(path: Path, entry: Entry, fd: int) -> Message:
     """``message_of`` an entry whose message is ``Stored``, its file open as ``fd``."""
     with _decoding:
@@ -399,13 +430,8 @@ def messages_of(path: Path, entries: Sequence[Entry]) -> list[Message]:
     through at C speed first: a resumed transcript can be 50,000 messages, none deferred."""
     messages = list(map(_MESSAGE, entries))
     kinds = set(map(type, messages))
-    if Stored in kinds:  # the file opened once for all of them
-        with open(path, "rb") as file:
-            fd = file.fileno()
-            messages = [
-                _decode_stored(path, entry, fd) if type(message) is Stored else message
-                for entry, message in zip(entries, messages, strict=True)
-            ]
+    if Stored in kinds:
+        messages = _stored_read(path, entries, messages)
         kinds.discard(Stored)
     if Deferred in kinds:
         messages = [message_of(path, entry) for entry in entries]
