@@ -14,7 +14,11 @@ is started on a workspace whose newest session is a tiny one (the server resumes
 at start), then asked over stdio what both editors ask when a session is opened:
 ``crank/openSession``, then ``crank/state`` (the context meter) and ``crank/messages``
 (the transcript's newest page, ``limit`` 400), one after the other, as VS Code's chat
-refreshes; then, apart, the whole transcript. Printed, medians of a few fresh servers:
+refreshes; then, apart, the whole transcript. The files are opened as their writer
+keeps them, with their offset index (``crank/session/offsets.py``; written by an open
+before the first figure), and the uncompacted ones also without it (``first open``:
+a file an older Crank wrote, whose open reads every line and writes the index).
+Printed, medians of a few fresh servers:
 the time from sending each request to the last byte of its answer (the bench's own
 decoding of the answer is not counted), the three together, and the process's peak
 resident memory over the three (``VmHWM``, reset just before the open through
@@ -45,6 +49,11 @@ from crank.session.store import workspace_key
 
 
 COMPACTED, UNRECORDED = "compacted", "compacted, no usageBefore"
+FIRST = "first open"
+"""This checkout, the file's offset index taken away before each server: the open of a
+file an older Crank wrote, or one whose index was lost, which reads every line and
+writes the index (``crank/session/offsets.py``). Every other figure of this checkout
+is of a file that has its index, as every file its writer keeps has."""
 SIZES = (
     (10_000, 50.0, ""),
     (50_000, 46.0, ""),
@@ -54,7 +63,7 @@ SIZES = (
 """About the same bytes in five times the messages: resume should follow the bytes; then
 the long one as a long run writes it, compacted, and as a writer before ``usageBefore``
 wrote it (the file ``--before`` is compared on: it opens the other as a file from a
-newer writer, every line eagerly)."""
+newer writer, every line eagerly; opened here as that writer left it, with no index)."""
 
 
 def load() -> str:
@@ -174,13 +183,14 @@ def floor(path: Path, runs: int) -> str:
     ``crank/tree``, pays)."""
     import msgspec
 
-    from crank.session import deferred
+    from crank.session import deferred, offsets
     from crank.session.tree import SessionTree
 
     data = path.read_bytes()
     lines = data[data.index(b"\n") + 1 :]
     steps: dict[str, Callable[[], object]] = {
         "read": path.read_bytes,
+        "the offset index's rows, checked": lambda: offsets.read(path, len(data)),
         "one decode, messages to role and usage": lambda: deferred._decode_zone(lines),
         "every line into dicts": lambda: msgspec.json.Decoder().decode_lines(lines),
         "the open's tree": lambda: SessionTree.read(path),
@@ -238,8 +248,16 @@ def main() -> None:
                 for label, server in sources
                 if label != "before" or shape != COMPACTED
             ]
+            if not shape:  # also the first open, which writes the index (FIRST)
+                here.append((FIRST, sources[0][1]))
+                results[FIRST] = []
+            index = path.with_name(f".{path.name}.index")  # crank/session/offsets.py
             for _ in range(runs):
                 for label, server in here:
+                    if label == FIRST or shape == UNRECORDED:  # an older writer's file
+                        index.unlink(missing_ok=True)
+                    elif not index.exists() and not shape:  # written as a writer does
+                        one_open(dict(env, PYTHONPATH=sources[0][1]), workspace, session_id)
                     one_env = dict(env, PYTHONPATH=server)
                     results[label].append(one_open(one_env, workspace, session_id))
             print(f"{'floor':>13}: {messages:>6} messages, in process: {floor(path, runs)}")
@@ -248,7 +266,8 @@ def main() -> None:
                     statistics.median(f) for f in zip(*results[label], strict=True)
                 )
                 waited = statistics.median(sum(r[:3]) for r in results[label])
-                figures[label].append(waited)
+                if label != FIRST:
+                    figures[label].append(waited)
                 print(
                     f"{label:>13}: {messages:>6} messages, {size / 1e6:.0f} MB"
                     f"{', ' + shape if shape else ''}: "

@@ -369,7 +369,8 @@ class OffsetIndex:
         partial = target.with_name(target.name + ".partial")
         head = _encode.encode(_Head(VERSION, head_end, head_crc)) + b"\n"
         try:
-            with open(partial, "wb") as file:
+            # private as the session is: it names the session's calls and what it cost
+            with open(os.open(partial, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600), "wb") as file:
                 file.write(head)
                 for start in range(0, len(rows), _WRITE_ROWS):
                     file.write(_encode.encode_lines(rows[start : start + _WRITE_ROWS]))
