@@ -57,7 +57,7 @@ async def test_a_reopened_session_reads_its_entries_from_the_index_and_no_messag
 ) -> None:
     await a_session(log)
     log.close()
-    assert index_path(log.path).is_file()
+    assert index_path(log.path).stat().st_mode & 0o777 == 0o600  # as private as the session
     tree = read_tree(log.path)
     held = [e["message"] for e in tree.entries if e["type"] == "message"]
     assert held and all(type(m) is Stored for m in held)  # nothing decoded at the open
