@@ -237,3 +237,26 @@ async def test_a_message_read_after_the_file_was_cut_names_the_entry(log: Sessio
     last = [e for e in tree.entries if e["type"] == "message"][-1]
     with pytest.raises(Exception, match=last["id"]):
         message_of(tree.path, last)
+
+
+async def test_an_older_writers_compacted_file_keeps_its_one_decode_and_gets_no_index(
+    log: SessionLog,
+) -> None:
+    """A compaction written before ``usageBefore``: the open reads what precedes its
+    kept entry in one decode (``deferred.py``), cheaper than making the index."""
+    await a_session(log, turns=2)
+    kept = [e for e in log.tree.entries if e["type"] == "message"][-2]["id"]
+    await log.append_compaction("They read two files.", kept, 99)
+    await log.append_message(ask("next"))
+    log.close()
+    data = log.path.read_bytes()
+    start = data.index(b'"type":"compaction"')
+    before = data.index(b',"usageBefore"', start)
+    after = data.index(b"}", data.index(b'"cost"', before)) + 1
+    log.path.write_bytes(data[:before] + data[after:])  # as the writer before it wrote it
+    index_path(log.path).unlink()
+    with SessionLog.open(log.path) as opened:
+        held = [e["message"] for e in opened.tree.entries if e["type"] == "message"]
+        assert any(type(m) is not Stored and is_deferred(m) for m in held)  # the one decode
+        assert opened.replay()[-1] == ask("next")
+    assert not index_path(log.path).exists()

@@ -151,8 +151,10 @@ class SessionTree:
 
         A file whose offset index describes it is read from the index (``offsets.py``:
         the messages left in the file). ``index``: the caller holds the file's lock and
-        keeps its index; a missing or stale one is made from the lines this read
-        parses, and the tree is that index's."""
+        keeps its index; a missing or stale one is made from the lines this read would
+        parse one by one, and the tree is that index's (a file read in one decode up to
+        its newest compaction's kept entry, an older writer's, keeps that cheaper read
+        and gets no index)."""
         with open(path, "rb") as file, _collector_paused():
             size = os.fstat(file.fileno()).st_size
             if size == 0 or os.pread(file.fileno(), 1, size - 1) != b"\n":
@@ -176,10 +178,6 @@ class SessionTree:
             # Only then the offset index: reading its rows costs more than leaving the
             # history unread (a compacted file opens without a look at either).
             indexed = offsets.read(path, size)
-            if indexed is None and index:
-                parse_header(path, header[:-1])  # refused by name before anything is written
-                file.seek(0)
-                indexed = offsets.build(path, file, functools.partial(parse_entry, path))
             if indexed is not None:
                 file.seek(0)
                 return cls._read_indexed(path, file, indexed)
@@ -187,6 +185,12 @@ class SessionTree:
                 zone = deferred_entries(file.read(end - len(header)))
                 if zone is None:  # a line not as our writer spells it: all read at once
                     file.seek(len(header))
+            if zone is None and index:  # every line is to be parsed: into the index, then
+                parse_header(path, header[:-1])  # refused by name before anything is written
+                file.seek(0)
+                indexed = offsets.build(path, file, functools.partial(parse_entry, path))
+                file.seek(0)
+                return cls._read_indexed(path, file, indexed)
             lines = itertools.chain((header[:-1],), _complete_lines(path, file))
             return cls._from_lines(path, lines, zone)
 
