@@ -11,6 +11,10 @@ syntax and its role), and a message is kept as the line that holds it (a ``Defer
 where its line is in the bytes read, its role and, for a reply, its usage, which the
 same decode read). Everything else is read as before.
 
+An open from the offset index (``offsets.py``) leaves every message in the file as a
+``Stored``: where its line is, with no byte of it held; it is read from the file when
+first asked for, the same way.
+
 Who reads an entry's message goes through ``message_of`` (or ``messages_of``), which
 decodes a deferred one once (its line, with ``jsonio.loads``, so the result is exactly
 what an eager read gives) and puts it in the entry in place of the ``Deferred``. The

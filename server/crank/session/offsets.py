@@ -114,7 +114,7 @@ class Covered(NamedTuple):
 
 class Indexed(NamedTuple):
     """What ``read`` found: the entries the index describes, in file order (messages
-    ``Stored``, any other still to be read from its line: ``stored_rows``), and how
+    ``Stored``, any other still to be read from its line: ``rows_to_parse``), and how
     much of the file that is."""
 
     rows: list[dict[str, Any]]
@@ -183,7 +183,7 @@ def _crc_of(path: Path, end: int) -> int | None:
     return crc
 
 
-def stored_rows(rows: list[dict[str, Any]]) -> list[int]:
+def rows_to_parse(rows: list[dict[str, Any]]) -> list[int]:
     """Where, among ``rows``, the entries are whose lines are still to be read (``at``):
     looked for at C speed, as there are none in most files."""
     marked = list(map(operator.contains, rows, _HAS_AT))
@@ -435,5 +435,5 @@ __all__ = [
     "index_path",
     "line_of",
     "read",
-    "stored_rows",
+    "rows_to_parse",
 ]
