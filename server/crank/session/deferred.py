@@ -346,8 +346,7 @@ def message_of(path: Path, entry: Entry) -> Message:
     if type(message) not in _LATER:
         return cast(Message, message)
     if type(message) is Stored:
-        with open(path, "rb") as file:
-            return _decode_stored(path, entry, file.fileno())
+        return _stored_read(path, (entry,), [message])[0]
     with _decoding:
         message = entry["message"]
         if type(message) is Deferred:
@@ -368,8 +367,11 @@ them (one read and a slice per message, not a read each)."""
 def _stored_read(path: Path, entries: Sequence[Entry], held: list[Any]) -> list[Message]:
     """``held`` (the messages of ``entries``) with each ``Stored`` one decoded and put
     in its entry, under one hold of the lock: their lines are read a span of the file
-    at a time (a page of the transcript is one read, the whole of it a few dozen)."""
+    at a time (a page of the transcript is one read, the whole of it a few dozen),
+    never past the last of them (one message reads its line alone)."""
     out: list[Message] = []
+    last = next((m for m in reversed(held) if type(m) is Stored), None)
+    extent = last.offset + last.length if last is not None else 0
     with open(path, "rb") as file, _decoding:
         fd = file.fileno()
         start = end = 0
@@ -381,7 +383,8 @@ def _stored_read(path: Path, entries: Sequence[Entry], held: list[Any]) -> list[
                 continue
             offset, length = message.offset, message.length
             if not start <= offset or offset + length > end:
-                start, data = offset, os.pread(fd, max(_SPAN, length), offset)
+                wanted = max(length, min(_SPAN, extent - offset))
+                start, data = offset, os.pread(fd, wanted, offset)
                 end = start + len(data)
                 if offset + length > end:
                     where = f"entry {entry['id']}"
@@ -389,19 +392,6 @@ def _stored_read(path: Path, entries: Sequence[Entry], held: list[Any]) -> list[
                     raise SessionUnreadable(path, where, problem)
             out.append(_decoded_into(path, entry, data[offset - start : offset - start + length]))
     return out
-
-
-def _decode_stored(path: Path, entry: Entry, fd: int) -> Message:
-    """``message_of`` an entry whose message is ``Stored``, its file open as ``fd``."""
-    with _decoding:
-        stored = entry["message"]
-        if type(stored) is not Stored:  # another thread decoded it meanwhile
-            return cast(Message, stored)
-        line = os.pread(fd, stored.length, stored.offset)
-        if len(line) != stored.length:
-            where = f"entry {entry['id']}"
-            raise SessionUnreadable(path, where, "the file is shorter than when it was opened")
-        return _decoded_into(path, entry, line)
 
 
 def _decoded_into(path: Path, entry: Entry, line: bytes) -> Message:
