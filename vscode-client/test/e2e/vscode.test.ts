@@ -142,7 +142,15 @@ async function dump(name: string, err: unknown): Promise<never> {
   } catch {
     // best effort
   }
-  throw new Error(`${err instanceof Error ? err.stack : String(err)}\n--- logs ---\n${h.log()}`);
+  // What the user would have read: the chat's notices and the Crank output channel.
+  const notices = await chat.locator(".notice").allInnerTexts().catch(() => ["(the chat could not be read)"]);
+  let output: string[] = [];
+  try {
+    output = crankLog().slice(-40);
+  } catch {
+    // no logs yet
+  }
+  throw new Error(`${err instanceof Error ? err.stack : String(err)}\n--- chat notices ---\n${notices.join("\n")}\n--- Crank output ---\n${output.join("\n")}\n--- logs ---\n${h.log()}`);
 }
 
 /** How many `crank serve` processes this suite's code-server started (found by their HOME). */
