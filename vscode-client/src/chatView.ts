@@ -331,8 +331,8 @@ export class ChatViewProvider implements vscode.WebviewViewProvider, vscode.Text
    * session has nothing before it: a new session is started instead.
    */
   private async editResend(fromEnd: number, text: string): Promise<void> {
-    const client = this.server.client;
-    if (!client) return;
+    const client = await this.server.ensureStarted(true);
+    if (!client) return this.notice("error", "Edit and resend failed: the Crank server is not running.");
     const workspace = this.workspace();
     const fork = forkPointFor(await client.tree({ workspace }), fromEnd, text);
     if (!fork) return this.notice("error", "That message is not on the session's current branch any more; nothing was changed.");

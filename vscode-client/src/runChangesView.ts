@@ -7,11 +7,14 @@
  * `crank/revert`, and a file changed since the run comes back as a conflict the page
  * shows with Force; Keep is `crank/keep` (recorded in the session: the row stays gone
  * after a reload and in another editor); Redo is `crank/revert` of the revert that put
- * the file back (`revertedBy`), for that file.
+ * the file back (`revertedBy`), for that file. A click is never dropped: it waits for a
+ * server still starting (a reloaded window's page shows its lists before the server is
+ * up), and says so when there is none.
  */
 import type { ChatAction } from "./chat/state";
 import type { ChangedFile } from "./protocol/types";
 import type { ChangesReview } from "./review";
+import type { CrankClient } from "./protocol/client";
 import type { ServerManager } from "./server";
 
 type Notice = (level: "info" | "warning" | "error", text: string) => void;
@@ -49,7 +52,7 @@ export class RunChangesView {
 
   /** The diff of one file of the run: before the run against now. */
   async diff(workspace: string | undefined, runId: string, path: string): Promise<void> {
-    if (!workspace) return;
+    if (!(await this.clientFor("The diff", workspace)) || !workspace) return;
     const known = this.files.get(`${workspace} ${runId}`) ?? (await this.read(workspace, runId));
     const file = known?.find((f) => f.path === path);
     if (!file) return this.notice("warning", `${path} is not among the files run ${runId} changed.`);
@@ -58,7 +61,7 @@ export class RunChangesView {
 
   /** Undo the run's changes to `paths`; the list is read again, with what could not be put back. */
   async undo(workspace: string | undefined, runId: string, paths: string[], force: boolean): Promise<void> {
-    const client = this.server.client;
+    const client = await this.clientFor("Undo", workspace);
     if (!client || !workspace) return;
     let conflicts;
     try {
@@ -72,7 +75,7 @@ export class RunChangesView {
 
   /** Keep the run's changes to `paths`: they leave its list; what could not be kept is said. */
   async keep(workspace: string | undefined, runId: string, paths: string[]): Promise<void> {
-    const client = this.server.client;
+    const client = await this.clientFor("Keep", workspace);
     if (!client || !workspace) return;
     let conflicts;
     try {
@@ -87,7 +90,7 @@ export class RunChangesView {
 
   /** Redo one file's change a revert put back: that revert is reverted for that file; the run's list is read again. */
   async redo(workspace: string | undefined, runId: string, revertId: string, path: string): Promise<void> {
-    const client = this.server.client;
+    const client = await this.clientFor("Redo", workspace);
     if (!client || !workspace) return;
     let conflicts;
     try {
@@ -98,6 +101,14 @@ export class RunChangesView {
     if (conflicts.length) this.notice("warning", `Not redone: ${conflicts.map((c) => `${c.path}: ${c.reason}`).join("; ")}`);
     const files = await this.read(workspace, runId);
     if (files) this.dispatch({ type: "runChanges", runId, files });
+  }
+
+  /** The running client for a click (waiting for a start under way); undefined, said, when there is none or no folder. */
+  private async clientFor(what: string, workspace: string | undefined): Promise<CrankClient | undefined> {
+    const client = await this.server.ensureStarted(true);
+    if (!client) this.notice("error", `${what} failed: the Crank server is not running.`);
+    else if (!workspace) this.notice("error", `${what} failed: no workspace folder is open.`);
+    return workspace ? client : undefined;
   }
 
   private async read(workspace: string, runId: string): Promise<ChangedFile[] | undefined> {

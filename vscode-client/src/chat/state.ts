@@ -635,9 +635,12 @@ function keptRunChanges(s: ChatState, sessionId: string | undefined, read: ChatI
  * The page's saved state as it comes back when the page is (re)loaded: its seq was
  * counted by a server process that may be gone (a window reload starts a new one), so
  * the next event is taken whatever its seq; the host re-reads the transcript anyway.
+ * Whether a server runs is not known until the host says (right after the page's
+ * "ready"): the saved "running" described the old process, and a page that offered
+ * Send and the run lists' buttons on its word sent clicks to a server still starting.
  */
 export function restoredState(saved: ChatState): ChatState {
-  return { ...saved, lastSeq: -1, gap: false };
+  return { ...saved, server: { status: "starting" }, lastSeq: -1, gap: false };
 }
 
 /** How many of the chat's last items the page keeps in its saved state. */

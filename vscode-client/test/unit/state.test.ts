@@ -229,6 +229,14 @@ test("an edit asked about shows its diff once: on the question, not on its own c
   assert.equal(card(withdrawn).asked, false, "a closed question gives the diff back to the edit card");
 });
 
+test("a reloaded page does not take its saved word that a server runs: it waits for the host's", () => {
+  const before = feed(reduce(initialState(), { type: "server", status: "running" }), eventsOf(run.untilPermission));
+  const loaded = restoredState(JSON.parse(JSON.stringify(persistable(before))));
+  assert.equal(loaded.server.status, "starting", "Send and the run lists' buttons wait for the new server");
+  assert.equal(loaded.items.length, before.items.length, "the chat itself comes back as it was");
+  assert.equal(reduce(loaded, { type: "server", status: "running" }).server.status, "running");
+});
+
 test("a new server process counts seq from 0 again: after a page load or a restart its events are let in", () => {
   const before = feed(reduce(initialState(), { type: "server", status: "running" }), eventsOf(run.untilPermission));
   assert.ok(before.lastSeq > 5, "the old server's events raised lastSeq");
