@@ -376,3 +376,51 @@ async def test_a_compacted_session_opens_with_every_reply_counted_and_old_ones_u
         ]
     finally:
         await host.close()
+
+
+async def test_closing_frees_the_session_before_stopping_mcp_servers_and_the_watcher(
+    tmp_path: Path,
+) -> None:
+    """A window reload starts a new server while the old one closes; the new one resumes
+    the newest session only if the old one has let go of its lock. So the lock goes
+    as soon as the run has settled and been saved, not after the MCP servers (a server
+    slow to end takes seconds) and the prompt watcher have stopped."""
+    from crank.session.filelock import try_lock
+    from crank.session.store import SessionStore
+
+    root = tmp_path / "project"
+    root.mkdir()
+    settings = Settings(session_dir=str(tmp_path / "s"))
+    made = SessionStore(root, settings.session_dir).create()
+    made.append_message_sync(user_message("resume me"))
+    made.close()
+    host = WorkspaceHost(
+        root.as_uri(), root, RecordingEditor(), settings, env={}, user_dir=tmp_path / "user"
+    )
+    await host.start()
+    assert host.session.log is not None and host.session.log.path == made.path
+
+    def free() -> bool:
+        fd = os.open(made.path, os.O_RDONLY)
+        try:
+            return try_lock(fd)
+        finally:
+            os.close(fd)
+
+    assert not free(), "the open session is held by its writer"
+    seen: dict[str, bool] = {}
+    mcp_close, watcher_stop = host.mcp.close, host.watcher.stop  # type: ignore[union-attr]
+
+    async def closing_mcp() -> None:
+        seen["mcp"] = free()
+        await mcp_close()
+
+    async def stopping_watcher() -> None:
+        seen["watcher"] = free()
+        await watcher_stop()
+
+    host.mcp.close = closing_mcp  # type: ignore[method-assign]
+    host.watcher.stop = stopping_watcher  # type: ignore[method-assign,union-attr]
+    await host.close()
+    assert seen == {"mcp": True, "watcher": True}
+    assert free()

@@ -272,17 +272,20 @@ class WorkspaceHost:
         )
 
     async def close(self) -> None:
-        """Abort a run (it settles and is saved), stop the watcher, release the log."""
+        """Abort a run (it settles and is saved), release the log, then stop the MCP
+        servers and the watcher. The log goes first: a window reload starts the next
+        server while this one closes, and that one resumes the session only once its
+        lock is free (an MCP server can take seconds to end)."""
         if self._daily is not None:
             self._daily.stop()
         await self.harness.close()
-        await self.mcp.close()
         await self._tasks.close()
         self.stream.flush()
-        if self.watcher is not None:
-            await self.watcher.stop()
         self.changes.close()
         self.session.close()
+        await self.mcp.close()
+        if self.watcher is not None:
+            await self.watcher.stop()
 
     # -- configuration ----------------------------------------------------------------
 
