@@ -424,3 +424,56 @@ async def test_closing_frees_the_session_before_stopping_mcp_servers_and_the_wat
     await host.close()
     assert seen == {"mcp": True, "watcher": True}
     assert free()
+
+
+def _locked_session(tmp_path: Path) -> tuple[Path, Settings, Path, int]:
+    """A project whose newest session another open file holds the writer's lock on."""
+    from crank.session.filelock import try_lock
+    from crank.session.store import SessionStore
+
+    root = tmp_path / "project"
+    root.mkdir()
+    settings = Settings(session_dir=str(tmp_path / "s"))
+    made = SessionStore(root, settings.session_dir).create()
+    made.append_message_sync(user_message("resume me"))
+    made.close()
+    fd = os.open(made.path, os.O_RDONLY)
+    assert try_lock(fd)
+    return root, settings, made.path, fd
+
+
+async def test_a_session_still_held_by_a_closing_server_is_resumed_once_it_is_let_go(
+    tmp_path: Path,
+) -> None:
+    """A window reload: the last server still holds the newest session when this one
+    starts, and lets go of it a moment later; this one waits and resumes it."""
+    root, settings, path, fd = _locked_session(tmp_path)
+    asyncio.get_running_loop().call_later(0.3, os.close, fd)
+    editor = RecordingEditor()
+    host = WorkspaceHost(root.as_uri(), root, editor, settings, env={}, user_dir=tmp_path / "u")
+    await host.start()
+    try:
+        assert host.session.log is not None and host.session.log.path == path
+        assert [m["content"] for m in host.harness.messages] == ["resume me"]
+        assert not [line for line in editor.lines if "not resumed" in line]
+    finally:
+        await host.close()
+
+
+async def test_a_session_another_process_keeps_writing_is_not_resumed_and_the_log_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from crank.workspace import session_slot
+
+    monkeypatch.setattr(session_slot, "LOCKED_WAIT_S", 0.4)
+    root, settings, path, fd = _locked_session(tmp_path)
+    editor = RecordingEditor()
+    host = WorkspaceHost(root.as_uri(), root, editor, settings, env={}, user_dir=tmp_path / "u")
+    try:
+        await host.start()
+        assert host.session.log is None, "a new session, nothing written yet"
+        [line] = [line for line in editor.lines if "not resumed" in line]
+        assert str(path) in line and "being written by another process" in line
+    finally:
+        os.close(fd)
+        await host.close()

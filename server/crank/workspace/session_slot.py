@@ -33,6 +33,7 @@ from crank.session import (
     ContextSettings,
     Housekeeper,
     SessionError,
+    SessionLocked,
     SessionLog,
     SessionStore,
 )
@@ -43,6 +44,10 @@ from .errors import NotActiveSession, RefusedWhileRunning, invalid_params
 from .sessions import TreeRows
 
 log = logging.getLogger(__name__)
+
+LOCKED_WAIT_S = 3.0
+"""How long a resume waits for a session another process holds (a reloaded window's
+last server, still closing it), in seconds."""
 
 
 def open_and_replay(path: Path) -> tuple[SessionLog, Sequence[Message], UsageTotals]:
@@ -204,17 +209,35 @@ class SessionSlot:
 
     async def resume_newest(self) -> str | None:
         """Open the newest session of the workspace, if any; the reason it was not
-        resumed otherwise (a refused file is reported, never read around)."""
+        resumed otherwise (a refused file is reported, never read around).
+
+        A session another process writes is waited for, ``LOCKED_WAIT_S`` at most: a
+        window reload starts this server while the last one is still closing the
+        same session. Held longer (another window on the folder), it is not resumed."""
         try:
             path = await anyio.to_thread.run_sync(self.store.newest)
             if path is None:
                 return None
-            opened, messages, keeper = await self._open_in_thread(path)
+            opened, messages, keeper = await self._open_when_free(path)
             self.harness.replace_messages(messages)
             self._adopt(opened, keeper)
         except (SessionError, OSError) as exc:
             return str(exc)
         return None
+
+    async def _open_when_free(
+        self, path: Path
+    ) -> tuple[SessionLog, Sequence[Message], Housekeeper]:
+        deadline = anyio.current_time() + LOCKED_WAIT_S
+        pause = 0.05
+        while True:
+            try:
+                return await self._open_in_thread(path)
+            except SessionLocked:
+                if anyio.current_time() + pause > deadline:
+                    raise
+            await anyio.sleep(pause)
+            pause = min(pause * 2, 0.4)
 
     def new(self) -> str:
         """A new, empty session (nothing on disk until its first prompt)."""
