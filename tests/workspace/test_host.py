@@ -378,14 +378,8 @@ async def test_a_compacted_session_opens_with_every_reply_counted_and_old_ones_u
         await host.close()
 
 
-async def test_closing_frees_the_session_before_stopping_mcp_servers_and_the_watcher(
-    tmp_path: Path,
-) -> None:
-    """A window reload starts a new server while the old one closes; the new one resumes
-    the newest session only if the old one has let go of its lock. So the lock goes
-    as soon as the run has settled and been saved, not after the MCP servers (a server
-    slow to end takes seconds) and the prompt watcher have stopped."""
-    from crank.session.filelock import try_lock
+def _session_to_resume(tmp_path: Path) -> tuple[Path, Settings, Path]:
+    """A project folder, its settings, and the file of the one session a host resumes."""
     from crank.session.store import SessionStore
 
     root = tmp_path / "project"
@@ -394,14 +388,27 @@ async def test_closing_frees_the_session_before_stopping_mcp_servers_and_the_wat
     made = SessionStore(root, settings.session_dir).create()
     made.append_message_sync(user_message("resume me"))
     made.close()
+    return root, settings, made.path
+
+
+async def test_closing_frees_the_session_before_stopping_mcp_servers_and_the_watcher(
+    tmp_path: Path,
+) -> None:
+    """A window reload starts a new server while the old one closes; the new one resumes
+    the newest session only if the old one has let go of its lock. So the lock goes
+    as soon as the run has settled and been saved, not after the MCP servers (a server
+    slow to end takes seconds) and the prompt watcher have stopped."""
+    from crank.session.filelock import try_lock
+
+    root, settings, path = _session_to_resume(tmp_path)
     host = WorkspaceHost(
         root.as_uri(), root, RecordingEditor(), settings, env={}, user_dir=tmp_path / "user"
     )
     await host.start()
-    assert host.session.log is not None and host.session.log.path == made.path
+    assert host.session.log is not None and host.session.log.path == path
 
     def free() -> bool:
-        fd = os.open(made.path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY)
         try:
             return try_lock(fd)
         finally:
@@ -429,17 +436,11 @@ async def test_closing_frees_the_session_before_stopping_mcp_servers_and_the_wat
 def _locked_session(tmp_path: Path) -> tuple[Path, Settings, Path, int]:
     """A project whose newest session another open file holds the writer's lock on."""
     from crank.session.filelock import try_lock
-    from crank.session.store import SessionStore
 
-    root = tmp_path / "project"
-    root.mkdir()
-    settings = Settings(session_dir=str(tmp_path / "s"))
-    made = SessionStore(root, settings.session_dir).create()
-    made.append_message_sync(user_message("resume me"))
-    made.close()
-    fd = os.open(made.path, os.O_RDONLY)
+    root, settings, path = _session_to_resume(tmp_path)
+    fd = os.open(path, os.O_RDONLY)
     assert try_lock(fd)
-    return root, settings, made.path, fd
+    return root, settings, path, fd
 
 
 async def test_a_session_still_held_by_a_closing_server_is_resumed_once_it_is_let_go(
