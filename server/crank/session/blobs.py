@@ -25,7 +25,7 @@ from crank.agent.images import EXTENSIONS, MAX_IMAGE_BYTES, sha256_of
 from crank.agent.messages import ImageBlock, Message, images_of
 
 from .deferred import message_of
-from .durable import fsync_dir
+from .durable import fsync_dir, write_all
 from .entries import Entry
 
 _HEX = re.compile(r"[0-9a-f]{64}")
@@ -79,9 +79,7 @@ def store(directory: Path, block: ImageBlock) -> ImageBlock:
     temporary = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
-        view = memoryview(raw)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, raw)
         os.fsync(fd)
     finally:
         os.close(fd)

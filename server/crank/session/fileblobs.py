@@ -28,7 +28,7 @@ from pathlib import Path
 from .blobs import BLOB_MISSING, BlobProblem, is_hash
 
 __all__ = ["FileStore", "get", "is_hash", "make_durable", "put"]
-from .durable import fsync_dir
+from .durable import fsync_dir, write_all
 
 SUFFIX = ".file"
 
@@ -47,9 +47,7 @@ def put(directory: Path, data: bytes) -> str:
     temporary = directory / f".{sha}.{secrets.token_hex(4)}.tmp"
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
-        view = memoryview(data)
-        while view:
-            view = view[os.write(fd, view) :]
+        write_all(fd, data)
     except BaseException:
         os.close(fd)
         with contextlib.suppress(OSError):

@@ -41,7 +41,7 @@ from . import jsonio
 from .blobs import blob_dir, stored_message
 from .blobs import load as load_blob
 from .branch_summary import abandoned_messages, summarize_branch
-from .durable import fsync_dir
+from .durable import fsync_dir, write_all
 from .entries import (
     Entry,
     EntryType,
@@ -124,7 +124,7 @@ class SessionLog:
         _lock(fd, path)
         line = encode(header)
         try:
-            _write_all(fd, line)
+            write_all(fd, line)
         except BaseException:
             os.close(fd)
             raise
@@ -252,7 +252,7 @@ class SessionLog:
                 lines.append(encode(entry))
                 parent_id = entry_id
             try:
-                _write_all(fd, b"".join(lines))
+                write_all(fd, b"".join(lines))
                 os.fsync(fd)  # a new file's header too
                 if self._unsynced_name is not None:
                     fsync_dir(self._unsynced_name)
@@ -456,10 +456,3 @@ class SessionLog:
 def _role_first(message: Message) -> dict[str, Any]:
     """The same message with ``role`` as its first key, so a byte scan can see it."""
     return {"role": message["role"], **message}
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]

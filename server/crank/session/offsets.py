@@ -41,6 +41,7 @@ from crank.agent.messages import Message
 from crank.agent.view import AsIs, shape_of
 
 from .deferred import Stored
+from .durable import write_all
 from .entries import Entry
 from .usage_totals import COUNTED, UsageTotals, usage_of
 
@@ -399,10 +400,8 @@ class OffsetIndex:
     def _write(self, rows: list[dict[str, Any]]) -> None:
         if self._fd is None:
             return
-        data = _encode.encode_lines(rows)
         try:
-            while data:
-                data = data[os.write(self._fd, data) :]
+            write_all(self._fd, _encode.encode_lines(rows))
         except OSError:
             self.close()  # rows missing from here on: the next open reads those lines
 
