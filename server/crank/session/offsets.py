@@ -31,7 +31,7 @@ import itertools
 import operator
 import os
 import zlib
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import IO, Any, NamedTuple, NotRequired, TypedDict, cast
 
@@ -277,6 +277,20 @@ class _Running:
         )
 
 
+def _rows_of(
+    lines: Iterable[tuple[Entry, int, bytes]], crc: int, running: _Running, verdict: AsIs
+) -> list[dict[str, Any]]:
+    """The rows of entries read from the file, each with where its line is and the line
+    (newline not included), in file order from where ``crc`` was taken; ``running`` and
+    ``verdict`` learn each."""
+    rows: list[dict[str, Any]] = []
+    append = rows.append
+    for entry, offset, line in lines:
+        crc = zlib.crc32(b"\n", zlib.crc32(line, crc))
+        append(_row(entry, offset, len(line), crc, running.after(entry), verdict))
+    return rows
+
+
 def build(path: Path, file: IO[bytes], parse: Callable[[int, bytes], Entry]) -> Indexed:
     """The rows of every line of the session file ``path``, open as ``file`` at its
     start, each line parsed by ``parse`` (given its line number: the open's own checks,
@@ -285,15 +299,13 @@ def build(path: Path, file: IO[bytes], parse: Callable[[int, bytes], Entry]) -> 
     are returned whether or not the index could be written."""
     header = file.readline()
     head_end = len(header)
-    crc = zlib.crc32(header)
-    head_crc = crc
-    running, verdict = _Running(UsageTotals()), AsIs()
-    rows: list[dict[str, Any]] = []
-    append = rows.append
-    for number, (offset, line) in enumerate(_lines(file, head_end), start=2):
-        entry = parse(number, line)
-        crc = zlib.crc32(b"\n", zlib.crc32(line, crc))
-        append(_row(entry, offset, len(line), crc, running.after(entry), verdict))
+    head_crc = zlib.crc32(header)
+    running = _Running(UsageTotals())
+    parsed = (
+        (parse(number, line), offset, line)
+        for number, (offset, line) in enumerate(_lines(file, head_end), start=2)
+    )
+    rows = _rows_of(parsed, head_crc, running, AsIs())
     end, crc = _end_of(rows[-1]) if rows else (head_end, head_crc)
     length = OffsetIndex.write(path, rows, head_end, head_crc)
     return Indexed(rows, Covered(len(rows), end, crc, length, running.totals))
@@ -335,7 +347,6 @@ class OffsetIndex:
         if not covered.length:  # ``build`` could not write it
             return None
         count, start = covered.entries, covered.end
-        crc = covered.crc
         running = _Running(covered.spent)
         verdict = _verdict_after(entries[:count])
         rows: list[dict[str, Any]] = []
@@ -350,10 +361,8 @@ class OffsetIndex:
                 with open(path, "rb", buffering=0) as file:
                     file.seek(start)
                     tail = zip(entries[count:], _lines(file, start), strict=False)
-                    for entry, (offset, line) in tail:
-                        crc = zlib.crc32(b"\n", zlib.crc32(line, crc))
-                        spent = running.after(entry)
-                        rows.append(_row(entry, offset, len(line), crc, spent, verdict))
+                    lines = ((entry, offset, line) for entry, (offset, line) in tail)
+                    rows = _rows_of(lines, covered.crc, running, verdict)
         except OSError:
             index.close()
             return None
