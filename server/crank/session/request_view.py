@@ -326,18 +326,18 @@ class RequestView:
         thread): for 50,000 messages that was most of the open. Otherwise (no reply
         reported usage, a compaction written after it, the ``trim`` policy, whose
         boundary decides whether ``recall`` is offered) it is measured now."""
-        lazy = isinstance(record, LazyRecord)
+        lazy = record if isinstance(record, LazyRecord) else None
         if (
             self.policy.trim
             or not has_lineage(record)
-            or (isinstance(record, LazyRecord) and not record.sent_as_is())
+            or (lazy is not None and not lazy.sent_as_is())
         ):
             self.measure(record, prompt)
             return
         # A LazyRecord is its own view (nothing to repair), and only what the count
         # reads of it is decoded: its newest reply and what follows.
-        self._as_is = lazy
-        self._sent_repairs(Repairs() if lazy else self._view.shared(record)[1])
+        self._as_is = lazy is not None
+        self._sent_repairs(Repairs() if lazy is not None else self._view.shared(record)[1])
         counted = self._count_of(record, prompt)
         if counted is None:
             self.measure(record, prompt)

@@ -204,8 +204,8 @@ class SessionTree:
         at C speed when every entry is the child of the one before."""
         header = file.readline()
         rows: list[Entry] = indexed.rows
-        for number in offsets.rows_to_parse(indexed.rows):
-            offset, length = offsets.line_of(indexed.rows[number])
+        for number in offsets.rows_to_parse(rows):
+            offset, length = offsets.line_of(rows[number])
             rows[number] = parse_entry(path, number + 2, os.pread(file.fileno(), length, offset))
         kinds = list(map(_TYPE, rows))
         others = {} if kinds.count("message") == len(kinds) else collections.Counter(kinds)
